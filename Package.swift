@@ -1,0 +1,55 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "makestagram-admin",
+    products: [
+        .executable(name: "admin", targets: ["Admin"]),
+        .library(name: "Storage", targets: ["Storage"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // libpq through pkg-config; the headers come with Debian's libpq-dev.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        // Turns sql/*.sql into Swift source, so the binary carries its migrations wherever it is installed.
+        .executableTarget(name: "EmbedSQL"),
+        .plugin(
+            name: "EmbedMigrations",
+            capability: .buildTool(),
+            dependencies: ["EmbedSQL"]
+        ),
+        .target(
+            name: "Storage",
+            dependencies: ["CLibPQ"],
+            plugins: ["EmbedMigrations"]
+        ),
+        .executableTarget(
+            name: "Admin",
+            dependencies: [
+                "Storage",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Starts the throwaway PostgreSQL cluster the integration tests run against.
+        .target(
+            name: "PostgresTestSupport",
+            dependencies: ["Storage"],
+            path: "Tests/PostgresTestSupport"
+        ),
+        .testTarget(
+            name: "StorageTests",
+            dependencies: ["Storage", "PostgresTestSupport"]
+        ),
+        .testTarget(
+            name: "AdminTests",
+            dependencies: ["Admin", "Storage", "PostgresTestSupport"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,77 @@
+import ArgumentParser
+import Foundation
+import Storage
+
+/// `admin`: the console for the app's data on PostgreSQL. With a command, runs it and exits; with `-c` or `-f`,
+/// runs those; with neither, starts the interactive console on a terminal or reads commands from stdin.
+@main
+struct AdminMain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "admin",
+        abstract: "Operate the app's Firebase data on PostgreSQL: import, export, check, repair, inspect.",
+        usage: """
+            admin [options] [command [arguments...]]
+            admin [options] -c COMMAND [-c COMMAND...]
+            admin [options] -f FILE
+            """,
+        discussion: """
+            Without a command, admin starts an interactive console on a terminal, and otherwise reads commands from standard input, one per line (# starts a comment).
+
+            \(Help.overview)
+            The database is --db, else $DATABASE_URL, else libpq's PG* variables (PGHOST, PGSERVICE, ...). With none of them, admin runs a private PostgreSQL cluster in --data-dir, $ADMIN_DATA_DIR or a per-user data directory, created on first use and reachable only through its own Unix socket.
+
+            \(ExitStatus.documentation)
+            """,
+        version: "0.1.0")
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(parsing: .captureForPassthrough, help: "A command and its arguments (see the list above).")
+    var command: [String] = []
+
+    func validate() throws {
+        if !command.isEmpty && (!options.commands.isEmpty || options.file != nil) {
+            throw ValidationError("Give a command, or -c/-f, not both.")
+        }
+    }
+
+    func run() throws {
+        // Options before the command are captured with it when the parser cannot place them (--help, typos).
+        if let first = command.first, first.hasPrefix("-") {
+            if first == "--help" || first == "-h" {
+                print(Self.helpMessage())
+                return
+            }
+            throw ValidationError("Unknown option '\(first)'.")
+        }
+        signal(SIGPIPE, SIG_IGN)
+        let session = Session(
+            target: DatabaseTarget.resolve(options: options, environment: ProcessInfo.processInfo.environment),
+            migratesOnConnect: !options.skipMigrations, format: options.format, isQuiet: options.quiet)
+        let loop = MainLoop(session: session, errorPolicy: options.onError, echoesCommands: options.echo)
+        let status: ExitStatus
+        if !command.isEmpty {
+            status = loop.run(arguments: command)
+        } else if !options.commands.isEmpty || options.file != nil {
+            var lines = options.commands.map { SourceLine(text: $0, location: nil) }
+            if let file = options.file {
+                do {
+                    lines += try SourceLine.lines(ofFile: file)
+                } catch {
+                    session.diagnostics.line("admin: \(error)")
+                    session.diagnostics.flush()
+                    throw ExitCode(ExitStatus.commandFailed.rawValue)
+                }
+            }
+            status = loop.run(lines: lines)
+        } else if isatty(STDIN_FILENO) == 1 {
+            status = loop.runInteractive()
+        } else {
+            status = loop.run(lines: SourceLine.standardInput())
+        }
+        session.close()
+        if status != .success {
+            throw ExitCode(status.rawValue)
+        }
+    }
+}

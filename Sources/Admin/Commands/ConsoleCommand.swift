@@ -1,0 +1,25 @@
+import ArgumentParser
+
+/// A console command: parsed by swift-argument-parser from argv or a REPL line, then run against the session.
+protocol ConsoleCommand: ParsableCommand {
+    /// Does the command's work, printing data to `session.output`.
+    func run(in session: Session) throws
+}
+
+/// The root of every console command; one parser for argv, `-c`, `-f`, stdin and the REPL.
+struct ConsoleCommands: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "admin",
+        subcommands: CommandGroup.all.flatMap(\.commands))
+}
+
+/// Commands grouped as `help` lists them.
+struct CommandGroup {
+    var title: String
+    var commands: [any ConsoleCommand.Type]
+
+    static let all: [CommandGroup] = [
+        CommandGroup(title: "Status and schema", commands: [Status.self, Migrate.self]),
+        CommandGroup(title: "Console", commands: [Help.self, Quit.self]),
+    ]
+}

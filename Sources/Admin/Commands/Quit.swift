@@ -1,0 +1,16 @@
+import ArgumentParser
+
+/// `quit` (or `exit`, or Ctrl-D): leaves the console.
+struct Quit: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Leave the console (also: exit, Ctrl-D).",
+        discussion: """
+            Examples:
+              quit
+            """,
+        aliases: ["exit", "\\q"])
+
+    func run(in session: Session) throws {
+        session.wantsToQuit = true
+    }
+}

@@ -1,0 +1,66 @@
+import ArgumentParser
+import Storage
+
+/// `status`: the server, the connection, the schema version and rows per table.
+struct Status: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the server, the connection, the schema and rows per table.",
+        discussion: """
+            The connection is shown without its password. Row counts are exact, taken in one snapshot.
+
+            Examples:
+              status
+              status --format json
+            """)
+
+    @Option(help: "Output format: table, expanded, json or csv (default: the session's).")
+    var format: OutputFormat?
+
+    func run(in session: Session) throws {
+        let store = try session.store()
+        let status = try store.status()
+        let format = format ?? session.format
+        let connection = connectionDescription(status.endpoint, session: session)
+        let schema = schemaDescription(status)
+        switch format {
+        case .json:
+            let tables = status.tableRows.map { ($0.table, String($0.rows)) }
+            session.output.line(JSONWriter.object([
+                ("server_version", JSONWriter.string(status.serverVersion)),
+                ("connection", JSONWriter.string(connection)),
+                ("embedded", session.embeddedDirectory == nil ? "false" : "true"),
+                ("schema_version", String(status.schemaVersion)),
+                ("pending_migrations", JSONWriter.array(status.pendingMigrations.map(JSONWriter.string))),
+                ("tables", JSONWriter.object(tables)),
+            ]))
+        case .table, .expanded, .csv:
+            let summary = ResultTable(
+                columns: ["setting", "value"],
+                rows: [
+                    [.text("server"), .text("PostgreSQL \(status.serverVersion)")],
+                    [.text("connection"), .text(connection)],
+                    [.text("schema"), .text(schema)],
+                ])
+            let tables = ResultTable(
+                columns: ["table", "rows"], rows: status.tableRows.map { [.text($0.table), .integer($0.rows)] })
+            session.output.write(TableRenderer.render(summary, as: format))
+            session.output.line()
+            session.output.write(TableRenderer.render(tables, as: format))
+        }
+    }
+
+    private func connectionDescription(_ endpoint: Endpoint, session: Session) -> String {
+        if let directory = session.embeddedDirectory {
+            return "embedded cluster in \(directory) (\(endpoint))"
+        }
+        return endpoint.description
+    }
+
+    private func schemaDescription(_ status: StoreStatus) -> String {
+        var text = "version \(status.schemaVersion)"
+        if let file = status.schemaFile { text += " (\(file))" }
+        text += status.pendingMigrations.isEmpty
+            ? ", up to date" : ", \(status.pendingMigrations.count) pending: " + status.pendingMigrations.joined(separator: ", ")
+        return text
+    }
+}

@@ -1,0 +1,38 @@
+/// The console's exit codes, documented in `admin --help` and the README.
+enum ExitStatus: Int32, Comparable {
+    /// Every command succeeded.
+    case success = 0
+    /// A command failed.
+    case commandFailed = 1
+    /// The database could not be reached (or the connection was lost).
+    case cannotConnect = 2
+    /// `check` found integrity violations.
+    case violationsFound = 3
+    /// The command line or a command was malformed (BSD's EX_USAGE).
+    case usage = 64
+
+    /// The more serious of two outcomes wins when a script continues past errors.
+    static func < (lhs: ExitStatus, rhs: ExitStatus) -> Bool {
+        lhs.severity < rhs.severity
+    }
+
+    private var severity: Int {
+        switch self {
+        case .success: 0
+        case .violationsFound: 1
+        case .commandFailed: 2
+        case .usage: 3
+        case .cannotConnect: 4
+        }
+    }
+
+    /// The table printed by `--help` and kept in the README.
+    static let documentation = """
+        Exit codes:
+          0   success
+          1   a command failed
+          2   cannot connect to the database (or the connection was lost)
+          3   integrity violations found (check)
+          64  usage error: unknown command, bad option or argument
+        """
+}

@@ -1,0 +1,108 @@
+import Foundation
+import Storage
+
+/// The state one console run shares across its commands: settings, output streams and the connection,
+/// opened on first use. Commands receive it; nothing here is global.
+final class Session {
+    /// The database this console uses.
+    let target: DatabaseTarget
+    /// Whether to apply pending migrations when connecting.
+    let migratesOnConnect: Bool
+    /// The format commands print in unless they are given `--format`.
+    var format: OutputFormat
+    /// Whether informational messages are suppressed.
+    var isQuiet: Bool
+    /// Data goes here.
+    let output: TextOutput
+    /// Diagnostics go here.
+    let diagnostics: TextOutput
+    /// Set by `quit`; the main loop stops after the current command.
+    var wantsToQuit = false
+
+    private var cluster: EmbeddedCluster?
+    private var openStore: Store?
+
+    init(target: DatabaseTarget, migratesOnConnect: Bool, format: OutputFormat, isQuiet: Bool,
+         output: TextOutput = TextOutput(descriptor: STDOUT_FILENO),
+         diagnostics: TextOutput = TextOutput(descriptor: STDERR_FILENO)) {
+        self.target = target
+        self.migratesOnConnect = migratesOnConnect
+        self.format = format
+        self.isQuiet = isQuiet
+        self.output = output
+        self.diagnostics = diagnostics
+    }
+
+    /// The store, connecting (and migrating) on first use; reconnects when the server went away.
+    func store() throws -> Store {
+        if let openStore {
+            if openStore.connection.isConnected { return openStore }
+            inform("The connection to the server was lost; reconnecting.")
+            self.openStore = nil
+        }
+        let store = Store(connection: try connect())
+        let migrator = Migrator()
+        if migratesOnConnect {
+            for migration in try migrator.migrate(on: store.connection) {
+                inform("Applied migration \(migration.fileName).")
+            }
+        } else {
+            // Even without migrating, refuse a database whose applied migrations were changed.
+            _ = try migrator.state(on: store.connection)
+        }
+        openStore = store
+        return store
+    }
+
+    private func connect() throws -> Connection {
+        switch target {
+        case .conninfo(let conninfo):
+            return try Connection(conninfo: conninfo)
+        case .environment:
+            return try Connection(conninfo: "")
+        case .embedded(let directory):
+            let cluster = try self.cluster ?? EmbeddedCluster.open(directory: directory)
+            self.cluster = cluster
+            do {
+                return try Connection(conninfo: "", parameters: cluster.connectionParameters)
+            } catch let error as StorageError where error.kind == .connectionFailed {
+                // The server may have been stopped under us: open the cluster again, which restarts it.
+                cluster.close()
+                self.cluster = try EmbeddedCluster.open(directory: directory)
+                return try Connection(conninfo: "", parameters: self.cluster!.connectionParameters)
+            }
+        }
+    }
+
+    /// A short name of the connection for the prompt: `embedded`, or `host/db` once connected.
+    var promptName: String {
+        switch target {
+        case .embedded: return "embedded"
+        default:
+            guard let endpoint = openStore?.connection.endpoint else { return "?" }
+            let host = endpoint.isUnixSocket ? "local" : endpoint.host
+            return "\(host)/\(endpoint.database)"
+        }
+    }
+
+    /// The embedded cluster's directory, when that is the target.
+    var embeddedDirectory: String? {
+        if case .embedded(let directory) = target { return directory }
+        return nil
+    }
+
+    /// An informational message to stderr, unless quiet.
+    func inform(_ message: String) {
+        guard !isQuiet else { return }
+        diagnostics.line(message)
+        diagnostics.flush()
+    }
+
+    /// Closes the connection and releases the embedded cluster (stopping it if this was its last console).
+    func close() {
+        output.flush()
+        openStore = nil
+        cluster?.close()
+        cluster = nil
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import ArgumentParser
+
+/// How a command prints its result.
+enum OutputFormat: String, CaseIterable, ExpressibleByArgument, Sendable {
+    /// Aligned columns with a header and a row count footer, like psql.
+    case table
+    /// One field per line, record by record, for wide rows (psql's `\x`).
+    case expanded
+    /// One JSON document.
+    case json
+    /// RFC 4180 comma-separated values with a header line.
+    case csv
+}
+
+/// A value in a result, typed so that JSON and alignment can tell numbers from text.
+enum Cell: Equatable {
+    case text(String)
+    case integer(Int)
+    case number(Double)
+    case boolean(Bool)
+    case null
+
+    /// The value as a table or CSV shows it.
+    var display: String {
+        switch self {
+        case .text(let text): text
+        case .integer(let value): String(value)
+        case .number(let value): JSONWriter.number(value)
+        case .boolean(let value): value ? "true" : "false"
+        case .null: ""
+        }
+    }
+
+    var isNumeric: Bool {
+        switch self {
+        case .integer, .number: true
+        default: false
+        }
+    }
+
+    var json: String {
+        switch self {
+        case .text(let text): JSONWriter.string(text)
+        case .integer(let value): String(value)
+        case .number(let value): JSONWriter.number(value)
+        case .boolean(let value): value ? "true" : "false"
+        case .null: "null"
+        }
+    }
+}
+
+/// Rows with named columns, as commands return them.
+struct ResultTable {
+    /// The column names.
+    var columns: [String]
+    /// The rows, each with one cell per column.
+    var rows: [[Cell]]
+    /// A line printed above the table in table formats.
+    var title: String?
+}
+
+/// The JSON spelling of strings and numbers, shared by every JSON the console writes.
+enum JSONWriter {
+    /// A JSON string literal: quotes, backslashes and control characters escaped, everything else as UTF-8.
+    static func string(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case "\u{08}": result += "\\b"
+            case "\u{0C}": result += "\\f"
+            case let control where control.value < 0x20:
+                result += "\\u" + String(repeating: "0", count: 4 - String(control.value, radix: 16).count)
+                    + String(control.value, radix: 16)
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+
+    /// A number as JavaScript prints it: integers without `.0`, the shortest round-tripping digits otherwise.
+    static func number(_ value: Double) -> String {
+        if value == value.rounded(), abs(value) < 1e21 {
+            return String(format: "%.0f", value)
+        }
+        return value.description
+    }
+
+    /// An object from already-encoded member values, keys in the given order.
+    static func object(_ members: [(String, String)]) -> String {
+        "{" + members.map { string($0.0) + ": " + $0.1 }.joined(separator: ", ") + "}"
+    }
+
+    /// An array from already-encoded elements.
+    static func array(_ elements: [String]) -> String {
+        "[" + elements.joined(separator: ", ") + "]"
+    }
+}

@@ -1,0 +1,267 @@
+import Foundation
+import CLibPQ
+
+/// A connection to PostgreSQL through libpq. Synchronous, and not `Sendable`: parallel work opens more
+/// connections.
+///
+/// ```swift
+/// let connection = try Connection(conninfo: "postgresql://localhost/app")
+/// let names = try connection.query("SELECT username FROM users WHERE uid = \(uid)")
+/// ```
+public final class Connection {
+    let handle: OpaquePointer
+    /// Notices and warnings the server sent since they were last taken (Storage never prints them).
+    public private(set) var notices: [String] = []
+
+    /// Connects from a libpq conninfo string or `postgresql://` URI, with libpq's own environment
+    /// (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD, PGSERVICE, ~/.pgpass, PGSSLMODE …) filling in
+    /// whatever the string leaves out, exactly as psql does. An empty string means "the environment only".
+    ///
+    /// `parameters` override the string's settings (the embedded cluster passes its socket this way).
+    /// The client encoding is always UTF8.
+    public init(conninfo: String, parameters: [(String, String)] = []) throws {
+        // Later keywords override earlier ones, and the expanded dbname comes first.
+        var pairs: [(String, String)] = [("dbname", conninfo)]
+        pairs += parameters
+        pairs += [("client_encoding", "UTF8"), ("fallback_application_name", "admin")]
+        let handle = Self.connect(pairs)
+        // libpq: "Note that when PQconnectdb returns a non-null pointer ... you should call PQfinish when you are
+        // finished with it ... even if the connection attempt fails."
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let message = Self.scrubbed(Self.errorMessage(of: handle), conninfo: conninfo)
+            PQfinish(handle)
+            throw StorageError(.connectionFailed, message)
+        }
+        self.handle = handle
+        installNoticeReceiver()
+    }
+
+    deinit { PQfinish(handle) }
+
+    private static func connect(_ pairs: [(String, String)]) -> OpaquePointer {
+        let keywords = pairs.map { strdup($0.0) }
+        let values = pairs.map { strdup($0.1) }
+        defer { (keywords + values).forEach { free($0) } }
+        let keywordPointers = keywords.map { UnsafePointer($0) } + [nil]
+        let valuePointers = values.map { UnsafePointer($0) } + [nil]
+        guard let handle = PQconnectdbParams(keywordPointers, valuePointers, 1) else {
+            fatalError("libpq could not allocate a connection object (out of memory)")
+        }
+        return handle
+    }
+
+    static func errorMessage(of handle: OpaquePointer) -> String {
+        String(cString: PQerrorMessage(handle)).trimmingTrailingNewlines()
+    }
+
+    /// libpq's messages do not include passwords, but a malformed URI may be quoted back: remove the password
+    /// wherever it appears, whatever libpq does in future.
+    static func scrubbed(_ message: String, conninfo: String) -> String {
+        guard let password = ConnectionOptions.parse(conninfo)?["password"], !password.isEmpty else {
+            return message
+        }
+        return message.replacingOccurrences(of: password, with: "********")
+    }
+
+    private func installNoticeReceiver() {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        PQsetNoticeReceiver(handle, { context, result in
+            guard let context, let result else { return }
+            let connection = Unmanaged<Connection>.fromOpaque(context).takeUnretainedValue()
+            connection.notices.append(String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines())
+        }, context)
+    }
+
+    /// Returns the notices received so far and forgets them.
+    public func takeNotices() -> [String] {
+        defer { notices.removeAll() }
+        return notices
+    }
+
+    // MARK: Describing the connection
+
+    /// Where this connection goes, without any password: user, host or socket directory, port, database.
+    public var endpoint: Endpoint {
+        Endpoint(
+            user: String(cString: PQuser(handle)),
+            host: String(cString: PQhost(handle)),
+            port: String(cString: PQport(handle)),
+            database: String(cString: PQdb(handle)))
+    }
+
+    /// The server's version string (`15.18 (Debian 15.18-0+deb12u1)`).
+    public var serverVersion: String {
+        PQparameterStatus(handle, "server_version").map { String(cString: $0) } ?? "unknown"
+    }
+
+    /// Whether the connection is still usable, as far as libpq knows without a round trip.
+    public var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// Whether a transaction block is open on this connection.
+    public var isInTransaction: Bool {
+        let status = PQtransactionStatus(handle)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
+    }
+
+    // MARK: Running statements
+
+    /// Runs one statement and returns its rows.
+    @discardableResult
+    public func query(_ query: Query) throws -> QueryResult {
+        try Self.refuseNUL(in: query)
+        let result = withCStringArray(query.binds) { values in
+            PQexecParams(handle, query.sql, Int32(values.count), nil, values, nil, nil, 0)
+        }
+        return try check(result, statement: query.sql, expecting: [PGRES_COMMAND_OK, PGRES_TUPLES_OK])
+    }
+
+    /// Runs one statement and returns how many rows it affected.
+    @discardableResult
+    public func execute(_ query: Query) throws -> Int {
+        try self.query(query).affectedRows
+    }
+
+    /// Runs a script of several statements through the simple query protocol (migrations); no parameters.
+    public func execute(script sql: String) throws {
+        guard !sql.utf8.contains(0) else {
+            throw StorageError(.invalidValue, "the script contains a NUL character", sqlState: .characterNotInRepertoire)
+        }
+        let result = PQexec(handle, sql)
+        _ = try check(result, statement: sql, expecting: [PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY])
+    }
+
+    /// PostgreSQL text cannot hold U+0000, and libpq passes parameters as C strings, which would silently cut
+    /// the value at the NUL: refuse before anything is sent.
+    static func refuseNUL(in query: Query) throws {
+        for (index, bind) in query.binds.enumerated() where bind?.utf8.contains(0) == true {
+            throw StorageError(
+                .invalidValue, "parameter $\(index + 1) contains a NUL character (U+0000), which PostgreSQL text cannot hold",
+                sqlState: .characterNotInRepertoire, statement: query.sql)
+        }
+    }
+
+    /// Turns a libpq result into a `QueryResult`, or into a `StorageError` carrying the server's diagnostics.
+    func check(_ result: OpaquePointer?, statement: String, expecting accepted: [ExecStatusType]) throws -> QueryResult {
+        guard let result else {
+            throw connectionError(statement: statement)
+        }
+        let status = PQresultStatus(result)
+        if accepted.contains(status) {
+            return QueryResult(pointer: result, statement: statement)
+        }
+        defer { PQclear(result) }
+        if status == PGRES_FATAL_ERROR || status == PGRES_NONFATAL_ERROR, let error = serverError(result, statement: statement) {
+            throw error
+        }
+        if !isConnected { throw connectionError(statement: statement) }
+        throw StorageError(.server, "unexpected result status \(String(cString: PQresStatus(status)))", statement: statement)
+    }
+
+    private func serverError(_ result: OpaquePointer, statement: String) -> StorageError? {
+        func field(_ code: Character) -> String? {
+            PQresultErrorField(result, Int32(code.asciiValue!)).map { String(cString: $0) }
+        }
+        guard let message = field("M") else { return nil }
+        let sqlState = field("C").map(SQLState.init(rawValue:))
+        let lost = !isConnected || sqlState?.isConnectionException == true
+        return StorageError(
+            lost ? .connectionLost : .server, message, sqlState: sqlState, detail: field("D"), hint: field("H"),
+            constraint: field("n"), statement: statement, context: field("W"))
+    }
+
+    func connectionError(statement: String?) -> StorageError {
+        let message = Self.errorMessage(of: handle)
+        return StorageError(
+            isConnected ? .server : .connectionLost, message.isEmpty ? "the connection to the server was lost" : message,
+            statement: statement)
+    }
+
+    /// Re-establishes a broken connection with the same parameters (libpq's PQreset).
+    public func reconnect() throws {
+        PQreset(handle)
+        guard isConnected else {
+            throw StorageError(.connectionFailed, Self.errorMessage(of: handle))
+        }
+    }
+
+    /// A handle that cancels whatever this connection is running, from another thread or a signal handler.
+    public func makeCancelHandle() -> CancelHandle? {
+        PQgetCancel(handle).map(CancelHandle.init)
+    }
+}
+
+/// Asks the server to cancel a connection's running statement (libpq's PQcancel, which is safe to call from
+/// another thread).
+public final class CancelHandle: @unchecked Sendable {
+    private let pointer: OpaquePointer
+
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+
+    // libpq: "PQfreeCancel frees a data object previously created by PQgetCancel."
+    deinit { PQfreeCancel(pointer) }
+
+    /// Sends the cancel request; returns whether it was sent (the statement may have finished anyway).
+    @discardableResult
+    public func cancel() -> Bool {
+        var buffer = [CChar](repeating: 0, count: 256)
+        return PQcancel(pointer, &buffer, Int32(buffer.count)) == 1
+    }
+}
+
+/// Where a connection goes, never with its password.
+public struct Endpoint: Sendable, Equatable, CustomStringConvertible {
+    /// The role connected as.
+    public var user: String
+    /// The host name, or the directory of the Unix socket.
+    public var host: String
+    /// The port (also the socket's file name suffix).
+    public var port: String
+    /// The database.
+    public var database: String
+
+    /// Whether the connection goes through a Unix socket.
+    public var isUnixSocket: Bool { host.hasPrefix("/") || host.isEmpty }
+
+    /// `user@host:port/database`; the host is the socket's directory for a Unix socket.
+    public var description: String { "\(user)@\(host):\(port)/\(database)" }
+}
+
+/// Parses libpq connection strings without connecting.
+public enum ConnectionOptions {
+    /// The settings a conninfo string or URI spells out (`host`, `password`, …); `nil` when it does not parse.
+    public static func parse(_ conninfo: String) -> [String: String]? {
+        guard !conninfo.isEmpty else { return [:] }
+        var errorMessage: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(conninfo, &errorMessage) else {
+            errorMessage.map { PQfreemem($0) }
+            return nil
+        }
+        defer { PQconninfoFree(options) }
+        var settings: [String: String] = [:]
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if let value = option.pointee.val {
+                settings[String(cString: keyword)] = String(cString: value)
+            }
+            option += 1
+        }
+        return settings
+    }
+}
+
+/// Calls `body` with the strings as a C array of C strings (`nil` entries for SQL NULL).
+func withCStringArray<Result>(
+    _ strings: [String?], _ body: ([UnsafePointer<CChar>?]) throws -> Result
+) rethrows -> Result {
+    let copies = strings.map { $0.map { strdup($0)! } }
+    defer { copies.forEach { $0.map { free($0) } } }
+    return try body(copies.map { $0.map { UnsafePointer($0) } })
+}
+
+extension String {
+    func trimmingTrailingNewlines() -> String {
+        var text = self
+        while text.last?.isNewline == true { text.removeLast() }
+        return text
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+
+/// Runs a helper program (initdb, pg_ctl) to completion and captures what it printed.
+///
+/// Uses posix_spawn and waitpid rather than Foundation's `Process`, whose exit detection waits on a descriptor
+/// that the server pg_ctl daemonizes would inherit, hanging the console until the server stops.
+struct ProcessRunner {
+    /// The OS user to run as, through runuser, when the console runs as root (PostgreSQL refuses root).
+    var user: String?
+
+    struct Outcome {
+        var status: Int32
+        var output: String
+        var succeeded: Bool { status == 0 }
+    }
+
+    /// Runs `executable` with `arguments` (absolute paths only), output captured through a file.
+    func run(_ executable: String, _ arguments: [String]) throws -> Outcome {
+        var argv = [executable] + arguments
+        if let user {
+            // The server user may not be able to enter the caller's working directory: start it in /.
+            argv = [try Self.runuserPath(), "-u", user, "--", "/usr/bin/env", "--chdir=/"] + argv
+        }
+        var template = Array((FileManager.default.temporaryDirectory.path + "/admin-XXXXXX").utf8CString)
+        // Close-on-exec, so only its duplicates on 1 and 2 reach the child (and no daemonized server keeps it).
+        let outputDescriptor = mkstemp(&template)
+        guard outputDescriptor >= 0, fcntl(outputDescriptor, F_SETFD, FD_CLOEXEC) == 0 else {
+            throw StorageError(.cluster, "cannot create a temporary file: \(String(cString: strerror(errno)))")
+        }
+        let outputPath = String(cString: template)
+        defer {
+            close(outputDescriptor)
+            unlink(outputPath)
+        }
+        let pid = try spawn(argv, output: outputDescriptor)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else {
+                throw StorageError(.cluster, "waiting for \(executable) failed: \(String(cString: strerror(errno)))")
+            }
+        }
+        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return Outcome(status: exitStatus, output: text.trimmingTrailingNewlines())
+    }
+
+    private func spawn(_ argv: [String], output: Int32) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, output, 1)
+        posix_spawn_file_actions_adddup2(&actions, output, 2)
+
+        let environment = Self.childEnvironment().map { "\($0.key)=\($0.value)" }
+        let cArguments = argv.map { strdup($0) } + [nil]
+        let cEnvironment = environment.map { strdup($0) } + [nil]
+        defer { (cArguments + cEnvironment).forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, argv[0], &actions, nil, cArguments, cEnvironment)
+        guard result == 0 else {
+            throw StorageError(.cluster, "cannot run \(argv[0]): \(String(cString: strerror(result)))")
+        }
+        return pid
+    }
+
+    /// The caller's environment without libpq's and the server's variables, which would redirect the
+    /// embedded server (PGDATA, PGPORT …).
+    static func childEnvironment() -> [String: String] {
+        ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }
+    }
+
+    static func runuserPath() throws -> String {
+        for path in ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"]
+        where FileManager.default.isExecutableFile(atPath: path) {
+            return path
+        }
+        throw StorageError(
+            .cluster, "runuser was not found, and PostgreSQL cannot run as root without it",
+            hint: "Install util-linux, or run admin as an ordinary user.")
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+/// What `status` reports: the server, the connection, the schema and how much data each table holds.
+public struct StoreStatus: Sendable {
+    /// The server's version string.
+    public var serverVersion: String
+    /// Where the connection goes (no password).
+    public var endpoint: Endpoint
+    /// The last applied migration's number (0 when none).
+    public var schemaVersion: Int
+    /// The last applied migration's file name, if any.
+    public var schemaFile: String?
+    /// Migrations of this binary the database does not have yet.
+    public var pendingMigrations: [String]
+    /// Rows per tree table, in `Store.treeTables` order; empty until the schema exists.
+    public var tableRows: [(table: String, rows: Int)]
+}
+
+extension Store {
+    /// The server, the schema version and exact row counts per table, in one read-only snapshot.
+    public func status(migrator: Migrator = Migrator()) throws -> StoreStatus {
+        try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
+            let state = try migrator.state(on: connection)
+            var tableRows: [(table: String, rows: Int)] = []
+            if state.schemaVersion > 0 {
+                var counts = Query.StringInterpolation(literalCapacity: 0, interpolationCount: 0)
+                for (index, table) in Store.treeTables.enumerated() {
+                    counts.appendLiteral(index == 0 ? "SELECT " : " UNION ALL SELECT ")
+                    counts.appendInterpolation(table)
+                    counts.appendLiteral("::text, count(*) FROM ")
+                    counts.appendInterpolation(identifier: table)
+                }
+                for row in try connection.query(Query(stringInterpolation: counts)) {
+                    tableRows.append((try row.decode(String.self, at: 0), try row.decode(Int.self, at: 1)))
+                }
+            }
+            return StoreStatus(
+                serverVersion: connection.serverVersion, endpoint: connection.endpoint,
+                schemaVersion: state.schemaVersion, schemaFile: state.applied.last?.fileName,
+                pendingMigrations: state.pending.map(\.fileName), tableRows: tableRows)
+        }
+    }
+}
