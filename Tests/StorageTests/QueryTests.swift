@@ -1,0 +1,67 @@
+import Testing
+@testable import Storage
+
+@Suite("Query rendering (no server)")
+struct QueryTests {
+    @Test func interpolatedValuesBecomeParameters() {
+        let uid = "'; DROP TABLE users; --"
+        let limit = 10
+        let query: Query = "SELECT username FROM users WHERE uid = \(uid) LIMIT \(limit)"
+        #expect(query.sql == "SELECT username FROM users WHERE uid = $1 LIMIT $2")
+        #expect(query.binds == [uid, "10"])
+    }
+
+    @Test func descriptionNeverShowsValues() {
+        let password = "s3cret-value"
+        let query: Query = "SELECT \(password)"
+        #expect(query.description == "SELECT $1")
+        #expect(!String(describing: query).contains(password))
+    }
+
+    @Test func identifiersAreQuotedAndEscaped() {
+        let query: Query = "SELECT * FROM \(identifier: "we\"ird table")"
+        #expect(query.sql == #"SELECT * FROM "we""ird table""#)
+    }
+
+    @Test func nullsAndOptionals() {
+        let missing: String? = nil
+        let present: Int? = 4
+        let query: Query = "VALUES (\(missing), \(present))"
+        #expect(query.binds == [nil, "4"])
+    }
+
+    @Test func doublesUseShortestRoundTrippingText() {
+        for value in [0.1, 374.9999999999999, 1497918951.91262, 5e-324, 1.7976931348623157e308, -0.0, 1e21] {
+            let text = value.queryText!
+            #expect(Double(text)!.bitPattern == value.bitPattern, "\(value) -> \(text)")
+        }
+        #expect(Double.nan.queryText == "NaN")
+        #expect((-Double.infinity).queryText == "-Infinity")
+    }
+
+    @Test func arraysBecomeQuotedLiterals() {
+        let members = ["uid_1", "with \"quote\"", "back\\slash", "NULL"]
+        #expect(members.queryText == #"{"uid_1","with \"quote\"","back\\slash","NULL"}"#)
+        let withNull: [String?] = ["a", nil]
+        #expect(withNull.queryText == #"{"a",NULL}"#)
+    }
+
+    @Test func arrayLiteralParsing() {
+        #expect(ArrayLiteral.parse("{}") == [])
+        #expect(ArrayLiteral.parse("{a,b}") == ["a", "b"])
+        #expect(ArrayLiteral.parse(#"{"a b","c,d",NULL,"NULL","x\"y"}"#) == ["a b", "c,d", nil, "NULL", "x\"y"])
+        #expect(ArrayLiteral.parse("not an array") == nil)
+        #expect(ArrayLiteral.parse(#"{"unterminated}"#) == nil)
+    }
+
+    @Test func storageErrorDescriptionFollowsPsqlLayout() {
+        let error = StorageError(
+            .server, "duplicate key value violates unique constraint \"users_pkey\"", sqlState: .uniqueViolation,
+            detail: "Key (uid)=(u1) already exists.", hint: nil, constraint: "users_pkey", statement: "INSERT INTO users VALUES ($1)")
+        #expect(error.description == """
+            duplicate key value violates unique constraint "users_pkey" (SQLSTATE 23505)
+            DETAIL:  Key (uid)=(u1) already exists.
+            STATEMENT:  INSERT INTO users VALUES ($1)
+            """)
+    }
+}
