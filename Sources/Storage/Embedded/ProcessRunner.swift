@@ -44,7 +44,19 @@ struct ProcessRunner {
         return Outcome(status: exitStatus, output: text.trimmingTrailingNewlines())
     }
 
+    /// Marks every open descriptor above stderr close-on-exec, so nothing of this process (or inherited from its
+    /// parent, such as the socket Foundation's `Process` watches to learn that a child exited) leaks into helpers
+    /// and from them into the daemonized server, which would keep it open for the server's lifetime.
+    private static func closeDescriptorsOnExec() {
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for descriptor in descriptors.compactMap(Int32.init) where descriptor > 2 {
+            let flags = fcntl(descriptor, F_GETFD)
+            if flags >= 0 { _ = fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) }
+        }
+    }
+
     private func spawn(_ argv: [String], output: Int32) throws -> pid_t {
+        Self.closeDescriptorsOnExec()
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

@@ -1,0 +1,72 @@
+import Foundation
+import PostgresTestSupport
+import Testing
+
+/// What one run of the `admin` binary printed and how it ended.
+struct AdminRun {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs the built `admin` binary the way a user or cron would, with a clean environment (no DATABASE_URL or PG*
+/// variables leaking in from the machine).
+enum AdminProcess {
+    /// The `admin` executable built beside this test bundle.
+    static var executable: URL {
+        let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return testBinary.deletingLastPathComponent().appendingPathComponent("admin")
+    }
+
+    static func environment(_ extra: [String: String]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment.filter {
+            !$0.key.hasPrefix("PG") && $0.key != "DATABASE_URL" && $0.key != "ADMIN_DATA_DIR"
+        }
+        environment.merge(extra) { $1 }
+        return environment
+    }
+
+    /// Starts admin with piped standard streams; the caller writes, reads and waits.
+    static func start(_ arguments: [String], environment extra: [String: String] = [:]) throws -> (Process, Pipe, Pipe, Pipe) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = environment(extra)
+        let input = Pipe(), output = Pipe(), errors = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        return (process, input, output, errors)
+    }
+
+    /// Runs admin to completion with `input` on stdin (closed right after), and a time limit.
+    static func run(_ arguments: [String], input: String = "", environment extra: [String: String] = [:],
+                    timeout: TimeInterval = 120) throws -> AdminRun {
+        let (process, stdin, stdout, stderr) = try start(arguments, environment: extra)
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        let errors = Mutex(Data())
+        let reader = Thread { errors.withLock { $0 = stderr.fileHandleForReading.readDataToEndOfFile() } }
+        reader.start()
+        let deadline = Date().addingTimeInterval(timeout)
+        let timer = Thread {
+            while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            if process.isRunning { process.interrupt(); kill(process.processIdentifier, SIGKILL) }
+        }
+        timer.start()
+        let output = stdout.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        while reader.isExecuting || !reader.isFinished { Thread.sleep(forTimeInterval: 0.01) }
+        return AdminRun(
+            status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
+            stderr: String(decoding: errors.withLock { $0 }, as: UTF8.self))
+    }
+}
+
+/// A fresh directory under /tmp (short, so a Unix socket path inside it fits), removed by the caller.
+func makeTemporaryDirectory(_ prefix: String) throws -> String {
+    let path = "/tmp/\(prefix)-\(UUID().uuidString.prefix(8))"
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}

@@ -1,0 +1,136 @@
+import Foundation
+import PostgresTestSupport
+import Storage
+import Testing
+
+@Suite("The admin console, end to end")
+struct ConsoleTests {
+    @Test func statusReportsTheMigratedSchema() throws {
+        let database = try TestPostgres.makeDatabase()
+        let run = try AdminProcess.run(["--db", database.conninfo, "status"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("version 1 (0001_firebase_tree.sql), up to date"))
+        #expect(run.stdout.contains(" users           |    0"))
+        #expect(run.stdout.contains("(10 rows)"))
+        #expect(run.stderr.isEmpty)
+    }
+
+    @Test func statusAsJSONIsOneDocument() throws {
+        let database = try TestPostgres.makeDatabase()
+        try database.connect().execute("INSERT INTO users (uid, username) VALUES ('u1', 'ana'), ('u2', 'bo')")
+        let run = try AdminProcess.run(["--db", database.conninfo, "status", "--format", "json"])
+        #expect(run.status == 0)
+        let object = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        #expect(object?["schema_version"] as? Int == 1)
+        #expect((object?["tables"] as? [String: Any])?["users"] as? Int == 2)
+        #expect((object?["connection"] as? String)?.contains(database.name) == true)
+    }
+
+    @Test func theConsoleMigratesAnEmptyDatabaseUnlessTold() throws {
+        let database = try TestPostgres.makeEmptyDatabase()
+        let untouched = try AdminProcess.run(["--db", database.conninfo, "--no-migrate", "status"])
+        #expect(untouched.status == 0, "\(untouched.stderr)")
+        #expect(untouched.stdout.contains("version 0, 1 pending: 0001_firebase_tree.sql"))
+        let migrated = try AdminProcess.run(["--db", database.conninfo, "--no-migrate", "migrate"])
+        #expect(migrated.status == 0)
+        #expect(migrated.stderr.contains("Applied 0001_firebase_tree.sql."))
+        let again = try AdminProcess.run(["--db", database.conninfo, "migrate"])
+        #expect(again.stderr.contains("up to date (version 1)"))
+        let quiet = try AdminProcess.run(["--db", database.conninfo, "--quiet", "migrate"])
+        #expect(quiet.stderr.isEmpty)
+    }
+
+    @Test func aChangedMigrationStopsTheConsole() throws {
+        let database = try TestPostgres.makeDatabase()
+        try database.connect().execute("UPDATE schema_migrations SET checksum = repeat('0', 64)")
+        let run = try AdminProcess.run(["--db", database.conninfo, "status"])
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("was changed after it was applied"))
+    }
+
+    @Test func scriptErrorsNameFileAndLineAndStopByDefault() throws {
+        let database = try TestPostgres.makeDatabase()
+        let directory = try makeTemporaryDirectory("admin-script")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let script = directory + "/nightly.admin"
+        try "# nightly\nstatus --format csv\n\nbogus command\nstatus --format csv\n".write(
+            toFile: script, atomically: true, encoding: .utf8)
+
+        let stopped = try AdminProcess.run(["--db", database.conninfo, "-f", script])
+        #expect(stopped.status == 64)
+        #expect(stopped.stderr.contains("admin:\(script):4: bogus: unknown command \"bogus\""))
+        #expect(stopped.stdout.components(separatedBy: "setting,value").count == 2)
+
+        let continued = try AdminProcess.run(["--db", database.conninfo, "--on-error", "continue", "-f", script])
+        #expect(continued.status == 64)
+        #expect(continued.stdout.components(separatedBy: "setting,value").count == 3)
+    }
+
+    @Test func commandsFromStdinAndDashC() throws {
+        let database = try TestPostgres.makeDatabase()
+        let piped = try AdminProcess.run(["--db", database.conninfo], input: "migrate --list --format csv\nquit\nstatus\n")
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(piped.stdout.hasPrefix("version,file,state,applied_at\n1,0001_firebase_tree.sql,applied,"))
+        #expect(!piped.stdout.contains("setting"))
+
+        let echoed = try AdminProcess.run(["--db", database.conninfo, "--echo", "-c", "migrate --list --format csv", "-c", "help"])
+        #expect(echoed.status == 0)
+        #expect(echoed.stdout.hasPrefix("migrate --list --format csv\nversion,file"))
+        #expect(echoed.stdout.contains("Status and schema:"))
+
+        let failing = try AdminProcess.run(["--db", database.conninfo], input: "status --bogus\n")
+        #expect(failing.status == 64)
+        #expect(failing.stderr.contains("admin:<stdin>:1: status:"))
+    }
+
+    @Test func usageErrorsExitWith64() throws {
+        #expect(try AdminProcess.run(["frobnicate"]).status == 64)
+        #expect(try AdminProcess.run(["--no-such-option"]).status == 64)
+        #expect(try AdminProcess.run(["-c", "status", "status"]).status == 64)
+        let unterminated = try AdminProcess.run(["-c", "status 'open"])
+        #expect(unterminated.status == 64)
+        #expect(unterminated.stderr.contains("unterminated single quote"))
+    }
+
+    @Test func helpDocumentsCommandsAndExitCodes() throws {
+        let run = try AdminProcess.run(["--help"])
+        #expect(run.status == 0)
+        for text in ["Exit codes:", "64  usage error", "status", "migrate", "--data-dir", "DATABASE_URL"] {
+            #expect(run.stdout.contains(text), "missing \(text)")
+        }
+        let commandHelp = try AdminProcess.run(["status", "--help"])
+        let helpCommand = try AdminProcess.run(["help", "status"])
+        let shortHelp = try AdminProcess.run(["-c", "status -h"])
+        #expect(commandHelp.stdout.contains("USAGE: admin status"))
+        #expect(commandHelp.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            == helpCommand.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(shortHelp.stdout == commandHelp.stdout)
+    }
+
+    @Test func unreachableServersExitWith2AndNeverShowThePassword() throws {
+        let run = try AdminProcess.run([
+            "--db", "postgresql://operator:correct-horse-battery@/app?host=/nonexistent-socket-dir&connect_timeout=2",
+            "status",
+        ])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("/nonexistent-socket-dir"))
+        #expect(!run.stderr.contains("correct-horse-battery"))
+        #expect(!run.stdout.contains("correct-horse-battery"))
+
+        let fromEnvironment = try AdminProcess.run(
+            ["status"], environment: ["PGHOST": "/nonexistent-socket-dir", "PGPASSWORD": "correct-horse-battery"])
+        #expect(fromEnvironment.status == 2)
+        #expect(!fromEnvironment.stderr.contains("correct-horse-battery"))
+    }
+
+    @Test func libpqEnvironmentVariablesAreHonored() throws {
+        let database = try TestPostgres.makeDatabase()
+        let settings = try #require(ConnectionOptions.parse(database.conninfo))
+        let run = try AdminProcess.run(["status", "--format", "json"], environment: [
+            "PGHOST": settings["host"] ?? "", "PGPORT": settings["port"] ?? "", "PGUSER": settings["user"] ?? "",
+            "PGDATABASE": database.name,
+        ])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains(database.name))
+    }
+}

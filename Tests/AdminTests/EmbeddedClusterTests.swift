@@ -1,0 +1,126 @@
+import Foundation
+import PostgresTestSupport
+import Storage
+import Testing
+
+/// The embedded default: a private cluster created on first use, shared by concurrent consoles, stopped by
+/// the last one, and recovering from crashes.
+@Suite("Embedded PostgreSQL")
+struct EmbeddedClusterTests {
+    func serverIsRunning(in directory: String) -> Bool {
+        FileManager.default.fileExists(atPath: directory + "/pgdata/postmaster.pid")
+    }
+
+    @Test func firstUseCreatesAMigratedPrivateClusterAndTheLastConsoleStopsIt() throws {
+        let directory = try makeTemporaryDirectory("admin-e1")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let run = try AdminProcess.run(["--data-dir", directory, "status"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("embedded cluster in \(directory)"))
+        #expect(run.stdout.contains("version 1 (0001_firebase_tree.sql), up to date"))
+        #expect(!serverIsRunning(in: directory))
+
+        var info = stat()
+        #expect(stat(directory + "/pgdata", &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o700)
+        let settings = try String(contentsOfFile: directory + "/pgdata/postgresql.conf", encoding: .utf8)
+        #expect(settings.contains("listen_addresses = ''"))
+
+        // ADMIN_DATA_DIR selects the same cluster.
+        let again = try AdminProcess.run(["status", "--format", "json"], environment: ["ADMIN_DATA_DIR": directory])
+        #expect(again.status == 0)
+        #expect(again.stdout.contains("\"embedded\": true"))
+    }
+
+    @Test func killingAConsoleLosesNothingCommitted() throws {
+        let directory = try makeTemporaryDirectory("admin-e2")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (console, input, output, _) = try AdminProcess.start(["--data-dir", directory])
+        input.fileHandleForWriting.write(Data("status --format csv\n".utf8))
+        // Wait until the console has answered, so its server is up.
+        var answer = Data()
+        while !String(decoding: answer, as: UTF8.self).contains("unmapped_values") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            answer.append(chunk)
+        }
+        #expect(String(decoding: answer, as: UTF8.self).contains("unmapped_values"))
+        // Another client commits a row while the console session is open.
+        let user = String(cString: getpwuid(geteuid())!.pointee.pw_name)
+        let connection = try Connection(conninfo: "", parameters: [
+            ("host", directory + "/pgdata"), ("user", user), ("dbname", "admin"),
+        ])
+        try connection.execute("INSERT INTO users (uid, username) VALUES ('survivor', 'still here')")
+
+        kill(console.processIdentifier, SIGKILL)
+        console.waitUntilExit()
+        #expect(console.terminationReason == .uncaughtSignal)
+
+        let next = try AdminProcess.run(["--data-dir", directory, "status", "--format", "json"])
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(next.stdout.contains("\"users\": 1"))
+    }
+
+    @Test func aStalePidFileFromACrashIsRecoveredFrom() throws {
+        let directory = try makeTemporaryDirectory("admin-e3")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        #expect(try AdminProcess.run(["--data-dir", directory, "migrate"]).status == 0)
+        #expect(!serverIsRunning(in: directory))
+        // What a crashed server leaves behind: a postmaster.pid naming a process that is gone.
+        let stale = "999999\n\(directory)/pgdata\n1700000000\n5432\n\(directory)/pgdata\n\n  5432001         0\nready   \n"
+        try stale.write(toFile: directory + "/pgdata/postmaster.pid", atomically: true, encoding: .utf8)
+        let run = try AdminProcess.run(["--data-dir", directory, "status"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("up to date"))
+    }
+
+    @Test func aClusterOfAnotherMajorVersionIsExplained() throws {
+        let directory = try makeTemporaryDirectory("admin-e4")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory + "/pgdata", withIntermediateDirectories: true)
+        try "9\n".write(toFile: directory + "/pgdata/PG_VERSION", atomically: true, encoding: .utf8)
+        let run = try AdminProcess.run(["--data-dir", directory, "status"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("created by PostgreSQL 9"))
+        #expect(run.stderr.contains("HINT:"))
+    }
+
+    @Test func aDirectoryThatIsNotAClusterIsNotTouched() throws {
+        let directory = try makeTemporaryDirectory("admin-e5")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory + "/pgdata", withIntermediateDirectories: true)
+        try "precious".write(toFile: directory + "/pgdata/notes.txt", atomically: true, encoding: .utf8)
+        let run = try AdminProcess.run(["--data-dir", directory, "status"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("not a PostgreSQL data directory"))
+        #expect(FileManager.default.fileExists(atPath: directory + "/pgdata/notes.txt"))
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "only root can make a directory owned by someone else"))
+    func aDataDirectoryOwnedBySomeoneElseIsRefused() throws {
+        let directory = try makeTemporaryDirectory("admin-e6")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory + "/pgdata", withIntermediateDirectories: true)
+        try "15\n".write(toFile: directory + "/pgdata/PG_VERSION", atomically: true, encoding: .utf8)
+        let nobody = try #require(getpwnam("nobody"))
+        #expect(chown(directory + "/pgdata", nobody.pointee.pw_uid, nobody.pointee.pw_gid) == 0)
+        let run = try AdminProcess.run(["--data-dir", directory, "status"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("is owned by nobody"))
+        #expect(run.stderr.contains("HINT:"))
+    }
+
+    @Test func concurrentConsolesShareOneServer() throws {
+        let directory = try makeTemporaryDirectory("admin-e7")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try EmbeddedCluster.open(directory: directory)
+        let second = try EmbeddedCluster.open(directory: directory)
+        let connection = try Connection(conninfo: "", parameters: second.connectionParameters)
+        first.close()
+        // The second console still has its server.
+        #expect(try connection.query("SELECT 1")[0].decode(Int.self, at: 0) == 1)
+        #expect(serverIsRunning(in: directory))
+        second.close()
+        #expect(!serverIsRunning(in: directory))
+    }
+}

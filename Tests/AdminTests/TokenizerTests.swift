@@ -1,0 +1,31 @@
+import Testing
+@testable import Admin
+
+@Suite("Tokenizer")
+struct TokenizerTests {
+    @Test func splitsOnWhitespace() throws {
+        #expect(try Tokenizer.split("  status   --format json ") == ["status", "--format", "json"])
+        #expect(try Tokenizer.split("") == [])
+        #expect(try Tokenizer.split("   \t ") == [])
+    }
+
+    @Test func quotesAndEscapes() throws {
+        #expect(try Tokenizer.split(#"user add u1 'it''s'"#) == ["user", "add", "u1", "its"])
+        #expect(try Tokenizer.split(#"say "a \"quoted\" word" 'single $x \n'"#) == ["say", #"a "quoted" word"#, #"single $x \n"#])
+        #expect(try Tokenizer.split(#"path\ with\ spaces"#) == ["path with spaces"])
+        #expect(try Tokenizer.split(#""" ''"#) == ["", ""])
+        #expect(try Tokenizer.split("emoji 😀 ñandú") == ["emoji", "😀", "ñandú"])
+    }
+
+    @Test func commentsStartAWord() throws {
+        #expect(try Tokenizer.split("# a comment") == [])
+        #expect(try Tokenizer.split("status # trailing") == ["status"])
+        #expect(try Tokenizer.split("get /a#b '#kept'") == ["get", "/a#b", "#kept"])
+    }
+
+    @Test func unterminatedQuotesAreErrors() {
+        #expect(throws: Tokenizer.Failure.self) { try Tokenizer.split("say 'open") }
+        #expect(throws: Tokenizer.Failure.self) { try Tokenizer.split(#"say "open"#) }
+        #expect(throws: Tokenizer.Failure.self) { try Tokenizer.split("trailing \\") }
+    }
+}
