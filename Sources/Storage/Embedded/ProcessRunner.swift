@@ -27,7 +27,7 @@ struct ProcessRunner {
         guard outputDescriptor >= 0, fcntl(outputDescriptor, F_SETFD, FD_CLOEXEC) == 0 else {
             throw StorageError(.cluster, "cannot create a temporary file: \(String(cString: strerror(errno)))")
         }
-        let outputPath = String(cString: template)
+        let outputPath = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         defer {
             close(outputDescriptor)
             unlink(outputPath)
