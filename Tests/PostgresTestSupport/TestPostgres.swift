@@ -13,19 +13,18 @@ public enum TestPostgres {
     /// A new, migrated database for one test.
     public static func makeDatabase() throws -> TestDatabase {
         let server = try sharedServer.get()
-        let name = "test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        let maintenance = try server.connect(database: nil)
-        try maintenance.execute("CREATE DATABASE \(identifier: name) TEMPLATE \(identifier: server.templateName)")
-        server.remember(database: name)
-        return TestDatabase(name: name, conninfo: server.conninfo(database: name))
+        return try makeDatabase(prefix: "test", template: server.templateName, on: server)
     }
 
     /// A new database with no schema at all, for migration tests.
     public static func makeEmptyDatabase() throws -> TestDatabase {
-        let server = try sharedServer.get()
-        let name = "empty_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        try makeDatabase(prefix: "empty", template: "template0", on: sharedServer.get())
+    }
+
+    private static func makeDatabase(prefix: String, template: String, on server: TestServer) throws -> TestDatabase {
+        let name = prefix + "_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         let maintenance = try server.connect(database: nil)
-        try maintenance.execute("CREATE DATABASE \(identifier: name) TEMPLATE template0")
+        try maintenance.execute("CREATE DATABASE \(identifier: name) TEMPLATE \(identifier: template)")
         server.remember(database: name)
         return TestDatabase(name: name, conninfo: server.conninfo(database: name))
     }

@@ -12,11 +12,7 @@ extension Connection {
     /// If `body` throws, the COPY is aborted (nothing of it is stored) and the error is rethrown.
     @discardableResult
     public func copyIn(_ statement: Query, _ body: (CopyInWriter) throws -> Void) throws -> Int {
-        try Self.refuseNUL(in: statement)
-        let start = withCStringArray(statement.binds) { values in
-            PQexecParams(handle, statement.sql, Int32(values.count), nil, values, nil, nil, 0)
-        }
-        _ = try check(start, statement: statement.sql, expecting: [PGRES_COPY_IN])
+        try start(statement, expecting: PGRES_COPY_IN)
         let writer = CopyInWriter(connection: self, statement: statement.sql)
         do {
             try body(writer)
@@ -37,11 +33,7 @@ extension Connection {
     /// number of rows. If `body` throws, the server is asked to stop and the error is rethrown.
     @discardableResult
     public func copyOut(_ statement: Query, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int {
-        try Self.refuseNUL(in: statement)
-        let start = withCStringArray(statement.binds) { values in
-            PQexecParams(handle, statement.sql, Int32(values.count), nil, values, nil, nil, 0)
-        }
-        _ = try check(start, statement: statement.sql, expecting: [PGRES_COPY_OUT])
+        try start(statement, expecting: PGRES_COPY_OUT)
         var failure: Error?
         while true {
             var data: UnsafeMutablePointer<CChar>?
@@ -65,6 +57,11 @@ extension Connection {
             throw failure
         }
         return try finishCopy(statement: statement.sql)
+    }
+
+    /// Sends the COPY statement and checks that the server entered the expected copy mode.
+    private func start(_ statement: Query, expecting mode: ExecStatusType) throws {
+        _ = try check(send(statement), statement: statement.sql, expecting: [mode])
     }
 
     private func finishCopy(statement: String) throws -> Int {

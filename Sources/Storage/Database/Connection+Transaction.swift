@@ -16,6 +16,7 @@ extension Connection {
     ///
     /// Inside another transaction it becomes a savepoint, so a failing inner block undoes only itself.
     /// `--dry-run` is this with a body that throws after reporting, or `rollback: true`.
+    @discardableResult
     public func withTransaction<Result>(
         isolation: IsolationLevel = .readCommitted, readOnly: Bool = false, rollback: Bool = false,
         _ body: () throws -> Result

@@ -108,11 +108,15 @@ public final class Connection {
     /// Runs one statement and returns its rows.
     @discardableResult
     public func query(_ query: Query) throws -> QueryResult {
+        try check(send(query), statement: query.sql, expecting: [PGRES_COMMAND_OK, PGRES_TUPLES_OK])
+    }
+
+    /// Sends one statement with its parameters in text format and returns libpq's result.
+    func send(_ query: Query) throws -> OpaquePointer? {
         try Self.refuseNUL(in: query)
-        let result = withCStringArray(query.binds) { values in
+        return withCStringArray(query.binds) { values in
             PQexecParams(handle, query.sql, Int32(values.count), nil, values, nil, nil, 0)
         }
-        return try check(result, statement: query.sql, expecting: [PGRES_COMMAND_OK, PGRES_TUPLES_OK])
     }
 
     /// Runs one statement and returns how many rows it affected.
