@@ -22,6 +22,8 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         case migration
         /// The embedded PostgreSQL cluster could not be set up, started or stopped.
         case cluster
+        /// Input to import is not well-formed (malformed JSON, invalid UTF-8, a truncated file).
+        case malformedInput
     }
 
     /// What went wrong, broadly.
@@ -40,6 +42,8 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
     public var statement: String?
     /// Where this layer was when it failed (for example "applying migration 0002_likes.sql").
     public var context: String?
+    /// Where in the input a `.malformedInput` error was found.
+    public var inputPosition: JSONReader.Position?
 
     /// Creates an error; only `kind` and `message` are required.
     public init(

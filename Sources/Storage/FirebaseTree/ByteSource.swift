@@ -1,0 +1,62 @@
+import Foundation
+
+/// Where a streaming reader gets its bytes: a file, a pipe, memory. Reads fill as much of the buffer as they
+/// can and return 0 at the end of the input.
+public protocol ByteSource {
+    /// Reads up to `buffer.count` bytes into `buffer`; returns how many, 0 at the end.
+    mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+}
+
+/// Bytes from a file descriptor (a file, stdin, a pipe), read without buffering of its own.
+public struct FileDescriptorSource: ByteSource {
+    /// The descriptor read from; not closed by this source.
+    public let descriptor: Int32
+    /// A name for error messages (the file's path, or `-` for stdin).
+    public let name: String
+
+    /// Reads from `descriptor`.
+    public init(descriptor: Int32, name: String) {
+        self.descriptor = descriptor
+        self.name = name
+    }
+
+    /// Reads once, retrying on EINTR.
+    public mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        while true {
+            let count = Foundation.read(descriptor, buffer.baseAddress, buffer.count)
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            throw StorageError(.invalidValue, "cannot read \(name): \(String(cString: strerror(errno)))")
+        }
+    }
+}
+
+/// Bytes held in memory (tests, small documents).
+public struct MemorySource: ByteSource {
+    private let bytes: [UInt8]
+    private var offset = 0
+    /// At most this many bytes per read, to exercise readers' refills in tests.
+    private let chunkSize: Int
+
+    /// A source over `bytes`, handed out at most `chunkSize` bytes at a time.
+    public init(_ bytes: [UInt8], chunkSize: Int = .max) {
+        self.bytes = bytes
+        self.chunkSize = max(1, chunkSize)
+    }
+
+    /// A source over a string's UTF-8.
+    public init(_ text: String, chunkSize: Int = .max) {
+        self.init(Array(text.utf8), chunkSize: chunkSize)
+    }
+
+    /// Copies the next bytes.
+    public mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let count = min(buffer.count, bytes.count - offset, chunkSize)
+        guard count > 0 else { return 0 }
+        bytes.withUnsafeBytes { source in
+            buffer.baseAddress!.copyMemory(from: source.baseAddress! + offset, byteCount: count)
+        }
+        offset += count
+        return count
+    }
+}

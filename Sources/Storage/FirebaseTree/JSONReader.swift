@@ -1,0 +1,653 @@
+import Foundation
+
+/// A streaming JSON reader: pulls one token at a time from a `ByteSource` through a bounded buffer, never holding
+/// the document, and never recursing (a 100,000-level nesting costs a few hundred KB of stack frames, not a crash).
+///
+/// Tokens are zero-copy: a key's or string's UTF-8 is `text`, valid until the next call to `next()`. Strings are
+/// validated as UTF-8 and unescaped; numbers are read as IEEE doubles (Firebase's only number type). Every error
+/// names the byte offset, line, column and the path being read.
+///
+/// ```swift
+/// let reader = JSONReader(source: MemorySource(#"{"users": {"u1": {"username": "ana"}}}"#))
+/// while try reader.next() != .end {
+///     if reader.token == .string { print(reader.pathDescription, reader.string) }   // /users/u1/username ana
+/// }
+/// ```
+public final class JSONReader {
+    /// What `next()` found.
+    public enum Token: UInt8, Sendable {
+        case objectStart, objectEnd, arrayStart, arrayEnd, key, string, number, `true`, `false`, null, end
+    }
+
+    /// Where a token starts in the input.
+    public struct Position: Sendable, Equatable, CustomStringConvertible {
+        /// Bytes before it, from the start of the input (a byte-order mark included).
+        public var offset: Int
+        /// Its line, from 1.
+        public var line: Int
+        /// Its column in bytes, from 1.
+        public var column: Int
+
+        /// `byte 120 (line 4, column 7)`.
+        public var description: String { "byte \(offset) (line \(line), column \(column))" }
+    }
+
+    private struct Frame {
+        var isObject: Bool
+        /// Where this frame's key (or index) starts in `pathBytes`.
+        var pathStart: Int
+        /// The array index of the current element, -1 before the first.
+        var index: Int
+    }
+
+    private enum State {
+        /// A value must come (top level, after `:`, after `,` in an array).
+        case value
+        /// First thing in an array: a value or `]`.
+        case arrayFirst
+        /// First thing in an object: a key or `}`.
+        case objectFirst
+        /// After `,` in an object: a key.
+        case objectKey
+        /// After a key: `:`.
+        case colon
+        /// After a value: `,`, the closing bracket, or the end of input at the top level.
+        case afterValue
+        /// The document has ended.
+        case done
+    }
+
+    private var source: any ByteSource
+    private var buffer: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    private var cursor = 0
+    private var limit = 0
+    private var isAtEndOfInput = false
+    /// Bytes dropped from the front of the buffer so far.
+    private var discarded = 0
+    private var linesDiscarded = 0
+    private var lastLineStart = 0
+
+    private var state = State.value
+    private var hasStarted = false
+    private var frames: [Frame] = []
+    private var pathBytes: [UInt8] = []
+    /// Unescaped strings are assembled here; manual storage, so `text` may point into it until the next call.
+    private var scratch: UnsafeMutablePointer<UInt8>
+    private var scratchCount = 0
+    private var scratchCapacity = 4096
+    private var textStart: UnsafePointer<UInt8>?
+    private var textCount = 0
+    private var tokenOffset = 0
+    private let maximumTokenBytes: Int
+
+    /// The last token `next()` returned.
+    public private(set) var token = Token.end
+    /// The value of the last `.number` token.
+    public private(set) var number: Double = 0
+
+    /// A reader over `source`. A single token (a string) may be at most `maximumTokenBytes` long.
+    public init(source: some ByteSource, bufferSize: Int = 1 << 20, maximumTokenBytes: Int = 64 << 20) {
+        self.source = source
+        capacity = max(bufferSize, 64)
+        buffer = .allocate(capacity: capacity)
+        scratch = .allocate(capacity: scratchCapacity)
+        self.maximumTokenBytes = maximumTokenBytes
+        frames.reserveCapacity(64)
+        pathBytes.reserveCapacity(1024)
+    }
+
+    deinit {
+        buffer.deallocate()
+        scratch.deallocate()
+    }
+
+    // MARK: Reading tokens
+
+    /// The UTF-8 of the last `.key` or `.string` token; valid until the next call to `next()`.
+    public var text: UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: textStart, count: textCount)
+    }
+
+    /// The last `.key` or `.string` token as a Swift string.
+    public var string: String { String(decoding: text, as: UTF8.self) }
+
+    /// How many objects and arrays are open.
+    public var depth: Int { frames.count }
+
+    /// Where the last token started.
+    public var position: Position { position(ofOffset: tokenOffset) }
+
+    /// Bytes consumed so far.
+    public var bytesRead: Int { discarded + cursor }
+
+    /// Reads the next token. After the document's last token it returns `.end`, and then `.end` again.
+    @discardableResult
+    public func next() throws -> Token {
+        if !hasStarted {
+            hasStarted = true
+            try skipByteOrderMark()
+        }
+        while true {
+            guard let byte = try nextNonWhitespace() else {
+                return try endOfInput()
+            }
+            tokenOffset = discarded + cursor
+            switch state {
+            case .value, .arrayFirst:
+                if byte == UInt8(ascii: "]"), state == .arrayFirst {
+                    return closeContainer(isObject: false)
+                }
+                if let frame = frames.last, !frame.isObject {
+                    frames[frames.count - 1].index += 1
+                }
+                return try readValue(startingWith: byte)
+            case .objectFirst, .objectKey:
+                if byte == UInt8(ascii: "}"), state == .objectFirst {
+                    return closeContainer(isObject: true)
+                }
+                guard byte == UInt8(ascii: "\"") else {
+                    throw syntaxError(state == .objectFirst ? "expected a key or '}'" : "expected a key after ','")
+                }
+                try readString()
+                pathBytes.removeSubrange((frames[frames.count - 1].pathStart + 1)...)
+                pathBytes.append(contentsOf: text)
+                // The ':' is consumed by the next call, so that `text` stays valid until then.
+                state = .colon
+                token = .key
+                return .key
+            case .colon:
+                guard byte == UInt8(ascii: ":") else { throw syntaxError("expected ':' after the key") }
+                cursor += 1
+                state = .value
+                continue
+            case .afterValue:
+                guard let frame = frames.last else {
+                    throw syntaxError("unexpected data after the end of the JSON document")
+                }
+                switch byte {
+                case UInt8(ascii: ","):
+                    cursor += 1
+                    state = frame.isObject ? .objectKey : .value
+                    continue
+                case UInt8(ascii: "}") where frame.isObject:
+                    return closeContainer(isObject: true)
+                case UInt8(ascii: "]") where !frame.isObject:
+                    return closeContainer(isObject: false)
+                default:
+                    throw syntaxError(frame.isObject ? "expected ',' or '}' after a value" : "expected ',' or ']' after a value")
+                }
+            case .done:
+                throw syntaxError("unexpected data after the end of the JSON document")
+            }
+        }
+    }
+
+    /// Skips the value that starts with the next token (a whole object or array, or one scalar).
+    public func skipValue() throws {
+        let startDepth = depth
+        repeat {
+            let token = try next()
+            if token == .end { return }
+        } while depth > startDepth
+    }
+
+    private func endOfInput() throws -> Token {
+        tokenOffset = discarded + cursor
+        switch state {
+        case .done, .afterValue where frames.isEmpty:
+            state = .done
+            token = .end
+            return .end
+        case .value where frames.isEmpty:
+            throw syntaxError("the input is empty: it holds no JSON value")
+        default:
+            let open = frames.last.map { $0.isObject ? "an object" : "an array" } ?? "the document"
+            throw syntaxError("unexpected end of input inside \(open): the file is truncated")
+        }
+    }
+
+    private func readValue(startingWith byte: UInt8) throws -> Token {
+        switch byte {
+        case UInt8(ascii: "{"):
+            cursor += 1
+            frames.append(Frame(isObject: true, pathStart: pathBytes.count, index: -1))
+            pathBytes.append(UInt8(ascii: "/"))
+            state = .objectFirst
+            token = .objectStart
+        case UInt8(ascii: "["):
+            cursor += 1
+            frames.append(Frame(isObject: false, pathStart: pathBytes.count, index: -1))
+            state = .arrayFirst
+            token = .arrayStart
+        case UInt8(ascii: "\""):
+            try readString()
+            finishValue()
+            token = .string
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            try readNumber()
+            finishValue()
+            token = .number
+        case UInt8(ascii: "t"):
+            try readLiteral("true")
+            finishValue()
+            token = .true
+        case UInt8(ascii: "f"):
+            try readLiteral("false")
+            finishValue()
+            token = .false
+        case UInt8(ascii: "n"):
+            try readLiteral("null")
+            finishValue()
+            token = .null
+        default:
+            throw syntaxError("expected a value, found \(Self.describe(byte))")
+        }
+        return token
+    }
+
+    private func finishValue() {
+        state = frames.isEmpty ? .done : .afterValue
+    }
+
+    private func closeContainer(isObject: Bool) -> Token {
+        cursor += 1
+        let frame = frames.removeLast()
+        pathBytes.removeSubrange(frame.pathStart...)
+        finishValue()
+        token = isObject ? .objectEnd : .arrayEnd
+        return token
+    }
+
+    // MARK: The buffer
+
+    /// The next byte that is not JSON whitespace, without consuming it; nil at the end of the input.
+    @inline(__always)
+    private func nextNonWhitespace() throws -> UInt8? {
+        while true {
+            while cursor < limit {
+                let byte = buffer[cursor]
+                if byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 {
+                    cursor += 1
+                } else {
+                    return byte
+                }
+            }
+            guard try refill(keepingFrom: cursor) else { return nil }
+        }
+    }
+
+    /// Drops the bytes before `keep`, reads more, and returns whether any arrived. Indices into the buffer held by
+    /// the caller must be moved down by the returned shift (`keep`), which `cursor` and `limit` already are.
+    @discardableResult
+    private func refill(keepingFrom keep: Int) throws -> Bool {
+        guard !isAtEndOfInput else { return false }
+        if keep > 0 {
+            countLines(upTo: keep)
+            memmove(buffer, buffer + keep, limit - keep)
+            discarded += keep
+            cursor -= keep
+            limit -= keep
+        }
+        if limit == capacity {
+            guard capacity < maximumTokenBytes else {
+                throw syntaxError("a single value is longer than \(maximumTokenBytes >> 20) MB")
+            }
+            let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity * 2)
+            larger.update(from: buffer, count: limit)
+            buffer.deallocate()
+            buffer = larger
+            capacity *= 2
+        }
+        let count = try source.read(into: UnsafeMutableRawBufferPointer(start: buffer + limit, count: capacity - limit))
+        if count == 0 {
+            isAtEndOfInput = true
+            return false
+        }
+        limit += count
+        return true
+    }
+
+    /// A leading UTF-8 byte-order mark is not part of the document.
+    private func skipByteOrderMark() throws {
+        var index = 0
+        var anchor = 0
+        if try ensure(3, at: &index, anchor: &anchor), buffer[0] == 0xEF, buffer[1] == 0xBB, buffer[2] == 0xBF {
+            cursor = 3
+        }
+    }
+
+    /// Makes `count` bytes from `index` available, keeping everything from `anchor`; moves both down if the buffer
+    /// shifted. Returns false when the input ends first.
+    @inline(__always)
+    private func ensure(_ count: Int, at index: inout Int, anchor: inout Int) throws -> Bool {
+        while index + count > limit {
+            let shift = anchor
+            let oldCursor = cursor
+            cursor = anchor
+            let arrived = try refill(keepingFrom: anchor)
+            cursor = oldCursor - shift
+            index -= shift
+            anchor = 0
+            if !arrived { return index + count <= limit }
+        }
+        return true
+    }
+
+    private func countLines(upTo end: Int) {
+        var index = 0
+        while index < end {
+            if buffer[index] == 0x0A {
+                linesDiscarded += 1
+                lastLineStart = discarded + index + 1
+            }
+            index += 1
+        }
+    }
+
+    private func position(ofOffset offset: Int) -> Position {
+        var line = linesDiscarded + 1
+        var lineStart = lastLineStart
+        var index = 0
+        let end = min(max(0, offset - discarded), limit)
+        while index < end {
+            if buffer[index] == 0x0A {
+                line += 1
+                lineStart = discarded + index + 1
+            }
+            index += 1
+        }
+        return Position(offset: offset, line: line, column: offset - lineStart + 1)
+    }
+
+    // MARK: Strings
+
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highs: UInt64 = 0x8080_8080_8080_8080
+
+    /// Reads a string whose opening quote is at `cursor`; `text` is its unescaped UTF-8.
+    private func readString() throws {
+        var start = cursor + 1
+        var index = start
+        while true {
+            // Eight plain ASCII bytes at a time: none a quote, a backslash, a control character or non-ASCII.
+            while index + 8 <= limit {
+                let word = UnsafeRawPointer(buffer + index).loadUnaligned(as: UInt64.self)
+                let quotes = word ^ (Self.ones &* 0x22)
+                let backslashes = word ^ (Self.ones &* 0x5C)
+                let special = ((word &- Self.ones &* 0x20) | (quotes &- Self.ones) | (backslashes &- Self.ones)
+                    | word) & Self.highs
+                if special != 0 { break }
+                index += 8
+            }
+            guard try ensure(1, at: &index, anchor: &start) else {
+                throw syntaxError("unexpected end of input inside a string: the file is truncated")
+            }
+            let byte = buffer[index]
+            if byte == UInt8(ascii: "\"") {
+                textStart = UnsafePointer(buffer + start)
+                textCount = index - start
+                cursor = index + 1
+                return
+            } else if byte == UInt8(ascii: "\\") {
+                return try readEscapedString(from: &start, at: index)
+            } else if byte < 0x20 {
+                throw syntaxError("a control character (\(Self.describe(byte))) must be escaped in a string", at: index)
+            } else if byte < 0x80 {
+                index += 1
+            } else {
+                index += try validateUTF8Sequence(at: &index, anchor: &start)
+            }
+        }
+    }
+
+    /// The rest of a string that contains escapes, decoded into `scratch`.
+    private func readEscapedString(from start: inout Int, at escapeIndex: Int) throws {
+        scratchCount = 0
+        appendToScratch(UnsafeBufferPointer(start: buffer + start, count: escapeIndex - start))
+        var index = escapeIndex
+        while true {
+            guard try ensure(1, at: &index, anchor: &start) else {
+                throw syntaxError("unexpected end of input inside a string: the file is truncated")
+            }
+            let byte = buffer[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                cursor = index + 1
+                textStart = UnsafePointer(scratch)
+                textCount = scratchCount
+                return
+            case UInt8(ascii: "\\"):
+                guard try ensure(2, at: &index, anchor: &start) else {
+                    throw syntaxError("unexpected end of input inside a string: the file is truncated")
+                }
+                let escaped = buffer[index + 1]
+                index += 2
+                switch escaped {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): appendToScratch(escaped)
+                case UInt8(ascii: "b"): appendToScratch(0x08)
+                case UInt8(ascii: "f"): appendToScratch(0x0C)
+                case UInt8(ascii: "n"): appendToScratch(0x0A)
+                case UInt8(ascii: "r"): appendToScratch(0x0D)
+                case UInt8(ascii: "t"): appendToScratch(0x09)
+                case UInt8(ascii: "u"): try readUnicodeEscape(at: &index, anchor: &start)
+                default:
+                    throw syntaxError("invalid escape \\\(Self.describe(escaped)) in a string", at: index - 2)
+                }
+            default:
+                if byte < 0x20 {
+                    throw syntaxError("a control character (\(Self.describe(byte))) must be escaped in a string", at: index)
+                }
+                let length = byte < 0x80 ? 1 : try validateUTF8Sequence(at: &index, anchor: &start)
+                appendToScratch(UnsafeBufferPointer(start: buffer + index, count: length))
+                index += length
+            }
+        }
+    }
+
+    /// `\uXXXX` (the `\u` already consumed), with a following low surrogate for characters beyond the BMP.
+    private func readUnicodeEscape(at index: inout Int, anchor: inout Int) throws {
+        let escapeStart = index - 2
+        var scalar = try readHex4(at: &index, anchor: &anchor, escapeStart: escapeStart)
+        if (0xD800...0xDBFF).contains(scalar) {
+            guard try ensure(6, at: &index, anchor: &anchor), buffer[index] == UInt8(ascii: "\\"),
+                  buffer[index + 1] == UInt8(ascii: "u")
+            else {
+                throw syntaxError("a \\u escape of a high surrogate must be followed by a low surrogate", at: escapeStart)
+            }
+            index += 2
+            let low = try readHex4(at: &index, anchor: &anchor, escapeStart: escapeStart)
+            guard (0xDC00...0xDFFF).contains(low) else {
+                throw syntaxError("a \\u escape of a high surrogate must be followed by a low surrogate", at: escapeStart)
+            }
+            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+        } else if (0xDC00...0xDFFF).contains(scalar) {
+            throw syntaxError("a lone low surrogate \\u escape cannot be UTF-8", at: escapeStart)
+        }
+        var encoded = [UInt8]()
+        UTF8.encode(Unicode.Scalar(scalar)!) { encoded.append($0) }
+        encoded.withUnsafeBufferPointer { appendToScratch($0) }
+    }
+
+    private func appendToScratch(_ byte: UInt8) {
+        withUnsafeBytes(of: byte) { appendToScratch($0.bindMemory(to: UInt8.self)) }
+    }
+
+    private func appendToScratch(_ bytes: UnsafeBufferPointer<UInt8>) {
+        if scratchCount + bytes.count > scratchCapacity {
+            let capacity = max(scratchCapacity * 2, scratchCount + bytes.count)
+            let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+            larger.update(from: scratch, count: scratchCount)
+            scratch.deallocate()
+            scratch = larger
+            scratchCapacity = capacity
+        }
+        guard let base = bytes.baseAddress else { return }
+        (scratch + scratchCount).update(from: base, count: bytes.count)
+        scratchCount += bytes.count
+    }
+
+    private func readHex4(at index: inout Int, anchor: inout Int, escapeStart: Int) throws -> UInt32 {
+        guard try ensure(4, at: &index, anchor: &anchor) else {
+            throw syntaxError("unexpected end of input inside a \\u escape: the file is truncated")
+        }
+        var value: UInt32 = 0
+        for offset in 0..<4 {
+            let byte = buffer[index + offset]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw syntaxError("a \\u escape needs four hexadecimal digits", at: escapeStart)
+            }
+            value = value << 4 | UInt32(digit)
+        }
+        index += 4
+        return value
+    }
+
+    /// Checks the multi-byte UTF-8 sequence at `index` (RFC 3629: no overlongs, no surrogates, at most U+10FFFF)
+    /// and returns its length.
+    private func validateUTF8Sequence(at index: inout Int, anchor: inout Int) throws -> Int {
+        let lead = buffer[index]
+        let length: Int
+        var secondRange: ClosedRange<UInt8> = 0x80...0xBF
+        switch lead {
+        case 0xC2...0xDF: length = 2
+        case 0xE0: length = 3; secondRange = 0xA0...0xBF
+        case 0xE1...0xEC, 0xEE...0xEF: length = 3
+        case 0xED: length = 3; secondRange = 0x80...0x9F
+        case 0xF0: length = 4; secondRange = 0x90...0xBF
+        case 0xF1...0xF3: length = 4
+        case 0xF4: length = 4; secondRange = 0x80...0x8F
+        default: throw syntaxError("invalid UTF-8 (byte \(Self.hex(lead)))", at: index)
+        }
+        guard try ensure(length, at: &index, anchor: &anchor) else {
+            throw syntaxError("invalid UTF-8: a sequence is cut off by the end of the input", at: index)
+        }
+        guard secondRange.contains(buffer[index + 1]) else {
+            throw syntaxError("invalid UTF-8 (bytes \(Self.hex(lead)) \(Self.hex(buffer[index + 1])))", at: index)
+        }
+        for offset in 2..<length where !(0x80...0xBF).contains(buffer[index + offset]) {
+            throw syntaxError("invalid UTF-8 (a truncated sequence at byte \(Self.hex(lead)))", at: index)
+        }
+        return length
+    }
+
+    // MARK: Numbers and literals
+
+    /// A number per RFC 8259's grammar, read as the nearest double.
+    private func readNumber() throws {
+        var start = cursor
+        var index = cursor
+        while true {
+            while index < limit {
+                switch buffer[index] {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
+                     UInt8(ascii: "e"), UInt8(ascii: "E"):
+                    index += 1
+                    continue
+                default: break
+                }
+                break
+            }
+            if index < limit { break }
+            guard try ensure(1, at: &index, anchor: &start) else { break }
+        }
+        let digits = UnsafeBufferPointer(start: buffer + start, count: index - start)
+        guard let value = Self.parseNumber(digits) else {
+            throw syntaxError("invalid number \"\(String(decoding: digits.prefix(40), as: UTF8.self))\"", at: start)
+        }
+        number = value
+        cursor = index
+    }
+
+    /// The double a JSON number denotes, or nil when the text breaks JSON's number grammar.
+    static func parseNumber(_ digits: UnsafeBufferPointer<UInt8>) -> Double? {
+        var index = 0
+        let count = digits.count
+        let isNegative = count > 0 && digits[0] == UInt8(ascii: "-")
+        if isNegative { index += 1 }
+        let integerStart = index
+        var mantissa: UInt64 = 0
+        while index < count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digits[index]) {
+            mantissa = mantissa &* 10 &+ UInt64(digits[index] - UInt8(ascii: "0"))
+            index += 1
+        }
+        let integerDigits = index - integerStart
+        guard integerDigits > 0, !(integerDigits > 1 && digits[integerStart] == UInt8(ascii: "0")) else { return nil }
+        if index == count, integerDigits <= 15 {
+            // Exact: at most 15 digits fit a double's 53-bit mantissa.
+            let value = Double(mantissa)
+            return isNegative ? -value : value
+        }
+        if index < count, digits[index] == UInt8(ascii: ".") {
+            index += 1
+            let fractionStart = index
+            while index < count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digits[index]) { index += 1 }
+            guard index > fractionStart else { return nil }
+        }
+        if index < count, digits[index] == UInt8(ascii: "e") || digits[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < count, digits[index] == UInt8(ascii: "+") || digits[index] == UInt8(ascii: "-") { index += 1 }
+            let exponentStart = index
+            while index < count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digits[index]) { index += 1 }
+            guard index > exponentStart else { return nil }
+        }
+        guard index == count else { return nil }
+        // Correctly rounded, locale-independent conversion.
+        return Double(String(decoding: digits, as: UTF8.self))
+    }
+
+    private func readLiteral(_ literal: StaticString) throws {
+        var start = cursor
+        var index = cursor
+        let length = literal.utf8CodeUnitCount
+        let matches = try ensure(length, at: &index, anchor: &start)
+            && (0..<length).allSatisfy { buffer[index + $0] == literal.utf8Start[$0] }
+        guard matches else {
+            throw syntaxError("invalid literal (expected \(literal))", at: index)
+        }
+        cursor = index + length
+    }
+
+    // MARK: Errors
+
+    /// The path of the last token, Firebase style: `/users/uid_1/username`, array elements by index.
+    public var path: [String] {
+        var components: [String] = []
+        for (position, frame) in frames.enumerated() {
+            if frame.isObject {
+                let end = position + 1 < frames.count ? frames[position + 1].pathStart : pathBytes.count
+                guard end > frame.pathStart + 1 else { break }
+                components.append(String(decoding: pathBytes[(frame.pathStart + 1)..<end], as: UTF8.self))
+            } else {
+                guard frame.index >= 0 else { break }
+                components.append(String(frame.index))
+            }
+        }
+        return components
+    }
+
+    /// `path` joined as a Firebase path (`/` for the root).
+    public var pathDescription: String { "/" + path.joined(separator: "/") }
+
+    private func syntaxError(_ message: String, at index: Int? = nil) -> StorageError {
+        let offset = index.map { discarded + $0 } ?? tokenOffset
+        let position = position(ofOffset: offset)
+        var error = StorageError(
+            .malformedInput, "malformed JSON at \(position): \(message)", sqlState: nil,
+            context: "reading \(pathDescription)")
+        error.inputPosition = position
+        return error
+    }
+
+    private static func describe(_ byte: UInt8) -> String {
+        (0x21...0x7E).contains(byte) ? "'\(Character(Unicode.Scalar(byte)))'" : "byte \(hex(byte))"
+    }
+
+    private static func hex(_ byte: UInt8) -> String {
+        "0x" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+    }
+}

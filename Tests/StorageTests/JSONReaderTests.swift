@@ -1,0 +1,320 @@
+import Foundation
+import Testing
+@testable import Storage
+
+/// A parsed JSON value, for comparing the reader with Foundation.
+indirect enum JSONValue: Equatable {
+    case object([String: JSONValue])
+    case array([JSONValue])
+    case string(String)
+    case number(Double)
+    case bool(Bool)
+    case null
+
+    /// Reads one whole document through the streaming reader.
+    static func read(_ reader: JSONReader) throws -> JSONValue {
+        var stack: [(isObject: Bool, key: String?, object: [String: JSONValue], array: [JSONValue])] = []
+        var pendingKey: String?
+        var result: JSONValue?
+        func emit(_ value: JSONValue) {
+            guard !stack.isEmpty else { result = value; return }
+            if stack[stack.count - 1].isObject {
+                stack[stack.count - 1].object[pendingKey!] = value
+            } else {
+                stack[stack.count - 1].array.append(value)
+            }
+        }
+        while true {
+            switch try reader.next() {
+            case .objectStart: stack.append((true, pendingKey, [:], []))
+            case .arrayStart: stack.append((false, pendingKey, [:], []))
+            case .objectEnd, .arrayEnd:
+                let frame = stack.removeLast()
+                pendingKey = frame.key
+                emit(frame.isObject ? .object(frame.object) : .array(frame.array))
+            case .key: pendingKey = reader.string
+            case .string: emit(.string(reader.string))
+            case .number: emit(.number(reader.number))
+            case .true: emit(.bool(true))
+            case .false: emit(.bool(false))
+            case .null: emit(.null)
+            case .end: return result!
+            }
+        }
+    }
+
+    /// Converts Foundation's parse.
+    init(foundation value: Any) {
+        switch value {
+        case let dictionary as [String: Any]: self = .object(dictionary.mapValues(JSONValue.init(foundation:)))
+        case let array as [Any]: self = .array(array.map(JSONValue.init(foundation:)))
+        case let string as String: self = .string(string)
+        case let number as NSNumber where String(describing: type(of: number)).contains("Boolean"):
+            self = .bool(number.boolValue)
+        case let number as NSNumber: self = .number(number.doubleValue)
+        default: self = .null
+        }
+    }
+}
+
+func readAll(_ text: String, chunkSize: Int = .max, bufferSize: Int = 1 << 20) throws -> JSONValue {
+    try JSONValue.read(JSONReader(source: MemorySource(text, chunkSize: chunkSize), bufferSize: bufferSize))
+}
+
+func readError(_ bytes: [UInt8], chunkSize: Int = .max) -> StorageError? {
+    do {
+        _ = try JSONValue.read(JSONReader(source: MemorySource(bytes, chunkSize: chunkSize), bufferSize: 64))
+        return nil
+    } catch {
+        return error as? StorageError
+    }
+}
+
+/// Random JSON documents with the shapes exports have (nesting, unicode, escapes, integer-like keys, extreme
+/// numbers), and their text written with random whitespace and escape styles.
+struct RandomJSON {
+    var generator: SeededGenerator
+
+    mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &generator) }
+
+    mutating func string() -> String {
+        let pieces = ["a", "Z", "0", "007", "-K9euzjFOpEFYT5lUZrh", " ", "\"", "\\", "/", "\n", "\t", "\u{1}", "é",
+                      "日本", "😀", "ñandú", "\u{7F}", "\u{FEFF}", "'; DROP TABLE users; --", "\u{10FFFF}", "\u{0}"]
+        return (0..<int(0...6)).map { _ in pieces[int(0...(pieces.count - 1))] }.joined()
+    }
+
+    mutating func number() -> Double {
+        switch int(0...5) {
+        case 0: return Double(int(-1000...1000))
+        case 1: return Double.random(in: -1e6...1e6, using: &generator)
+        case 2: return 1497918951.91262
+        case 3: return [5e-324, 1.7976931348623157e308, 374.9999999999999, 0.1, 1e21, -2.5e-8, -0.0][int(0...6)]
+        case 4: return Double(int(0...Int(Int32.max)))
+        default: return Double(bitPattern: UInt64.random(in: 0x0010_0000_0000_0000...0x7FE0_0000_0000_0000, using: &generator))
+        }
+    }
+
+    mutating func value(depth: Int) -> JSONValue {
+        switch depth > 6 ? int(0...3) : int(0...5) {
+        case 0: return .string(string())
+        case 1: return .number(number())
+        case 2: return .bool(int(0...1) == 0)
+        case 3: return .null
+        case 4:
+            var object: [String: JSONValue] = [:]
+            for _ in 0..<int(0...5) { object[string() + String(int(0...99))] = value(depth: depth + 1) }
+            return .object(object)
+        default: return .array((0..<int(0...5)).map { _ in value(depth: depth + 1) })
+        }
+    }
+
+    mutating func whitespace() -> String {
+        ["", "", " ", "\n", "\r\n\t  "][int(0...4)]
+    }
+
+    mutating func text(_ value: JSONValue) -> String {
+        switch value {
+        case .object(let members):
+            let body = members.map { whitespace() + quoted($0.key) + whitespace() + ":" + whitespace() + text($0.value) }
+            return "{" + body.joined(separator: ",") + whitespace() + "}"
+        case .array(let elements):
+            return "[" + elements.map { whitespace() + text($0) }.joined(separator: ",") + whitespace() + "]"
+        case .string(let string): return quoted(string)
+        case .number(let number):
+            let plain = number.description
+            return int(0...3) == 0 && plain.contains("e") ? plain.replacingOccurrences(of: "e", with: "E") : plain
+        case .bool(let bool): return bool ? "true" : "false"
+        case .null: return "null"
+        }
+    }
+
+    /// Escapes what JSON requires, and otherwise randomly: raw UTF-8, `\uXXXX`, surrogate pairs, `\/`.
+    mutating func quoted(_ string: String) -> String {
+        var result = "\""
+        for scalar in string.unicodeScalars {
+            let mustEscape = scalar == "\"" || scalar == "\\" || scalar.value < 0x20
+            if mustEscape || int(0...4) == 0 {
+                if scalar.value > 0xFFFF {
+                    let value = scalar.value - 0x10000
+                    result += String(format: "\\u%04x\\u%04X", 0xD800 + (value >> 10), 0xDC00 + (value & 0x3FF))
+                } else if scalar == "\"" || scalar == "\\" || scalar == "/" {
+                    result += "\\" + String(scalar)
+                } else if scalar == "\n" && int(0...1) == 0 {
+                    result += "\\n"
+                } else {
+                    result += String(format: "\\u%04x", scalar.value)
+                }
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+}
+
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Suite("Streaming JSON reader")
+struct JSONReaderTests {
+    @Test func tokensAndPaths() throws {
+        let reader = JSONReader(source: MemorySource(#"{"users": {"u1": {"username": "ana", "tags": ["x", 2]}}}"#))
+        var seen: [String] = []
+        while try reader.next() != .end {
+            switch reader.token {
+            case .key: seen.append("key \(reader.string) at \(reader.pathDescription)")
+            case .string: seen.append("string \(reader.string) at \(reader.pathDescription)")
+            case .number: seen.append("number \(reader.number) at \(reader.pathDescription)")
+            default: break
+            }
+        }
+        #expect(seen == [
+            "key users at /users", "key u1 at /users/u1", "key username at /users/u1/username",
+            "string ana at /users/u1/username", "key tags at /users/u1/tags", "string x at /users/u1/tags/0",
+            "number 2.0 at /users/u1/tags/1",
+        ])
+        #expect(try reader.next() == .end)
+    }
+
+    @Test(arguments: [1, 2, 3, 7, 64, 4096, Int.max])
+    func readsRandomDocumentsExactly(chunkSize: Int) throws {
+        var random = RandomJSON(generator: SeededGenerator(state: UInt64(chunkSize % 1000)))
+        for _ in 0..<60 {
+            let document = JSONValue.object(["root": random.value(depth: 0)])
+            let text = random.whitespace() + random.text(document) + random.whitespace()
+            let read = try JSONValue.read(JSONReader(source: MemorySource(text, chunkSize: chunkSize), bufferSize: 64))
+            #expect(read == document, "\(text)")
+        }
+    }
+
+    @Test func escapesAndUnicode() throws {
+        #expect(try readAll(#"["a\"b\\c\/d\b\f\n\r\t", "\u00e9\u65E5", "\ud83d\ude00", "raw 😀 ñ"]"#, chunkSize: 1)
+            == .array([.string("a\"b\\c/d\u{8}\u{C}\n\r\t"), .string("é日"), .string("😀"), .string("raw 😀 ñ")]))
+        #expect(try readAll(#""\u0000""#) == .string("\u{0}"))
+    }
+
+    @Test func scalarsAndWhitespace() throws {
+        #expect(try readAll(" \n\t 42 \r\n") == .number(42))
+        #expect(try readAll("true") == .bool(true))
+        #expect(try readAll("[false, null, {}, []]") == .array([.bool(false), .null, .object([:]), .array([])]))
+    }
+
+    @Test func numbersAreDoublesExactly() throws {
+        let cases: [(String, Double)] = [
+            ("0", 0), ("-0", -0.0), ("1497918951.91262", 1497918951.91262), ("4.9e-324", 4.9e-324),
+            ("1.7976931348623157e308", 1.7976931348623157e308), ("18446744073709551617", 18446744073709551617),
+            ("374.9999999999999", 374.9999999999999), ("1E2", 100), ("1e+2", 100), ("-12.5e-1", -1.25),
+            ("999999999999999", 999999999999999), ("9007199254740993", 9007199254740993),
+        ]
+        for (text, value) in cases {
+            guard case .number(let read) = try readAll("[\(text)]", chunkSize: 1).arrayElements[0] else {
+                Issue.record("\(text) is not a number"); continue
+            }
+            #expect(read.bitPattern == value.bitPattern, "\(text) read as \(read)")
+        }
+        guard case .number(let huge) = try readAll("1e400") else { Issue.record("not a number"); return }
+        #expect(huge == .infinity)
+    }
+
+    @Test(arguments: ["01", "-", "1.", ".5", "+1", "1e", "1e+", "--1", "1.2.3", "0x10", "NaN", "Infinity", "1-2"])
+    func invalidNumbersAreErrors(text: String) {
+        let error = readError(Array("[\(text)]".utf8))
+        #expect(error?.kind == .malformedInput, "\(text) was accepted")
+    }
+
+    @Test func errorsNameOffsetLineColumnAndPath() throws {
+        let text = "{\n  \"posts\": {\n    \"u1\": [1, 2,, 3]\n  }\n}"
+        let error = try #require(readError(Array(text.utf8), chunkSize: 5))
+        #expect(error.kind == .malformedInput)
+        #expect(error.inputPosition == JSONReader.Position(offset: 31, line: 3, column: 17))
+        #expect(error.message.contains("byte 31 (line 3, column 17)"))
+        #expect(error.context == "reading /posts/u1/2")
+    }
+
+    @Test func truncatedEmptyAndTrailingGarbage() throws {
+        #expect(readError(Array(#"{"a": [1, 2"#.utf8))?.message.contains("truncated") == true)
+        #expect(readError(Array(#"{"a": "unterminated"#.utf8))?.message.contains("truncated") == true)
+        #expect(readError(Array(#"{"a""#.utf8)) != nil)
+        #expect(readError([])?.message.contains("empty") == true)
+        #expect(readError(Array("  \n ".utf8))?.message.contains("empty") == true)
+        #expect(readError(Array("{} {}".utf8))?.message.contains("after the end") == true)
+        #expect(readError(Array(#"{"a": 1,}"#.utf8)) != nil)
+        #expect(readError(Array(#"{"a" 1}"#.utf8))?.message.contains("':'") == true)
+        #expect(readError(Array(#"[1 2]"#.utf8))?.message.contains("','") == true)
+        #expect(readError(Array(#"{"a": tru}"#.utf8))?.message.contains("literal") == true)
+        #expect(readError(Array("[\"tab\tinside\"]".utf8))?.message.contains("control character") == true)
+        #expect(readError(Array(#"["\x"]"#.utf8))?.message.contains("invalid escape") == true)
+    }
+
+    @Test func aByteOrderMarkIsSkipped() throws {
+        #expect(try JSONValue.read(JSONReader(source: MemorySource([0xEF, 0xBB, 0xBF] + Array(#"{"a":1}"#.utf8), chunkSize: 1)))
+            == .object(["a": .number(1)]))
+    }
+
+    @Test(arguments: [
+        [0xC0, 0x80], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF5, 0x80, 0x80, 0x80], [0x80], [0xFF],
+        [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x82], [0xC3],
+    ] as [[UInt8]])
+    func invalidUTF8IsAnError(sequence: [UInt8]) {
+        let error = readError(Array("[\"ok ".utf8) + sequence + Array(" more\"]".utf8))
+        #expect(error?.message.contains("UTF-8") == true)
+        let atEnd = readError(Array("[\"ok ".utf8) + sequence)
+        #expect(atEnd?.kind == .malformedInput)
+    }
+
+    @Test func loneSurrogateEscapesAreErrors() {
+        #expect(readError(Array(#"["\ud800"]"#.utf8))?.message.contains("surrogate") == true)
+        #expect(readError(Array(#"["\udc00"]"#.utf8))?.message.contains("surrogate") == true)
+        #expect(readError(Array(#"["\ud800\u0041"]"#.utf8))?.message.contains("surrogate") == true)
+    }
+
+    @Test func deepNestingNeedsNoRecursion() throws {
+        let depth = 100_000
+        let text = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+        let reader = JSONReader(source: MemorySource(text, chunkSize: 4096))
+        var maximum = 0
+        while try reader.next() != .end { maximum = max(maximum, reader.depth) }
+        #expect(maximum == depth)
+        let truncated = String(repeating: "{\"a\":", count: depth)
+        #expect(readError(Array(truncated.utf8), chunkSize: 4096)?.message.contains("truncated") == true)
+    }
+
+    @Test func longStringsCrossManyRefills() throws {
+        let big = String(repeating: "ab\"😀\\\n", count: 3_000_000)
+        let data = try JSONSerialization.data(withJSONObject: ["k": big])
+        let reader = JSONReader(source: MemorySource(Array(data), chunkSize: 65536), bufferSize: 65536)
+        #expect(try reader.next() == .objectStart)
+        #expect(try reader.next() == .key)
+        #expect(try reader.next() == .string)
+        #expect(reader.string == big)
+        #expect(try reader.next() == .objectEnd)
+        let limited = JSONReader(source: MemorySource(Array(data)), bufferSize: 65536, maximumTokenBytes: 1 << 20)
+        #expect(throws: StorageError.self) { try JSONValue.read(limited) }
+    }
+
+    @Test func skipValueSkipsWholeSubtrees() throws {
+        let reader = JSONReader(source: MemorySource(#"{"skip": {"a": [1, {"b": 2}]}, "keep": "yes"}"#))
+        #expect(try reader.next() == .objectStart)
+        #expect(try reader.next() == .key)
+        try reader.skipValue()
+        #expect(try reader.next() == .key)
+        #expect(reader.string == "keep")
+        #expect(try reader.next() == .string)
+        #expect(reader.bytesRead == 44)
+    }
+}
+
+extension JSONValue {
+    var arrayElements: [JSONValue] {
+        if case .array(let elements) = self { return elements }
+        return []
+    }
+}
