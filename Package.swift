@@ -36,6 +36,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Speed and memory benchmarks, run in release mode (see BENCHMARKS.md).
+        .executableTarget(
+            name: "AdminBenchmarks",
+            dependencies: ["Storage"],
+            path: "Benchmarks"
+        ),
         // Starts the throwaway PostgreSQL cluster the integration tests run against.
         .target(
             name: "PostgresTestSupport",

@@ -12,7 +12,7 @@ indirect enum JSONValue: Equatable {
     case null
 
     /// Reads one whole document through the streaming reader.
-    static func read(_ reader: JSONReader) throws -> JSONValue {
+    static func read(_ reader: consuming JSONReader) throws -> JSONValue {
         var stack: [(isObject: Bool, key: String?, object: [String: JSONValue], array: [JSONValue])] = []
         var pendingKey: String?
         var result: JSONValue?
@@ -166,7 +166,7 @@ struct SeededGenerator: RandomNumberGenerator {
 @Suite("Streaming JSON reader")
 struct JSONReaderTests {
     @Test func tokensAndPaths() throws {
-        let reader = JSONReader(source: MemorySource(#"{"users": {"u1": {"username": "ana", "tags": ["x", 2]}}}"#))
+        var reader = JSONReader(source: MemorySource(#"{"users": {"u1": {"username": "ana", "tags": ["x", 2]}}}"#))
         var seen: [String] = []
         while try reader.next() != .end {
             switch reader.token {
@@ -279,7 +279,7 @@ struct JSONReaderTests {
     @Test func deepNestingNeedsNoRecursion() throws {
         let depth = 100_000
         let text = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
-        let reader = JSONReader(source: MemorySource(text, chunkSize: 4096))
+        var reader = JSONReader(source: MemorySource(text, chunkSize: 4096))
         var maximum = 0
         while try reader.next() != .end { maximum = max(maximum, reader.depth) }
         #expect(maximum == depth)
@@ -290,18 +290,19 @@ struct JSONReaderTests {
     @Test func longStringsCrossManyRefills() throws {
         let big = String(repeating: "ab\"😀\\\n", count: 3_000_000)
         let data = try JSONSerialization.data(withJSONObject: ["k": big])
-        let reader = JSONReader(source: MemorySource(Array(data), chunkSize: 65536), bufferSize: 65536)
+        var reader = JSONReader(source: MemorySource(Array(data), chunkSize: 65536), bufferSize: 65536)
         #expect(try reader.next() == .objectStart)
         #expect(try reader.next() == .key)
         #expect(try reader.next() == .string)
         #expect(reader.string == big)
         #expect(try reader.next() == .objectEnd)
-        let limited = JSONReader(source: MemorySource(Array(data)), bufferSize: 65536, maximumTokenBytes: 1 << 20)
-        #expect(throws: StorageError.self) { try JSONValue.read(limited) }
+        #expect(throws: StorageError.self) {
+            try JSONValue.read(JSONReader(source: MemorySource(Array(data)), bufferSize: 65536, maximumTokenBytes: 1 << 20))
+        }
     }
 
     @Test func skipValueSkipsWholeSubtrees() throws {
-        let reader = JSONReader(source: MemorySource(#"{"skip": {"a": [1, {"b": 2}]}, "keep": "yes"}"#))
+        var reader = JSONReader(source: MemorySource(#"{"skip": {"a": [1, {"b": 2}]}, "keep": "yes"}"#))
         #expect(try reader.next() == .objectStart)
         #expect(try reader.next() == .key)
         try reader.skipValue()

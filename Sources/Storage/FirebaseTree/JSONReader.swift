@@ -8,12 +8,12 @@ import Foundation
 /// names the byte offset, line, column and the path being read.
 ///
 /// ```swift
-/// let reader = JSONReader(source: MemorySource(#"{"users": {"u1": {"username": "ana"}}}"#))
+/// var reader = JSONReader(source: MemorySource(#"{"users": {"u1": {"username": "ana"}}}"#))
 /// while try reader.next() != .end {
 ///     if reader.token == .string { print(reader.pathDescription, reader.string) }   // /users/u1/username ana
 /// }
 /// ```
-public final class JSONReader {
+public struct JSONReader: ~Copyable {
     /// What `next()` found.
     public enum Token: UInt8, Sendable {
         case objectStart, objectEnd, arrayStart, arrayEnd, key, string, number, `true`, `false`, null, end
@@ -123,7 +123,7 @@ public final class JSONReader {
 
     /// Reads the next token. After the document's last token it returns `.end`, and then `.end` again.
     @discardableResult
-    public func next() throws -> Token {
+    public mutating func next() throws -> Token {
         if !hasStarted {
             hasStarted = true
             try skipByteOrderMark()
@@ -184,7 +184,7 @@ public final class JSONReader {
     }
 
     /// Skips the value that starts with the next token (a whole object or array, or one scalar).
-    public func skipValue() throws {
+    public mutating func skipValue() throws {
         let startDepth = depth
         repeat {
             let token = try next()
@@ -192,7 +192,7 @@ public final class JSONReader {
         } while depth > startDepth
     }
 
-    private func endOfInput() throws -> Token {
+    private mutating func endOfInput() throws -> Token {
         tokenOffset = discarded + cursor
         switch state {
         case .done, .afterValue where frames.isEmpty:
@@ -207,7 +207,7 @@ public final class JSONReader {
         }
     }
 
-    private func readValue(startingWith byte: UInt8) throws -> Token {
+    private mutating func readValue(startingWith byte: UInt8) throws -> Token {
         switch byte {
         case UInt8(ascii: "{"):
             cursor += 1
@@ -246,11 +246,11 @@ public final class JSONReader {
         return token
     }
 
-    private func finishValue() {
+    private mutating func finishValue() {
         state = frames.isEmpty ? .done : .afterValue
     }
 
-    private func closeContainer(isObject: Bool) -> Token {
+    private mutating func closeContainer(isObject: Bool) -> Token {
         cursor += 1
         let frame = frames.removeLast()
         pathBytes.removeSubrange(frame.pathStart...)
@@ -263,7 +263,7 @@ public final class JSONReader {
 
     /// The next byte that is not JSON whitespace, without consuming it; nil at the end of the input.
     @inline(__always)
-    private func nextNonWhitespace() throws -> UInt8? {
+    private mutating func nextNonWhitespace() throws -> UInt8? {
         while true {
             while cursor < limit {
                 let byte = buffer[cursor]
@@ -280,7 +280,7 @@ public final class JSONReader {
     /// Drops the bytes before `keep`, reads more, and returns whether any arrived. Indices into the buffer held by
     /// the caller must be moved down by the returned shift (`keep`), which `cursor` and `limit` already are.
     @discardableResult
-    private func refill(keepingFrom keep: Int) throws -> Bool {
+    private mutating func refill(keepingFrom keep: Int) throws -> Bool {
         guard !isAtEndOfInput else { return false }
         if keep > 0 {
             countLines(upTo: keep)
@@ -309,7 +309,7 @@ public final class JSONReader {
     }
 
     /// A leading UTF-8 byte-order mark is not part of the document.
-    private func skipByteOrderMark() throws {
+    private mutating func skipByteOrderMark() throws {
         var index = 0
         var anchor = 0
         if try ensure(3, at: &index, anchor: &anchor), buffer[0] == 0xEF, buffer[1] == 0xBB, buffer[2] == 0xBF {
@@ -320,7 +320,7 @@ public final class JSONReader {
     /// Makes `count` bytes from `index` available, keeping everything from `anchor`; moves both down if the buffer
     /// shifted. Returns false when the input ends first.
     @inline(__always)
-    private func ensure(_ count: Int, at index: inout Int, anchor: inout Int) throws -> Bool {
+    private mutating func ensure(_ count: Int, at index: inout Int, anchor: inout Int) throws -> Bool {
         while index + count > limit {
             let shift = anchor
             let oldCursor = cursor
@@ -334,14 +334,13 @@ public final class JSONReader {
         return true
     }
 
-    private func countLines(upTo end: Int) {
-        var index = 0
-        while index < end {
-            if buffer[index] == 0x0A {
-                linesDiscarded += 1
-                lastLineStart = discarded + index + 1
-            }
-            index += 1
+    private mutating func countLines(upTo end: Int) {
+        var searched = 0
+        while searched < end, let found = memchr(buffer + searched, 0x0A, end - searched) {
+            let index = UnsafeMutableRawPointer(buffer).distance(to: found)
+            linesDiscarded += 1
+            lastLineStart = discarded + index + 1
+            searched = index + 1
         }
     }
 
@@ -366,7 +365,7 @@ public final class JSONReader {
     private static let highs: UInt64 = 0x8080_8080_8080_8080
 
     /// Reads a string whose opening quote is at `cursor`; `text` is its unescaped UTF-8.
-    private func readString() throws {
+    private mutating func readString() throws {
         var start = cursor + 1
         var index = start
         while true {
@@ -402,7 +401,7 @@ public final class JSONReader {
     }
 
     /// The rest of a string that contains escapes, decoded into `scratch`.
-    private func readEscapedString(from start: inout Int, at escapeIndex: Int) throws {
+    private mutating func readEscapedString(from start: inout Int, at escapeIndex: Int) throws {
         scratchCount = 0
         appendToScratch(UnsafeBufferPointer(start: buffer + start, count: escapeIndex - start))
         var index = escapeIndex
@@ -446,7 +445,7 @@ public final class JSONReader {
     }
 
     /// `\uXXXX` (the `\u` already consumed), with a following low surrogate for characters beyond the BMP.
-    private func readUnicodeEscape(at index: inout Int, anchor: inout Int) throws {
+    private mutating func readUnicodeEscape(at index: inout Int, anchor: inout Int) throws {
         let escapeStart = index - 2
         var scalar = try readHex4(at: &index, anchor: &anchor, escapeStart: escapeStart)
         if (0xD800...0xDBFF).contains(scalar) {
@@ -469,11 +468,11 @@ public final class JSONReader {
         encoded.withUnsafeBufferPointer { appendToScratch($0) }
     }
 
-    private func appendToScratch(_ byte: UInt8) {
-        withUnsafeBytes(of: byte) { appendToScratch($0.bindMemory(to: UInt8.self)) }
+    private mutating func appendToScratch(_ byte: UInt8) {
+        withUnsafePointer(to: byte) { appendToScratch(UnsafeBufferPointer(start: $0, count: 1)) }
     }
 
-    private func appendToScratch(_ bytes: UnsafeBufferPointer<UInt8>) {
+    private mutating func appendToScratch(_ bytes: UnsafeBufferPointer<UInt8>) {
         if scratchCount + bytes.count > scratchCapacity {
             let capacity = max(scratchCapacity * 2, scratchCount + bytes.count)
             let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
@@ -487,7 +486,7 @@ public final class JSONReader {
         scratchCount += bytes.count
     }
 
-    private func readHex4(at index: inout Int, anchor: inout Int, escapeStart: Int) throws -> UInt32 {
+    private mutating func readHex4(at index: inout Int, anchor: inout Int, escapeStart: Int) throws -> UInt32 {
         guard try ensure(4, at: &index, anchor: &anchor) else {
             throw syntaxError("unexpected end of input inside a \\u escape: the file is truncated")
         }
@@ -509,7 +508,7 @@ public final class JSONReader {
 
     /// Checks the multi-byte UTF-8 sequence at `index` (RFC 3629: no overlongs, no surrogates, at most U+10FFFF)
     /// and returns its length.
-    private func validateUTF8Sequence(at index: inout Int, anchor: inout Int) throws -> Int {
+    private mutating func validateUTF8Sequence(at index: inout Int, anchor: inout Int) throws -> Int {
         let lead = buffer[index]
         let length: Int
         var secondRange: ClosedRange<UInt8> = 0x80...0xBF
@@ -538,7 +537,7 @@ public final class JSONReader {
     // MARK: Numbers and literals
 
     /// A number per RFC 8259's grammar, read as the nearest double.
-    private func readNumber() throws {
+    private mutating func readNumber() throws {
         var start = cursor
         var index = cursor
         while true {
@@ -600,7 +599,7 @@ public final class JSONReader {
         return Double(String(decoding: digits, as: UTF8.self))
     }
 
-    private func readLiteral(_ literal: StaticString) throws {
+    private mutating func readLiteral(_ literal: StaticString) throws {
         var start = cursor
         var index = cursor
         let length = literal.utf8CodeUnitCount
