@@ -8,7 +8,7 @@ struct Quit: ConsoleCommand {
             Examples:
               quit
             """,
-        aliases: ["exit", "\\q"])
+        aliases: ["exit"])
 
     func run(in session: Session) throws {
         session.wantsToQuit = true

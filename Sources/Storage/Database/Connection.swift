@@ -180,14 +180,6 @@ public final class Connection {
             statement: statement)
     }
 
-    /// Re-establishes a broken connection with the same parameters (libpq's PQreset).
-    public func reconnect() throws {
-        PQreset(handle)
-        guard isConnected else {
-            throw StorageError(.connectionFailed, Self.errorMessage(of: handle))
-        }
-    }
-
     /// A handle that cancels whatever this connection is running, from another thread or a signal handler.
     public func makeCancelHandle() -> CancelHandle? {
         PQgetCancel(handle).map(CancelHandle.init)
