@@ -22,7 +22,7 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         case migration
         /// The embedded PostgreSQL cluster could not be set up, started or stopped.
         case cluster
-        /// Input to import is not well-formed (malformed JSON, invalid UTF-8, a truncated file).
+        /// Input to import cannot be read or is not well-formed (malformed JSON, invalid UTF-8, a truncated file).
         case malformedInput
     }
 
