@@ -20,6 +20,7 @@ struct CommandGroup {
 
     static let all: [CommandGroup] = [
         CommandGroup(title: "Status and schema", commands: [Status.self, Migrate.self]),
+        CommandGroup(title: "Import and export", commands: [Import.self, Export.self]),
         CommandGroup(title: "Console", commands: [Help.self, Quit.self]),
     ]
 }

@@ -14,6 +14,12 @@ struct ConsoleError: Error, CustomStringConvertible {
 
     var description: String { message }
 
+    /// The error with one more line of explanation, when there is one.
+    func appending(_ line: String?) -> ConsoleError {
+        guard let line else { return self }
+        return ConsoleError(status, message + "\n" + line)
+    }
+
     /// Wraps any error thrown by a command into a console error with the right exit status.
     static func from(_ error: Error) -> ConsoleError {
         switch error {

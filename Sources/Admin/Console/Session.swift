@@ -98,6 +98,12 @@ final class Session {
         diagnostics.flush()
     }
 
+    /// A warning to stderr, shown even when quiet: it tells of something that happened to the data.
+    func warn(_ message: String) {
+        diagnostics.line("WARNING:  " + message)
+        diagnostics.flush()
+    }
+
     /// Closes the connection and releases the embedded cluster (stopping it if this was its last console).
     func close() {
         output.flush()

@@ -59,6 +59,32 @@ extension Connection {
         return try finishCopy(statement: statement.sql)
     }
 
+    /// Starts `COPY … FROM STDIN` without a closure, for callers that interleave several COPY streams and other
+    /// statements on one connection. Send data with `sendCopyData`, then call `endCopyIn` or `abortCopyIn`.
+    public func beginCopyIn(_ statement: Query) throws {
+        try start(statement, expecting: PGRES_COPY_IN)
+    }
+
+    /// Sends COPY data begun with `beginCopyIn`.
+    public func sendCopyData(_ bytes: [UInt8]) throws {
+        try putCopyData(bytes, statement: "COPY … FROM STDIN")
+    }
+
+    /// Ends the COPY begun with `beginCopyIn`; returns the rows the server stored.
+    @discardableResult
+    public func endCopyIn() throws -> Int {
+        guard PQputCopyEnd(handle, nil) == 1 else {
+            throw connectionError(statement: "COPY … FROM STDIN")
+        }
+        return try finishCopy(statement: "COPY … FROM STDIN")
+    }
+
+    /// Makes the COPY begun with `beginCopyIn` fail, storing nothing of it.
+    public func abortCopyIn() {
+        _ = PQputCopyEnd(handle, "COPY aborted by the client")
+        drainResults()
+    }
+
     /// Sends the COPY statement and checks that the server entered the expected copy mode.
     private func start(_ statement: Query, expecting mode: ExecStatusType) throws {
         _ = try check(send(statement), statement: statement.sql, expecting: [mode])
@@ -85,16 +111,122 @@ extension Connection {
     }
 }
 
+/// Encodes rows in COPY's text format into a byte buffer.
+///
+/// Append each field of a row in column order, then call `endRow()`.
+public struct CopyRowEncoder {
+    /// The encoded rows not yet sent.
+    public private(set) var bytes: [UInt8] = []
+    private var fieldsInRow = 0
+    /// Rows ended so far.
+    public private(set) var rowCount = 0
+
+    /// An empty encoder.
+    public init(capacity: Int = 1 << 16) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    private mutating func beginField() {
+        if fieldsInRow > 0 { bytes.append(UInt8(ascii: "\t")) }
+        fieldsInRow += 1
+    }
+
+    private mutating func appendNull() {
+        bytes.append(UInt8(ascii: "\\"))
+        bytes.append(UInt8(ascii: "N"))
+    }
+
+    /// A text (or json, jsonb) field; `nil` is NULL. Throws for a NUL character, which text cannot hold.
+    public mutating func append(_ value: String?) throws {
+        beginField()
+        guard var value else { return appendNull() }
+        try value.withUTF8 { try appendEscaped($0) }
+    }
+
+    /// A text field from UTF-8 bytes. Throws for a NUL character, which text cannot hold.
+    public mutating func append(utf8 value: UnsafeBufferPointer<UInt8>) throws {
+        beginField()
+        try appendEscaped(value)
+    }
+
+    private mutating func appendEscaped(_ text: UnsafeBufferPointer<UInt8>) throws {
+        var runStart = 0
+        for index in text.indices {
+            let byte = text[index]
+            guard byte <= UInt8(ascii: "\\") else { continue }
+            let escape: UInt8
+            switch byte {
+            case 0:
+                throw StorageError(
+                    .invalidValue, "a text value contains a NUL character (U+0000), which PostgreSQL text cannot hold",
+                    sqlState: .characterNotInRepertoire, context: "COPY row \(rowCount + 1)")
+            case UInt8(ascii: "\\"): escape = UInt8(ascii: "\\")
+            case UInt8(ascii: "\n"): escape = UInt8(ascii: "n")
+            case UInt8(ascii: "\r"): escape = UInt8(ascii: "r")
+            case UInt8(ascii: "\t"): escape = UInt8(ascii: "t")
+            default: continue
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[runStart..<index]))
+            bytes.append(UInt8(ascii: "\\"))
+            bytes.append(escape)
+            runStart = index + 1
+        }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[runStart...]))
+    }
+
+    /// A double precision field, written so it reads back bit for bit; `nil` is NULL.
+    public mutating func append(_ value: Double?) {
+        beginField()
+        guard let value else { return appendNull() }
+        bytes.append(contentsOf: value.postgresText.utf8)
+    }
+
+    /// An integer field; `nil` is NULL.
+    public mutating func append(_ value: Int64?) {
+        beginField()
+        guard let value else { return appendNull() }
+        bytes.append(contentsOf: String(value).utf8)
+    }
+
+    /// An integer field; `nil` is NULL.
+    public mutating func append(_ value: Int?) {
+        append(value.map(Int64.init))
+    }
+
+    /// A boolean field; `nil` is NULL.
+    public mutating func append(_ value: Bool?) {
+        beginField()
+        guard let value else { return appendNull() }
+        bytes.append(UInt8(ascii: value ? "t" : "f"))
+    }
+
+    /// A `text[]` field; `nil` is NULL.
+    public mutating func append(_ value: [String]?) throws {
+        try append(value?.queryText)
+    }
+
+    /// Ends the current row.
+    public mutating func endRow() {
+        bytes.append(UInt8(ascii: "\n"))
+        fieldsInRow = 0
+        rowCount += 1
+    }
+
+    /// Forgets the encoded bytes (after sending them), keeping the buffer's capacity.
+    public mutating func removeAllBytes() {
+        bytes.removeAll(keepingCapacity: true)
+    }
+}
+
 /// Encodes rows in COPY's text format and sends them in large chunks.
 ///
 /// Append each field of a row in column order, then call `endRow()`.
 public final class CopyInWriter {
     private let connection: Connection
     private let statement: String
-    private var buffer: [UInt8] = []
-    private var fieldsInRow = 0
+    private var encoder = CopyRowEncoder(capacity: flushThreshold + 4096)
     /// Rows ended so far.
-    public private(set) var rowCount = 0
+    public var rowCount: Int { encoder.rowCount }
     /// Bytes handed to libpq so far.
     public private(set) var bytesSent = 0
 
@@ -103,86 +235,50 @@ public final class CopyInWriter {
     init(connection: Connection, statement: String) {
         self.connection = connection
         self.statement = statement
-        buffer.reserveCapacity(Self.flushThreshold + 4096)
     }
 
-    private func beginField() {
-        if fieldsInRow > 0 { buffer.append(UInt8(ascii: "\t")) }
-        fieldsInRow += 1
-    }
-
-    private func appendNull() {
-        buffer.append(UInt8(ascii: "\\"))
-        buffer.append(UInt8(ascii: "N"))
+    private func annotated<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch var error as StorageError {
+            error.statement = statement
+            throw error
+        }
     }
 
     /// A text (or json, jsonb) field; `nil` is NULL. Throws for a NUL character, which text cannot hold.
     public func append(_ value: String?) throws {
-        beginField()
-        guard var value else { return appendNull() }
-        try value.withUTF8 { try appendEscaped($0) }
-    }
-
-    private func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>) throws {
-        for byte in bytes {
-            switch byte {
-            case 0:
-                throw StorageError(
-                    .invalidValue, "a text value contains a NUL character (U+0000), which PostgreSQL text cannot hold",
-                    sqlState: .characterNotInRepertoire, statement: statement, context: "COPY row \(rowCount + 1)")
-            case UInt8(ascii: "\\"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "\\"))
-            case UInt8(ascii: "\n"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "n"))
-            case UInt8(ascii: "\r"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "r"))
-            case UInt8(ascii: "\t"): buffer.append(UInt8(ascii: "\\")); buffer.append(UInt8(ascii: "t"))
-            default: buffer.append(byte)
-            }
-        }
+        try annotated { try encoder.append(value) }
     }
 
     /// A double precision field, written so it reads back bit for bit; `nil` is NULL.
-    public func append(_ value: Double?) {
-        beginField()
-        guard let value else { return appendNull() }
-        buffer.append(contentsOf: value.postgresText.utf8)
-    }
+    public func append(_ value: Double?) { encoder.append(value) }
 
     /// An integer field; `nil` is NULL.
-    public func append(_ value: Int64?) {
-        beginField()
-        guard let value else { return appendNull() }
-        buffer.append(contentsOf: String(value).utf8)
-    }
+    public func append(_ value: Int64?) { encoder.append(value) }
 
     /// An integer field; `nil` is NULL.
-    public func append(_ value: Int?) {
-        append(value.map(Int64.init))
-    }
+    public func append(_ value: Int?) { encoder.append(value) }
 
     /// A boolean field; `nil` is NULL.
-    public func append(_ value: Bool?) {
-        beginField()
-        guard let value else { return appendNull() }
-        buffer.append(UInt8(ascii: value ? "t" : "f"))
-    }
+    public func append(_ value: Bool?) { encoder.append(value) }
 
     /// A `text[]` field; `nil` is NULL.
     public func append(_ value: [String]?) throws {
-        try append(value?.queryText)
+        try annotated { try encoder.append(value) }
     }
 
     /// Ends the current row, sending the buffer when it is large.
     public func endRow() throws {
-        buffer.append(UInt8(ascii: "\n"))
-        fieldsInRow = 0
-        rowCount += 1
-        if buffer.count >= Self.flushThreshold { try flush() }
+        encoder.endRow()
+        if encoder.bytes.count >= Self.flushThreshold { try flush() }
     }
 
     /// Sends whatever is buffered.
     func flush() throws {
-        guard !buffer.isEmpty else { return }
-        try connection.putCopyData(buffer, statement: statement)
-        bytesSent += buffer.count
-        buffer.removeAll(keepingCapacity: true)
+        guard !encoder.bytes.isEmpty else { return }
+        try connection.putCopyData(encoder.bytes, statement: statement)
+        bytesSent += encoder.bytes.count
+        encoder.removeAllBytes()
     }
 }

@@ -1,0 +1,193 @@
+import ArgumentParser
+import Foundation
+import Storage
+
+extension ImportOptions.Mode: ExpressibleByArgument {}
+
+/// `import FILE`: loads a Firebase JSON export into the store in one transaction.
+struct Import: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Import a Firebase JSON export (replacing the store), in one transaction.",
+        discussion: """
+            FILE is an export from the Firebase console, the REST API or a daily backup, or - for stdin. It is
+            read as a stream, so its size does not matter. Known parts of the tree (users, posts in either app's
+            shape, postLikes, followers, following, timeline, chats, messages) go into typed tables; everything
+            else is kept as it is, so that `export` gives the same tree back.
+
+            Values Firebase would refuse (bad keys, paths deeper than 32 levels or longer than 768 bytes, strings
+            over 10 MB) and strings PostgreSQL cannot hold (NUL) are rejects: the first aborts the import unless
+            --max-rejects lets some through. Each reject is written as a JSON line (path, reason, value) to the
+            rejects file, by default FILE.rejects.jsonl in the current directory.
+
+            A malformed byte, a lost connection or Ctrl-C leave the store exactly as it was.
+
+            Examples:
+              import exports/sample-makestagram.json
+              import backup.json --dry-run
+              import backup.json --max-rejects 10 --rejects rejected.jsonl
+              import - --format json < backup.json
+            """)
+
+    @Argument(help: "The export to read, or - for stdin.")
+    var file: String
+
+    @Option(help: "replace (the store becomes the file) or merge (like Firebase's update).")
+    var mode: ImportOptions.Mode = .replace
+
+    @Flag(help: "Parse, map and load, report, then roll back.")
+    var dryRun = false
+
+    @Option(help: "Let up to N rejected values through instead of aborting on the first.")
+    var maxRejects = 0
+
+    @Option(help: "Where to write rejected values as JSON lines (default: FILE.rejects.jsonl).")
+    var rejects: String?
+
+    @Option(help: "Output format of the report: table or json (default: the session's).")
+    var format: OutputFormat?
+
+    func validate() throws {
+        guard maxRejects >= 0 else { throw ValidationError("--max-rejects must be 0 or more") }
+    }
+
+    func run(in session: Session) throws {
+        let input = try InputFile(path: file)
+        defer { input.close() }
+        let store = try session.store()
+        let rejectsFile = RejectsFile(path: rejects ?? Self.defaultRejectsPath(for: file))
+        defer { rejectsFile.close() }
+        let options = ImportOptions(mode: mode, isDryRun: dryRun, maximumRejects: maxRejects)
+        let report: ImportReport
+        do {
+            report = try store.importTree(from: input.source, options: options) { try rejectsFile.write($0) }
+        } catch let error as StorageError {
+            throw ConsoleError.from(error.adding(context: "importing \(file)"))
+                .appending(rejectsFile.count > 0 ? "rejected values were written to \(rejectsFile.path)" : nil)
+        }
+        for warning in report.warnings { session.warn("\(warning.path): \(warning.message)") }
+        if report.warningCount > report.warnings.count {
+            session.warn("… and \(report.warningCount - report.warnings.count) more warnings")
+        }
+        if rejectsFile.count > 0 { session.warn("\(rejectsFile.count) rejected values written to \(rejectsFile.path)") }
+        ImportReportView(report: report, file: file).print(to: session, format: format ?? session.format)
+    }
+
+    static func defaultRejectsPath(for file: String) -> String {
+        let name = file == "-" ? "stdin" : URL(fileURLWithPath: file).lastPathComponent
+        return name + ".rejects.jsonl"
+    }
+}
+
+/// The rejects file: created on the first reject, one JSON object per line.
+final class RejectsFile {
+    let path: String
+    private var handle: FileHandle?
+    private(set) var count = 0
+
+    init(path: String) {
+        self.path = path
+    }
+
+    func write(_ reject: ImportReject) throws {
+        if handle == nil {
+            guard FileManager.default.createFile(atPath: path, contents: nil) else {
+                throw ConsoleError(.commandFailed, "cannot create the rejects file \(path)")
+            }
+            handle = FileHandle(forWritingAtPath: path)
+        }
+        let line = JSONWriter.object([
+            ("path", JSONWriter.string(reject.path)),
+            ("reason", JSONWriter.string(reject.reason)),
+            ("value", reject.value),
+        ]) + "\n"
+        try handle?.write(contentsOf: Data(line.utf8))
+        count += 1
+    }
+
+    func close() {
+        try? handle?.close()
+        handle = nil
+    }
+}
+
+/// The import report as a table (pgloader's summary) or one JSON object.
+struct ImportReportView {
+    var report: ImportReport
+    var file: String
+
+    func print(to session: Session, format: OutputFormat) {
+        switch format {
+        case .json:
+            session.output.line(json)
+        case .table, .expanded, .csv:
+            session.output.write(TableRenderer.render(table, as: format))
+            if format != .csv { session.output.line(summary) }
+        }
+    }
+
+    private var table: ResultTable {
+        var rows: [[Cell]] = []
+        for node in report.nodes {
+            let lines = report.lines.filter { $0.node == node.name }
+            for (index, line) in lines.enumerated() {
+                let isFirst = index == 0
+                rows.append([
+                    .text(node.name), .text(line.table), .integer(line.rowsRead), .integer(line.rowsImported),
+                    isFirst ? .integer(node.rejected) : .null, .integer(line.bytes),
+                    isFirst ? .text(Self.seconds(node.seconds)) : .null,
+                ])
+            }
+            if lines.isEmpty {
+                rows.append([.text(node.name), .null, .integer(0), .integer(0), .integer(node.rejected), .integer(0),
+                             .text(Self.seconds(node.seconds))])
+            }
+        }
+        rows.append([
+            .text("total"), .null, .integer(report.lines.reduce(0) { $0 + $1.rowsRead }), .integer(report.rowsImported),
+            .integer(report.rejects.count), .integer(report.lines.reduce(0) { $0 + $1.bytes }),
+            .text(Self.seconds(report.seconds)),
+        ])
+        return ResultTable(
+            columns: ["node", "table", "rows read", "imported", "rejected", "bytes", "seconds"], rows: rows)
+    }
+
+    private var summary: String {
+        let megabytes = Double(report.inputBytes) / 1_000_000
+        let rate = report.seconds > 0 ? Double(report.rowsImported) / report.seconds : 0
+        var text = "\(report.isDryRun ? "Dry run: would import" : "Imported") \(report.rowsImported) rows from "
+            + "\(file) (\(String(format: "%.1f", megabytes)) MB) in \(Self.seconds(report.seconds)) s: "
+            + "\(String(format: "%.1f", report.bytesPerSecond / 1_000_000)) MB/s, \(Int(rate)) rows/s."
+        if report.isDryRun { text += " Rolled back; nothing was changed." }
+        return text
+    }
+
+    private var json: String {
+        let lines = report.lines.map { line in
+            JSONWriter.object([
+                ("node", JSONWriter.string(line.node)), ("table", JSONWriter.string(line.table)),
+                ("rows_read", String(line.rowsRead)), ("rows_imported", String(line.rowsImported)),
+                ("bytes", String(line.bytes)),
+            ])
+        }
+        let nodes = report.nodes.map { node in
+            JSONWriter.object([
+                ("node", JSONWriter.string(node.name)), ("input_bytes", String(node.inputBytes)),
+                ("seconds", JSONWriter.number(node.seconds)), ("rejected", String(node.rejected)),
+            ])
+        }
+        let rejects = report.rejects.map { reject in
+            JSONWriter.object([("path", JSONWriter.string(reject.path)), ("reason", JSONWriter.string(reject.reason))])
+        }
+        return JSONWriter.object([
+            ("file", JSONWriter.string(file)), ("mode", JSONWriter.string(report.mode.rawValue)),
+            ("dry_run", report.isDryRun ? "true" : "false"), ("input_bytes", String(report.inputBytes)),
+            ("seconds", JSONWriter.number(report.seconds)), ("rows_imported", String(report.rowsImported)),
+            ("tables", JSONWriter.array(lines)), ("nodes", JSONWriter.array(nodes)),
+            ("rejects", JSONWriter.array(rejects)), ("warnings", String(report.warningCount)),
+        ])
+    }
+
+    static func seconds(_ value: Double) -> String {
+        String(format: "%.3f", value)
+    }
+}

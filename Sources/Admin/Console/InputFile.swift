@@ -1,0 +1,34 @@
+import Foundation
+import Storage
+
+/// A file (or stdin, for `-`) opened for a streaming read.
+final class InputFile {
+    let path: String
+    private let descriptor: Int32
+
+    init(path: String) throws {
+        self.path = path
+        if path == "-" {
+            descriptor = STDIN_FILENO
+            return
+        }
+        descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw ConsoleError(.commandFailed, "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        if fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            Foundation.close(descriptor)
+            throw ConsoleError(.commandFailed, "cannot read \(path): it is a directory")
+        }
+    }
+
+    /// The bytes to read.
+    var source: some ByteSource {
+        FileDescriptorSource(descriptor: descriptor, name: path)
+    }
+
+    func close() {
+        if descriptor != STDIN_FILENO { Foundation.close(descriptor) }
+    }
+}

@@ -1,0 +1,161 @@
+/// Writes a tree as JSON from its parts, given in RTDB path order: each part is a subtree (a typed row's
+/// record, an unmapped leaf) at a path. Objects above the parts stream: they are opened and closed as the
+/// paths move, so memory holds one part at a time, except that an object whose first key is an array index is
+/// held until it is known to be an array or not (with `rendersArrays`).
+struct TreeEmitter {
+    private(set) var writer: JSONTextWriter
+    /// Keys of the streamed objects that are open below the root (the root is open once `isStarted`).
+    private var open: [String] = []
+    private var root = RootState.notStarted
+    /// The last part, held in case later parts fall inside it.
+    private var pending: (path: [String], value: TreeValue)?
+    /// An object held in memory while it may still be an array.
+    private var held: (path: [String], value: TreeValue)?
+
+    private enum RootState {
+        case notStarted, objectOpen, held, written
+    }
+
+    init(options: JSONTextWriter.Options) {
+        writer = JSONTextWriter(options: options)
+    }
+
+    /// Adds the subtree `value` at `path`. Paths must come in RTDB order; a part at or below the previous one's
+    /// path is merged into it.
+    mutating func add(_ path: [String], _ value: TreeValue) {
+        var path = path
+        if !writer.options.keepsPriorities {
+            if path.last == FirebaseKey.priority { return }
+            if path.last == FirebaseKey.value { path.removeLast() }
+        }
+        if let last = pending, path.starts(with: last.path) {
+            var merged = last.value
+            if path.count == last.path.count {
+                merged = merged.merging(value)
+            } else {
+                merged.set(value, at: path[last.path.count...])
+            }
+            pending = (last.path, merged)
+            return
+        }
+        if let last = pending { write(last.path, last.value) }
+        pending = (path, value)
+    }
+
+    /// Writes what is held and closes every open object; `null` when there were no parts at all.
+    mutating func finish() {
+        if let last = pending { write(last.path, last.value) }
+        pending = nil
+        completeHeld()
+        while !open.isEmpty { close() }
+        switch root {
+        case .objectOpen: writer.endObject()
+        case .notStarted: writer.null()
+        case .held, .written: break
+        }
+        writer.finish()
+    }
+
+    /// Hands over the JSON written so far.
+    mutating func drain(_ body: (UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
+        try writer.drain(body)
+    }
+
+    /// Bytes written and not yet drained.
+    var bufferedByteCount: Int { writer.bytes.count }
+
+    private mutating func write(_ path: [String], _ value: TreeValue) {
+        if let current = held {
+            if path.count > current.path.count, path.starts(with: current.path) {
+                let childKey = path[current.path.count]
+                if FirebaseKey.arrayIndex(childKey) != nil {
+                    var merged = current.value
+                    merged.set(value, at: path[current.path.count...])
+                    held = (current.path, merged)
+                    return
+                }
+                // A key that is not an index: the held object is an object after all, and streams from here.
+                held = nil
+                if let key = current.path.last {
+                    navigate(to: Array(current.path.dropLast()))
+                    writer.key(key)
+                    writer.beginObject()
+                    open.append(key)
+                } else {
+                    writer.beginObject()
+                    root = .objectOpen
+                }
+                for key in current.value.orderedKeys {
+                    writer.key(key)
+                    writer.value(current.value[key]!)
+                }
+            } else {
+                completeHeld()
+            }
+        }
+        guard !path.isEmpty else {
+            // The whole tree as one part (a `get` of a single record).
+            writer.value(value)
+            root = .written
+            return
+        }
+        navigate(to: Array(path.dropLast()), firstChild: path.last!, holding: value, at: path)
+        guard held == nil else { return }
+        writer.key(path.last!)
+        writer.value(value)
+    }
+
+    /// Writes the held object now that nothing more can fall inside it.
+    private mutating func completeHeld() {
+        guard let current = held else { return }
+        held = nil
+        if current.path.isEmpty {
+            writer.value(current.value)
+            root = .written
+            return
+        }
+        navigate(to: Array(current.path.dropLast()))
+        writer.key(current.path.last!)
+        writer.value(current.value)
+    }
+
+    /// Closes and opens streamed objects until `target` is the innermost open one. When `firstChild` is given
+    /// and an object about to open would start with an array index, the part is held instead.
+    private mutating func navigate(
+        to target: [String], firstChild: String? = nil, holding value: TreeValue? = nil, at path: [String] = []
+    ) {
+        var common = 0
+        while common < open.count, common < target.count, open[common] == target[common] { common += 1 }
+        while open.count > common { close() }
+        if root == .notStarted {
+            let first = target.first ?? firstChild
+            if let value, writer.options.rendersArrays, let first, FirebaseKey.arrayIndex(first) != nil {
+                var tree = TreeValue.object([:])
+                tree.set(value, at: path[...])
+                held = ([], tree)
+                root = .held
+                return
+            }
+            writer.beginObject()
+            root = .objectOpen
+        }
+        for depth in open.count..<target.count {
+            let next = depth + 1 < target.count ? target[depth + 1] : firstChild
+            if let value, writer.options.rendersArrays, let next, FirebaseKey.arrayIndex(next) != nil {
+                let heldPath = Array(target[...depth])
+                var tree = TreeValue.object([:])
+                tree.set(value, at: path[heldPath.count...])
+                held = (heldPath, tree)
+                return
+            }
+            writer.key(target[depth])
+            writer.beginObject()
+            open.append(target[depth])
+        }
+    }
+
+    private mutating func close() {
+        writer.endObject()
+        open.removeLast()
+    }
+}

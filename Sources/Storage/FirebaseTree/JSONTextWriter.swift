@@ -1,0 +1,231 @@
+/// Writes JSON text the way Firebase exports look: strings escaped as `JSON.stringify` does (non-ASCII as UTF-8),
+/// numbers as JavaScript writes them, and with `pretty` the console's layout (two-space indents, `"key" : value`,
+/// arrays on one line as `[ a, b ]`).
+///
+/// Bytes accumulate in `bytes`; the owner drains them (`takeBytes()`) as often as it likes, so memory stays
+/// bounded however long the document.
+public struct JSONTextWriter {
+    /// Output options shared by `export` and `get`.
+    public struct Options: Sendable, Equatable {
+        /// Indent and space as the Firebase console's "Export JSON" does.
+        public var isPretty: Bool
+        /// Render integer-keyed objects as arrays by the SDKs' rule (the console's export); false for the REST
+        /// API's `format=export`.
+        public var rendersArrays: Bool
+        /// Keep `.priority` (and `{".value", ".priority"}` leaves); false drops them as a plain REST `GET` does.
+        public var keepsPriorities: Bool
+
+        /// Options; the defaults give the console's "Export JSON" without its indentation.
+        public init(isPretty: Bool = false, rendersArrays: Bool = true, keepsPriorities: Bool = true) {
+            self.isPretty = isPretty
+            self.rendersArrays = rendersArrays
+            self.keepsPriorities = keepsPriorities
+        }
+    }
+
+    private enum Container {
+        case object(isFirst: Bool)
+        case array(isFirst: Bool)
+    }
+
+    /// The options this writer applies.
+    public let options: Options
+    /// Written but not yet taken.
+    public private(set) var bytes: [UInt8] = []
+    private var containers: [Container] = []
+    private var objectDepth = 0
+    private var afterKey = false
+
+    /// A writer with `options`.
+    public init(options: Options = Options()) {
+        self.options = options
+        bytes.reserveCapacity(1 << 16)
+    }
+
+    /// Hands over what has been written and starts an empty buffer.
+    public mutating func takeBytes() -> [UInt8] {
+        defer { bytes.removeAll(keepingCapacity: true) }
+        return bytes
+    }
+
+    /// Lets `body` read what has been written, then clears it without giving up the buffer.
+    public mutating func drain(_ body: (UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
+        try bytes.withUnsafeBufferPointer { try body($0) }
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    // MARK: Structure
+
+    /// Opens an object as the next value.
+    public mutating func beginObject() {
+        beforeValue()
+        bytes.append(UInt8(ascii: "{"))
+        containers.append(.object(isFirst: true))
+        objectDepth += 1
+    }
+
+    /// Closes the innermost object.
+    public mutating func endObject() {
+        guard case .object(let isFirst) = containers.removeLast() else { preconditionFailure("not in an object") }
+        objectDepth -= 1
+        if options.isPretty, !isFirst { newline() }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// Opens an array as the next value.
+    public mutating func beginArray() {
+        beforeValue()
+        bytes.append(UInt8(ascii: "["))
+        containers.append(.array(isFirst: true))
+    }
+
+    /// Closes the innermost array.
+    public mutating func endArray() {
+        guard case .array(let isFirst) = containers.removeLast() else { preconditionFailure("not in an array") }
+        if options.isPretty, !isFirst { bytes.append(UInt8(ascii: " ")) }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// Writes the key of the next member of the innermost object.
+    public mutating func key(_ key: String) {
+        guard case .object(let isFirst) = containers.last else { preconditionFailure("key outside an object") }
+        if !isFirst { bytes.append(UInt8(ascii: ",")) }
+        containers[containers.count - 1] = .object(isFirst: false)
+        if options.isPretty { newline() }
+        string(key, isKey: true)
+        if options.isPretty {
+            bytes.append(contentsOf: [UInt8(ascii: " "), UInt8(ascii: ":"), UInt8(ascii: " ")])
+        } else {
+            bytes.append(UInt8(ascii: ":"))
+        }
+        afterKey = true
+    }
+
+    private mutating func beforeValue() {
+        if afterKey {
+            afterKey = false
+            return
+        }
+        guard case .array(let isFirst) = containers.last else { return }
+        if !isFirst { bytes.append(UInt8(ascii: ",")) }
+        if options.isPretty { bytes.append(UInt8(ascii: " ")) }
+        containers[containers.count - 1] = .array(isFirst: false)
+    }
+
+    private mutating func newline() {
+        bytes.append(UInt8(ascii: "\n"))
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * objectDepth))
+    }
+
+    /// Ends the document: a newline after a pretty one, as the console's files end.
+    public mutating func finish() {
+        if options.isPretty { bytes.append(UInt8(ascii: "\n")) }
+    }
+
+    // MARK: Scalars
+
+    /// A string value.
+    public mutating func string(_ value: String) {
+        beforeValue()
+        string(value, isKey: false)
+    }
+
+    /// A number value in JavaScript's notation.
+    public mutating func number(_ value: Double) {
+        beforeValue()
+        bytes.append(contentsOf: JavaScriptNumber.format(value).utf8)
+    }
+
+    /// A number value from decimal text already in JavaScript's notation.
+    mutating func number(javaScriptText: String) {
+        beforeValue()
+        bytes.append(contentsOf: javaScriptText.utf8)
+    }
+
+    /// A boolean value.
+    public mutating func bool(_ value: Bool) {
+        beforeValue()
+        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+    }
+
+    /// `null`: the whole document when a path holds nothing, or a hole in an array.
+    public mutating func null() {
+        beforeValue()
+        bytes.append(contentsOf: "null".utf8)
+    }
+
+    private mutating func string(_ value: String, isKey: Bool) {
+        var value = value
+        value.withUTF8 { Self.appendQuoted($0, to: &bytes) }
+    }
+
+    /// Appends `text` as a JSON string literal, escaped as `JSON.stringify` escapes.
+    static func appendQuoted(_ text: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        var runStart = 0
+        for index in text.indices {
+            let byte = text[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[runStart..<index]))
+            runStart = index + 1
+            bytes.append(UInt8(ascii: "\\"))
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\""))
+            case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\"))
+            case 0x08: bytes.append(UInt8(ascii: "b"))
+            case 0x0C: bytes.append(UInt8(ascii: "f"))
+            case 0x0A: bytes.append(UInt8(ascii: "n"))
+            case 0x0D: bytes.append(UInt8(ascii: "r"))
+            case 0x09: bytes.append(UInt8(ascii: "t"))
+            default:
+                let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            }
+        }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[runStart...]))
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    // MARK: Trees
+
+    /// Writes an in-memory subtree: keys in export order, arrays and priorities as the options say.
+    public mutating func value(_ value: TreeValue) {
+        switch value {
+        case .string(let text): string(text)
+        case .number(let number): self.number(number)
+        case .bool(let flag): bool(flag)
+        case .object(var children):
+            if !options.keepsPriorities {
+                if let leaf = children[FirebaseKey.value] { return self.value(leaf) }
+                children[FirebaseKey.priority] = nil
+            }
+            if options.rendersArrays, let elements = Self.arrayElements(of: children) {
+                beginArray()
+                for element in elements {
+                    if let element { self.value(element) } else { null() }
+                }
+                return endArray()
+            }
+            beginObject()
+            for key in TreeValue.object(children).orderedKeys {
+                self.key(key)
+                self.value(children[key]!)
+            }
+            endObject()
+        }
+    }
+
+    /// The elements, with nil in the holes, when the SDKs would render `children` as an array: every key is
+    /// `0` or `[1-9][0-9]*` and the largest is less than twice the count.
+    static func arrayElements(of children: [String: TreeValue]) -> [TreeValue?]? {
+        var maximum = -1
+        for key in children.keys {
+            guard let index = FirebaseKey.arrayIndex(key) else { return nil }
+            maximum = max(maximum, index)
+        }
+        guard maximum >= 0, maximum < 2 * children.count else { return nil }
+        var elements = [TreeValue?](repeating: nil, count: maximum + 1)
+        for (key, value) in children { elements[FirebaseKey.arrayIndex(key)!] = value }
+        return elements
+    }
+}

@@ -1,0 +1,122 @@
+/// A small Firebase subtree held in memory: a record being imported or exported, an `extra` column, a test's
+/// expected tree. Large trees are never built this way; they stream.
+///
+/// Objects hold their children unordered; writers sort them in RTDB's key order. Priorities are kept as the
+/// pseudo-children `.priority` (and `.value` for a leaf with a priority), as the export format writes them.
+public indirect enum TreeValue: Equatable, Sendable {
+    /// A string leaf.
+    case string(String)
+    /// A number leaf (Firebase numbers are doubles).
+    case number(Double)
+    /// A boolean leaf.
+    case bool(Bool)
+    /// An object; never empty in a normalized tree.
+    case object([String: TreeValue])
+
+    /// The children when this is an object, else nil.
+    public var children: [String: TreeValue]? {
+        if case .object(let children) = self { return children }
+        return nil
+    }
+
+    /// Whether this is a string, number or boolean.
+    public var isLeaf: Bool { children == nil }
+
+    /// The child at `key`, when this is an object that has one.
+    public subscript(key: String) -> TreeValue? {
+        children?[key]
+    }
+
+    /// The value at `path` below this one.
+    public func value(at path: some Collection<String>) -> TreeValue? {
+        var node = self
+        for key in path {
+            guard let child = node[key] else { return nil }
+            node = child
+        }
+        return node
+    }
+
+    /// Deep-merges `other` over this value: objects merge child by child, anything else is replaced.
+    public func merging(_ other: TreeValue) -> TreeValue {
+        guard case .object(var mine) = self, case .object(let theirs) = other else { return other }
+        for (key, value) in theirs {
+            mine[key] = mine[key].map { $0.merging(value) } ?? value
+        }
+        return .object(mine)
+    }
+
+    /// Sets the value at `path`, creating objects along the way and replacing leaves in the way.
+    public mutating func set(_ value: TreeValue, at path: ArraySlice<String>) {
+        guard let key = path.first else {
+            self = value
+            return
+        }
+        var children = self.children ?? [:]
+        var child = children[key] ?? .object([:])
+        child.set(value, at: path.dropFirst())
+        children[key] = child
+        self = .object(children)
+    }
+
+    /// This value's keys in the order exports write them: RTDB order with `.priority` first, except that a leaf
+    /// with a priority is written `{".value": v, ".priority": p}` as the SDKs' `exportVal()` does.
+    public var orderedKeys: [String] {
+        guard let children else { return [] }
+        if children[FirebaseKey.value] != nil {
+            return [FirebaseKey.value, FirebaseKey.priority].filter { children[$0] != nil }
+        }
+        return children.keys.sorted(by: FirebaseKey.exportPrecedes)
+    }
+
+    /// Every leaf below this value with its path, in RTDB order.
+    public func leaves(prefix: [String] = []) -> [(path: [String], value: TreeValue)] {
+        guard let children else { return [(prefix, self)] }
+        return orderedKeys.flatMap { children[$0]!.leaves(prefix: prefix + [$0]) }
+    }
+}
+
+extension TreeValue {
+    /// Parses JSON text into a tree with Firebase's semantics: arrays become integer-keyed objects, nulls and
+    /// empty objects vanish, a repeated key's last occurrence wins. Returns nil for a document that holds
+    /// nothing. Keys and limits are not checked; the importer does that.
+    public static func parse(json text: String) throws -> TreeValue? {
+        var reader = JSONReader(source: MemorySource(text))
+        try reader.next()
+        let value = try read(&reader)
+        try reader.next()
+        return value
+    }
+
+    /// The value starting at the reader's current token.
+    static func read(_ reader: inout JSONReader) throws -> TreeValue? {
+        switch reader.token {
+        case .string: return .string(reader.string)
+        case .number: return .number(reader.number == 0 ? 0 : reader.number)
+        case .true: return .bool(true)
+        case .false: return .bool(false)
+        case .null: return nil
+        case .objectStart, .arrayStart:
+            let isArray = reader.token == .arrayStart
+            var children: [String: TreeValue] = [:]
+            var index = 0
+            while true {
+                let key: String
+                if isArray {
+                    if try reader.next() == .arrayEnd { break }
+                    key = String(index)
+                    index += 1
+                } else {
+                    if try reader.next() == .objectEnd { break }
+                    key = reader.string
+                    try reader.next()
+                }
+                children[key] = try read(&reader)
+            }
+            if children.isEmpty || (children.count == 1 && children[FirebaseKey.priority] != nil) { return nil }
+            return .object(children)
+        default:
+            preconditionFailure("a value token")
+        }
+    }
+}

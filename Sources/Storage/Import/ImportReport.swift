@@ -1,0 +1,53 @@
+/// What an import did, per top-level node and table, in the spirit of pgloader's summary.
+public struct ImportReport: Sendable {
+    /// One line of the summary: rows a node put into one table.
+    public struct Line: Sendable, Equatable {
+        /// The top-level node (`posts`), or `(other nodes)` for all unknown ones together.
+        public var node: String
+        /// The table the rows went to.
+        public var table: String
+        /// Rows the mapping produced.
+        public var rowsRead: Int
+        /// Rows stored (read, less those a later duplicate key replaced).
+        public var rowsImported: Int
+        /// COPY bytes sent for these rows.
+        public var bytes: Int
+    }
+
+    /// A top-level node's totals.
+    public struct Node: Sendable, Equatable {
+        /// The node's key, or `(other nodes)`.
+        public var name: String
+        /// Bytes of input the node took.
+        public var inputBytes: Int
+        /// Seconds spent reading and loading it.
+        public var seconds: Double
+        /// Values rejected under it.
+        public var rejected: Int
+    }
+
+    /// Lines by node, then table, in the order the nodes were met.
+    public var lines: [Line] = []
+    /// Node totals, in the order the nodes were met.
+    public var nodes: [Node] = []
+    /// Every reject, in input order.
+    public var rejects: [ImportReject] = []
+    /// Every warning, in input order (at most 1,000 are kept; `warningCount` counts all).
+    public var warnings: [ImportWarning] = []
+    /// How many warnings there were.
+    public var warningCount = 0
+    /// Bytes of input read.
+    public var inputBytes = 0
+    /// Seconds from start to commit (or rollback).
+    public var seconds: Double = 0
+    /// Whether the work was rolled back on purpose (`--dry-run`).
+    public var isDryRun = false
+    /// The import's mode.
+    public var mode = ImportOptions.Mode.replace
+
+    /// Rows stored, all tables together.
+    public var rowsImported: Int { lines.reduce(0) { $0 + $1.rowsImported } }
+
+    /// Input bytes per second.
+    public var bytesPerSecond: Double { seconds > 0 ? Double(inputBytes) / seconds : 0 }
+}

@@ -1,0 +1,161 @@
+/// The tables an import writes, with their COPY column lists.
+enum TreeTable: Int, CaseIterable {
+    case users, posts, feedPosts, postLikes, followers, following, timeline, chats, messages, unmappedValues
+
+    var name: String {
+        switch self {
+        case .users: "users"
+        case .posts: "posts"
+        case .feedPosts: "feed_posts"
+        case .postLikes: "post_likes"
+        case .followers: "followers"
+        case .following: "following"
+        case .timeline: "timeline"
+        case .chats: "chats"
+        case .messages: "messages"
+        case .unmappedValues: "unmapped_values"
+        }
+    }
+
+    /// Columns in the order the importer encodes them.
+    var columns: [String] {
+        switch self {
+        case .users: ["uid", "username", "extra"]
+        case .posts:
+            ["owner_uid", "post_key", "image_url", "image_height", "created_at", "like_count", "poster_uid",
+             "poster_username", "extra"]
+        case .feedPosts: ["post_id", "image_file_url", "user_name", "votes", "timestamp_ms", "extra"]
+        case .postLikes: ["post_key", "liker_uid"]
+        case .followers: ["uid", "follower_uid"]
+        case .following: ["uid", "followee_uid"]
+        case .timeline: ["uid", "post_key", "poster_uid", "extra"]
+        case .chats:
+            ["uid", "chat_key", "title", "member_hash", "members", "last_message", "last_message_sent", "extra"]
+        case .messages: ["chat_key", "message_key", "content", "timestamp", "sender_uid", "sender_username", "extra"]
+        case .unmappedValues: ["root", "path", "string_value", "number_value", "boolean_value"]
+        }
+    }
+
+    /// The key columns that address a row below the table's root node, outermost first.
+    var keyColumns: [String] { Array(columns.prefix(keyDepth)) }
+
+    /// How many path levels below the root the table's key spans.
+    var keyDepth: Int {
+        switch self {
+        case .users, .feedPosts: 1
+        case .unmappedValues: 0
+        default: 2
+        }
+    }
+
+    /// The top-level node the table's rows live under; nil for `unmapped_values`, which names its own.
+    var rootKey: String? {
+        switch self {
+        case .users: "users"
+        case .posts, .feedPosts: "posts"
+        case .postLikes: "postLikes"
+        case .followers: "followers"
+        case .following: "following"
+        case .timeline: "timeline"
+        case .chats: "chats"
+        case .messages: "messages"
+        case .unmappedValues: nil
+        }
+    }
+
+    /// The typed tables under a top-level key.
+    static func tables(under root: String) -> [TreeTable] {
+        allCases.filter { $0.rootKey == root }
+    }
+}
+
+/// Buffers encoded rows per table and streams them into `COPY … FROM STDIN`, one COPY open at a time: the table
+/// being written streams directly, the others buffer until they are large, so an export's sections (all of
+/// `posts`, then all of `postLikes`, …) load as long COPY runs while stray rows of other tables wait.
+final class TableLoader {
+    struct Counts {
+        var rows = 0
+        var bytes = 0
+    }
+
+    private let connection: Connection
+    private let usesFreeze: Bool
+    private var encoders: [CopyRowEncoder]
+    private var active: TreeTable?
+    /// Rows and bytes sent per table, since the last `takeCounts()`.
+    private(set) var counts: [Counts]
+
+    private static let sendThreshold = 1 << 18
+    private static let switchThreshold = 1 << 20
+
+    /// With `usesFreeze` the COPYs write frozen rows, which PostgreSQL allows only into tables truncated in the
+    /// same transaction, and which spares the first VACUUM from rewriting every page.
+    init(connection: Connection, usesFreeze: Bool) {
+        self.connection = connection
+        self.usesFreeze = usesFreeze
+        encoders = TreeTable.allCases.map { _ in CopyRowEncoder(capacity: 0) }
+        counts = TreeTable.allCases.map { _ in Counts() }
+    }
+
+    /// Encodes one row of `table` with `body`, then sends or switches as the buffers fill.
+    func appendRow(_ table: TreeTable, _ body: (inout CopyRowEncoder) throws -> Void) throws {
+        try body(&encoders[table.rawValue])
+        encoders[table.rawValue].endRow()
+        counts[table.rawValue].rows += 1
+        let size = encoders[table.rawValue].bytes.count
+        if table == active {
+            if size >= Self.sendThreshold { try send(table) }
+        } else if size >= Self.switchThreshold {
+            try activate(table)
+            try send(table)
+        }
+    }
+
+    /// Sends every buffered row and ends the open COPY, so that other statements can run.
+    func flush() throws {
+        for table in TreeTable.allCases where !encoders[table.rawValue].bytes.isEmpty {
+            try activate(table)
+            try send(table)
+        }
+        try endActive()
+    }
+
+    /// Ends the open COPY after a failure, storing nothing of it.
+    func abort() {
+        if active != nil { connection.abortCopyIn() }
+        active = nil
+    }
+
+    private func activate(_ table: TreeTable) throws {
+        guard table != active else { return }
+        try endActive()
+        let columns = table.columns.map { "\"\($0)\"" }.joined(separator: ", ")
+        let freeze = usesFreeze ? " WITH (FREEZE)" : ""
+        try connection.beginCopyIn(Query(unsafeSQL: "COPY \(table.name) (\(columns)) FROM STDIN\(freeze)"))
+        active = table
+    }
+
+    private func send(_ table: TreeTable) throws {
+        let bytes = encoders[table.rawValue].bytes
+        guard !bytes.isEmpty else { return }
+        do {
+            try connection.sendCopyData(bytes)
+        } catch var error as StorageError {
+            error.context = "loading \(table.name)"
+            throw error
+        }
+        counts[table.rawValue].bytes += bytes.count
+        encoders[table.rawValue].removeAllBytes()
+    }
+
+    private func endActive() throws {
+        guard let table = active else { return }
+        active = nil
+        do {
+            try connection.endCopyIn()
+        } catch var error as StorageError {
+            error.context = "loading \(table.name)"
+            throw error
+        }
+    }
+}

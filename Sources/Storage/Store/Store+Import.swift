@@ -1,0 +1,72 @@
+import Foundation
+
+extension Store {
+    /// Imports a Firebase JSON export in one transaction: with `.replace` the store becomes equal to the file.
+    /// Nothing is changed when it throws, or with `isDryRun`.
+    ///
+    /// ```swift
+    /// let report = try store.importTree(from: FileDescriptorSource(descriptor: fd, name: "backup.json"))
+    /// ```
+    /// `onReject` sees each rejected value as it is met (to write a rejects file); the import aborts once more
+    /// than `options.maximumRejects` were rejected. A failure carries how far the import got in its context.
+    public func importTree(
+        from source: some ByteSource, options: ImportOptions = ImportOptions(),
+        onReject: @escaping (ImportReject) throws -> Void = { _ in }
+    ) throws -> ImportReport {
+        guard options.mode == .replace else {
+            throw StorageError(.invalidValue, "import --mode merge is not implemented yet")
+        }
+        let clock = ContinuousClock()
+        let started = clock.now
+        var report = ImportReport()
+        try connection.withTransaction(rollback: options.isDryRun) {
+            let tables = Store.treeTables.map(Query.quoted(identifier:)).joined(separator: ", ")
+            try connection.execute(Query(unsafeSQL: "TRUNCATE \(tables)"))
+            let loader = TableLoader(connection: connection, usesFreeze: true)
+            let importer = TreeImporter(
+                reader: JSONReader(source: source), loader: loader, options: options,
+                deleteRows: { [connection] path in try Store.deleteRows(under: path, on: connection) },
+                onReject: onReject)
+            do {
+                try importer.run()
+                try loader.flush()
+            } catch let error as StorageError {
+                loader.abort()
+                throw error.adding(context: "import rolled back after reading \(importer.bytesRead) bytes")
+            } catch {
+                loader.abort()
+                throw error
+            }
+            report = importer.report
+        }
+        report.seconds = (clock.now - started).seconds
+        report.isDryRun = options.isDryRun
+        report.mode = options.mode
+        return report
+    }
+
+    /// Deletes every row stored at or below an absolute Firebase path; returns the counts per table.
+    static func deleteRows(under path: [String], on connection: Connection) throws -> [TreeTable: Int] {
+        guard let root = path.first else { return [:] }
+        let below = Array(path.dropFirst())
+        var deleted: [TreeTable: Int] = [:]
+        for table in TreeTable.tables(under: root) where below.count <= table.keyDepth {
+            var query = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 2)
+            query.appendLiteral("DELETE FROM ")
+            query.appendInterpolation(identifier: table.name)
+            query.appendLiteral(" WHERE true")
+            for (column, key) in zip(table.keyColumns, below) {
+                query.appendLiteral(" AND ")
+                query.appendInterpolation(identifier: column)
+                query.appendLiteral(" = ")
+                query.appendInterpolation(key)
+            }
+            deleted[table, default: 0] += try connection.execute(Query(stringInterpolation: query))
+        }
+        let unmapped: Query = below.isEmpty
+            ? "DELETE FROM unmapped_values WHERE root = \(root)"
+            : "DELETE FROM unmapped_values WHERE root = \(root) AND path[1:\(below.count)] = \(below)::text[]"
+        deleted[.unmappedValues, default: 0] += try connection.execute(unmapped)
+        return deleted
+    }
+}
