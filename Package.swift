@@ -50,7 +50,8 @@ let package = Package(
         ),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "PostgresTestSupport"]
+            dependencies: ["Storage", "PostgresTestSupport"],
+            exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "AdminTests",

@@ -6,7 +6,8 @@
 
 -- Keys whose RTDB position may differ from their byte-order position: digit-led (an integer, perhaps), "-"
 -- and a digit (a negative integer) and anything non-ASCII (UTF-16 orders U+E000..U+FFFF after astral
--- characters). A superset is harmless: it only costs an exact sort.
+-- characters). In unmapped paths also ".priority", which exports write before every sibling. A superset is
+-- harmless: it only costs an exact sort.
 CREATE FUNCTION rtdb_key_may_reorder(k text) RETURNS boolean
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     RETURN (k COLLATE "C" >= '0' AND k COLLATE "C" < ':')
@@ -15,15 +16,17 @@ CREATE FUNCTION rtdb_key_may_reorder(k text) RETURNS boolean
 
 CREATE FUNCTION rtdb_path_may_reorder(p text[]) RETURNS boolean
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    RETURN array_to_string(p, '/') ~ '(^|/)-?[0-9]'
+    RETURN array_to_string(p, '/') ~ '(^|/)(-?[0-9]|\.priority)'
         OR octet_length(array_to_string(p, '/')) <> length(array_to_string(p, '/'));
 
--- A text whose "C" order is RTDB's key order: integers as chr(1) and a fixed-width offset value (ties, such as
--- "7" and "07", by length), other keys as chr(2) and the key with each character from U+E000 up prefixed so
+-- A text whose "C" order is the order exports write keys in: ".priority" first (as the empty string), then
+-- RTDB's key order: integers as chr(1) and a fixed-width offset value (ties, such as "7" and "07", by
+-- length), other keys as chr(2) and the key with each character from U+E000 up prefixed so
 -- that astral characters (U+E000 marker) sort before U+E000..U+FFFF (U+E001 marker), as their surrogates do.
 CREATE FUNCTION rtdb_key_sort(k text) RETURNS text
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     RETURN CASE
+        WHEN k = '.priority' THEN ''
         WHEN k ~ '^-?0*[0-9]{1,10}$' AND length(k) < 40 AND
              CASE WHEN k ~ '^-?0*[0-9]{1,10}$' THEN k::numeric BETWEEN -2147483648 AND 2147483647 END
         THEN chr(1) || lpad((k::numeric + 2147483648)::text, 10, '0') || lpad(length(k)::text, 10, '0')
@@ -53,4 +56,4 @@ CREATE INDEX chats_reordered_keys ON chats (uid)
 CREATE INDEX messages_reordered_keys ON messages (chat_key)
     WHERE rtdb_key_may_reorder(chat_key) OR rtdb_key_may_reorder(message_key);
 CREATE INDEX unmapped_values_reordered_keys ON unmapped_values (root)
-    WHERE rtdb_key_may_reorder(root) OR rtdb_path_may_reorder(path);
+    WHERE rtdb_key_may_reorder(root) OR root = '.priority' OR rtdb_path_may_reorder(path);

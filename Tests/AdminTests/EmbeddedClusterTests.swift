@@ -17,7 +17,7 @@ struct EmbeddedClusterTests {
         let run = try AdminProcess.run(["--data-dir", directory, "status"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("embedded cluster in \(directory)"))
-        #expect(run.stdout.contains("version 1 (0001_firebase_tree.sql), up to date"))
+        #expect(run.stdout.contains("version \(latest.version) (\(latest.fileName)), up to date"))
         #expect(!serverIsRunning(in: directory))
 
         var info = stat()

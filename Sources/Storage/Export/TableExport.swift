@@ -23,7 +23,7 @@ extension TreeTable {
     func reorderCheckQuery() -> Query {
         let condition: String
         if self == .unmappedValues {
-            condition = "rtdb_key_may_reorder(root) OR rtdb_path_may_reorder(path)"
+            condition = "rtdb_key_may_reorder(root) OR root = '.priority' OR rtdb_path_may_reorder(path)"
         } else {
             condition = keyColumns.map { "rtdb_key_may_reorder(\(Query.quoted(identifier: $0)))" }
                 .joined(separator: " OR ")
@@ -47,7 +47,10 @@ extension TreeTable {
             return children.isEmpty ? nil : .object(children)
         }
         func withExtra(_ value: TreeValue?, column: Int) throws -> TreeValue? {
-            guard let json = row[column], let extra = try TreeValue.parse(json: json) else { return value }
+            // `extra` is a partial subtree: `{".priority": 1}` alone is a record's priority, not an empty node.
+            guard let json = row[column], let extra = try TreeValue.parse(json: json, normalizing: false) else {
+                return value
+            }
             return value.map { $0.merging(extra) } ?? extra
         }
         let root = rootKey ?? ""

@@ -1,7 +1,8 @@
 /// Writes a tree as JSON from its parts, given in RTDB path order: each part is a subtree (a typed row's
 /// record, an unmapped leaf) at a path. Objects above the parts stream: they are opened and closed as the
-/// paths move, so memory holds one part at a time, except that an object whose first key is an array index is
-/// held until it is known to be an array or not (with `rendersArrays`).
+/// paths move, so memory holds one part at a time, except that an object that may still turn out to be an array
+/// (its keys so far are array indexes) or a leaf with a priority (`.priority`, `.value`) is held until that is
+/// known, because both are written differently from an object.
 struct TreeEmitter {
     private(set) var writer: JSONTextWriter
     /// Keys of the streamed objects that are open below the root (the root is open once `isStarted`).
@@ -68,7 +69,7 @@ struct TreeEmitter {
         if let current = held {
             if path.count > current.path.count, path.starts(with: current.path) {
                 let childKey = path[current.path.count]
-                if FirebaseKey.arrayIndex(childKey) != nil {
+                if mayHold(current.value, whenAdding: childKey) {
                     var merged = current.value
                     merged.set(value, at: path[current.path.count...])
                     held = (current.path, merged)
@@ -129,7 +130,7 @@ struct TreeEmitter {
         while open.count > common { close() }
         if root == .notStarted {
             let first = target.first ?? firstChild
-            if let value, writer.options.rendersArrays, let first, FirebaseKey.arrayIndex(first) != nil {
+            if let value, let first, mayHold(.object([:]), whenAdding: first) {
                 var tree = TreeValue.object([:])
                 tree.set(value, at: path[...])
                 held = ([], tree)
@@ -141,7 +142,7 @@ struct TreeEmitter {
         }
         for depth in open.count..<target.count {
             let next = depth + 1 < target.count ? target[depth + 1] : firstChild
-            if let value, writer.options.rendersArrays, let next, FirebaseKey.arrayIndex(next) != nil {
+            if let value, let next, mayHold(.object([:]), whenAdding: next) {
                 let heldPath = Array(target[...depth])
                 var tree = TreeValue.object([:])
                 tree.set(value, at: path[heldPath.count...])
@@ -152,6 +153,16 @@ struct TreeEmitter {
             writer.beginObject()
             open.append(target[depth])
         }
+    }
+
+    /// Whether an object holding `value` must stay in memory when `key` is added: it can still be an array (all
+    /// keys indexes, no priority) or a leaf with a priority.
+    private func mayHold(_ value: TreeValue, whenAdding key: String) -> Bool {
+        let children = value.children ?? [:]
+        if key == FirebaseKey.value { return true }
+        if key == FirebaseKey.priority { return children.keys.allSatisfy { $0 == FirebaseKey.value } }
+        return writer.options.rendersArrays && FirebaseKey.arrayIndex(key) != nil
+            && children[FirebaseKey.priority] == nil
     }
 
     private mutating func close() {

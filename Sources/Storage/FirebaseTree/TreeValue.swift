@@ -78,18 +78,19 @@ public indirect enum TreeValue: Equatable, Sendable {
 
 extension TreeValue {
     /// Parses JSON text into a tree with Firebase's semantics: arrays become integer-keyed objects, nulls and
-    /// empty objects vanish, a repeated key's last occurrence wins. Returns nil for a document that holds
-    /// nothing. Keys and limits are not checked; the importer does that.
-    public static func parse(json text: String) throws -> TreeValue? {
+    /// empty objects vanish (and, when `normalizing`, objects holding only a `.priority`), a repeated key's last
+    /// occurrence wins. Returns nil for a document that holds nothing. Keys and limits are not checked; the
+    /// importer does that.
+    public static func parse(json text: String, normalizing: Bool = true) throws -> TreeValue? {
         var reader = JSONReader(source: MemorySource(text))
         try reader.next()
-        let value = try read(&reader)
+        let value = try read(&reader, normalizing: normalizing)
         try reader.next()
         return value
     }
 
     /// The value starting at the reader's current token.
-    static func read(_ reader: inout JSONReader) throws -> TreeValue? {
+    static func read(_ reader: inout JSONReader, normalizing: Bool) throws -> TreeValue? {
         switch reader.token {
         case .string: return .string(reader.string)
         case .number: return .number(reader.number == 0 ? 0 : reader.number)
@@ -111,9 +112,10 @@ extension TreeValue {
                     key = reader.string
                     try reader.next()
                 }
-                children[key] = try read(&reader)
+                children[key] = try read(&reader, normalizing: normalizing)
             }
-            if children.isEmpty || (children.count == 1 && children[FirebaseKey.priority] != nil) { return nil }
+            if children.isEmpty { return nil }
+            if normalizing, children.count == 1, children[FirebaseKey.priority] != nil { return nil }
             return .object(children)
         default:
             preconditionFailure("a value token")

@@ -135,14 +135,16 @@ final class TreeImporter {
     }
 
     /// `/posts/{id}`: a Makestagram owner's posts when its first child is an object under a key that is not an
-    /// AppCoda field, otherwise an AppCoda feed post. (A `.priority` here is kept as an unmapped value either way.)
+    /// AppCoda field, otherwise an AppCoda feed post.
     private func postsChild(_ id: String) throws {
         guard isContainerToken else { return try unmapped() }
         var isFeedPost: Bool?
         var fields: [String: TreeValue] = [:]
+        var priority: TreeValue?
+        let rowsBefore = emittedRows
         recordStart = reader.bytesRead
         defer { recordStart = nil }
-        try streamChildren(onDuplicate: { fields[$0] = nil }) { key in
+        try streamChildren(onDuplicate: { fields[$0] = nil }, onPriority: { priority = $0 }) { key in
             if isFeedPost == nil {
                 isFeedPost = key == FirebaseKey.value || Self.appCodaFields.contains(key) || !self.isContainerToken
                 if isFeedPost == false { self.recordStart = nil }
@@ -156,7 +158,10 @@ final class TreeImporter {
             }
         }
         if isFeedPost == true {
+            fields[FirebaseKey.priority] = priority
             try emitRecord(.feedPosts, keys: [id], tree: Self.normalized(fields))
+        } else if let priority, emittedRows > rowsBefore {
+            try emitUnmappedLeaf(path + [FirebaseKey.priority], priority)
         }
     }
 
@@ -239,14 +244,17 @@ final class TreeImporter {
 
     /// Streams the children of the current object or array to `body`; an object's `.priority` is held until it
     /// has a child, and dropped if it never gets one.
+    /// `onPriority`, when given, takes the object's priority instead.
     private func streamChildren(
-        onDuplicate: ((String) -> Void)? = nil, _ body: @escaping (String) throws -> Void
+        onDuplicate: ((String) -> Void)? = nil, onPriority: ((TreeValue) -> Void)? = nil,
+        _ body: @escaping (String) throws -> Void
     ) throws {
         let depth = path.count
         let rowsBefore = emittedRows
         try forEachChild(onDuplicate: onDuplicate) { key in
             guard key == FirebaseKey.priority else { return try body(key) }
             guard let value = try self.leafValue() else { return }
+            if let onPriority { return onPriority(value) }
             self.pendingPriorities.removeAll { $0.path.count == depth + 1 }
             self.pendingPriorities.append((self.path, value))
         }

@@ -113,11 +113,11 @@ struct PartMerge {
         return part
     }
 
-    /// RTDB order of paths: key by key, a parent before its children.
+    /// The order exports write paths in: key by key (`.priority` first, then RTDB order), a parent before its
+    /// children.
     static func precedes(_ a: [String], _ b: [String]) -> Bool {
-        for (x, y) in zip(a, b) {
-            let order = FirebaseKey.compare(x, y)
-            if order != 0 { return order < 0 }
+        for (x, y) in zip(a, b) where x != y {
+            return FirebaseKey.exportPrecedes(x, y)
         }
         return a.count < b.count
     }

@@ -1,0 +1,130 @@
+import Testing
+@testable import Storage
+
+@Suite("Firebase keys")
+struct FirebaseKeyTests {
+    @Test func validKeysAndProblems() {
+        #expect(FirebaseKey.problem(with: "-K9euzjFOpEFYT5lUZrh") == nil)
+        #expect(FirebaseKey.problem(with: "Москва 🐈") == nil)
+        #expect(FirebaseKey.problem(with: ".priority") == nil)
+        #expect(FirebaseKey.problem(with: ".value") == nil)
+        for bad in ["a.b", "a$", "#", "[x", "x]", "a/b", "tab\there", "\u{7F}", "", ".sv"] {
+            #expect(FirebaseKey.problem(with: bad) != nil, "\(bad.debugDescription) should be refused")
+        }
+    }
+
+    @Test func integerKeysFollowTheSDK() {
+        #expect(FirebaseKey.integerValue("0") == 0)
+        #expect(FirebaseKey.integerValue("-5") == -5)
+        #expect(FirebaseKey.integerValue("007") == 7)
+        #expect(FirebaseKey.integerValue("0000000000012") == 12)  // leading zeros do not count toward 10 digits
+        #expect(FirebaseKey.integerValue("2147483647") == Int32.max)
+        #expect(FirebaseKey.integerValue("-2147483648") == Int32.min)
+        #expect(FirebaseKey.integerValue("2147483648") == nil)
+        #expect(FirebaseKey.integerValue("12345678901") == nil)
+        #expect(FirebaseKey.integerValue("1.5") == nil)
+        #expect(FirebaseKey.integerValue("-") == nil)
+        #expect(FirebaseKey.integerValue("+1") == nil)
+        #expect(FirebaseKey.arrayIndex("0") == 0)
+        #expect(FirebaseKey.arrayIndex("12") == 12)
+        #expect(FirebaseKey.arrayIndex("012") == nil)
+        #expect(FirebaseKey.arrayIndex("-1") == nil)
+    }
+
+    @Test func orderIsIntegersThenUTF16() {
+        let sorted = ["-2147483648", "-5", "0", "7", "007", "12", "2147483647", "-K9x", "2147483648", "A", "_", "a",
+                      "z", "é", "😀", "\u{E000}", "\u{FFFD}"]
+        #expect(sorted.shuffled().sorted(by: FirebaseKey.precedes) == sorted)
+    }
+
+    @Test(arguments: 0..<200)
+    func nonIntegerOrderEqualsUTF16CodeUnitOrder(seed: Int) {
+        var generator = SeededGenerator(state: UInt64(seed))
+        let alphabet: [Character] = ["a", "b", "Z", "é", "ж", "中", "\u{E000}", "\u{FFFD}", "😀", "𝄞", "-", " "]
+        func key() -> String {
+            String((0..<Int.random(in: 1...4, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+        }
+        let a = "k" + key(), b = "k" + key()
+        let expected = a.utf16.lexicographicallyPrecedes(b.utf16)
+        #expect(FirebaseKey.precedes(a, b) == expected, "\(a) vs \(b)")
+    }
+}
+
+@Suite("JavaScript number text")
+struct JavaScriptNumberTests {
+    @Test func formatsAsJavaScriptDoes() {
+        let cases: [(Double, String)] = [
+            (4, "4"), (-0.0, "0"), (0, "0"), (1497918951.91262, "1497918951.91262"), (374.9999999999999, "374.9999999999999"),
+            (1e21, "1e+21"), (1e20, "100000000000000000000"), (123e18, "123000000000000000000"), (5e-7, "5e-7"),
+            (1e-6, "0.000001"), (1.5e-7, "1.5e-7"), (-2.5, "-2.5"), (0.1, "0.1"), (9007199254740993, "9007199254740992"),
+            (5e-324, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"), (1454612114624, "1454612114624"),
+            (1e15, "1000000000000000"), (-1e-7, "-1e-7"), (123456789012345680000, "123456789012345680000"),
+        ]
+        for (value, text) in cases {
+            #expect(JavaScriptNumber.format(value) == text, "\(value)")
+        }
+    }
+
+    @Test func relaysOutDecimalText() {
+        #expect(JavaScriptNumber.format(decimal: "1000000000000000000000") == "1e+21")
+        #expect(JavaScriptNumber.format(decimal: "5E-07") == "5e-7")
+        #expect(JavaScriptNumber.format(decimal: "0.50") == "0.5")
+        #expect(JavaScriptNumber.format(decimal: "-0.0") == "0")
+        #expect(JavaScriptNumber.format(decimal: "abc") == nil)
+    }
+
+    @Test(arguments: 0..<20)
+    func roundTripsRandomDoubles(seed: Int) {
+        var generator = SeededGenerator(state: UInt64(seed) &+ 77)
+        for _ in 0..<500 {
+            let value = Double(bitPattern: generator.next())
+            guard value.isFinite else { continue }
+            let text = JavaScriptNumber.format(value)
+            #expect(Double(text) == (value == 0 ? 0 : value), "\(value) as \(text)")
+        }
+    }
+}
+
+@Suite("JSON text writer")
+struct JSONTextWriterTests {
+    private func write(_ value: TreeValue, _ options: JSONTextWriter.Options = .init()) -> String {
+        var writer = JSONTextWriter(options: options)
+        writer.value(value)
+        writer.finish()
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
+    @Test func escapesAsJSONStringify() {
+        #expect(write(.string("a\"b\\c\n\t\u{1}\u{2028}é")) == #""a\"b\\c\n\t\u0001"# + "\u{2028}é\"")
+    }
+
+    @Test func arraysBySDKRule() {
+        let dense = TreeValue.object(["0": .string("a"), "1": .string("b")])
+        let holey = TreeValue.object(["0": .string("a"), "2": .string("c")])
+        let sparse = TreeValue.object(["0": .string("a"), "5": .string("f")])
+        #expect(write(dense) == #"["a","b"]"#)
+        #expect(write(holey) == #"["a",null,"c"]"#)
+        #expect(write(sparse) == #"{"0":"a","5":"f"}"#)
+        #expect(write(dense, .init(rendersArrays: false)) == #"{"0":"a","1":"b"}"#)
+    }
+
+    @Test func prioritiesAndPrettyLayout() {
+        let value = TreeValue.object([
+            "b": .object([".value": .number(1), ".priority": .string("p")]),
+            ".priority": .number(2), "a": .object(["0": .bool(true), "1": .bool(false)]),
+        ])
+        #expect(write(value) == #"{".priority":2,"a":[true,false],"b":{".value":1,".priority":"p"}}"#)
+        #expect(write(value, .init(keepsPriorities: false)) == #"{"a":[true,false],"b":1}"#)
+        #expect(write(value, .init(isPretty: true)) == """
+            {
+              ".priority" : 2,
+              "a" : [ true, false ],
+              "b" : {
+                ".value" : 1,
+                ".priority" : "p"
+              }
+            }
+
+            """)
+    }
+}

@@ -1,0 +1,277 @@
+import Foundation
+import PostgresTestSupport
+import Testing
+@testable import Storage
+
+/// Imports `json` into a fresh store.
+@discardableResult
+func importJSON(_ json: String, into store: Store, options: ImportOptions = ImportOptions(), chunkSize: Int = .max)
+    throws -> ImportReport
+{
+    try store.importTree(from: MemorySource(json, chunkSize: chunkSize), options: options)
+}
+
+/// The store's export as text.
+func exportJSON(_ store: Store, options: JSONTextWriter.Options = .init()) throws -> String {
+    var bytes: [UInt8] = []
+    try store.exportTree(options: options) { bytes.append(contentsOf: $0) }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+/// Where two texts first differ, with some context, so that a failing comparison of large exports stays readable.
+func firstDifference(_ a: String, _ b: String) -> String {
+    let x = Array(a.utf8), y = Array(b.utf8)
+    var index = 0
+    while index < min(x.count, y.count), x[index] == y[index] { index += 1 }
+    if index == x.count, index == y.count { return "identical" }
+    let start = max(0, index - 80)
+    func excerpt(_ bytes: [UInt8]) -> String { String(decoding: bytes[start..<min(bytes.count, index + 80)], as: UTF8.self) }
+    return "differ at byte \(index):\n  got      \(excerpt(x))\n  expected \(excerpt(y))"
+}
+
+func expectSameText(_ got: String, _ expected: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(got == expected, Comment(rawValue: firstDifference(got, expected)), sourceLocation: sourceLocation)
+}
+
+func makeStore() throws -> Store {
+    Store(connection: try TestPostgres.makeDatabase().connect())
+}
+
+let fixtureDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+
+@Suite("Import and export round trips")
+struct TreeRoundTripTests {
+    @Test func friendlyPixFixtureComesBackByteForByte() throws {
+        let fixture = try String(contentsOf: fixtureDirectory.appendingPathComponent("friendlypix-console-export.json"),
+                                 encoding: .utf8)
+        let store = try makeStore()
+        let report = try importJSON(fixture, into: store)
+        #expect(report.rejects.isEmpty)
+        #expect(try exportJSON(store, options: .init(isPretty: true)) == fixture)
+        #expect(try TreeValue.parse(json: exportJSON(store)) == TreeValue.parse(json: fixture))
+        // Its flat posts are read as AppCoda feed posts, whatever their fields.
+        let feedPosts = try store.connection.query("SELECT count(*) FROM feed_posts").first!.decode(Int.self, at: 0)
+        #expect(feedPosts == 266)
+    }
+
+    @Test(arguments: 0..<40)
+    func randomTreesSurviveImportThenExport(seed: Int) throws {
+        var random = RandomTree(seed: seed)
+        let tree = random.database()
+        let json = random.json(tree)
+        let store = try makeStore()
+        let report = try importJSON(json, into: store, chunkSize: seed % 3 == 0 ? 7 : .max)
+        #expect(report.rejects.isEmpty, "\(report.rejects)")
+        let exported = try exportJSON(store)
+        if try TreeValue.parse(json: exported) != tree {
+            var writer = JSONTextWriter()
+            writer.value(tree)
+            Issue.record(Comment(rawValue: "not the same tree: " + firstDifference(exported, String(decoding: writer.bytes, as: UTF8.self))))
+        }
+        // The export is canonical: the writer's own rendering of the same tree, and a fixed point.
+        var writer = JSONTextWriter()
+        writer.value(tree)
+        expectSameText(exported, String(decoding: writer.bytes, as: UTF8.self))
+        try importJSON(exported, into: store)
+        #expect(try exportJSON(store) == exported)
+        for options in [JSONTextWriter.Options(rendersArrays: false), .init(isPretty: true), .init(keepsPriorities: false)] {
+            var expected = JSONTextWriter(options: options)
+            expected.value(tree)
+            expected.finish()
+            expectSameText(try exportJSON(store, options: options), String(decoding: expected.bytes, as: UTF8.self))
+        }
+    }
+
+    @Test func makestagramTreeLandsInTypedColumns() throws {
+        let json = """
+            {"users": {"u1": {"username": "ana"}, "u2": {"username": "bo", "bio": "hi"}},
+             "posts": {"u1": {"-KpostA": {"image_url": "https://i/a.jpg", "image_height": 374.9999999999999,
+                                          "created_at": 1497918951.91262, "like_count": 1,
+                                          "poster": {"uid": "u1", "username": "ana"}},
+                              "-KpostB": {"image_url": "https://i/b.jpg", "image_height": 320, "created_at": 1497918999}}},
+             "postLikes": {"-KpostA": {"u2": true}},
+             "followers": {"u1": {"u2": true}}, "following": {"u2": {"u1": true}},
+             "timeline": {"u2": {"-KpostA": {"poster_uid": "u1"}}},
+             "chats": {"u1": {"-Kchat": {"title": "bo", "memberHash": "-4181", "members": {"u2": true, "u1": true},
+                                         "lastMessage": "ana: hi", "lastMessageSent": 1497918951.5}}},
+             "messages": {"-Kchat": {"-Kmsg": {"content": "hi", "timestamp": 1497918951.5,
+                                               "sender": {"uid": "u1", "username": "ana"}}}}}
+            """
+        let store = try makeStore()
+        try importJSON(json, into: store)
+        let post = try store.connection.query("""
+            SELECT image_url, image_height, created_at, like_count, poster_uid, poster_username, extra
+            FROM posts WHERE owner_uid = 'u1' AND post_key = '-KpostA'
+            """).first!
+        #expect(try post.decode(String.self, at: 0) == "https://i/a.jpg")
+        #expect(try post.decode(Double.self, at: 1) == 374.9999999999999)
+        #expect(try post.decode(Double.self, at: 2) == 1497918951.91262)
+        #expect(try post.decode(Int.self, at: 3) == 1)
+        #expect(try post.decode(String.self, at: 4) == "u1")
+        #expect(try post.decode(String?.self, at: 6) == nil)
+        let olderPost = try store.connection.query(
+            "SELECT like_count, poster_uid FROM posts WHERE post_key = '-KpostB'").first!
+        #expect(try olderPost.decode(Int?.self, at: 0) == nil)
+        let user = try store.connection.query("SELECT username, extra::text FROM users WHERE uid = 'u2'").first!
+        #expect(try user.decode(String.self, at: 0) == "bo")
+        #expect(try user.decode(String.self, at: 1) == #"{"bio": "hi"}"#)
+        let chat = try store.connection.query("SELECT members, member_hash FROM chats").first!
+        #expect(try chat.decode([String].self, at: 0) == ["u1", "u2"])
+        #expect(try chat.decode(String.self, at: 1) == "-4181")
+        for (table, count) in [("post_likes", 1), ("followers", 1), ("following", 1), ("timeline", 1), ("messages", 1),
+                               ("unmapped_values", 0)] {
+            let rows = try store.connection.query("SELECT count(*) FROM \(identifier: table)").first!.decode(Int.self, at: 0)
+            #expect(rows == count, "\(table)")
+        }
+        #expect(try TreeValue.parse(json: exportJSON(store)) == TreeValue.parse(json: json))
+    }
+
+    @Test func appCodaFeedLandsInTypedColumns() throws {
+        let json = """
+            {"posts": {"-Kfeed1": {"imageFileURL": "https://i/1.jpg", "user": "Zoë", "votes": 3, "timestamp": 1497918951912},
+                       "-Kfeed2": {"imageFileURL": "https://i/2.jpg", "user": "Al", "votes": 0, "timestamp": 1497918952000}}}
+            """
+        let store = try makeStore()
+        try importJSON(json, into: store)
+        let rows = try store.connection.query(
+            "SELECT post_id, user_name, votes, timestamp_ms FROM feed_posts ORDER BY timestamp_ms DESC")
+        #expect(rows.count == 2)
+        #expect(try rows[0].decode(String.self, at: 0) == "-Kfeed2")
+        #expect(try rows[1].decode(String.self, at: 1) == "Zoë")
+        #expect(try rows[1].decode(Int.self, at: 2) == 3)
+        #expect(try rows[1].decode(Double.self, at: 3) == 1497918951912)
+        #expect(try exportJSON(store) == #"{"posts":{"-Kfeed1":{"imageFileURL":"https://i/1.jpg","timestamp":1497918951912,"user":"Zoë","votes":3},"-Kfeed2":{"imageFileURL":"https://i/2.jpg","timestamp":1497918952000,"user":"Al","votes":0}}}"#)
+    }
+
+    @Test func firebaseSemantics() throws {
+        let store = try makeStore()
+        try importJSON(#"{"a": [1, null, 3], "b": null, "c": {}, "d": {"e": null, "f": []}, "g": {".priority": 1},"#
+            + #" "h": {".value": "v", ".priority": "p"}, "i": {".priority": 2.5, "x": -0.0}, "j": "\uFEFF"}"#, into: store)
+        #expect(try exportJSON(store)
+            == #"{"a":[1,null,3],"h":{".value":"v",".priority":"p"},"i":{".priority":2.5,"x":0},"j":"\#u{FEFF}"}"#)
+        #expect(try exportJSON(store, options: .init(rendersArrays: false, keepsPriorities: false))
+            == #"{"a":{"0":1,"2":3},"h":"v","i":{"x":0},"j":"\#u{FEFF}"}"#)
+    }
+
+    @Test func integerKeysExportInRTDBOrder() throws {
+        let store = try makeStore()
+        try importJSON(#"{"users": {"10": {"username": "ten"}, "9": {"username": "nine"}, "a": {"username": "a"},"#
+            + #" "-1": {"username": "minus"}}, "x": {"\#u{E000}": 1, "😀": 2, "z": 3}}"#, into: store)
+        #expect(try exportJSON(store)
+            == #"{"users":{"-1":{"username":"minus"},"9":{"username":"nine"},"10":{"username":"ten"},"a":{"username":"a"}},"x":{"z":3,"😀":2,"\#u{E000}":1}}"#)
+    }
+
+    @Test func emptyStoreExportsNull() throws {
+        let store = try makeStore()
+        #expect(try exportJSON(store) == "null")
+        try importJSON("null", into: store)
+        #expect(try exportJSON(store) == "null")
+    }
+}
+
+@Suite("Import failures and rejects")
+struct TreeImportFailureTests {
+    private static let before = #"{"users": {"u1": {"username": "kept"}}, "other": [1, 2]}"#
+
+    /// Runs a failing import on a store holding `before`, and checks the store did not change.
+    private func expectFailureLeavesStoreUnchanged(_ input: [UInt8], _ check: (StorageError) -> Void) throws {
+        let store = try makeStore()
+        try importJSON(Self.before, into: store)
+        let exportBefore = try exportJSON(store)
+        do {
+            _ = try store.importTree(from: MemorySource(input, chunkSize: 4096))
+            Issue.record("the import should have failed")
+        } catch let error as StorageError {
+            check(error)
+        }
+        #expect(try exportJSON(store) == exportBefore)
+    }
+
+    @Test func malformedByteAtNinetyPercent() throws {
+        var bytes = Array(#"{"users": {"#.utf8)
+        for index in 0..<2000 { bytes += Array(#""u\#(index)": {"username": "n\#(index)"},"#.utf8) }
+        let cut = bytes.count * 9 / 10
+        bytes[cut] = 0xFF
+        try expectFailureLeavesStoreUnchanged(bytes) { error in
+            #expect(error.kind == .malformedInput)
+            #expect(error.inputPosition?.offset == cut)
+            #expect(error.description.contains("/users/"))
+            #expect(error.description.contains("rolled back"))
+        }
+    }
+
+    @Test func truncatedEmptyAndDeeplyNestedFiles() throws {
+        try expectFailureLeavesStoreUnchanged(Array(#"{"users": {"u1": {"username": "x""#.utf8)) { error in
+            #expect(error.message.contains("truncated"))
+        }
+        try expectFailureLeavesStoreUnchanged([]) { error in
+            #expect(error.message.contains("empty"))
+        }
+        let deep = Array(String(repeating: #"{"a":"#, count: 100_000).utf8) + Array("1".utf8)
+            + Array(String(repeating: "}", count: 100_000).utf8)
+        try expectFailureLeavesStoreUnchanged(deep) { error in
+            #expect(error.message.contains("deeper than Firebase's 32 levels"))
+        }
+    }
+
+    @Test func oversizedStringAndNULAreRejects() throws {
+        let big = Array(#"{"users": {"u1": {"username": ""#.utf8) + Array(repeating: UInt8(ascii: "x"), count: 20 << 20)
+            + Array(#""}}}"#.utf8)
+        try expectFailureLeavesStoreUnchanged(big) { error in
+            #expect(error.message.contains("rejected /users/u1/username"))
+            #expect(error.message.contains("10 MB"))
+        }
+        try expectFailureLeavesStoreUnchanged(Array(#"{"a": "x\u0000y"}"#.utf8)) { error in
+            #expect(error.message.contains("NUL"))
+        }
+        try expectFailureLeavesStoreUnchanged(Array(#"{"a": {"b.c": 1}}"#.utf8)) { error in
+            #expect(error.message.contains("rejected /a/b.c"))
+        }
+    }
+
+    @Test func maxRejectsLetsValuesThroughAndListsThem() throws {
+        let store = try makeStore()
+        var seen: [ImportReject] = []
+        let json = #"{"a": {"ok": 1, "b$d": 2, "long": "\#(String(repeating: "y", count: 10))"}, "c": {"x": "\u0000"}}"#
+        let report = try store.importTree(from: MemorySource(json), options: ImportOptions(maximumRejects: 5)) {
+            seen.append($0)
+        }
+        #expect(report.rejects.map(\.path) == ["/a/b$d", "/c/x"])
+        #expect(report.rejects[0].value == "2")
+        #expect(seen == report.rejects)
+        #expect(try exportJSON(store) == #"{"a":{"long":"yyyyyyyyyy","ok":1}}"#)
+    }
+
+    @Test func duplicateKeysLastOneWins() throws {
+        let store = try makeStore()
+        let json = """
+            {"users": {"u1": {"username": "first", "username": "second"}, "u2": {"username": "x"},
+                       "u1": {"username": "third"}},
+             "posts": {"u1": {"-Ka": {"image_url": "a"}}, "u1": {"-Kb": {"image_url": "b"}}},
+             "misc": {"k": {"deep": 1}, "k": {"other": 2}},
+             "misc": {"final": true}}
+            """
+        let report = try importJSON(json, into: store)
+        #expect(report.warningCount == 5)
+        #expect(try exportJSON(store)
+            == #"{"misc":{"final":true},"posts":{"u1":{"-Kb":{"image_url":"b"}}},"users":{"u1":{"username":"third"},"u2":{"username":"x"}}}"#)
+        let users = report.lines.first { $0.table == "users" }!
+        #expect(users.rowsRead == 3)
+        #expect(users.rowsImported == 2)
+    }
+
+    @Test func dryRunRollsBack() throws {
+        let store = try makeStore()
+        try importJSON(#"{"a": 1}"#, into: store)
+        let report = try importJSON(#"{"b": 2}"#, into: store, options: ImportOptions(isDryRun: true))
+        #expect(report.isDryRun)
+        #expect(report.rowsImported == 1)
+        #expect(try exportJSON(store) == #"{"a":1}"#)
+    }
+
+    @Test func byteOrderMarkIsSkipped() throws {
+        let store = try makeStore()
+        _ = try store.importTree(from: MemorySource([0xEF, 0xBB, 0xBF] + Array(#"{"a": 1}"#.utf8)))
+        #expect(try exportJSON(store) == #"{"a":1}"#)
+    }
+}
