@@ -65,8 +65,9 @@ extension Connection {
         try start(statement, expecting: PGRES_COPY_IN)
     }
 
-    /// Sends COPY data begun with `beginCopyIn`.
-    public func sendCopyData(_ bytes: [UInt8]) throws {
+    /// Sends COPY data begun with `beginCopyIn` as one CopyData message; keep messages near 64 KB (the server
+    /// parses a message only once it has all of it).
+    public func sendCopyData(_ bytes: ArraySlice<UInt8>) throws {
         try putCopyData(bytes, statement: "COPY … FROM STDIN")
     }
 
@@ -103,7 +104,7 @@ extension Connection {
         }
     }
 
-    func putCopyData(_ bytes: [UInt8], statement: String) throws {
+    func putCopyData(_ bytes: ArraySlice<UInt8>, statement: String) throws {
         let status = bytes.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { PQputCopyData(handle, $0.baseAddress, Int32($0.count)) }
         }
@@ -230,7 +231,8 @@ public final class CopyInWriter {
     /// Bytes handed to libpq so far.
     public private(set) var bytesSent = 0
 
-    private static let flushThreshold = 1 << 18
+    /// See `TableLoader.messageSize`: larger CopyData messages stall the server.
+    private static let flushThreshold = 1 << 16
 
     init(connection: Connection, statement: String) {
         self.connection = connection
@@ -277,7 +279,7 @@ public final class CopyInWriter {
     /// Sends whatever is buffered.
     func flush() throws {
         guard !encoder.bytes.isEmpty else { return }
-        try connection.putCopyData(encoder.bytes, statement: statement)
+        try connection.putCopyData(encoder.bytes[...], statement: statement)
         bytesSent += encoder.bytes.count
         encoder.removeAllBytes()
     }
