@@ -119,6 +119,23 @@ public final class Connection {
         }
     }
 
+    /// Sends a statement without waiting for its result, so the server works while the caller does; collect the
+    /// result with `receive(_:)` before sending anything else.
+    func sendWithoutWaiting(_ query: Query) throws {
+        try Self.refuseNUL(in: query)
+        let sent = withCStringArray(query.binds) { values in
+            PQsendQueryParams(handle, query.sql, Int32(values.count), nil, values, nil, nil, 0)
+        }
+        guard sent == 1 else { throw connectionError(statement: query.sql) }
+    }
+
+    /// The rows of a statement sent with `sendWithoutWaiting`.
+    func receive(_ query: Query) throws -> QueryResult {
+        let result = try check(PQgetResult(handle), statement: query.sql, expecting: [PGRES_COMMAND_OK, PGRES_TUPLES_OK])
+        drainResults()
+        return result
+    }
+
     /// Runs one statement and returns how many rows it affected.
     @discardableResult
     public func execute(_ query: Query) throws -> Int {

@@ -54,6 +54,20 @@ public struct Row {
         return String(cString: PQgetvalue(result.pointer, index, Int32(column)))
     }
 
+    /// Lends the raw UTF-8 text of column `column` (nil for SQL NULL) without copying it; valid only in `body`.
+    func withText<R>(_ column: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R) rethrows -> R {
+        guard PQgetisnull(result.pointer, index, Int32(column)) == 0 else { return try body(nil) }
+        let length = Int(PQgetlength(result.pointer, index, Int32(column)))
+        return try PQgetvalue(result.pointer, index, Int32(column)).withMemoryRebound(to: UInt8.self, capacity: length) {
+            try body(UnsafeBufferPointer(start: $0, count: length))
+        }
+    }
+
+    /// Whether column `column` is SQL NULL.
+    func isNull(_ column: Int) -> Bool {
+        PQgetisnull(result.pointer, index, Int32(column)) != 0
+    }
+
     /// Decodes column `column` as `T`.
     public func decode<T: QueryDecodable>(_ type: T.Type = T.self, at column: Int) throws -> T {
         guard column >= 0, column < result.columnCount else {

@@ -96,3 +96,90 @@ extension TreeTable {
         }
     }
 }
+
+/// A typed column as the record writes it.
+private enum RecordField {
+    case text(StaticString, Int)
+    case number(StaticString, Int)
+    /// An object of text fields (`poster`, `sender`).
+    case object(StaticString, [(StaticString, Int)])
+}
+
+extension TreeTable {
+    /// The record's fields in RTDB key order (the names are ASCII, so byte order), for rows without `extra`;
+    /// nil for tables that always take the general path.
+    private var recordFields: [RecordField]? {
+        switch self {
+        case .users: [.text("username", 1)]
+        case .posts:
+            [.number("created_at", 4), .number("image_height", 3), .text("image_url", 2), .number("like_count", 5),
+             .object("poster", [("uid", 6), ("username", 7)])]
+        case .feedPosts: [.text("imageFileURL", 1), .number("timestamp", 4), .text("user", 2), .number("votes", 3)]
+        case .timeline: [.text("poster_uid", 2)]
+        case .messages:
+            [.text("content", 2), .object("sender", [("uid", 4), ("username", 5)]), .number("timestamp", 3)]
+        case .chats, .postLikes, .followers, .following, .unmappedValues: nil
+        }
+    }
+
+    private var extraColumn: Int { columns.count - 1 }
+
+    /// Whether `writeValue` can write the row straight from libpq's buffers: edges, and records whose `extra`
+    /// is NULL and that hold something. Other rows take the general path, `part(from:)`.
+    func writesDirectly(_ row: Row) -> Bool {
+        switch self {
+        case .postLikes, .followers, .following: return true
+        default: break
+        }
+        guard let fields = recordFields, row.isNull(extraColumn) else { return false }
+        return fields.contains { field in
+            switch field {
+            case .text(_, let column), .number(_, let column): !row.isNull(column)
+            case .object(_, let members): members.contains { !row.isNull($0.1) }
+            }
+        }
+    }
+
+    /// Writes a row's value without building a tree; only for rows `writesDirectly` accepts.
+    func writeValue(of row: Row, to writer: inout JSONTextWriter) {
+        guard let fields = recordFields else { return writer.bool(true) }
+        writer.beginObject()
+        for field in fields {
+            switch field {
+            case .text(let name, let column):
+                row.withText(column) { text in
+                    guard let text else { return }
+                    writer.key(name)
+                    writer.string(utf8: text)
+                }
+            case .number(let name, let column):
+                row.withText(column) { text in
+                    guard let text else { return }
+                    writer.key(name)
+                    writer.number(postgresText: text)
+                }
+            case .object(let name, let members):
+                guard members.contains(where: { !row.isNull($0.1) }) else { continue }
+                writer.key(name)
+                writer.beginObject()
+                for (member, column) in members {
+                    row.withText(column) { text in
+                        guard let text else { return }
+                        writer.key(member)
+                        writer.string(utf8: text)
+                    }
+                }
+                writer.endObject()
+            }
+        }
+        writer.endObject()
+    }
+
+    /// The path of a row (root, then its key columns), without decoding the rest.
+    func path(of row: Row) throws -> [String] {
+        if self == .unmappedValues {
+            return [row[0]!] + (try row.decode([String].self, at: 1))
+        }
+        return [rootKey!] + (0..<keyDepth).map { row[$0]! }
+    }
+}

@@ -9,7 +9,7 @@ struct TreeEmitter {
     private var open: [String] = []
     private var root = RootState.notStarted
     /// The last part, held in case later parts fall inside it.
-    private var pending: (path: [String], value: TreeValue)?
+    private var pending: (path: [String], part: ExportPart)?
     /// An object held in memory while it may still be an array.
     private var held: (path: [String], value: TreeValue)?
 
@@ -23,31 +23,41 @@ struct TreeEmitter {
 
     /// Adds the subtree `value` at `path`. Paths must come in RTDB order; a part at or below the previous one's
     /// path is merged into it.
-    mutating func add(_ path: [String], _ value: TreeValue) {
+    mutating func add(_ path: [String], _ value: TreeValue) throws {
+        try add(path, .tree(value))
+    }
+
+    /// Adds a part at `path`; see `add(_:_:)`.
+    mutating func add(_ path: [String], _ part: ExportPart) throws {
         var path = path
         if !writer.options.keepsPriorities {
             if path.last == FirebaseKey.priority { return }
             if path.last == FirebaseKey.value { path.removeLast() }
         }
+        var part = part
+        if case .row(let table, let row) = part, !table.writesDirectly(row) {
+            guard let value = try table.part(from: row).value else { return }
+            part = .tree(value)
+        }
         if let last = pending, path.starts(with: last.path) {
-            var merged = last.value
+            var merged = try last.part.tree()
             if path.count == last.path.count {
-                merged = merged.merging(value)
+                merged = merged.merging(try part.tree())
             } else {
-                merged.set(value, at: path[last.path.count...])
+                merged.set(try part.tree(), at: path[last.path.count...])
             }
-            pending = (last.path, merged)
+            pending = (last.path, .tree(merged))
             return
         }
-        if let last = pending { write(last.path, last.value) }
-        pending = (path, value)
+        if let last = pending { try write(last.path, last.part) }
+        pending = (path, part)
     }
 
     /// Writes what is held and closes every open object; `null` when there were no parts at all.
-    mutating func finish() {
-        if let last = pending { write(last.path, last.value) }
+    mutating func finish() throws {
+        if let last = pending { try write(last.path, last.part) }
         pending = nil
-        completeHeld()
+        try completeHeld()
         while !open.isEmpty { close() }
         switch root {
         case .objectOpen: writer.endObject()
@@ -65,20 +75,20 @@ struct TreeEmitter {
     /// Bytes written and not yet drained.
     var bufferedByteCount: Int { writer.bytes.count }
 
-    private mutating func write(_ path: [String], _ value: TreeValue) {
+    private mutating func write(_ path: [String], _ part: ExportPart) throws {
         if let current = held {
             if path.count > current.path.count, path.starts(with: current.path) {
                 let childKey = path[current.path.count]
                 if mayHold(current.value, whenAdding: childKey) {
                     var merged = current.value
-                    merged.set(value, at: path[current.path.count...])
+                    merged.set(try part.tree(), at: path[current.path.count...])
                     held = (current.path, merged)
                     return
                 }
                 // A key that is not an index: the held object is an object after all, and streams from here.
                 held = nil
                 if let key = current.path.last {
-                    navigate(to: Array(current.path.dropLast()))
+                    try navigate(to: current.path.dropLast())
                     writer.key(key)
                     writer.beginObject()
                     open.append(key)
@@ -91,23 +101,26 @@ struct TreeEmitter {
                     writer.value(current.value[key]!)
                 }
             } else {
-                completeHeld()
+                try completeHeld()
             }
         }
         guard !path.isEmpty else {
             // The whole tree as one part (a `get` of a single record).
-            writer.value(value)
+            writer.value(try part.tree())
             root = .written
             return
         }
-        navigate(to: Array(path.dropLast()), firstChild: path.last!, holding: value, at: path)
+        try navigate(to: path.dropLast(), firstChild: path.last!, holding: part, at: path)
         guard held == nil else { return }
         writer.key(path.last!)
-        writer.value(value)
+        switch part {
+        case .tree(let value): writer.value(value)
+        case .row(let table, let row): table.writeValue(of: row, to: &writer)
+        }
     }
 
     /// Writes the held object now that nothing more can fall inside it.
-    private mutating func completeHeld() {
+    private mutating func completeHeld() throws {
         guard let current = held else { return }
         held = nil
         if current.path.isEmpty {
@@ -115,7 +128,7 @@ struct TreeEmitter {
             root = .written
             return
         }
-        navigate(to: Array(current.path.dropLast()))
+        try navigate(to: current.path.dropLast())
         writer.key(current.path.last!)
         writer.value(current.value)
     }
@@ -123,16 +136,18 @@ struct TreeEmitter {
     /// Closes and opens streamed objects until `target` is the innermost open one. When `firstChild` is given
     /// and an object about to open would start with an array index, the part is held instead.
     private mutating func navigate(
-        to target: [String], firstChild: String? = nil, holding value: TreeValue? = nil, at path: [String] = []
-    ) {
+        to target: ArraySlice<String>, firstChild: String? = nil, holding part: ExportPart? = nil, at path: [String] = []
+    ) throws {
         var common = 0
-        while common < open.count, common < target.count, open[common] == target[common] { common += 1 }
+        while common < open.count, common < target.count, open[common] == target[target.startIndex + common] {
+            common += 1
+        }
         while open.count > common { close() }
         if root == .notStarted {
             let first = target.first ?? firstChild
-            if let value, let first, mayHold(.object([:]), whenAdding: first) {
+            if let part, let first, mayHold(.object([:]), whenAdding: first) {
                 var tree = TreeValue.object([:])
-                tree.set(value, at: path[...])
+                tree.set(try part.tree(), at: path[...])
                 held = ([], tree)
                 root = .held
                 return
@@ -141,17 +156,18 @@ struct TreeEmitter {
             root = .objectOpen
         }
         for depth in open.count..<target.count {
-            let next = depth + 1 < target.count ? target[depth + 1] : firstChild
-            if let value, let next, mayHold(.object([:]), whenAdding: next) {
-                let heldPath = Array(target[...depth])
+            let key = target[target.startIndex + depth]
+            let next = depth + 1 < target.count ? target[target.startIndex + depth + 1] : firstChild
+            if let part, let next, mayHold(.object([:]), whenAdding: next) {
+                let heldPath = Array(target.prefix(depth + 1))
                 var tree = TreeValue.object([:])
-                tree.set(value, at: path[heldPath.count...])
+                tree.set(try part.tree(), at: path[heldPath.count...])
                 held = (heldPath, tree)
                 return
             }
-            writer.key(target[depth])
+            writer.key(key)
             writer.beginObject()
-            open.append(target[depth])
+            open.append(key)
         }
     }
 
@@ -168,5 +184,19 @@ struct TreeEmitter {
     private mutating func close() {
         writer.endObject()
         open.removeLast()
+    }
+}
+
+/// A piece of the exported tree: an in-memory subtree, or a table row written straight from its columns.
+enum ExportPart {
+    case tree(TreeValue)
+    case row(TreeTable, Row)
+
+    /// The part as a tree (for merging and holding).
+    func tree() throws -> TreeValue {
+        switch self {
+        case .tree(let value): return value
+        case .row(let table, let row): return try table.part(from: row).value ?? .object([:])
+        }
     }
 }

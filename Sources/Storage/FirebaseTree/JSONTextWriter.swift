@@ -142,6 +142,45 @@ public struct JSONTextWriter {
         bytes.append(contentsOf: javaScriptText.utf8)
     }
 
+    /// A key given as UTF-8.
+    mutating func key(utf8 key: UnsafeBufferPointer<UInt8>) {
+        guard case .object(let isFirst) = containers.last else { preconditionFailure("key outside an object") }
+        if !isFirst { bytes.append(UInt8(ascii: ",")) }
+        containers[containers.count - 1] = .object(isFirst: false)
+        if options.isPretty { newline() }
+        Self.appendQuoted(key, to: &bytes)
+        if options.isPretty {
+            bytes.append(contentsOf: [UInt8(ascii: " "), UInt8(ascii: ":"), UInt8(ascii: " ")])
+        } else {
+            bytes.append(UInt8(ascii: ":"))
+        }
+        afterKey = true
+    }
+
+    /// A key that is plain ASCII needing no escapes (a field name).
+    mutating func key(_ key: StaticString) {
+        key.withUTF8Buffer { self.key(utf8: $0) }
+    }
+
+    /// A string value given as UTF-8.
+    mutating func string(utf8 value: UnsafeBufferPointer<UInt8>) {
+        beforeValue()
+        Self.appendQuoted(value, to: &bytes)
+    }
+
+    /// A number given as PostgreSQL's text for a float8 or bigint (shortest round-trip digits), re-laid out as
+    /// JavaScript writes it where the two differ: exponents, and `-0`.
+    mutating func number(postgresText text: UnsafeBufferPointer<UInt8>) {
+        beforeValue()
+        let needsLayout = text.contains(UInt8(ascii: "e")) || (text.count == 2 && text[0] == UInt8(ascii: "-")
+            && text[1] == UInt8(ascii: "0"))
+        if needsLayout, let laidOut = JavaScriptNumber.format(decimal: String(decoding: text, as: UTF8.self)) {
+            bytes.append(contentsOf: laidOut.utf8)
+        } else {
+            bytes.append(contentsOf: text)
+        }
+    }
+
     /// A boolean value.
     public mutating func bool(_ value: Bool) {
         beforeValue()

@@ -28,25 +28,32 @@ extension Store {
         var report = ExportReport()
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
             var streams: [PartStream] = []
+            let inFlight = PartStream.InFlight()
             for table in TreeTable.allCases {
                 let exact = try connection.query(table.reorderCheckQuery()).first?.decode(Bool.self, at: 0) ?? false
                 if exact { report.sortedTables.append(table.name) }
                 let cursor = "export_\(table.name)"
                 try connection.execute(Query(unsafeSQL:
                     "DECLARE \(Query.quoted(identifier: cursor)) NO SCROLL CURSOR FOR \(table.exportQuery(exactOrder: exact).sql)"))
-                streams.append(PartStream(table: table, cursor: cursor, connection: connection))
+                streams.append(PartStream(table: table, cursor: cursor, connection: connection, inFlight: inFlight))
             }
+            // A FETCH still in flight when writing fails must be collected before the ROLLBACK can be sent.
+            defer { if inFlight.stream != nil { connection.drainResults() } }
             var emitter = TreeEmitter(options: options)
             var merge = try PartMerge(streams: streams)
-            while let (path, value) = try merge.next() {
+            while let (path, stream) = try merge.next() {
                 report.rows += 1
-                guard let value else { continue }
-                emitter.add(path, value)
+                if stream.table == .unmappedValues {
+                    if let value = try stream.table.part(from: stream.currentRow).value { try emitter.add(path, value) }
+                } else {
+                    try emitter.add(path, .row(stream.table, stream.currentRow))
+                }
                 if emitter.bufferedByteCount >= 1 << 18 {
                     try emitter.drain { report.bytes += $0.count; try write($0) }
                 }
+                try merge.advance()
             }
-            emitter.finish()
+            try emitter.finish()
             try emitter.drain { report.bytes += $0.count; try write($0) }
         }
         report.seconds = (clock.now - started).seconds
@@ -54,7 +61,8 @@ extension Store {
     }
 }
 
-/// One table's parts in RTDB order, fetched from a cursor in batches.
+/// One table's rows in RTDB order, fetched from a cursor in batches. The next batch is requested as soon as one
+/// arrives, so the server reads it while this process writes JSON; one request is in flight per connection.
 final class PartStream {
     let table: TreeTable
     private let cursor: String
@@ -62,55 +70,114 @@ final class PartStream {
     private var batch: QueryResult?
     private var index = 0
     private var isExhausted = false
+    /// The row `advance()` moved to, and its path; nil path after the last row.
+    private(set) var currentRow: Row!
+    private(set) var currentPath: [String]?
+    private let inFlight: InFlight
+    private var prefetched: QueryResult?
     private static let batchSize = 5000
 
-    init(table: TreeTable, cursor: String, connection: Connection) {
+    /// The one stream whose FETCH the connection is running, shared by the streams of one export.
+    final class InFlight {
+        var stream: PartStream?
+    }
+
+    init(table: TreeTable, cursor: String, connection: Connection, inFlight: InFlight) {
         self.table = table
         self.cursor = cursor
         self.connection = connection
+        self.inFlight = inFlight
     }
 
-    /// The next part, nil after the last.
-    func next() throws -> (path: [String], value: TreeValue?)? {
+    private var fetch: Query {
+        Query(unsafeSQL: "FETCH FORWARD \(Self.batchSize) FROM \(Query.quoted(identifier: cursor))")
+    }
+
+    /// Collects the FETCH in flight on the connection, whichever stream it belongs to.
+    private func settle() throws {
+        guard let owner = inFlight.stream else { return }
+        inFlight.stream = nil
+        owner.prefetched = try connection.receive(owner.fetch)
+    }
+
+    /// Moves to the next row.
+    func advance() throws {
         if batch == nil || index >= batch!.count {
-            guard !isExhausted else { return nil }
-            batch = try connection.query(Query(unsafeSQL:
-                "FETCH FORWARD \(Self.batchSize) FROM \(Query.quoted(identifier: cursor))"))
+            currentPath = nil
+            currentRow = nil
+            guard !isExhausted else { return }
+            if prefetched == nil, inFlight.stream !== self {
+                try settle()
+                try connection.sendWithoutWaiting(fetch)
+                inFlight.stream = self
+            }
+            if inFlight.stream === self { try settle() }
+            batch = prefetched
+            prefetched = nil
             index = 0
-            if batch!.count < Self.batchSize { isExhausted = true }
-            guard batch!.count > 0 else { return nil }
+            if batch!.count < Self.batchSize {
+                isExhausted = true
+            } else {
+                try settle()
+                try connection.sendWithoutWaiting(fetch)
+                inFlight.stream = self
+            }
+            guard batch!.count > 0 else { return }
         }
-        defer { index += 1 }
+        currentRow = batch![index]
+        index += 1
         do {
-            return try table.part(from: batch![index])
+            currentPath = try table.path(of: currentRow)
         } catch let error as StorageError {
             throw error.adding(context: "exporting \(table.name)")
         }
     }
 }
 
-/// Merges the tables' part streams into one sequence in RTDB path order. Streams mostly run long (one table
-/// after another), so the current stream is checked against the runner-up before any full comparison.
+/// Merges the tables' row streams into one sequence in export path order. Streams mostly run long (one table
+/// after another), so the current stream's next row is compared with the runner-up only.
 struct PartMerge {
-    private var heads: [(path: [String], value: TreeValue?)?]
     private let streams: [PartStream]
+    private var best: Int?
+    private var runnerUp: Int?
 
     init(streams: [PartStream]) throws {
         self.streams = streams
-        heads = try streams.map { try $0.next() }
+        for stream in streams { try stream.advance() }
+        rank()
     }
 
-    mutating func next() throws -> (path: [String], value: TreeValue?)? {
-        var best: Int?
-        for index in heads.indices {
-            guard let head = heads[index] else { continue }
-            if let current = best, !Self.precedes(head.path, heads[current]!.path) { continue }
-            best = index
+    /// The next row's path and its stream, positioned on the row; nil after the last.
+    func next() throws -> ([String], PartStream)? {
+        guard let best, let path = streams[best].currentPath else { return nil }
+        return (path, streams[best])
+    }
+
+    /// Moves past the row `next()` returned.
+    mutating func advance() throws {
+        guard let current = best else { return }
+        try streams[current].advance()
+        if let path = streams[current].currentPath,
+            runnerUp.flatMap({ streams[$0].currentPath }).map({ Self.precedes(path, $0) }) ?? true
+        {
+            return
         }
-        guard let best else { return nil }
-        let part = heads[best]
-        heads[best] = try streams[best].next()
-        return part
+        rank()
+    }
+
+    private mutating func rank() {
+        best = nil
+        runnerUp = nil
+        for index in streams.indices {
+            guard let path = streams[index].currentPath else { continue }
+            if let first = best, !Self.precedes(path, streams[first].currentPath!) {
+                if let second = runnerUp, !Self.precedes(path, streams[second].currentPath!) { continue }
+                runnerUp = index
+            } else {
+                runnerUp = best
+                best = index
+            }
+        }
     }
 
     /// The order exports write paths in: key by key (`.priority` first, then RTDB order), a parent before its
