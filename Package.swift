@@ -24,9 +24,10 @@ let package = Package(
             capability: .buildTool(),
             dependencies: ["EmbedSQL"]
         ),
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         .target(
             name: "Storage",
-            dependencies: ["CLibPQ"],
+            dependencies: ["CLibPQ", "CZlib"],
             plugins: ["EmbedMigrations"]
         ),
         .executableTarget(

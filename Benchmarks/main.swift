@@ -1,6 +1,10 @@
 // Benchmarks, run in release mode:
 //
 //   swift run -c release AdminBenchmarks reader [--size MB] [--runs N] [--file PATH]
+//   swift build -c release && .build/release/AdminBenchmarks import-export [--size MB] [--runs N] [--file PATH]
+//
+// import-export runs the release `admin` binary beside it against a private embedded server: `admin import` vs
+// `psql \copy` of the same rows from pre-made files, `admin export` vs `COPY … TO STDOUT`, with peak RSS.
 //
 // Generates a Makestagram-shaped export of about --size MB (once; reused when the file exists), then measures the
 // streaming JSON reader over it --runs times and Foundation's JSONSerialization once, each in its own process so
@@ -113,7 +117,17 @@ case "reader":
     try measure("JSONReader (streaming)", "reader-once", runs: runs)
     try measure("Foundation JSONSerialization", "foundation-once", runs: max(1, runs / 5))
 
+case "import-export":
+    let megabytes = Int(option("--size", default: "200")) ?? 200
+    let path = option("--file", default: "/tmp/admin-bench-synthetic-\(megabytes)mb.json")
+    if fileSize(path) == 0 {
+        FileHandle.standardError.write(Data("generating \(path) (~\(megabytes) MB)…\n".utf8))
+        _ = try runChild(["generate-synthetic", path, String(megabytes)])
+    }
+    try ImportExportBenchmark(file: path, runs: Int(option("--runs", default: "3")) ?? 3,
+                              work: option("--work", default: "/tmp/admin-bench-work")).run()
+
 default:
-    print("usage: AdminBenchmarks reader [--size MB] [--runs N] [--file PATH]")
+    print("usage: AdminBenchmarks reader|import-export [--size MB] [--runs N] [--file PATH]")
     exit(64)
 }

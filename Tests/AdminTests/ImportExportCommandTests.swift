@@ -28,6 +28,26 @@ struct ImportExportCommandTests {
         #expect(leftovers == ["out.json"])
     }
 
+    @Test func gzippedExportsAreReadAsTheyStream() throws {
+        let database = try TestPostgres.makeDatabase()
+        let directory = try makeTemporaryDirectory("admin-gz")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let gzip = Process()
+        gzip.executableURL = URL(fileURLWithPath: "/bin/sh")
+        gzip.arguments = ["-c", "gzip -c '\(fixture)' > \(directory)/backup.json.gz && "
+            + "head -c 20000 \(directory)/backup.json.gz > \(directory)/cut.json.gz"]
+        try gzip.run()
+        gzip.waitUntilExit()
+        let run = try AdminProcess.run(["--db", database.conninfo, "import", directory + "/backup.json.gz"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("Imported 1053 rows"))
+        let cut = try AdminProcess.run(["--db", database.conninfo, "import", directory + "/cut.json.gz"])
+        #expect(cut.status == 1)
+        #expect(cut.stderr.contains("truncated"))
+        let export = try AdminProcess.run(["--db", database.conninfo, "-q", "export", "-", "--pretty"])
+        #expect(export.stdout == (try String(contentsOfFile: fixture, encoding: .utf8)))
+    }
+
     @Test func stdinToStdoutWithAJSONReport() throws {
         let database = try TestPostgres.makeDatabase()
         let run = try AdminProcess.run(

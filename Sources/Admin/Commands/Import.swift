@@ -9,8 +9,8 @@ struct Import: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Import a Firebase JSON export (replacing the store), in one transaction.",
         discussion: """
-            FILE is an export from the Firebase console, the REST API or a daily backup, or - for stdin. It is
-            read as a stream, so its size does not matter. Known parts of the tree (users, posts in either app's
+            FILE is an export from the Firebase console, the REST API or a daily backup (FILE.gz is decompressed
+            as it is read), or - for stdin. It is read as a stream, so its size does not matter. Known parts of the tree (users, posts in either app's
             shape, postLikes, followers, following, timeline, chats, messages) go into typed tables; everything
             else is kept as it is, so that `export` gives the same tree back.
 
@@ -22,7 +22,8 @@ struct Import: ConsoleCommand {
             A malformed byte, a lost connection or Ctrl-C leave the store exactly as it was.
 
             Examples:
-              import exports/sample-makestagram.json
+              import backup.json
+              import backup-2026-11-21.json.gz
               import backup.json --dry-run
               import backup.json --max-rejects 10 --rejects rejected.jsonl
               import - --format json < backup.json
@@ -59,7 +60,7 @@ struct Import: ConsoleCommand {
         let options = ImportOptions(mode: mode, isDryRun: dryRun, maximumRejects: maxRejects)
         let report: ImportReport
         do {
-            report = try store.importTree(from: input.source, options: options) { try rejectsFile.write($0) }
+            report = try store.importTree(from: input.source(), options: options) { try rejectsFile.write($0) }
         } catch let error as StorageError {
             throw ConsoleError.from(error.adding(context: "importing \(file)"))
                 .appending(rejectsFile.count > 0 ? "rejected values were written to \(rejectsFile.path)" : nil)
@@ -148,7 +149,7 @@ struct ImportReportView {
             .text(Self.seconds(report.seconds)),
         ])
         return ResultTable(
-            columns: ["node", "table", "rows read", "imported", "rejected", "bytes", "seconds"], rows: rows)
+            columns: ["node", "table", "rows read", "imported", "rejected", "copy bytes", "seconds"], rows: rows)
     }
 
     private var summary: String {
@@ -166,7 +167,7 @@ struct ImportReportView {
             JSONWriter.object([
                 ("node", JSONWriter.string(line.node)), ("table", JSONWriter.string(line.table)),
                 ("rows_read", String(line.rowsRead)), ("rows_imported", String(line.rowsImported)),
-                ("bytes", String(line.bytes)),
+                ("copy_bytes", String(line.bytes)),
             ])
         }
         let nodes = report.nodes.map { node in

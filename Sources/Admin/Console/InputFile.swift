@@ -23,9 +23,10 @@ final class InputFile {
         }
     }
 
-    /// The bytes to read.
-    var source: some ByteSource {
-        FileDescriptorSource(descriptor: descriptor, name: path)
+    /// The bytes to read, decompressed when the name ends in `.gz`.
+    func source() throws -> any ByteSource {
+        let file = FileDescriptorSource(descriptor: descriptor, name: path)
+        return path.hasSuffix(".gz") ? try GzipSource(file, name: path) : file
     }
 
     func close() {

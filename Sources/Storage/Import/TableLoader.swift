@@ -82,7 +82,7 @@ final class TableLoader {
     private let usesFreeze: Bool
     private var encoders: [CopyRowEncoder]
     private var active: TreeTable?
-    /// Rows and bytes sent per table, since the last `takeCounts()`.
+    /// Rows and COPY bytes encoded per table.
     private(set) var counts: [Counts]
 
     /// COPY data goes out in messages of about this size. The server reads a whole CopyData message before it
@@ -102,9 +102,11 @@ final class TableLoader {
 
     /// Encodes one row of `table` with `body`, then sends or switches as the buffers fill.
     func appendRow(_ table: TreeTable, _ body: (inout CopyRowEncoder) throws -> Void) throws {
+        let before = encoders[table.rawValue].bytes.count
         try body(&encoders[table.rawValue])
         encoders[table.rawValue].endRow()
         counts[table.rawValue].rows += 1
+        counts[table.rawValue].bytes += encoders[table.rawValue].bytes.count - before
         let size = encoders[table.rawValue].bytes.count
         if table == active {
             if size >= Self.messageSize { try send(table) }
@@ -149,7 +151,6 @@ final class TableLoader {
             error.context = "loading \(table.name)"
             throw error
         }
-        counts[table.rawValue].bytes += bytes.count
         encoders[table.rawValue].removeAllBytes()
     }
 

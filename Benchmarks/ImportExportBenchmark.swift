@@ -1,0 +1,105 @@
+import Foundation
+import Storage
+
+/// `import-export`: loads one export with `admin import` and the same rows with `psql \copy` from pre-made files,
+/// then writes it back with `admin export` and with `COPY … TO STDOUT`, all against one embedded server, and
+/// prints wall times, ratios and each process's peak RSS.
+struct ImportExportBenchmark {
+    let file: String
+    let runs: Int
+    let work: String
+
+    /// Wall seconds and peak RSS (MB) of one child process.
+    struct Measurement {
+        var seconds: Double
+        var peakMB: Double
+    }
+
+    func run() throws {
+        try? FileManager.default.removeItem(atPath: work)
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        chmod(work, 0o777)
+        let cluster = try EmbeddedCluster.open(directory: work + "/cluster")
+        defer { cluster.close() }
+        let parameters = Dictionary(cluster.connectionParameters, uniquingKeysWith: { $1 })
+        let conninfo = parameters.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        let admin = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("admin").path
+        let psql = cluster.binaries.directory + "/psql"
+        let psqlEnvironment = ["PGHOST=\(parameters["host"]!)", "PGDATABASE=\(parameters["dbname"]!)",
+                               "PGUSER=\(parameters["user"]!)", "PGPORT=\(parameters["port"] ?? "5432")"]
+        _ = try spawn(admin, ["--db", conninfo, "-q", "migrate"])
+
+        var imports: [Measurement] = [], copies: [Measurement] = [], exports: [Measurement] = [],
+            copyOuts: [Measurement] = []
+        let tables = Store.treeTables
+        for run in 0..<runs {
+            imports.append(try spawn(admin, ["--db", conninfo, "-q", "import", file], stdout: "/dev/null"))
+            if run == 0 {
+                // The pre-made files: each table's rows in the order the import stored them (heap order), so
+                // both loads insert the same rows in the same order.
+                let connection = try Connection(conninfo: conninfo)
+                for table in tables {
+                    let handle = FileHandle(forWritingAtPath: createFile("\(work)/\(table).tsv"))!
+                    try connection.copyOut("COPY \(identifier: table) TO STDOUT") { handle.write(Data($0)) }
+                    try handle.close()
+                }
+                let script = ["BEGIN;", "TRUNCATE \(tables.joined(separator: ", "));"]
+                    + tables.map { "\\copy \($0) FROM '\(work)/\($0).tsv'" } + ["COMMIT;"]
+                try script.joined(separator: "\n").write(toFile: "\(work)/load.sql", atomically: true, encoding: .utf8)
+            }
+            exports.append(try spawn(admin, ["--db", conninfo, "-q", "export", "\(work)/export.json", "--force"]))
+            copies.append(try spawn(psql, ["-q", "-v", "ON_ERROR_STOP=1", "-f", "\(work)/load.sql"],
+                                    environment: psqlEnvironment))
+            let copyOutScript = tables.map { "COPY \($0) TO STDOUT;" }.joined(separator: "\n")
+            try copyOutScript.write(toFile: "\(work)/copy-out.sql", atomically: true, encoding: .utf8)
+            copyOuts.append(try spawn(psql, ["-q", "-f", "\(work)/copy-out.sql"], environment: psqlEnvironment,
+                                      stdout: "/dev/null"))
+        }
+        let inputMB = Double(fileSize(file)) / 1_000_000
+        let outputMB = Double(fileSize("\(work)/export.json")) / 1_000_000
+        func row(_ name: String, _ values: [Measurement], megabytes: Double, baseline: [Measurement]?) {
+            let seconds = median(values.map(\.seconds))
+            let ratio = baseline.map { String(format: "%.2f×", seconds / median($0.map(\.seconds))) } ?? ""
+            print("| \(name) | \(values.count) | \(String(format: "%.2f", seconds)) | "
+                + "\(String(format: "%.2f", values.map(\.seconds).min()!))–\(String(format: "%.2f", values.map(\.seconds).max()!)) | "
+                + "\(format(megabytes / seconds)) | \(ratio) | \(format(values.map(\.peakMB).max()!)) |")
+        }
+        print("input: \(file), \(format(inputMB)) MB; export: \(format(outputMB)) MB")
+        print("| measurement | runs | median s | min–max s | MB/s (JSON) | vs baseline | peak RSS MB |")
+        print("|---|---|---|---|---|---|---|")
+        row("admin import (one transaction)", imports, megabytes: inputMB, baseline: copies)
+        row("psql \\copy of the same rows (one transaction)", copies, megabytes: inputMB, baseline: nil)
+        row("admin export", exports, megabytes: outputMB, baseline: copyOuts)
+        row("psql COPY … TO STDOUT of the same tables", copyOuts, megabytes: outputMB, baseline: nil)
+    }
+
+    private func createFile(_ path: String) -> String {
+        FileManager.default.createFile(atPath: path, contents: nil)
+        return path
+    }
+
+    /// Runs a program, waits for it and measures its wall time and peak RSS (wait4's rusage).
+    private func spawn(_ program: String, _ arguments: [String], environment: [String] = [],
+                       stdout: String? = nil) throws -> Measurement {
+        var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let stdout { posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY, 0) }
+        let argv = ([program] + arguments).map { strdup($0) } + [nil]
+        let env = (ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }.map { "\($0.key)=\($0.value)" }
+            + environment).map { strdup($0) } + [nil]
+        defer { (argv + env).forEach { free($0) } }
+        var pid: pid_t = 0
+        let start = DispatchTime.now().uptimeNanoseconds
+        guard posix_spawn(&pid, program, &actions, nil, argv, env) == 0 else {
+            throw StorageError(.invalidValue, "cannot run \(program)")
+        }
+        var status: Int32 = 0
+        var usage = rusage()
+        wait4(pid, &status, 0, &usage)
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        guard status == 0 else { throw StorageError(.invalidValue, "\(program) \(arguments) exited with \(status)") }
+        return Measurement(seconds: seconds, peakMB: Double(usage.ru_maxrss) / 1024)
+    }
+}
