@@ -88,17 +88,8 @@ public struct JSONTextWriter {
 
     /// Writes the key of the next member of the innermost object.
     public mutating func key(_ key: String) {
-        guard case .object(let isFirst) = containers.last else { preconditionFailure("key outside an object") }
-        if !isFirst { bytes.append(UInt8(ascii: ",")) }
-        containers[containers.count - 1] = .object(isFirst: false)
-        if options.isPretty { newline() }
-        string(key, isKey: true)
-        if options.isPretty {
-            bytes.append(contentsOf: [UInt8(ascii: " "), UInt8(ascii: ":"), UInt8(ascii: " ")])
-        } else {
-            bytes.append(UInt8(ascii: ":"))
-        }
-        afterKey = true
+        var key = key
+        key.withUTF8 { self.key(utf8: $0) }
     }
 
     private mutating func beforeValue() {
