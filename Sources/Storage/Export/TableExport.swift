@@ -1,12 +1,9 @@
 /// How each table is read back into tree parts: its SELECT in RTDB order and the part each row becomes.
 extension TreeTable {
-    /// The columns an export selects, in the order `part(from:)` reads them.
-    private var exportColumns: [String] { columns }
-
     /// The SELECT that lists the table's rows in RTDB path order: in index order when `isExact` is false (no
     /// key that could sort differently), else by the exact sort keys of migration 0002.
     func exportQuery(exactOrder: Bool) -> Query {
-        let columns = exportColumns.map(Query.quoted(identifier:)).joined(separator: ", ")
+        let columns = self.columns.map(Query.quoted(identifier:)).joined(separator: ", ")
         let order: String
         if self == .unmappedValues {
             order = exactOrder

@@ -2,7 +2,7 @@
 /// numbers as JavaScript writes them, and with `pretty` the console's layout (two-space indents, `"key" : value`,
 /// arrays on one line as `[ a, b ]`).
 ///
-/// Bytes accumulate in `bytes`; the owner drains them (`takeBytes()`) as often as it likes, so memory stays
+/// Bytes accumulate in `bytes`; the owner drains them (`drain(_:)`) as often as it likes, so memory stays
 /// bounded however long the document.
 public struct JSONTextWriter {
     /// Output options shared by `export` and `get`.
@@ -40,12 +40,6 @@ public struct JSONTextWriter {
     public init(options: Options = Options()) {
         self.options = options
         bytes.reserveCapacity(1 << 16)
-    }
-
-    /// Hands over what has been written and starts an empty buffer.
-    public mutating func takeBytes() -> [UInt8] {
-        defer { bytes.removeAll(keepingCapacity: true) }
-        return bytes
     }
 
     /// Lets `body` read what has been written, then clears it without giving up the buffer.
@@ -125,12 +119,6 @@ public struct JSONTextWriter {
     public mutating func number(_ value: Double) {
         beforeValue()
         bytes.append(contentsOf: JavaScriptNumber.format(value).utf8)
-    }
-
-    /// A number value from decimal text already in JavaScript's notation.
-    mutating func number(javaScriptText: String) {
-        beforeValue()
-        bytes.append(contentsOf: javaScriptText.utf8)
     }
 
     /// A key given as UTF-8.

@@ -19,22 +19,9 @@ public indirect enum TreeValue: Equatable, Sendable {
         return nil
     }
 
-    /// Whether this is a string, number or boolean.
-    public var isLeaf: Bool { children == nil }
-
     /// The child at `key`, when this is an object that has one.
     public subscript(key: String) -> TreeValue? {
         children?[key]
-    }
-
-    /// The value at `path` below this one.
-    public func value(at path: some Collection<String>) -> TreeValue? {
-        var node = self
-        for key in path {
-            guard let child = node[key] else { return nil }
-            node = child
-        }
-        return node
     }
 
     /// Deep-merges `other` over this value: objects merge child by child, anything else is replaced.
