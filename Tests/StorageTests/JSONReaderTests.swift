@@ -165,6 +165,24 @@ struct SeededGenerator: RandomNumberGenerator {
 
 @Suite("Streaming JSON reader")
 struct JSONReaderTests {
+    @Test func childrenByKeyOrIndex() throws {
+        var reader = JSONReader(source: MemorySource(#"{"a": ["x", {"b": 1}, [2], null], "c": true}"#))
+        try reader.next()
+        var seen: [String] = []
+        while let key = try reader.nextChild() {
+            seen.append("\(key) \(reader.token)")
+            if reader.token == .arrayStart {
+                while let index = try reader.nextChild() {
+                    seen.append("\(key)/\(index) \(reader.token)")
+                    if reader.token == .objectStart || reader.token == .arrayStart {
+                        while try reader.nextChild() != nil {}  // their children are scalars
+                    }
+                }
+            }
+        }
+        #expect(seen == ["a arrayStart", "a/0 string", "a/1 objectStart", "a/2 arrayStart", "a/3 null", "c true"])
+    }
+
     @Test func tokensAndPaths() throws {
         var reader = JSONReader(source: MemorySource(#"{"users": {"u1": {"username": "ana", "tags": ["x", 2]}}}"#))
         var seen: [String] = []

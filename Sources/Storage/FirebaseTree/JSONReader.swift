@@ -184,6 +184,24 @@ public struct JSONReader: ~Copyable {
         }
     }
 
+    /// Moves to the next child of the object or array the reader is in, Firebase style: returns its key (an
+    /// array element's index as text) with the reader on the child's first token, or nil at the container's end.
+    public mutating func nextChild() throws -> String? {
+        switch try next() {
+        case .objectEnd, .arrayEnd, .end:
+            return nil
+        case .key:
+            let key = string
+            try next()
+            return key
+        case .objectStart, .arrayStart:
+            // The element opened a frame of its own; its index is in the array's frame below.
+            return String(frames[frames.count - 2].index)
+        default:
+            return String(frames[frames.count - 1].index)
+        }
+    }
+
     /// Skips the value that starts with the next token (a whole object or array, or one scalar).
     public mutating func skipValue() throws {
         let startDepth = depth

@@ -85,20 +85,8 @@ extension TreeValue {
         case .false: return .bool(false)
         case .null: return nil
         case .objectStart, .arrayStart:
-            let isArray = reader.token == .arrayStart
             var children: [String: TreeValue] = [:]
-            var index = 0
-            while true {
-                let key: String
-                if isArray {
-                    if try reader.next() == .arrayEnd { break }
-                    key = String(index)
-                    index += 1
-                } else {
-                    if try reader.next() == .objectEnd { break }
-                    key = reader.string
-                    try reader.next()
-                }
+            while let key = try reader.nextChild() {
                 children[key] = try read(&reader, normalizing: normalizing)
             }
             if children.isEmpty { return nil }

@@ -329,27 +329,13 @@ final class TreeImporter {
     /// child's key and the reader on the child's first token. Nulls vanish; bad keys, paths too deep or too long
     /// and misplaced `.priority`/`.value` are rejected; a repeated key's earlier occurrence is removed.
     private func forEachChild(onDuplicate: ((String) -> Void)? = nil, _ body: (String) throws -> Void) throws {
-        let isArray = reader.token == .arrayStart
         var keys = KeyTracker()
-        var index = 0
         var hasValue = false
         var hasChildren = false
-        while true {
-            let key: String
-            if isArray {
-                if try reader.next() == .arrayEnd { break }
-                key = String(index)
-                index += 1
-            } else {
-                if try reader.next() == .objectEnd { break }
-                if let problem = FirebaseKey.problem(with: reader.text) {
-                    let badKey = reader.string
-                    try reader.next()
-                    try reject(problem, at: path + [badKey])
-                    continue
-                }
-                key = reader.string
-                try reader.next()
+        while let key = try reader.nextChild() {
+            if let problem = FirebaseKey.problem(with: key) {
+                try reject(problem, at: path + [key])
+                continue
             }
             if keys.insert(key) {
                 try duplicate(key)
