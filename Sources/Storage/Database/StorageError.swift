@@ -115,6 +115,8 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let queryCanceled = SQLState(rawValue: "57014")
     /// `25006`: a write was attempted in a read-only transaction.
     public static let readOnlySQLTransaction = SQLState(rawValue: "25006")
+    /// `55P03`: a lock could not be taken without waiting (another maintenance run holds it).
+    public static let lockNotAvailable = SQLState(rawValue: "55P03")
     /// `42501`: the role lacks a privilege.
     public static let insufficientPrivilege = SQLState(rawValue: "42501")
 

@@ -1,0 +1,79 @@
+/// One of the checks of the app's hand-kept copies. The names are a contract with scripts (`check --only`,
+/// `--format json`); each check is the view `integrity_<name>` of migration 0003, one row per violation.
+public enum IntegrityCheck: String, CaseIterable, Sendable {
+    /// Posts whose `like_count` is missing or differs from the number of children of `/postLikes/{key}`.
+    case likeCount = "like_count"
+    /// Posts whose `poster` is missing, names another uid, or has a username other than the owner's.
+    case poster
+    /// Posts of a user or of a followee that are not in the user's timeline.
+    case timelineMissing = "timeline_missing"
+    /// Timeline entries of an existing post that do not belong there, or name the wrong poster.
+    case timelineExtra = "timeline_extra"
+    /// Follows present in only one of `/following` and `/followers`.
+    case followAsymmetric = "follow_asymmetric"
+    /// Chats whose copies are not held by exactly their members, or differ in title, members or last message.
+    case chatCopies = "chat_copies"
+    /// Chats whose copies carry different `memberHash` values.
+    case chatMemberHash = "chat_member_hash"
+    /// Two-person chats whose `memberHash` is not the stable member hash.
+    case chatHashLegacy = "chat_hash_legacy"
+    /// Pairs of users with more than one two-person chat.
+    case chatDuplicates = "chat_duplicates"
+    /// Chats whose copies' `lastMessage`/`lastMessageSent` do not describe the newest message.
+    case chatLastMessage = "chat_last_message"
+    /// Likes of missing posts, messages of missing chats, timeline entries of missing posts.
+    case orphans
+
+    /// The view that lists the violations.
+    var viewName: String { "integrity_" + rawValue }
+
+    /// One line on what a violation is, for `check` and `help`.
+    public var summary: String {
+        switch self {
+        case .likeCount: "posts whose like_count is missing or differs from their likes"
+        case .poster: "posts whose poster copy is missing or disagrees with /users"
+        case .timelineMissing: "posts of a user or a followee missing from the user's timeline"
+        case .timelineExtra: "timeline entries that do not belong there or name the wrong poster"
+        case .followAsymmetric: "follows present in only one of /following and /followers"
+        case .chatCopies: "chats whose copies disagree, or are not held by exactly their members"
+        case .chatMemberHash: "chats whose copies carry different memberHash values"
+        case .chatHashLegacy: "two-person chats whose memberHash is not the stable member hash"
+        case .chatDuplicates: "pairs of users with more than one two-person chat"
+        case .chatLastMessage: "chats whose lastMessage or lastMessageSent is not their newest message"
+        case .orphans: "likes, messages and timeline entries of posts or chats that do not exist"
+        }
+    }
+
+    /// The repair that makes the check pass, if one can be chosen without an operator.
+    public var repair: Repair? {
+        switch self {
+        case .likeCount: .likeCounts
+        case .poster: .posters
+        case .timelineMissing, .timelineExtra: .timelines
+        case .followAsymmetric: .follows
+        case .chatCopies, .chatMemberHash, .chatLastMessage: .chats
+        case .chatHashLegacy: .chatHashes
+        case .orphans: .orphans
+        // Which of two duplicate chats to keep is an operator's decision (`chat merge`).
+        case .chatDuplicates: nil
+        }
+    }
+
+    /// The check named `name`, as `check --only` spells it.
+    public init?(name: String) {
+        self.init(rawValue: name)
+    }
+}
+
+/// What one check found.
+public struct CheckResult: Sendable, Equatable {
+    /// The check.
+    public var check: IntegrityCheck
+    /// How many violations there are.
+    public var violations: Int
+    /// The Firebase paths of the first violations, in byte order.
+    public var examples: [String]
+
+    /// Whether nothing is wrong.
+    public var isClean: Bool { violations == 0 }
+}

@@ -1,0 +1,78 @@
+/// A repair of the app's hand-kept copies: a few set-based statements in one transaction, idempotent.
+public enum Repair: String, CaseIterable, Sendable {
+    /// `like_count` = the number of likes.
+    case likeCounts = "backfill like-counts"
+    /// Every timeline = own posts and followees' posts, with the right `poster_uid`; nothing else.
+    case timelines = "backfill timelines"
+    /// Every post's `poster` = `{uid: owner, username: current username}`.
+    case posters = "denormalize posters"
+    /// Every two-person chat copy's `memberHash` = the stable member hash.
+    case chatHashes = "rehash chats"
+    /// `/following` and `/followers` mirror each other.
+    case follows = "repair follows"
+    /// Every member holds a copy of each chat, the copies agree, and describe the newest message.
+    case chats = "repair chats"
+    /// Likes, messages and timeline entries of posts or chats that do not exist are removed.
+    case orphans = "repair orphans"
+
+    /// The order `check --fix` runs repairs in: removals first, so later repairs do not count what goes away;
+    /// chats before their hashes, since making copies agree may pick a stale hash.
+    public static let fixOrder: [Repair] = [.orphans, .follows, .chats, .chatHashes, .posters, .likeCounts, .timelines]
+
+    /// The checks this repair makes pass.
+    public var fixes: [IntegrityCheck] {
+        IntegrityCheck.allCases.filter { $0.repair == self }
+    }
+}
+
+/// Which side wins when `/following` and `/followers` disagree.
+public enum FollowPreference: String, CaseIterable, Sendable {
+    /// Each side gets the edges only the other has.
+    case union
+    /// `/followers` becomes the mirror of `/following`.
+    case following
+    /// `/following` becomes the mirror of `/followers`.
+    case followers
+}
+
+/// How a repair runs.
+public struct RepairOptions: Sendable {
+    /// Do the work, report it, then roll back.
+    public var isDryRun = false
+    /// `backfill timelines --user UID`: only this user's timeline.
+    public var user: String?
+    /// `repair follows --prefer`.
+    public var followPreference = FollowPreference.union
+
+    /// The defaults: change the data, every user, union of follows.
+    public init(isDryRun: Bool = false, user: String? = nil, followPreference: FollowPreference = .union) {
+        self.isDryRun = isDryRun
+        self.user = user
+        self.followPreference = followPreference
+    }
+}
+
+/// What a repair changed (or, in a dry run, would have changed).
+public struct RepairReport: Sendable, Equatable {
+    /// One statement's effect.
+    public struct Change: Sendable, Equatable {
+        /// The table.
+        public var table: String
+        /// `inserted`, `updated` or `deleted`.
+        public var action: String
+        /// How many rows.
+        public var rows: Int
+    }
+
+    /// The repair.
+    public var repair: Repair
+    /// Its statements' effects, in the order they ran.
+    public var changes: [Change] = []
+    /// Whether it was rolled back.
+    public var isDryRun = false
+    /// How long it took.
+    public var seconds = 0.0
+
+    /// Rows changed in all tables.
+    public var rowsChanged: Int { changes.reduce(0) { $0 + $1.rows } }
+}

@@ -1,0 +1,253 @@
+import Foundation
+
+extension Store {
+    /// Runs one repair in one transaction (rolled back with `options.isDryRun`) and reports the rows each of its
+    /// statements changed. Idempotent: a second run changes nothing.
+    ///
+    /// ```swift
+    /// let report = try store.repair(.likeCounts)
+    /// report.rowsChanged  // posts whose like_count was set
+    /// ```
+    public func repair(_ repair: Repair, options: RepairOptions = RepairOptions()) throws -> RepairReport {
+        let clock = ContinuousClock()
+        let started = clock.now
+        var report = RepairReport(repair: repair, isDryRun: options.isDryRun)
+        try connection.withTransaction(rollback: options.isDryRun) {
+            try lockMaintenance()
+            for step in try steps(of: repair, options: options) {
+                let rows = try connection.execute(step.query)
+                if let table = step.table {
+                    report.changes.append(.init(table: table, action: step.action, rows: rows))
+                }
+            }
+        }
+        report.seconds = (clock.now - started).seconds
+        return report
+    }
+
+    /// `check --fix`: checks, runs the repairs of the failing checks in `Repair.fixOrder`, then checks again, all
+    /// in one transaction (rolled back with `isDryRun`, so the second check shows what the repairs would leave).
+    public func checkAndFix(
+        _ checks: [IntegrityCheck] = IntegrityCheck.allCases, examples: Int = 5, isDryRun: Bool = false
+    ) throws -> (before: [CheckResult], repairs: [RepairReport], after: [CheckResult]) {
+        try connection.withTransaction(rollback: isDryRun) {
+            let before = try check(checks, examples: examples)
+            let failing = Set(before.filter { !$0.isClean }.compactMap(\.check.repair))
+            // The repairs run as savepoints of this transaction, which alone rolls back in a dry run.
+            let repairs = try Repair.fixOrder.filter(failing.contains).map { repair in
+                var report = try self.repair(repair)
+                report.isDryRun = isDryRun
+                return report
+            }
+            let after = repairs.isEmpty ? before : try check(checks, examples: examples)
+            return (before, repairs, after)
+        }
+    }
+
+    private struct Step {
+        /// The table whose rows `query` changes; nil for bookkeeping statements that are not reported.
+        var table: String?
+        var action: String
+        var query: Query
+    }
+
+    private func steps(of repair: Repair, options: RepairOptions) throws -> [Step] {
+        switch repair {
+        case .likeCounts: Self.likeCountSteps
+        case .posters: Self.posterSteps
+        case .timelines: Self.timelineSteps(user: options.user)
+        case .chatHashes: Self.chatHashSteps
+        case .follows: Self.followSteps(preferring: options.followPreference)
+        case .chats: Self.chatSteps
+        case .orphans: Self.orphanSteps
+        }
+    }
+
+    /// Children of `/root/{a}/{b}` kept in unmapped_values (values other than the app's), as a WHERE condition.
+    private static func unmappedChildren(of root: String) -> String {
+        precondition(root.allSatisfy(\.isLetter), "a table root, not user data")
+        return """
+            v.root = '\(root)' AND cardinality(v.path) >= 2
+                AND v.path[1] NOT IN ('.priority', '.value') AND v.path[2] NOT IN ('.priority', '.value')
+            """
+    }
+
+    private static let likeCountSteps = [
+        Step(table: "posts", action: "updated", query: """
+            UPDATE posts p SET like_count = c.likes, extra = extra_without(p.extra, 'like_count')
+            FROM (SELECT q.owner_uid, q.post_key, coalesce(l.likes, 0) AS likes
+                  FROM posts q
+                  LEFT JOIN (SELECT post_key, count(*) AS likes FROM tree_post_likes GROUP BY post_key) l USING (post_key)
+                 ) c
+            WHERE p.owner_uid = c.owner_uid AND p.post_key = c.post_key
+                AND (p.like_count IS DISTINCT FROM c.likes OR extra_without(p.extra, 'like_count') IS DISTINCT FROM p.extra)
+            """),
+    ]
+
+    private static let posterSteps = [
+        Step(table: "posts", action: "updated", query: """
+            UPDATE posts p
+            SET poster_uid = p.owner_uid, poster_username = u.username,
+                extra = extra_without(p.extra, 'poster', '{uid,username}')
+            FROM posts q LEFT JOIN users u ON u.uid = q.owner_uid
+            WHERE q.owner_uid = p.owner_uid AND q.post_key = p.post_key
+                AND (p.poster_uid IS DISTINCT FROM p.owner_uid OR p.poster_username IS DISTINCT FROM u.username
+                     OR extra_without(p.extra, 'poster', '{uid,username}') IS DISTINCT FROM p.extra)
+            """),
+    ]
+
+    private static func timelineSteps(user: String?) -> [Step] {
+        [
+            // Entries that are not objects are replaced by typed ones below when they belong.
+            Step(table: "unmapped_values", action: "deleted", query: """
+                DELETE FROM unmapped_values v
+                WHERE \(unsafeSQL: unmappedChildren(of: "timeline"))
+                    AND (\(user)::text IS NULL OR v.path[1] = \(user))
+                    AND EXISTS (SELECT FROM posts p WHERE p.post_key = v.path[2])
+                """),
+            Step(table: "timeline", action: "deleted", query: """
+                DELETE FROM timeline t
+                WHERE (\(user)::text IS NULL OR t.uid = \(user))
+                    AND EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
+                    AND NOT EXISTS (SELECT FROM expected_timeline e WHERE e.uid = t.uid AND e.post_key = t.post_key)
+                """),
+            Step(table: "timeline", action: "updated", query: """
+                UPDATE timeline t SET poster_uid = e.poster_uid, extra = extra_without(t.extra, 'poster_uid')
+                FROM (SELECT DISTINCT ON (uid, post_key) uid, post_key, poster_uid
+                      FROM expected_timeline
+                      WHERE \(user)::text IS NULL OR uid = \(user)
+                      ORDER BY uid, post_key, poster_uid) e
+                WHERE t.uid = e.uid AND t.post_key = e.post_key
+                    AND (t.poster_uid IS DISTINCT FROM e.poster_uid
+                         OR extra_without(t.extra, 'poster_uid') IS DISTINCT FROM t.extra)
+                """),
+            Step(table: "timeline", action: "inserted", query: """
+                INSERT INTO timeline (uid, post_key, poster_uid)
+                SELECT DISTINCT ON (uid, post_key) uid, post_key, poster_uid
+                FROM expected_timeline e
+                WHERE (\(user)::text IS NULL OR e.uid = \(user))
+                    AND NOT EXISTS (SELECT FROM timeline t WHERE t.uid = e.uid AND t.post_key = e.post_key)
+                ORDER BY uid, post_key, poster_uid
+                """),
+        ]
+    }
+
+    private static let chatHashSteps = [
+        Step(table: "chats", action: "updated", query: """
+            UPDATE chats c
+            SET member_hash = m.stable_hash, extra = extra_without(c.extra, 'memberHash')
+            FROM (SELECT chat_key, chat_member_hash(members[1], members[2]) AS stable_hash
+                  FROM chat_members WHERE cardinality(members) = 2) m
+            WHERE c.chat_key = m.chat_key
+                AND (c.member_hash IS DISTINCT FROM m.stable_hash
+                     OR extra_without(c.extra, 'memberHash') IS DISTINCT FROM c.extra)
+            """),
+    ]
+
+    private static func followSteps(preferring preference: FollowPreference) -> [Step] {
+        let addFollowers = Step(table: "followers", action: "inserted", query: """
+            INSERT INTO followers (uid, follower_uid)
+            SELECT f.followee_uid, f.uid FROM tree_following f
+            WHERE NOT EXISTS (SELECT FROM tree_followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
+            """)
+        let addFollowing = Step(table: "following", action: "inserted", query: """
+            INSERT INTO following (uid, followee_uid)
+            SELECT r.follower_uid, r.uid FROM tree_followers r
+            WHERE NOT EXISTS (SELECT FROM tree_following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
+            """)
+        switch preference {
+        case .union:
+            return [addFollowers, addFollowing]
+        case .following:
+            return [
+                Step(table: "followers", action: "deleted", query: """
+                    DELETE FROM followers r
+                    WHERE NOT EXISTS (SELECT FROM tree_following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
+                    """),
+                Step(table: "unmapped_values", action: "deleted", query: """
+                    DELETE FROM unmapped_values v
+                    WHERE \(unsafeSQL: unmappedChildren(of: "followers")) AND NOT EXISTS (
+                        SELECT FROM tree_following f WHERE f.uid = v.path[2] AND f.followee_uid = v.path[1])
+                    """),
+                addFollowers,
+            ]
+        case .followers:
+            return [
+                Step(table: "following", action: "deleted", query: """
+                    DELETE FROM following f
+                    WHERE NOT EXISTS (SELECT FROM tree_followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
+                    """),
+                Step(table: "unmapped_values", action: "deleted", query: """
+                    DELETE FROM unmapped_values v
+                    WHERE \(unsafeSQL: unmappedChildren(of: "following")) AND NOT EXISTS (
+                        SELECT FROM tree_followers r WHERE r.uid = v.path[2] AND r.follower_uid = v.path[1])
+                    """),
+                addFollowing,
+            ]
+        }
+    }
+
+    /// The fields a chat's copies share; a stale copy of one in `extra` would win over the typed column on export.
+    private static let chatFields = "'{title,memberHash,members,lastMessage,lastMessageSent}'::text[]"
+
+    private static let chatSteps = [
+        // What every copy of each chat should say: the members (the union of the copies' members, or the
+        // holders when no copy names any), the other fields from the most recently updated copy, and the
+        // last message from the newest message when the chat has messages.
+        Step(table: nil, action: "", query: """
+            CREATE TEMPORARY TABLE repair_chats ON COMMIT DROP AS
+            SELECT m.chat_key,
+                CASE WHEN cardinality(m.members) > 0 THEN m.members ELSE m.holders END AS members,
+                s.title, s.member_hash,
+                CASE WHEN n.chat_key IS NULL THEN s.last_message ELSE n.sender_username || ': ' || n.content END
+                    AS last_message,
+                CASE WHEN n.chat_key IS NULL THEN s.last_message_sent ELSE n."timestamp" END AS last_message_sent,
+                nullif(s.extra - \(unsafeSQL: chatFields), '{}') AS extra
+            FROM chat_members m
+            JOIN (SELECT DISTINCT ON (chat_key) * FROM chats
+                  ORDER BY chat_key, last_message_sent DESC NULLS LAST, uid) s USING (chat_key)
+            LEFT JOIN chat_newest_messages n USING (chat_key)
+            """),
+        Step(table: "chats", action: "deleted", query: """
+            DELETE FROM chats c USING repair_chats d
+            WHERE c.chat_key = d.chat_key AND c.uid <> ALL (d.members)
+            """),
+        Step(table: "chats", action: "updated", query: """
+            UPDATE chats c
+            SET title = d.title, member_hash = d.member_hash, members = d.members, last_message = d.last_message,
+                last_message_sent = d.last_message_sent, extra = nullif(c.extra - \(unsafeSQL: chatFields), '{}')
+            FROM repair_chats d
+            WHERE c.chat_key = d.chat_key
+                AND (c.title IS DISTINCT FROM d.title OR c.member_hash IS DISTINCT FROM d.member_hash
+                     OR c.members IS DISTINCT FROM d.members OR c.last_message IS DISTINCT FROM d.last_message
+                     OR c.last_message_sent IS DISTINCT FROM d.last_message_sent
+                     OR c.extra ?| \(unsafeSQL: chatFields))
+            """),
+        Step(table: "chats", action: "inserted", query: """
+            INSERT INTO chats (uid, chat_key, title, member_hash, members, last_message, last_message_sent, extra)
+            SELECT u.uid, d.chat_key, d.title, d.member_hash, d.members, d.last_message, d.last_message_sent, d.extra
+            FROM repair_chats d CROSS JOIN LATERAL unnest(d.members) AS u(uid)
+            WHERE NOT EXISTS (SELECT FROM chats c WHERE c.uid = u.uid AND c.chat_key = d.chat_key)
+            """),
+        Step(table: nil, action: "", query: "DROP TABLE repair_chats"),
+    ]
+
+    private static let orphanSteps = [
+        Step(table: "post_likes", action: "deleted", query: """
+            DELETE FROM post_likes l WHERE NOT EXISTS (SELECT FROM posts p WHERE p.post_key = l.post_key)
+            """),
+        Step(table: "messages", action: "deleted", query: """
+            DELETE FROM messages m WHERE NOT EXISTS (SELECT FROM chats c WHERE c.chat_key = m.chat_key)
+            """),
+        Step(table: "timeline", action: "deleted", query: """
+            DELETE FROM timeline t WHERE NOT EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
+            """),
+        Step(table: "unmapped_values", action: "deleted", query: """
+            DELETE FROM unmapped_values v
+            WHERE ((\(unsafeSQL: unmappedChildren(of: "postLikes")) AND NOT EXISTS (
+                        SELECT FROM posts p WHERE p.post_key = v.path[1]))
+                OR (\(unsafeSQL: unmappedChildren(of: "timeline")) AND NOT EXISTS (
+                        SELECT FROM posts p WHERE p.post_key = v.path[2])))
+            """),
+    ]
+}

@@ -1,0 +1,293 @@
+import Foundation
+import PostgresTestSupport
+import Testing
+@testable import Storage
+
+/// A small Makestagram tree in which every hand-kept copy agrees: alice follows bob, carol follows both, and
+/// alice and bob chat.
+let consistentTree: TreeValue = {
+    let hash = ChatMemberHash.stableText("alice", "bob")
+    let json = """
+        {
+          "users": {"alice": {"username": "alice"}, "bob": {"username": "bob"}, "carol": {"username": "carol"}},
+          "following": {"alice": {"bob": true}, "carol": {"alice": true, "bob": true}},
+          "followers": {"bob": {"alice": true, "carol": true}, "alice": {"carol": true}},
+          "posts": {
+            "alice": {"-Pa1": {"image_url": "https://i/a1.jpg", "image_height": 320, "created_at": 1500000000.5,
+                               "like_count": 1, "poster": {"uid": "alice", "username": "alice"}}},
+            "bob": {"-Pb1": {"image_url": "https://i/b1.jpg", "image_height": 240, "created_at": 1500000100,
+                             "like_count": 2, "poster": {"uid": "bob", "username": "bob"}},
+                    "-Pb2": {"image_url": "https://i/b2.jpg", "image_height": 240, "created_at": 1500000200,
+                             "like_count": 0, "poster": {"uid": "bob", "username": "bob"}}}
+          },
+          "postLikes": {"-Pa1": {"bob": true}, "-Pb1": {"alice": true, "carol": true}},
+          "timeline": {
+            "alice": {"-Pa1": {"poster_uid": "alice"}, "-Pb1": {"poster_uid": "bob"}, "-Pb2": {"poster_uid": "bob"}},
+            "bob": {"-Pb1": {"poster_uid": "bob"}, "-Pb2": {"poster_uid": "bob"}},
+            "carol": {"-Pa1": {"poster_uid": "alice"}, "-Pb1": {"poster_uid": "bob"}, "-Pb2": {"poster_uid": "bob"}}
+          },
+          "chats": {
+            "alice": {"-Ch1": {"title": "alice, bob", "memberHash": "\(hash)", "members": {"alice": true, "bob": true},
+                               "lastMessage": "bob: hi", "lastMessageSent": 1500000020}},
+            "bob": {"-Ch1": {"title": "alice, bob", "memberHash": "\(hash)", "members": {"alice": true, "bob": true},
+                             "lastMessage": "bob: hi", "lastMessageSent": 1500000020}}
+          },
+          "messages": {"-Ch1": {
+            "-M1": {"content": "hello", "timestamp": 1500000010, "sender": {"uid": "alice", "username": "alice"}},
+            "-M2": {"content": "hi", "timestamp": 1500000020, "sender": {"uid": "bob", "username": "bob"}}
+          }}
+        }
+        """
+    return try! TreeValue.parse(json: json)!
+}()
+
+extension TreeValue {
+    /// The tree with the node at `path` removed.
+    func removing(_ path: String) -> TreeValue {
+        let keys = path.split(separator: "/").map(String.init)
+        func remove(_ node: TreeValue, _ rest: ArraySlice<String>) -> TreeValue {
+            guard var children = node.children, let key = rest.first else { return node }
+            if rest.count == 1 {
+                children[key] = nil
+            } else if let child = children[key] {
+                children[key] = remove(child, rest.dropFirst())
+            }
+            return .object(children)
+        }
+        return remove(self, keys[...])
+    }
+
+    /// The tree with `value` (JSON) at `path`.
+    func setting(_ path: String, _ json: String) -> TreeValue {
+        var tree = self
+        tree.set(try! TreeValue.parse(json: json)!, at: path.split(separator: "/").map(String.init)[...])
+        return tree
+    }
+
+    /// The tree as compact JSON.
+    var json: String {
+        var writer = JSONTextWriter(options: .init())
+        writer.value(self)
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+}
+
+/// One kind of damage to the consistent tree, and what `check` must say about it.
+struct Injection: CustomTestStringConvertible, Sendable {
+    var name: String
+    var damage: @Sendable (TreeValue) -> TreeValue
+    /// The checks that must fail, with their examples; every other check must pass.
+    var expected: [IntegrityCheck: [String]]
+    /// Whether `check --fix` restores the consistent tree exactly (otherwise it only leaves `check` clean).
+    var restoresTree = true
+
+    var testDescription: String { name }
+}
+
+let injections: [Injection] = [
+    Injection(name: "like counts", damage: {
+        $0.setting("posts/bob/-Pb2/like_count", "3").removing("posts/alice/-Pa1/like_count")
+    }, expected: [.likeCount: ["/posts/alice/-Pa1", "/posts/bob/-Pb2"]]),
+    Injection(name: "a like that is not true counts", damage: {
+        $0.setting("postLikes/-Pb2/carol", "1")
+    }, expected: [.likeCount: ["/posts/bob/-Pb2"]], restoresTree: false),
+    Injection(name: "posters", damage: {
+        $0.setting("posts/bob/-Pb1/poster/username", "\"robert\"").removing("posts/alice/-Pa1/poster")
+    }, expected: [.poster: ["/posts/alice/-Pa1", "/posts/bob/-Pb1"]]),
+    Injection(name: "a renamed user", damage: {
+        $0.setting("users/bob/username", "\"robert\"")
+    }, expected: [.poster: ["/posts/bob/-Pb1", "/posts/bob/-Pb2"]], restoresTree: false),
+    Injection(name: "a missing timeline entry", damage: {
+        $0.removing("timeline/carol/-Pb2")
+    }, expected: [.timelineMissing: ["/timeline/carol/-Pb2"]]),
+    Injection(name: "a timeline entry that is not an object", damage: {
+        $0.setting("timeline/carol/-Pb2", "true")
+    }, expected: [.timelineExtra: ["/timeline/carol/-Pb2"]]),
+    Injection(name: "timeline entries that do not belong", damage: {
+        $0.setting("timeline/bob/-Pa1", #"{"poster_uid": "alice"}"#)
+            .setting("timeline/alice/-Pb1/poster_uid", "\"carol\"")
+            .setting("timeline/dave/-Pb1", #"{"poster_uid": "bob"}"#)
+    }, expected: [.timelineExtra: ["/timeline/alice/-Pb1", "/timeline/bob/-Pa1", "/timeline/dave/-Pb1"]]),
+    Injection(name: "a half-written unfollow", damage: {
+        $0.removing("followers/bob/alice")
+    }, expected: [.followAsymmetric: ["/following/alice/bob"]]),
+    Injection(name: "a half-written follow", damage: {
+        $0.setting("followers/carol/bob", "true")
+    }, expected: [.followAsymmetric: ["/followers/carol/bob"]], restoresTree: false),
+    Injection(name: "chat copies that disagree", damage: {
+        $0.setting("chats/bob/-Ch1/title", "\"Bob's chat\"")
+    }, expected: [.chatCopies: ["/chats/alice/-Ch1"]]),
+    Injection(name: "a missing chat copy", damage: {
+        $0.removing("chats/bob/-Ch1")
+    }, expected: [.chatCopies: ["/chats/alice/-Ch1"]]),
+    Injection(name: "copies with different member hashes", damage: {
+        $0.setting("chats/bob/-Ch1/memberHash", "\"-42\"")
+    }, expected: [.chatMemberHash: ["/chats/alice/-Ch1"], .chatHashLegacy: ["/chats/alice/-Ch1"]]),
+    Injection(name: "legacy member hashes", damage: {
+        $0.setting("chats/bob/-Ch1/memberHash", "\"-42\"").setting("chats/alice/-Ch1/memberHash", "\"-42\"")
+    }, expected: [.chatHashLegacy: ["/chats/alice/-Ch1"]]),
+    Injection(name: "a duplicate chat", damage: {
+        let copy = #"{"title": "alice, bob", "memberHash": "1", "members": {"alice": true, "bob": true}}"#
+        return $0.setting("chats/alice/-Ch2", copy).setting("chats/bob/-Ch2", copy)
+    }, expected: [.chatDuplicates: ["/chats/alice/-Ch2"], .chatHashLegacy: ["/chats/alice/-Ch2"]],
+              restoresTree: false),
+    Injection(name: "a message the copies do not show", damage: {
+        $0.setting("messages/-Ch1/-M3",
+                   #"{"content": "bye", "timestamp": 1500000030, "sender": {"uid": "alice", "username": "alice"}}"#)
+    }, expected: [.chatLastMessage: ["/chats/alice/-Ch1"]], restoresTree: false),
+    Injection(name: "orphans", damage: {
+        $0.setting("postLikes/-Gone/alice", "true")
+            .setting("messages/-NoChat/-M1", #"{"content": "x", "timestamp": 1}"#)
+            .setting("timeline/alice/-Gone", #"{"poster_uid": "bob"}"#)
+    }, expected: [.orphans: ["/messages/-NoChat/-M1", "/postLikes/-Gone/alice", "/timeline/alice/-Gone"]]),
+]
+
+@Suite("Integrity checks and repairs")
+struct IntegrityCheckTests {
+    @Test func theStableMemberHashMatchesTheTestVectorsInSwiftAndSQL() throws {
+        let vectors: [(String, String, Int64)] = [
+            ("uid_1", "uid_2", 423_737_602_377_814_706), ("b", "a", -1_886_276_961_191_958_862),
+            ("ñandú", "日本", 5_552_730_658_041_162_941),
+        ]
+        let store = try makeStore()
+        for (a, b, expected) in vectors {
+            #expect(ChatMemberHash.stable(a, b) == expected)
+            #expect(ChatMemberHash.stable(b, a) == expected)
+            let sql = try store.connection.query("SELECT chat_member_hash(\(a), \(b))")[0].decode(String.self, at: 0)
+            #expect(sql == String(expected))
+        }
+        // Random uids, including multi-byte ones, agree between the two implementations.
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("abcXYZ019-_ñ日本🎉")
+        for _ in 0..<50 {
+            let a = String((0..<Int.random(in: 1...30, using: &generator)).map { _ in alphabet.randomElement()! })
+            let b = String((0..<Int.random(in: 1...30, using: &generator)).map { _ in alphabet.randomElement()! })
+            let sql = try store.connection.query("SELECT chat_member_hash(\(a), \(b))")[0].decode(String.self, at: 0)
+            #expect(sql == ChatMemberHash.stableText(a, b), "\(a) \(b)")
+        }
+    }
+
+    @Test func aConsistentTreeIsClean() throws {
+        let store = try makeStore()
+        try importJSON(consistentTree.json, into: store)
+        let results = try store.check()
+        #expect(results.map(\.check) == IntegrityCheck.allCases)
+        for result in results {
+            #expect(result.isClean, "\(result.check.rawValue): \(result.examples)")
+        }
+    }
+
+    @Test(arguments: injections)
+    func eachViolationIsFoundExactlyAndFixed(_ injection: Injection) throws {
+        let store = try makeStore()
+        try importJSON(injection.damage(consistentTree).json, into: store)
+        let results = try store.check(examples: 10)
+        for result in results {
+            let expected = injection.expected[result.check] ?? []
+            #expect(result.violations == expected.count, "\(result.check.rawValue): \(result.examples)")
+            #expect(result.examples == expected, "\(result.check.rawValue)")
+        }
+
+        let fixable = injection.expected.keys.filter { $0.repair != nil }
+        let fixed = try store.checkAndFix()
+        #expect(Set(fixed.repairs.map(\.repair)) == Set(fixable.map { $0.repair! }))
+        for result in fixed.after {
+            let remaining = result.check.repair == nil ? injection.expected[result.check] ?? [] : []
+            #expect(result.examples == remaining, "\(result.check.rawValue) after --fix")
+        }
+        #expect(try store.check().filter { !$0.isClean }.map(\.check) == fixed.after.filter { !$0.isClean }.map(\.check))
+        if injection.restoresTree {
+            let consistent = try makeStore()
+            try importJSON(consistentTree.json, into: consistent)
+            expectSameText(try exportJSON(store), try exportJSON(consistent))
+        }
+        // Idempotent: nothing is left to change.
+        for repair in Repair.allCases {
+            #expect(try store.repair(repair).rowsChanged == 0, "\(repair.rawValue)")
+        }
+    }
+
+    @Test func aDryRunFixReportsTheRepairsAndChangesNothing() throws {
+        let store = try makeStore()
+        let damaged = consistentTree.setting("posts/bob/-Pb2/like_count", "3").removing("timeline/carol/-Pb2")
+        try importJSON(damaged.json, into: store)
+        let before = try exportJSON(store)
+        let fixed = try store.checkAndFix(isDryRun: true)
+        #expect(fixed.repairs.map(\.repair) == [.likeCounts, .timelines])
+        #expect(fixed.repairs.allSatisfy { $0.isDryRun })
+        #expect(fixed.repairs.map(\.rowsChanged) == [1, 1])
+        #expect(fixed.after.allSatisfy { $0.isClean })
+        expectSameText(try exportJSON(store), before)
+        #expect(try store.repair(.likeCounts, options: RepairOptions(isDryRun: true)).rowsChanged == 1)
+        let likeCounts = try store.check([.likeCount])[0]
+        #expect(likeCounts.violations == 1)
+    }
+
+    @Test func followRepairsPreferOneSide() throws {
+        let damaged = consistentTree.removing("followers/bob/alice").setting("followers/carol/bob", "true")
+        for (preference, following, followers) in [
+            (FollowPreference.union, ["alice": ["bob"], "bob": ["carol"], "carol": ["alice", "bob"]],
+             ["alice": ["carol"], "bob": ["alice", "carol"], "carol": ["bob"]]),
+            (.following, ["alice": ["bob"], "carol": ["alice", "bob"]], ["alice": ["carol"], "bob": ["alice", "carol"]]),
+            (.followers, ["carol": ["alice", "bob"], "bob": ["carol"]], ["alice": ["carol"], "bob": ["carol"], "carol": ["bob"]]),
+        ] {
+            let store = try makeStore()
+            try importJSON(damaged.json, into: store)
+            try store.repair(.follows, options: RepairOptions(followPreference: preference))
+            let followingEdges = try edges(store, "SELECT uid, followee_uid FROM following")
+            let followerEdges = try edges(store, "SELECT uid, follower_uid FROM followers")
+            #expect(followingEdges == following, "\(preference)")
+            #expect(followerEdges == followers, "\(preference)")
+            let asymmetric = try store.check([.followAsymmetric])[0]
+            #expect(asymmetric.isClean)
+        }
+    }
+
+    @Test func timelineBackfillOfOneUserLeavesTheOthers() throws {
+        let store = try makeStore()
+        try importJSON(consistentTree.removing("timeline/carol").removing("timeline/bob/-Pb1").json, into: store)
+        let report = try store.repair(.timelines, options: RepairOptions(user: "carol"))
+        #expect(report.changes.first { $0.action == "inserted" }?.rows == 3)
+        let missing = try store.check([.timelineMissing])[0]
+        #expect(missing.examples == ["/timeline/bob/-Pb1"])
+    }
+
+    @Test func aSecondMaintenanceRunFailsAtOnceInsteadOfWaiting() throws {
+        let database = try TestPostgres.makeDatabase()
+        let first = Store(connection: try database.connect())
+        let second = Store(connection: try database.connect())
+        try first.connection.withTransaction {
+            try first.lockMaintenance()
+            #expect {
+                try second.check()
+            } throws: { error in
+                (error as? StorageError)?.sqlState == .lockNotAvailable
+            }
+        }
+        #expect(try second.check().allSatisfy { $0.isClean })
+    }
+
+    @Test func checkRunsWithARoleThatMayOnlySelect() throws {
+        let database = try TestPostgres.makeDatabase()
+        let owner = try database.connect()
+        try importJSON(consistentTree.setting("posts/bob/-Pb2/like_count", "3").json, into: Store(connection: owner))
+        let role = "reader_" + database.name
+        try owner.execute("CREATE ROLE \(identifier: role)")
+        try owner.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO \(identifier: role)")
+        defer { _ = try? owner.execute("DROP OWNED BY \(identifier: role)"); _ = try? owner.execute("DROP ROLE \(identifier: role)") }
+        // The test cluster authenticates by peer, so the reader is a session that took on the role.
+        let reader = Store(connection: try database.connect())
+        try reader.connection.execute("SET ROLE \(identifier: role)")
+        let results = try reader.check()
+        #expect(results.filter { !$0.isClean }.map(\.check) == [.likeCount])
+        #expect(throws: StorageError.self) { try reader.repair(.likeCounts) }
+    }
+
+    private func edges(_ store: Store, _ sql: String) throws -> [String: [String]] {
+        var result: [String: [String]] = [:]
+        for row in try store.connection.query(Query(unsafeSQL: sql + " ORDER BY 1, 2")) {
+            result[try row.decode(String.self, at: 0), default: []].append(try row.decode(String.self, at: 1))
+        }
+        return result
+    }
+}
