@@ -21,6 +21,9 @@ struct CommandGroup {
     static let all: [CommandGroup] = [
         CommandGroup(title: "Status and schema", commands: [Status.self, Migrate.self]),
         CommandGroup(title: "Import and export", commands: [Import.self, Export.self]),
+        CommandGroup(title: "Integrity", commands: [
+            Check.self, Backfill.self, Denormalize.self, Rehash.self, RepairCommand.self,
+        ]),
         CommandGroup(title: "Console", commands: [Help.self, Quit.self]),
     ]
 }

@@ -1,0 +1,99 @@
+import ArgumentParser
+import Storage
+
+extension FollowPreference: ExpressibleByArgument {}
+
+/// `repair follows|chats|orphans`.
+struct RepairCommand: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "repair",
+        abstract: "Repair follows, chat copies or orphans.",
+        discussion: """
+            Examples:
+              repair follows --prefer following
+              repair chats
+              repair orphans --dry-run
+            """,
+        subcommands: [RepairFollows.self, RepairChats.self, RepairOrphans.self])
+
+    func run(in session: Session) throws {
+        throw ConsoleError(.usage, "repair what? follows, chats or orphans (see help repair)")
+    }
+}
+
+/// `repair follows [--prefer following|followers|union]`.
+struct RepairFollows: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "follows",
+        abstract: "Make /following and /followers mirror each other.",
+        discussion: """
+            union (the default) adds to each side the follows only the other has; following makes /followers the
+            mirror of /following (removing what only /followers has), followers the reverse. One transaction.
+            Fixes the follow_asymmetric check.
+
+            Examples:
+              repair follows
+              repair follows --prefer following --dry-run
+            """)
+
+    @Option(help: "Which side wins: union, following or followers.")
+    var prefer = FollowPreference.union
+
+    @OptionGroup var options: RepairRunOptions
+
+    func run(in session: Session) throws {
+        try options.run(.follows, in: session, options: RepairOptions(followPreference: prefer))
+    }
+}
+
+/// `repair chats`.
+struct RepairChats: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "chats",
+        abstract: "Give every chat member a copy, make the copies agree and show the newest message.",
+        discussion: """
+            A chat's members are the union of its copies' members. Members without a copy get one, copies held by
+            others are removed, and every copy takes the title and memberHash of the most recently updated copy,
+            and lastMessage and lastMessageSent from the newest message. One transaction. Fixes the chat_copies,
+            chat_member_hash and chat_last_message checks. Duplicate chats are never merged here (see chat merge).
+
+            Examples:
+              repair chats
+              repair chats --dry-run
+            """)
+
+    @OptionGroup var options: RepairRunOptions
+
+    func run(in session: Session) throws {
+        try options.run(.chats, in: session)
+    }
+}
+
+/// `repair orphans`: shows the orphans, then removes them.
+struct RepairOrphans: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "orphans",
+        abstract: "Remove likes, messages and timeline entries of posts or chats that do not exist.",
+        discussion: """
+            Shows the orphans (as check --only orphans does) before removing them, in one transaction. Fixes the
+            orphans check.
+
+            Examples:
+              repair orphans --dry-run
+              repair orphans --examples 50
+            """)
+
+    @Option(help: "How many orphan paths to show before removing them.")
+    var examples = 10
+
+    @OptionGroup var options: RepairRunOptions
+
+    func run(in session: Session) throws {
+        let format = options.format ?? session.format
+        if format != .json {
+            let orphans = try session.store().check([.orphans], examples: examples)
+            CheckReportView(quiet: true, format: format).print(orphans, to: session)
+        }
+        try options.run(.orphans, in: session)
+    }
+}

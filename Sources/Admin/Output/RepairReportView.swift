@@ -1,0 +1,60 @@
+import Foundation
+import ArgumentParser
+import Storage
+
+/// Repair reports as a table of rows changed per table, or as JSON.
+struct RepairReportView {
+    var format: OutputFormat
+
+    /// Prints the reports of one or more repairs.
+    func print(_ reports: [RepairReport], to session: Session) {
+        if format == .json {
+            session.output.line(reports.count == 1 ? Self.json(reports[0]) : JSONWriter.array(reports.map(Self.json)))
+            return
+        }
+        let rows: [[Cell]] = reports.flatMap { report in
+            report.changes.map { [.text(report.repair.rawValue), .text($0.table), .text($0.action), .integer($0.rows)] }
+        }
+        session.output.write(TableRenderer.render(
+            ResultTable(columns: ["repair", "table", "action", "rows"], rows: rows), as: format))
+        guard format != .csv else { return }
+        for report in reports {
+            let seconds = String(format: "%.3f", report.seconds)
+            let rows = report.rowsChanged == 1 ? "1 row" : "\(report.rowsChanged) rows"
+            session.output.line(report.isDryRun
+                ? "\(report.repair.rawValue): dry run, would change \(rows) (\(seconds) s); rolled back."
+                : "\(report.repair.rawValue): changed \(rows) in \(seconds) s.")
+        }
+    }
+
+    /// One report as a JSON object.
+    static func json(_ report: RepairReport) -> String {
+        JSONWriter.object([
+            ("repair", JSONWriter.string(report.repair.rawValue)), ("dry_run", report.isDryRun ? "true" : "false"),
+            ("rows_changed", String(report.rowsChanged)), ("seconds", JSONWriter.number(report.seconds)),
+            ("changes", JSONWriter.array(report.changes.map { change in
+                JSONWriter.object([
+                    ("table", JSONWriter.string(change.table)), ("action", JSONWriter.string(change.action)),
+                    ("rows", String(change.rows)),
+                ])
+            })),
+        ])
+    }
+}
+
+/// The options every repair command takes.
+struct RepairRunOptions: ParsableArguments {
+    @Flag(help: "Do the repair, report what it changed, then roll back.")
+    var dryRun = false
+
+    @Option(help: "Output format of the report: table or json (default: the session's).")
+    var format: OutputFormat?
+
+    /// Runs `repair` in one transaction and prints its report.
+    func run(_ repair: Repair, in session: Session, options: RepairOptions = RepairOptions()) throws {
+        var options = options
+        options.isDryRun = dryRun
+        let report = try session.store().repair(repair, options: options)
+        RepairReportView(format: format ?? session.format).print([report], to: session)
+    }
+}
