@@ -3,6 +3,11 @@
 //   swift run -c release AdminBenchmarks reader [--size MB] [--runs N] [--file PATH]
 //   swift build -c release && .build/release/AdminBenchmarks import-export [--size MB] [--runs N] [--file PATH]
 //
+//   swift build -c release && .build/release/AdminBenchmarks maintenance [--size MB] [--runs N] [--file PATH]
+//
+// maintenance imports the export once into its own embedded server (kept in --work for later runs), then times
+// each check and each repair (dry run) next to a hand-written statement doing the same work.
+//
 // import-export runs the release `admin` binary beside it against a private embedded server: `admin import` vs
 // `psql \copy` of the same rows from pre-made files, `admin export` vs `COPY … TO STDOUT`, with peak RSS.
 //
@@ -127,7 +132,17 @@ case "import-export":
     try ImportExportBenchmark(file: path, runs: Int(option("--runs", default: "3")) ?? 3,
                               work: option("--work", default: "/tmp/admin-bench-work")).run()
 
+case "maintenance":
+    let megabytes = Int(option("--size", default: "1000")) ?? 1000
+    let path = option("--file", default: "/tmp/admin-bench-synthetic-\(megabytes)mb.json")
+    if fileSize(path) == 0 {
+        FileHandle.standardError.write(Data("generating \(path) (~\(megabytes) MB)…\n".utf8))
+        _ = try runChild(["generate-synthetic", path, String(megabytes)])
+    }
+    try MaintenanceBenchmark(file: path, runs: Int(option("--runs", default: "3")) ?? 3,
+                             work: option("--work", default: "/tmp/admin-bench-maintenance-\(megabytes)mb")).run()
+
 default:
-    print("usage: AdminBenchmarks reader|import-export [--size MB] [--runs N] [--file PATH]")
+    print("usage: AdminBenchmarks reader|import-export|maintenance [--size MB] [--runs N] [--file PATH]")
     exit(64)
 }

@@ -43,7 +43,7 @@ struct BackfillTimelines: ConsoleCommand {
         commandName: "timelines",
         abstract: "Make every timeline hold exactly the user's and their followees' posts.",
         discussion: """
-            Adds the missing entries, sets poster_uid where it is wrong and removes entries of existing posts that
+            Adds the missing entries, rewrites those naming the wrong poster and removes entries of existing posts that
             do not belong (entries of posts that do not exist are orphans: see repair orphans). One transaction.
             Fixes the timeline_missing and timeline_extra checks.
 

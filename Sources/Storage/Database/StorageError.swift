@@ -24,6 +24,10 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         case cluster
         /// Input to import cannot be read or is not well-formed (malformed JSON, invalid UTF-8, a truncated file).
         case malformedInput
+        /// A user, post or chat the operation names does not exist; nothing was written.
+        case notFound
+        /// The operation breaks a rule of the app (following oneself, an empty message); nothing was written.
+        case refused
     }
 
     /// What went wrong, broadly.

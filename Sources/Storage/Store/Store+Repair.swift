@@ -105,21 +105,18 @@ extension Store {
                     AND (\(user)::text IS NULL OR v.path[1] = \(user))
                     AND EXISTS (SELECT FROM posts p WHERE p.post_key = v.path[2])
                 """),
+            // Entries that do not belong, or name the wrong poster, go; the insert below writes the right ones.
             Step(table: "timeline", action: "deleted", query: """
                 DELETE FROM timeline t
                 WHERE (\(user)::text IS NULL OR t.uid = \(user))
                     AND EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
-                    AND NOT EXISTS (SELECT FROM expected_timeline e WHERE e.uid = t.uid AND e.post_key = t.post_key)
-                """),
-            Step(table: "timeline", action: "updated", query: """
-                UPDATE timeline t SET poster_uid = e.poster_uid, extra = extra_without(t.extra, 'poster_uid')
-                FROM (SELECT DISTINCT ON (uid, post_key) uid, post_key, poster_uid
-                      FROM expected_timeline
-                      WHERE \(user)::text IS NULL OR uid = \(user)
-                      ORDER BY uid, post_key, poster_uid) e
-                WHERE t.uid = e.uid AND t.post_key = e.post_key
-                    AND (t.poster_uid IS DISTINCT FROM e.poster_uid
-                         OR extra_without(t.extra, 'poster_uid') IS DISTINCT FROM t.extra)
+                    AND (extra_without(t.extra, 'poster_uid') IS DISTINCT FROM t.extra
+                         OR NOT EXISTS (SELECT FROM users u WHERE u.uid = t.uid)
+                         OR NOT EXISTS (
+                             SELECT FROM posts p
+                             WHERE p.post_key = t.post_key AND p.owner_uid = t.poster_uid
+                                 AND (p.owner_uid = t.uid OR EXISTS (
+                                     SELECT FROM tree_following f WHERE f.uid = t.uid AND f.followee_uid = p.owner_uid))))
                 """),
             Step(table: "timeline", action: "inserted", query: """
                 INSERT INTO timeline (uid, post_key, poster_uid)

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Storage
+
+/// `post create|delete`.
+struct PostCommand: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "post",
+        abstract: "Create or delete a post, with its timeline fan-out.",
+        discussion: """
+            Examples:
+              post create alice --image-url https://example.com/a.jpg --image-height 320
+              post delete alice -NxQ3bH0Jb2Sc5HWq5nQ
+            """,
+        subcommands: [PostCreate.self, PostDelete.self])
+
+    func run(in session: Session) throws {
+        throw ConsoleError(.usage, "post what? create or delete (see help post)")
+    }
+}
+
+/// `post create UID --image-url URL --image-height H`.
+struct PostCreate: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "create", abstract: "Create a post and write it into the owner's and followers' timelines.",
+        discussion: """
+            The post gets a new push ID, created_at now (seconds), like_count 0 and the poster copy; the owner's
+            and every follower's timeline get an entry, all in one transaction.
+
+            Examples:
+              post create alice --image-url https://example.com/a.jpg --image-height 320
+            """)
+
+    @Argument(help: "The owner's uid.") var uid: String
+    @Option(help: "The image's URL.") var imageURL: String
+    @Option(help: "The image's height as the app laid it out.") var imageHeight: Double
+    @Option(help: "Output format (default: the session's).") var format: OutputFormat?
+
+    func run(in session: Session) throws {
+        let (post, entries) = try session.store().createPost(owner: uid, imageURL: imageURL, imageHeight: imageHeight)
+        session.output.write(DomainViews.record([
+            ("key", .text(post.key)), ("path", .text("/posts/\(post.ownerUID)/\(post.key)")),
+            ("created_at", post.createdAt.map(Cell.number) ?? .null), ("timeline_entries", .integer(entries)),
+        ], format: format ?? session.format))
+    }
+}
+
+/// `post delete UID KEY`.
+struct PostDelete: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete", abstract: "Delete a post with its likes and timeline entries.",
+        discussion: """
+            Examples:
+              post delete alice -NxQ3bH0Jb2Sc5HWq5nQ
+            """)
+
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The owner's uid and the post's key.", valueName: "uid key"))
+    var keys: [String] = []
+    @Option(help: "Output format (default: the session's).") var format: OutputFormat?
+
+    func validate() throws { try PositionalKeys.validate(keys, names: ["UID", "KEY"]) }
+    private var uid: String { keys[0] }
+    private var key: String { keys[1] }
+
+    func run(in session: Session) throws {
+        let removed = try session.store().deletePost(owner: uid, key: key)
+        session.output.write(TableRenderer.render(
+            ResultTable(columns: ["table", "deleted"], rows: removed.map { [.text($0.table), .integer($0.rows)] }),
+            as: format ?? session.format))
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import Storage
+
+/// Tables of the domain's records, shared by the commands that list them.
+enum DomainViews {
+    /// Users, one per row.
+    static func users(_ users: [User]) -> ResultTable {
+        ResultTable(columns: ["uid", "username"], rows: users.map { [.text($0.uid), cell($0.username)] })
+    }
+
+    /// Posts, one per row; `liked` adds whether the timeline's owner liked each.
+    static func posts(_ posts: [Post], liked: [Bool]? = nil) -> ResultTable {
+        var columns = ["key", "owner", "poster", "created_at", "likes", "image_height", "image_url"]
+        if liked != nil { columns.insert("liked", at: 5) }
+        let rows: [[Cell]] = posts.enumerated().map { index, post in
+            var row: [Cell] = [
+                .text(post.key), .text(post.ownerUID), cell(post.posterUsername), cell(time(seconds: post.createdAt)),
+                post.likeCount.map(Cell.integer) ?? .null, post.imageHeight.map(Cell.number) ?? .null,
+                cell(post.imageURL),
+            ]
+            if let liked { row.insert(.boolean(liked[index]), at: 5) }
+            return row
+        }
+        return ResultTable(columns: columns, rows: rows)
+    }
+
+    /// AppCoda feed posts, one per row.
+    static func feed(_ posts: [FeedPost]) -> ResultTable {
+        ResultTable(
+            columns: ["id", "user", "timestamp", "time", "votes", "image_file_url"],
+            rows: posts.map { post in
+                [.text(post.id), cell(post.user), post.timestamp.map(Cell.number) ?? .null,
+                 cell(time(seconds: post.timestamp.map { $0 / 1000 })), post.votes.map(Cell.integer) ?? .null,
+                 cell(post.imageFileURL)]
+            })
+    }
+
+    /// One record as `field | value` rows (or one JSON object).
+    static func record(_ fields: [(String, Cell)], format: OutputFormat) -> String {
+        if format == .json {
+            return JSONWriter.object(fields.map { ($0.0, $0.1.json) }) + "\n"
+        }
+        return TableRenderer.render(
+            ResultTable(columns: ["field", "value"], rows: fields.map { [.text($0.0), $0.1] }), as: format)
+    }
+
+    /// "1 post", "2 posts".
+    static func count(_ number: Int, _ singular: String) -> String {
+        "\(number) \(singular)\(number == 1 ? "" : "s")"
+    }
+
+    static func cell(_ text: String?) -> Cell {
+        text.map(Cell.text) ?? .null
+    }
+
+    /// A time in seconds since 1970 as UTC ISO 8601 with milliseconds.
+    static func time(seconds: Double?) -> String? {
+        guard let seconds else { return nil }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: seconds))
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+
+/// `/users/{uid}`.
+public struct User: Sendable, Equatable {
+    /// The user's key.
+    public var uid: String
+    /// `username`, when the tree has one.
+    public var username: String?
+}
+
+/// `user show`: a user and the sizes of their lists.
+public struct UserSummary: Sendable, Equatable {
+    /// The user.
+    public var user: User
+    /// Posts under `/posts/{uid}`.
+    public var posts: Int
+    /// Children of `/followers/{uid}`.
+    public var followers: Int
+    /// Children of `/following/{uid}`.
+    public var following: Int
+    /// Entries of `/timeline/{uid}`.
+    public var timelineEntries: Int
+}
+
+/// `/posts/{owner}/{key}` of the Makestagram tree.
+public struct Post: Sendable, Equatable {
+    /// The owner's uid.
+    public var ownerUID: String
+    /// The post's push ID.
+    public var key: String
+    /// `image_url`.
+    public var imageURL: String?
+    /// `image_height`.
+    public var imageHeight: Double?
+    /// `created_at`, in seconds since 1970.
+    public var createdAt: Double?
+    /// `like_count`.
+    public var likeCount: Int?
+    /// `poster.uid`.
+    public var posterUID: String?
+    /// `poster.username`.
+    public var posterUsername: String?
+}
+
+/// One post of a timeline, as the app showed it.
+public struct TimelineEntry: Sendable, Equatable {
+    /// The post, with its poster and like count.
+    public var post: Post
+    /// Whether the timeline's owner liked it.
+    public var isLiked: Bool
+}
+
+/// `/posts/{id}` of AppCoda's feed.
+public struct FeedPost: Sendable, Equatable {
+    /// The post's key.
+    public var id: String
+    /// `imageFileURL`.
+    public var imageFileURL: String?
+    /// `user`, a display name.
+    public var user: String?
+    /// `votes`.
+    public var votes: Int?
+    /// `timestamp`, in milliseconds since 1970.
+    public var timestamp: Double?
+}
+
+/// What an idempotent operation did: whether it changed anything, and the resulting count where there is one.
+public struct OperationResult: Sendable, Equatable {
+    /// False when the operation found the data already as asked (a second like, an unfollow of a non-follow).
+    public var changed: Bool
+    /// `like`/`unlike`: the post's like count afterwards; `follow`/`unfollow`: timeline entries added or removed.
+    public var count: Int
+}

@@ -1,0 +1,43 @@
+import Foundation
+
+extension Store {
+    /// `follow`: writes `/following/{follower}/{followee}` and `/followers/{followee}/{follower}` and adds the
+    /// followee's posts to the follower's timeline, in one transaction. Idempotent; following oneself is refused.
+    /// `count` is the number of timeline entries added.
+    public func follow(_ follower: String, _ followee: String) throws -> OperationResult {
+        guard follower != followee else { throw StorageError(.refused, "a user cannot follow themselves") }
+        return try connection.withTransaction {
+            try requireUser(follower)
+            try requireUser(followee, lock: .share)
+            let following = try connection.execute("""
+                INSERT INTO following (uid, followee_uid) VALUES (\(follower), \(followee)) ON CONFLICT DO NOTHING
+                """)
+            let followers = try connection.execute("""
+                INSERT INTO followers (uid, follower_uid) VALUES (\(followee), \(follower)) ON CONFLICT DO NOTHING
+                """)
+            let entries = try connection.execute("""
+                INSERT INTO timeline (uid, post_key, poster_uid)
+                SELECT \(follower), post_key, owner_uid FROM posts WHERE owner_uid = \(followee)
+                ON CONFLICT (uid, post_key) DO NOTHING
+                """)
+            return OperationResult(changed: following + followers + entries > 0, count: entries)
+        }
+    }
+
+    /// `unfollow`: removes both follow edges and the followee's posts from the follower's timeline, in one
+    /// transaction. Idempotent. `count` is the number of timeline entries removed.
+    public func unfollow(_ follower: String, _ followee: String) throws -> OperationResult {
+        guard follower != followee else { throw StorageError(.refused, "a user cannot unfollow themselves") }
+        return try connection.withTransaction {
+            try requireUser(follower)
+            try requireUser(followee, lock: .share)
+            let following = try connection.execute(
+                "DELETE FROM following WHERE uid = \(follower) AND followee_uid = \(followee)")
+            let followers = try connection.execute(
+                "DELETE FROM followers WHERE uid = \(followee) AND follower_uid = \(follower)")
+            let entries = try connection.execute(
+                "DELETE FROM timeline WHERE uid = \(follower) AND poster_uid = \(followee)")
+            return OperationResult(changed: following + followers + entries > 0, count: entries)
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+extension Store {
+    /// `post create`: the post under its owner with a new push ID, `created_at` now, `like_count` 0 and the
+    /// `poster` copy, and its entries in the owner's and every follower's timeline, in one transaction; the fan-out
+    /// is one statement. Returns the post and how many timeline entries were written.
+    public func createPost(
+        owner: String, imageURL: String, imageHeight: Double, pushIDs: PushIDGenerator = PushIDGenerator(),
+        now: Date = Date()
+    ) throws -> (post: Post, timelineEntries: Int) {
+        let key = pushIDs.next()
+        let createdAt = now.timeIntervalSince1970
+        return try connection.withTransaction {
+            let rows = try connection.query("""
+                INSERT INTO posts (owner_uid, post_key, image_url, image_height, created_at, like_count, poster_uid,
+                    poster_username)
+                SELECT uid, \(key), \(imageURL), \(imageHeight), \(createdAt), 0, uid, username
+                FROM users WHERE uid = \(owner) FOR NO KEY UPDATE
+                RETURNING poster_username
+                """)
+            guard let row = rows.first else { throw StorageError(.notFound, "no user \(owner)") }
+            let post = Post(
+                ownerUID: owner, key: key, imageURL: imageURL, imageHeight: imageHeight, createdAt: createdAt,
+                likeCount: 0, posterUID: owner, posterUsername: try row.decode(at: 0))
+            let entries = try connection.execute("""
+                INSERT INTO timeline (uid, post_key, poster_uid)
+                SELECT \(owner), \(key), \(owner)
+                UNION SELECT follower_uid, \(key), \(owner) FROM followers WHERE uid = \(owner)
+                ON CONFLICT (uid, post_key) DO UPDATE SET poster_uid = EXCLUDED.poster_uid
+                """)
+            return (post, entries)
+        }
+    }
+
+    /// `post delete`: the post, its likes and its timeline entries, in one transaction. Returns the rows removed
+    /// per table.
+    public func deletePost(owner: String, key: String) throws -> [(table: String, rows: Int)] {
+        try connection.withTransaction {
+            try requireUser(owner, lock: .noKeyUpdate)
+            let posts = try connection.execute("DELETE FROM posts WHERE owner_uid = \(owner) AND post_key = \(key)")
+            guard posts == 1 else { throw StorageError(.notFound, "no post \(key) of user \(owner)") }
+            // Another owner's post under the same key keeps the likes and entries that are its own.
+            let shared = try !connection.query("SELECT FROM posts WHERE post_key = \(key)").isEmpty
+            let likes = shared ? 0 : try connection.execute("DELETE FROM post_likes WHERE post_key = \(key)")
+            let entries = try connection.execute("DELETE FROM timeline WHERE post_key = \(key) AND poster_uid = \(owner)")
+            return [("posts", posts), ("post_likes", likes), ("timeline", entries)]
+        }
+    }
+
+    /// `posts`: a user's posts, newest first (push IDs sort by creation time), `limit` at a time before `before`.
+    public func posts(of owner: String, limit: Int, before: String? = nil) throws -> [Post] {
+        try connection.query("""
+            SELECT \(unsafeSQL: Self.postColumns) FROM posts p
+            WHERE p.owner_uid = \(owner) AND (\(before)::text IS NULL OR p.post_key < \(before))
+            ORDER BY p.post_key DESC LIMIT \(limit)
+            """).map { try Self.post(from: $0) }
+    }
+
+    static let postColumns = """
+        p.owner_uid, p.post_key, p.image_url, p.image_height, p.created_at, p.like_count, p.poster_uid, p.poster_username
+        """
+
+    static func post(from row: Row, at offset: Int = 0) throws -> Post {
+        Post(
+            ownerUID: try row.decode(at: offset), key: try row.decode(at: offset + 1),
+            imageURL: try row.decode(at: offset + 2), imageHeight: try row.decode(at: offset + 3),
+            createdAt: try row.decode(at: offset + 4), likeCount: try row.decode(at: offset + 5),
+            posterUID: try row.decode(at: offset + 6), posterUsername: try row.decode(at: offset + 7))
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+
+extension Store {
+    /// `user add`: creates `/users/{uid}` with its username; fails if the uid is taken or not a valid key.
+    public func addUser(uid: String, username: String) throws -> User {
+        try Self.requireKey(uid, "uid")
+        return try connection.withTransaction {
+            let inserted = try connection.execute("""
+                INSERT INTO users (uid, username) VALUES (\(uid), \(username)) ON CONFLICT (uid) DO NOTHING
+                """)
+            guard inserted == 1 else {
+                throw StorageError(.refused, "user \(uid) already exists")
+            }
+            return User(uid: uid, username: username)
+        }
+    }
+
+    /// `user show`: the user and the sizes of their lists, or nil when there is no such user.
+    public func user(_ uid: String) throws -> UserSummary? {
+        let rows = try connection.query("""
+            SELECT u.uid, u.username,
+                (SELECT count(*) FROM posts WHERE owner_uid = u.uid),
+                (SELECT count(*) FROM followers WHERE uid = u.uid),
+                (SELECT count(*) FROM following WHERE uid = u.uid),
+                (SELECT count(*) FROM timeline WHERE uid = u.uid)
+            FROM users u WHERE u.uid = \(uid)
+            """)
+        guard let row = rows.first else { return nil }
+        return UserSummary(
+            user: User(uid: try row.decode(at: 0), username: try row.decode(at: 1)), posts: try row.decode(at: 2),
+            followers: try row.decode(at: 3), following: try row.decode(at: 4), timelineEntries: try row.decode(at: 5))
+    }
+
+    /// `user rename`: sets the username; with `propagate`, also the `poster` copy in each of the user's posts.
+    /// Returns how many posts were updated.
+    public func renameUser(uid: String, to username: String, propagate: Bool) throws -> Int {
+        try connection.withTransaction {
+            guard try connection.execute("UPDATE users SET username = \(username) WHERE uid = \(uid)") == 1 else {
+                throw StorageError(.notFound, "no user \(uid)")
+            }
+            guard propagate else { return 0 }
+            return try connection.execute("""
+                UPDATE posts SET poster_uid = owner_uid, poster_username = \(username)
+                WHERE owner_uid = \(uid)
+                    AND (poster_uid IS DISTINCT FROM owner_uid OR poster_username IS DISTINCT FROM \(username))
+                """)
+        }
+    }
+
+    /// `users`: users in uid order, `limit` at a time after `after` (keyset paging).
+    public func users(limit: Int, after: String? = nil) throws -> [User] {
+        try connection.query("""
+            SELECT uid, username FROM users WHERE \(after)::text IS NULL OR uid > \(after)
+            ORDER BY uid LIMIT \(limit)
+            """).map { User(uid: try $0.decode(at: 0), username: try $0.decode(at: 1)) }
+    }
+
+    /// How an operation locks a user's row, which is what serializes the operations that could otherwise each
+    /// miss the other's write: a post created by B and a follow of B (the new follower would miss the post), a
+    /// post deleted and a follow (the follower would get an entry of a deleted post).
+    enum UserLock: String {
+        /// Reading only.
+        case none = ""
+        /// The user must not vanish before the transaction ends.
+        case keyShare = "FOR KEY SHARE"
+        /// `follow`/`unfollow` of this user: many may run at once, but not with a post change of the user.
+        case share = "FOR SHARE"
+        /// `post create`/`post delete` by this user: waits for follows of the user, and they for it.
+        case noKeyUpdate = "FOR NO KEY UPDATE"
+    }
+
+    /// Fails unless `uid` names a user, locking its row as `lock` says until the transaction ends.
+    func requireUser(_ uid: String, lock: UserLock = .keyShare) throws {
+        guard try !connection.query("SELECT FROM users WHERE uid = \(uid) \(unsafeSQL: lock.rawValue)").isEmpty else {
+            throw StorageError(.notFound, "no user \(uid)")
+        }
+    }
+
+    /// Fails unless `key` can be a Firebase key.
+    static func requireKey(_ key: String, _ what: String) throws {
+        if let problem = FirebaseKey.problem(with: key) {
+            throw StorageError(.refused, "\(what) \"\(key)\" cannot be a Firebase key: \(problem)")
+        }
+    }
+}

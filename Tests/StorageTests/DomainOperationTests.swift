@@ -1,0 +1,257 @@
+import Foundation
+import PostgresTestSupport
+import Testing
+@testable import Storage
+
+@Suite("The app's operations")
+struct DomainOperationTests {
+    private func consistentStore() throws -> Store {
+        let store = try makeStore()
+        try importJSON(consistentTree.json, into: store)
+        return store
+    }
+
+    /// The export of `store` equals the tree the app would have written.
+    private func expectTree(_ store: Store, _ expected: TreeValue, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let reference = try makeStore()
+        try importJSON(expected.json, into: reference)
+        expectSameText(try exportJSON(store), try exportJSON(reference), sourceLocation: sourceLocation)
+    }
+
+    @Test func eachOperationWritesWhatTheAppWould() throws {
+        let store = try consistentStore()
+        var tree = consistentTree
+
+        _ = try store.addUser(uid: "dave", username: "dave")
+        tree = tree.setting("users/dave", #"{"username": "dave"}"#)
+        try expectTree(store, tree)
+
+        #expect(try store.follow("dave", "bob") == OperationResult(changed: true, count: 2))
+        #expect(try store.follow("dave", "bob") == OperationResult(changed: false, count: 0))
+        tree = tree.setting("following/dave/bob", "true").setting("followers/bob/dave", "true")
+            .setting("timeline/dave", #"{"-Pb1": {"poster_uid": "bob"}, "-Pb2": {"poster_uid": "bob"}}"#)
+        try expectTree(store, tree)
+
+        let now = Date(timeIntervalSince1970: 1_700_000_000.25)
+        let (post, entries) = try store.createPost(
+            owner: "bob", imageURL: "https://i/new.jpg", imageHeight: 300, now: now)
+        #expect(entries == 4)
+        #expect(post.key.count == 20 && PushIDGenerator.timestamp(of: post.key) != nil)
+        tree = tree.setting("posts/bob/\(post.key)", """
+            {"image_url": "https://i/new.jpg", "image_height": 300, "created_at": 1700000000.25, "like_count": 0,
+             "poster": {"uid": "bob", "username": "bob"}}
+            """)
+        for uid in ["alice", "bob", "carol", "dave"] {
+            tree = tree.setting("timeline/\(uid)/\(post.key)", #"{"poster_uid": "bob"}"#)
+        }
+        try expectTree(store, tree)
+
+        #expect(try store.like("dave", post: post.key) == OperationResult(changed: true, count: 1))
+        #expect(try store.like("dave", post: post.key) == OperationResult(changed: false, count: 1))
+        #expect(try store.unlike("alice", post: post.key) == OperationResult(changed: false, count: 1))
+        tree = tree.setting("postLikes/\(post.key)/dave", "true").setting("posts/bob/\(post.key)/like_count", "1")
+        try expectTree(store, tree)
+
+        #expect(try store.unfollow("carol", "alice") == OperationResult(changed: true, count: 1))
+        #expect(try store.unfollow("carol", "alice") == OperationResult(changed: false, count: 0))
+        tree = tree.removing("following/carol/alice").removing("followers/alice").removing("timeline/carol/-Pa1")
+        try expectTree(store, tree)
+
+        #expect(try store.renameUser(uid: "bob", to: "robert", propagate: true) == 3)
+        tree = tree.setting("users/bob/username", "\"robert\"")
+        for key in ["-Pb1", "-Pb2", post.key] { tree = tree.setting("posts/bob/\(key)/poster/username", "\"robert\"") }
+        try expectTree(store, tree)
+
+        let removed = try store.deletePost(owner: "alice", key: "-Pa1")
+        #expect(removed.map(\.rows) == [1, 1, 1])
+        tree = tree.removing("posts/alice").removing("postLikes/-Pa1").removing("timeline/alice/-Pa1")
+        try expectTree(store, tree)
+
+        #expect(try store.unlike("dave", post: post.key) == OperationResult(changed: true, count: 0))
+        tree = tree.removing("postLikes/\(post.key)").setting("posts/bob/\(post.key)/like_count", "0")
+        try expectTree(store, tree)
+        #expect(try store.check().allSatisfy { $0.isClean })
+    }
+
+    @Test func renamingWithoutPropagatingLeavesThePosterCopiesAsTheAppDid() throws {
+        let store = try consistentStore()
+        #expect(try store.renameUser(uid: "bob", to: "robert", propagate: false) == 0)
+        let poster = try store.check([.poster])[0]
+        #expect(poster.examples == ["/posts/bob/-Pb1", "/posts/bob/-Pb2"])
+    }
+
+    @Test func readsPageByKey() throws {
+        let store = try consistentStore()
+        let first = try store.timeline(of: "carol", limit: 2)
+        #expect(first.map(\.post.key) == ["-Pb2", "-Pb1"])
+        #expect(first.map(\.isLiked) == [false, true])
+        #expect(first[1].post.likeCount == 2 && first[1].post.posterUsername == "bob")
+        let second = try store.timeline(of: "carol", limit: 2, before: first.last!.post.key)
+        #expect(second.map(\.post.key) == ["-Pa1"])
+        #expect(try store.posts(of: "bob", limit: 1, before: "-Pb2").map(\.key) == ["-Pb1"])
+        #expect(try store.users(limit: 2, after: "alice").map(\.uid) == ["bob", "carol"])
+        let carol = try #require(try store.user("carol"))
+        #expect((carol.posts, carol.followers, carol.following, carol.timelineEntries) == (0, 0, 2, 3))
+        #expect(try store.user("nobody") == nil)
+    }
+
+    @Test func appCodaFeedPagesNewestFirst() throws {
+        let store = try makeStore()
+        try importJSON("""
+            {"posts": {
+              "-F1": {"imageFileURL": "https://i/1.jpg", "user": "Ann", "votes": 3, "timestamp": 1000},
+              "-F2": {"imageFileURL": "https://i/2.jpg", "user": "Ben", "votes": 0, "timestamp": 2000},
+              "-F3": {"imageFileURL": "https://i/3.jpg", "user": "Cy", "votes": 1, "timestamp": 2000},
+              "-F4": {"imageFileURL": "https://i/4.jpg", "user": "Di", "votes": 9, "timestamp": 3000}}}
+            """, into: store)
+        #expect(try store.feed(.recent, limit: 2).map(\.id) == ["-F4", "-F3"])
+        #expect(try store.feed(.older(than: 2000, id: "-F3"), limit: 2).map(\.id) == ["-F2", "-F1"])
+        #expect(try store.feed(.older(than: 2000), limit: 5).map(\.id) == ["-F1"])
+        #expect(try store.feed(.newer(than: 1000), limit: 5).map(\.id) == ["-F4", "-F3", "-F2"])
+        let top = try store.feed(.recent, limit: 1)[0]
+        #expect(top == FeedPost(id: "-F4", imageFileURL: "https://i/4.jpg", user: "Di", votes: 9, timestamp: 3000))
+    }
+
+    @Test func refusalsWriteNothing() throws {
+        let store = try consistentStore()
+        let before = try exportJSON(store)
+        func expectError(_ kind: StorageError.Kind, _ body: () throws -> Any) {
+            #expect { _ = try body() } throws: { ($0 as? StorageError)?.kind == kind }
+        }
+        expectError(.refused) { try store.follow("alice", "alice") }
+        expectError(.notFound) { try store.follow("alice", "nobody") }
+        expectError(.notFound) { try store.like("nobody", post: "-Pb1") }
+        expectError(.notFound) { try store.like("alice", post: "-Nope") }
+        expectError(.notFound) { try store.createPost(owner: "nobody", imageURL: "u", imageHeight: 1) }
+        expectError(.notFound) { try store.deletePost(owner: "bob", key: "-Pa1") }
+        expectError(.notFound) { try store.renameUser(uid: "nobody", to: "x", propagate: true) }
+        expectError(.refused) { try store.addUser(uid: "alice", username: "again") }
+        expectError(.refused) { try store.addUser(uid: "a/b", username: "slash") }
+        expectError(.notFound) { try store.timeline(of: "nobody", limit: 5) }
+        expectSameText(try exportJSON(store), before)
+    }
+
+    @Test func pushIDsSortByCreationTimeAndNeverRepeat() {
+        let clock = Mutex(Date(timeIntervalSince1970: 1_500_000_000))
+        let generator = PushIDGenerator { clock.withLock { $0 } }
+        var keys: [String] = []
+        for step in 0..<2000 {
+            if step % 500 == 0 { clock.withLock { $0 = $0.addingTimeInterval(0.001) } }
+            keys.append(generator.next())
+        }
+        #expect(keys == keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+        #expect(Set(keys).count == keys.count)
+        #expect(PushIDGenerator.timestamp(of: keys[0]) == Date(timeIntervalSince1970: 1_500_000_000.001))
+    }
+
+    @Test func concurrentClientsLeaveEveryCopyRight() throws {
+        let database = try TestPostgres.makeDatabase()
+        try importJSON(consistentTree.json, into: Store(connection: try database.connect()))
+        let uids = ["alice", "bob", "carol"]
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { client in
+            do {
+                let store = Store(connection: try database.connect())
+                var generator = SeededGenerator(state: UInt64(client + 1))
+                var myPosts: [String] = []
+                for _ in 0..<60 {
+                    let a = uids.randomElement(using: &generator)!
+                    let b = uids.filter { $0 != a }.randomElement(using: &generator)!
+                    let keys = ["-Pa1", "-Pb1", "-Pb2"] + myPosts
+                    let key = keys.randomElement(using: &generator)!
+                    do {
+                        switch Int.random(in: 0..<7, using: &generator) {
+                        case 0, 1: _ = try store.like(a, post: key)
+                        case 2: _ = try store.unlike(a, post: key)
+                        case 3: _ = try store.follow(a, b)
+                        case 4: _ = try store.unfollow(a, b)
+                        case 5: myPosts.append(try store.createPost(owner: a, imageURL: "u", imageHeight: 1).post.key)
+                        default:
+                            if let mine = myPosts.popLast() {
+                                let owner = try store.connection.query(
+                                    "SELECT owner_uid FROM posts WHERE post_key = \(mine)")[0].decode(String.self, at: 0)
+                                _ = try store.deletePost(owner: owner, key: mine)
+                            }
+                        }
+                    } catch let error as StorageError where error.kind == .notFound {
+                        // A post another client deleted in the meantime.
+                    }
+                }
+            } catch {
+                failures.withLock { $0.append("client \(client): \(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 } == [])
+        let results = try Store(connection: try database.connect()).check(examples: 3)
+        for result in results {
+            #expect(result.isClean, "\(result.check.rawValue): \(result.violations) \(result.examples)")
+        }
+    }
+
+    @Test func concurrentLikesOfOnePostCountExactly() throws {
+        let database = try TestPostgres.makeDatabase()
+        let setup = Store(connection: try database.connect())
+        try importJSON(consistentTree.json, into: setup)
+        for client in 0..<4 {
+            for index in 0..<10 { _ = try setup.addUser(uid: "fan\(client)_\(index)", username: "fan") }
+        }
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { client in
+            do {
+                let store = Store(connection: try database.connect())
+                var generator = SeededGenerator(state: UInt64(client) &+ 99)
+                for _ in 0..<150 {
+                    // Fans of other clients too, so that two clients like and unlike as the same user at once.
+                    let fan = "fan\(Int.random(in: 0..<4, using: &generator))_\(Int.random(in: 0..<10, using: &generator))"
+                    if Bool.random(using: &generator) {
+                        _ = try store.like(fan, post: "-Pb1")
+                    } else {
+                        _ = try store.unlike(fan, post: "-Pb1")
+                    }
+                }
+            } catch {
+                failures.withLock { $0.append("client \(client): \(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 } == [])
+        let row = try setup.connection.query("""
+            SELECT (SELECT like_count FROM posts WHERE post_key = '-Pb1'),
+                (SELECT count(*) FROM post_likes WHERE post_key = '-Pb1')
+            """)[0]
+        #expect(try row.decode(Int.self, at: 0) == row.decode(Int.self, at: 1))
+    }
+
+    @Test(arguments: 1...4)
+    func randomSequencesOfOperationsLeaveCheckClean(seed: Int) throws {
+        let store = try consistentStore()
+        var generator = SeededGenerator(state: UInt64(seed) * 7919)
+        var uids = ["alice", "bob", "carol"]
+        var posts: [(owner: String, key: String)] = [("alice", "-Pa1"), ("bob", "-Pb1"), ("bob", "-Pb2")]
+        let pushIDs = PushIDGenerator()
+        for step in 0..<150 {
+            let a = uids.randomElement(using: &generator)!
+            let b = uids.randomElement(using: &generator)!
+            do {
+                switch Int.random(in: 0..<9, using: &generator) {
+                case 0: uids.append(try store.addUser(uid: "user\(step)", username: "name \(step)").uid)
+                case 1, 2: _ = try store.follow(a, b)
+                case 3: _ = try store.unfollow(a, b)
+                case 4: posts.append((a, try store.createPost(owner: a, imageURL: "u", imageHeight: 1, pushIDs: pushIDs).post.key))
+                case 5, 6: if let post = posts.randomElement(using: &generator) { _ = try store.like(a, post: post.key) }
+                case 7: if let post = posts.randomElement(using: &generator) { _ = try store.unlike(a, post: post.key) }
+                default:
+                    if !posts.isEmpty {
+                        let post = posts.remove(at: Int.random(in: 0..<posts.count, using: &generator))
+                        _ = try store.deletePost(owner: post.owner, key: post.key)
+                    }
+                }
+            } catch let error as StorageError where error.kind == .refused {
+                // Following oneself.
+            }
+        }
+        for result in try store.check(examples: 3) {
+            #expect(result.isClean, "\(result.check.rawValue): \(result.violations) \(result.examples)")
+        }
+    }
+}
+
