@@ -89,7 +89,7 @@ struct Check: ConsoleCommand {
         guard let list else { return nil }
         return try list.split(separator: ",").map { name in
             let name = name.trimmingCharacters(in: .whitespaces)
-            guard let check = IntegrityCheck(name: name) else {
+            guard let check = IntegrityCheck(rawValue: name) else {
                 throw ValidationError(
                     "\(option): no check named \"\(name)\"; the checks are "
                         + IntegrityCheck.allCases.map(\.rawValue).joined(separator: ", "))

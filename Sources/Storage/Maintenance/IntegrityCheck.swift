@@ -58,11 +58,6 @@ public enum IntegrityCheck: String, CaseIterable, Sendable {
         case .chatDuplicates: nil
         }
     }
-
-    /// The check named `name`, as `check --only` spells it.
-    public init?(name: String) {
-        self.init(rawValue: name)
-    }
 }
 
 /// What one check found.

@@ -18,11 +18,6 @@ public enum Repair: String, CaseIterable, Sendable {
     /// The order `check --fix` runs repairs in: removals first, so later repairs do not count what goes away;
     /// chats before their hashes, since making copies agree may pick a stale hash.
     public static let fixOrder: [Repair] = [.orphans, .follows, .chats, .chatHashes, .posters, .likeCounts, .timelines]
-
-    /// The checks this repair makes pass.
-    public var fixes: [IntegrityCheck] {
-        IntegrityCheck.allCases.filter { $0.repair == self }
-    }
 }
 
 /// Which side wins when `/following` and `/followers` disagree.

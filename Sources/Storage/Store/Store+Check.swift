@@ -9,17 +9,10 @@ extension Store {
     /// ```swift
     /// let results = try store.check([.likeCount, .orphans], examples: 3)
     /// ```
-    public func check(
-        _ checks: [IntegrityCheck] = IntegrityCheck.allCases, examples: Int = 5,
-        onResult: (CheckResult) -> Void = { _ in }
-    ) throws -> [CheckResult] {
+    public func check(_ checks: [IntegrityCheck] = IntegrityCheck.allCases, examples: Int = 5) throws -> [CheckResult] {
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
             try lockMaintenance()
-            return try checks.map { check in
-                let result = try run(check, examples: examples)
-                onResult(result)
-                return result
-            }
+            return try checks.map { try run($0, examples: examples) }
         }
     }
 
