@@ -7,6 +7,10 @@ public final class PushIDGenerator: @unchecked Sendable {
     /// Firebase's alphabet, in ASCII order.
     static let alphabet = Array("-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz".utf8)
 
+    /// The process's generator: keys made through it increase strictly even within one millisecond, which
+    /// generators made per call could not promise.
+    public static let shared = PushIDGenerator()
+
     private let lock = NSLock()
     private var lastMilliseconds: Int64 = -1
     private var lastRandom = [Int](repeating: 0, count: 12)

@@ -5,7 +5,7 @@ extension Store {
     /// `poster` copy, and its entries in the owner's and every follower's timeline, in one transaction; the fan-out
     /// is one statement. Returns the post and how many timeline entries were written.
     public func createPost(
-        owner: String, imageURL: String, imageHeight: Double, pushIDs: PushIDGenerator = PushIDGenerator(),
+        owner: String, imageURL: String, imageHeight: Double, pushIDs: PushIDGenerator = .shared,
         now: Date = Date()
     ) throws -> (post: Post, timelineEntries: Int) {
         let key = pushIDs.next()
