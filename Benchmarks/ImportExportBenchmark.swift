@@ -75,7 +75,7 @@ struct ImportExportBenchmark {
     }
 
     private func createFile(_ path: String) -> String {
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         return path
     }
 

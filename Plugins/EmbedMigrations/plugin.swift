@@ -14,10 +14,11 @@ struct EmbedMigrations: BuildToolPlugin {
         let output = context.pluginWorkDirectoryURL.appending(path: "EmbeddedMigrations.swift")
         return [
             .buildCommand(
-                displayName: "Embedding \(files.count) SQL migrations",
+                displayName: "Embedding the SQL migrations of sql/",
                 executable: try context.tool(named: "EmbedSQL").url,
-                arguments: [output.path] + files.map(\.path),
-                inputFiles: files,
+                arguments: [output.path, sqlDirectory.path],
+                // The directory too, so that adding or removing a migration runs the command again.
+                inputFiles: files + [sqlDirectory],
                 outputFiles: [output]
             )
         ]

@@ -1,12 +1,18 @@
-// Writes a Swift file holding the given SQL migration files as string literals.
-// Usage: EmbedSQL OUTPUT.swift FILE.sql...
+// Writes a Swift file holding the SQL migration files of a directory as string literals.
+// Usage: EmbedSQL OUTPUT.swift SQL-DIRECTORY
 import Foundation
 
 let arguments = CommandLine.arguments.dropFirst()
-guard let outputPath = arguments.first else {
-    FileHandle.standardError.write(Data("usage: EmbedSQL OUTPUT.swift FILE.sql...\n".utf8))
+guard arguments.count == 2, let outputPath = arguments.first, let directory = arguments.last else {
+    FileHandle.standardError.write(Data("usage: EmbedSQL OUTPUT.swift SQL-DIRECTORY\n".utf8))
     exit(64)
 }
+// The directory is listed here, at build time, rather than by the plugin: SwiftPM keeps a plugin's command list
+// between builds, so a migration added since would otherwise be left out without a word.
+let files = try FileManager.default.contentsOfDirectory(atPath: directory)
+    .filter { $0.hasSuffix(".sql") }
+    .sorted()
+    .map { URL(fileURLWithPath: directory).appendingPathComponent($0) }
 
 /// A raw string literal delimiter longer than any run of `#` in the text, so the SQL is embedded verbatim.
 func delimiter(for text: String) -> String {
@@ -27,8 +33,7 @@ var source = """
         public static let embedded: [Migration] = [
 
     """
-for path in arguments.dropFirst() {
-    let url = URL(fileURLWithPath: path)
+for url in files {
     let text = try String(contentsOf: url, encoding: .utf8)
     let hashes = delimiter(for: text)
     source += "        Migration(fileName: \(String(reflecting: url.lastPathComponent)), sql: \(hashes)\"\"\"\n"

@@ -25,6 +25,7 @@ struct CommandGroup {
             UserCommand.self, Users.self, PostCommand.self, Posts.self, Follow.self, Unfollow.self, Like.self,
             Unlike.self, Timeline.self, Feed.self,
         ]),
+        CommandGroup(title: "Chats", commands: [ChatCommand.self, Chats.self, Messages.self]),
         CommandGroup(title: "Integrity", commands: [
             Check.self, Backfill.self, Denormalize.self, Rehash.self, RepairCommand.self,
         ]),

@@ -35,6 +35,47 @@ enum DomainViews {
             })
     }
 
+    /// Chat copies, one per row.
+    static func chats(_ chats: [Chat]) -> ResultTable {
+        ResultTable(columns: chatColumns, rows: chats.map(chatRow))
+    }
+
+    static let chatColumns = ["key", "title", "members", "last_message", "last_message_sent", "time", "member_hash"]
+
+    static func chatRow(_ chat: Chat) -> [Cell] {
+        [.text(chat.key), cell(chat.title), .text(chat.members.joined(separator: ", ")), cell(chat.lastMessage),
+         chat.lastMessageSent.map(Cell.number) ?? .null, cell(time(seconds: chat.lastMessageSent)),
+         cell(chat.memberHash)]
+    }
+
+    /// Messages, one per row.
+    static func messages(_ messages: [Message]) -> ResultTable {
+        ResultTable(columns: messageColumns, rows: messages.map(messageRow))
+    }
+
+    static let messageColumns = ["key", "timestamp", "time", "sender_uid", "sender", "content"]
+
+    static func messageRow(_ message: Message) -> [Cell] {
+        [.text(message.key), message.timestamp.map(Cell.number) ?? .null, cell(time(seconds: message.timestamp)),
+         cell(message.senderUID), cell(message.senderUsername), cell(message.content)]
+    }
+
+    /// A message as a chat log line: `time  sender: content`.
+    static func logLine(_ message: Message) -> String {
+        "\(time(seconds: message.timestamp) ?? "-")  \(message.senderUsername ?? message.senderUID ?? "?"): \(message.content ?? "")"
+    }
+
+    /// A change of a chat copy as a row; a deleted copy has its key and nothing else.
+    static func chatChangeRow(_ change: ChatChange) -> [Cell] {
+        change.chat.map(chatRow) ?? [.text(change.key)] + Array(repeating: .null, count: chatColumns.count - 1)
+    }
+
+    /// A change of a chat copy as a log line: `time  key  title: last message`, or `key  (removed)`.
+    static func logLine(_ change: ChatChange) -> String {
+        guard let chat = change.chat else { return "\(change.key)  (removed)" }
+        return "\(time(seconds: chat.lastMessageSent) ?? "-")  \(chat.key)  \(chat.title ?? "(no title)"): \(chat.lastMessage ?? "")"
+    }
+
     /// One record as `field | value` rows (or one JSON object).
     static func record(_ fields: [(String, Cell)], format: OutputFormat) -> String {
         if format == .json {

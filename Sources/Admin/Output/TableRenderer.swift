@@ -5,9 +5,7 @@ enum TableRenderer {
         switch format {
         case .table: aligned(table)
         case .expanded: expanded(table)
-        case .json: JSONWriter.array(table.rows.map { row in
-            JSONWriter.object(zip(table.columns, row.map(\.json)).map { ($0, $1) })
-        }) + "\n"
+        case .json: JSONWriter.array(table.rows.map { jsonObject(columns: table.columns, row: $0) }) + "\n"
         case .csv: csv(table)
         }
     }
@@ -53,13 +51,20 @@ enum TableRenderer {
 
     /// RFC 4180: fields with commas, quotes or line breaks are quoted, quotes doubled.
     static func csv(_ table: ResultTable) -> String {
-        func field(_ text: String) -> String {
+        ([csvLine(table.columns)] + table.rows.map { csvLine($0.map(\.display)) }).joined(separator: "\n") + "\n"
+    }
+
+    /// One CSV line of fields, without the line break.
+    static func csvLine(_ fields: [String]) -> String {
+        fields.map { text in
             guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
             return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-        }
-        var lines = [table.columns.map(field).joined(separator: ",")]
-        lines += table.rows.map { $0.map { field($0.display) }.joined(separator: ",") }
-        return lines.joined(separator: "\n") + "\n"
+        }.joined(separator: ",")
+    }
+
+    /// One row as a JSON object, keys in column order.
+    static func jsonObject(columns: [String], row: [Cell]) -> String {
+        JSONWriter.object(zip(columns, row.map(\.json)).map { ($0, $1) })
     }
 
     private static func centered(_ text: String, width: Int) -> String {

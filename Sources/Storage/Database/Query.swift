@@ -62,6 +62,12 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
             sql += "$\(binds.count)"
         }
 
+        /// An optional value, sent as the next `$n` parameter (SQL NULL for nil).
+        public mutating func appendInterpolation<Value: QueryBindable>(_ value: Value?) {
+            binds.append(value.queryText)
+            sql += "$\(binds.count)"
+        }
+
         /// An identifier (table, column, role), quoted.
         public mutating func appendInterpolation(identifier: String) {
             sql += Query.quoted(identifier: identifier)

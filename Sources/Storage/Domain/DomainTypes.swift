@@ -71,3 +71,47 @@ public struct OperationResult: Sendable, Equatable {
     /// `like`/`unlike`: the post's like count afterwards; `follow`/`unfollow`: timeline entries added or removed.
     public var count: Int
 }
+
+/// One member's copy of a chat, `/chats/{uid}/{key}`.
+public struct Chat: Sendable, Equatable {
+    /// The member whose copy this is.
+    public var uid: String
+    /// The chat's key, shared by the copies.
+    public var key: String
+    /// `title`: the usernames of the creator and the other member, `"a, b"`.
+    public var title: String?
+    /// `memberHash`.
+    public var memberHash: String?
+    /// The keys of `members`, in byte order.
+    public var members: [String]
+    /// `lastMessage`: `"<sender username>: <content>"`.
+    public var lastMessage: String?
+    /// `lastMessageSent`: the last message's `timestamp`, in seconds since 1970.
+    public var lastMessageSent: Double?
+}
+
+/// `/messages/{chatKey}/{key}`.
+public struct Message: Sendable, Equatable {
+    /// The chat it belongs to.
+    public var chatKey: String
+    /// The message's push ID.
+    public var key: String
+    /// `content`.
+    public var content: String?
+    /// `timestamp`, in seconds since 1970.
+    public var timestamp: Double?
+    /// `sender.uid`.
+    public var senderUID: String?
+    /// `sender.username`.
+    public var senderUsername: String?
+}
+
+/// What `chat send` wrote.
+public struct SentMessage: Sendable, Equatable {
+    /// The sender's copy of the chat, as it is after the message.
+    public var chat: Chat
+    /// The message.
+    public var message: Message
+    /// Whether this message created the chat.
+    public var createdChat: Bool
+}

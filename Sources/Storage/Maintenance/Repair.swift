@@ -14,6 +14,9 @@ public enum Repair: String, CaseIterable, Sendable {
     case chats = "repair chats"
     /// Likes, messages and timeline entries of posts or chats that do not exist are removed.
     case orphans = "repair orphans"
+    /// Two chats of the same members become one: the messages of one move into the other, which an operator
+    /// decides (`Store.mergeChats`); never part of `check --fix`.
+    case chatMerge = "chat merge"
 
     /// The order `check --fix` runs repairs in: removals first, so later repairs do not count what goes away;
     /// chats before their hashes, since making copies agree may pick a stale hash.
@@ -39,11 +42,18 @@ public struct RepairOptions: Sendable {
     /// `repair follows --prefer`.
     public var followPreference = FollowPreference.union
 
+    /// `chat merge KEEP DROP`: the chat that stays and the one whose messages move into it.
+    public var mergedChats: (keep: String, drop: String)?
+
     /// The defaults: change the data, every user, union of follows.
-    public init(isDryRun: Bool = false, user: String? = nil, followPreference: FollowPreference = .union) {
+    public init(
+        isDryRun: Bool = false, user: String? = nil, followPreference: FollowPreference = .union,
+        mergedChats: (keep: String, drop: String)? = nil
+    ) {
         self.isDryRun = isDryRun
         self.user = user
         self.followPreference = followPreference
+        self.mergedChats = mergedChats
     }
 }
 

@@ -44,7 +44,7 @@ extension Store {
         }
     }
 
-    private struct Step {
+    struct Step {
         /// The table whose rows `query` changes; nil for bookkeeping statements that are not reported.
         var table: String?
         var action: String
@@ -60,6 +60,7 @@ extension Store {
         case .follows: Self.followSteps(preferring: options.followPreference)
         case .chats: Self.chatSteps
         case .orphans: Self.orphanSteps
+        case .chatMerge: try chatMergeSteps(options.mergedChats)
         }
     }
 

@@ -1,0 +1,45 @@
+import ArgumentParser
+import Storage
+
+/// `messages CHATKEY [--limit N] [--before KEY] [--follow]`.
+struct Messages: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show a chat's messages, or follow new ones as they are sent.",
+        discussion: """
+            Shows the newest messages, oldest first as a chat does; for the page before, pass the first key shown
+            as --before. With --follow, prints each new message once it commits, until Ctrl-C: a log line each
+            in table formats, one JSON object per line with --format json.
+
+            Examples:
+              messages -NxQ3bH0Jb2Sc5HWq5nQ
+              messages -NxQ3bH0Jb2Sc5HWq5nQ --limit 100 --before -NxQ9aA0Jb2Sc5HWq5zz
+              messages -NxQ3bH0Jb2Sc5HWq5nQ --follow
+            """)
+
+    // Push IDs begin with "-", which the parser would take for an option; see PositionalKeys.
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The chat's key.", valueName: "chat-key"))
+    var keys: [String] = []
+    @Option(help: "How many messages to show.") var limit = 20
+    @Option(parsing: .unconditional, help: "Show messages older than this key.") var before: String?
+    @Flag(help: "Print new messages as they commit, until Ctrl-C.") var follow = false
+    @Option(help: "Output format (default: the session's).") var format: OutputFormat?
+
+    func validate() throws {
+        try PositionalKeys.validate(keys, names: ["CHATKEY"])
+        guard limit > 0 else { throw ValidationError("--limit must be positive") }
+    }
+
+    func run(in session: Session) throws {
+        let format = format ?? session.format
+        let chatKey = keys[0]
+        guard follow else {
+            let messages = try session.store().messages(in: chatKey, limit: limit, before: before)
+            session.output.write(TableRenderer.render(DomainViews.messages(messages), as: format))
+            return
+        }
+        let view = FollowView<Message>(
+            columns: DomainViews.messageColumns, row: DomainViews.messageRow, logLine: DomainViews.logLine,
+            format: format)
+        try view.run(try session.store().watchMessages(in: chatKey), following: "chat \(chatKey)", in: session)
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+
+extension Store {
+    /// `chat merge KEEP DROP`: the messages of `drop` move into `keep`, `drop`'s copies go, and `keep`'s copies
+    /// describe the newest message of the two; one transaction, rolled back in a dry run. Refused unless both
+    /// chats exist with the same members and no message key is in both.
+    public func mergeChats(keep: String, drop: String, isDryRun: Bool = false) throws -> RepairReport {
+        try repair(.chatMerge, options: RepairOptions(isDryRun: isDryRun, mergedChats: (keep, drop)))
+    }
+
+    /// Checks the two chats, then returns the statements of the merge; runs inside the repair's transaction.
+    func chatMergeSteps(_ chats: (keep: String, drop: String)?) throws -> [Step] {
+        guard let (keep, drop) = chats else { preconditionFailure("chat merge needs the two chats") }
+        guard keep != drop else { throw StorageError(.refused, "a chat cannot be merged into itself") }
+        var members: [String: [String]] = [:], holders: [String: [String]] = [:]
+        for row in try connection.query("""
+            SELECT chat_key, members, holders FROM chat_members WHERE chat_key IN (\(keep), \(drop))
+            """) {
+            members[try row.decode(at: 0)] = try row.decode(at: 1)
+            holders[try row.decode(at: 0)] = try row.decode(at: 2)
+        }
+        for key in [keep, drop] where members[key] == nil {
+            throw StorageError(.notFound, "no chat \(key) (no user holds a copy of it)")
+        }
+        guard members[keep] == members[drop] else {
+            throw StorageError(
+                .refused, "chats \(keep) and \(drop) have different members",
+                detail: "\(keep): \(members[keep]!.joined(separator: ", ")); \(drop): \(members[drop]!.joined(separator: ", "))")
+        }
+        if let both = try connection.query("""
+            SELECT message_key FROM messages d
+            WHERE d.chat_key = \(drop)
+                AND EXISTS (SELECT FROM messages k WHERE k.chat_key = \(keep) AND k.message_key = d.message_key)
+            LIMIT 1
+            """).first {
+            throw StorageError(.refused, "message \(try both.decode(String.self, at: 0)) is in both chats; merge them by hand")
+        }
+        let pair = members[keep]!
+        if pair.count == 2 {
+            // A message sent to the pair meanwhile must land in the chat that stays.
+            try connection.execute("""
+                SELECT pg_advisory_xact_lock(\(Self.chatLockClass), \(Self.chatLockKey(pair[0], pair[1])))
+                """)
+        }
+        return [
+            Step(table: "messages", action: "updated", query: """
+                UPDATE messages SET chat_key = \(keep) WHERE chat_key = \(drop)
+                """),
+            Step(table: "unmapped_values", action: "updated", query: """
+                UPDATE unmapped_values SET path[1] = \(keep) WHERE root = 'messages' AND path[1] = \(drop)
+                """),
+            Step(table: "chats", action: "deleted", query: "DELETE FROM chats WHERE chat_key = \(drop)"),
+            Step(table: "unmapped_values", action: "deleted", query: """
+                DELETE FROM unmapped_values WHERE root = 'chats' AND path[2] = \(drop)
+                """),
+            Step(table: "chats", action: "updated", query: """
+                UPDATE chats c
+                SET last_message = n.sender_username || ': ' || n.content, last_message_sent = n."timestamp",
+                    extra = nullif(c.extra - '{lastMessage,lastMessageSent}'::text[], '{}')
+                FROM chat_newest_messages n
+                WHERE c.chat_key = \(keep) AND n.chat_key = \(keep)
+                    AND (c.last_message IS DISTINCT FROM n.sender_username || ': ' || n.content
+                         OR c.last_message_sent IS DISTINCT FROM n."timestamp"
+                         OR c.extra ?| '{lastMessage,lastMessageSent}'::text[])
+                """),
+            Step(table: nil, action: "", query: "SELECT notify_chat(\(keep)), notify_chat(\(drop), \(holders[drop]!))"),
+        ]
+    }
+}
