@@ -3,7 +3,8 @@
 --
 -- Each event is JSON shaped like a put event of Firebase's REST streaming API: {"path": "/messages/{chat}/{key}",
 -- "data": {...}}, data being the node at path as the app's tree holds it. NOTIFY payloads are limited to 8000
--- bytes: an event that would be longer leaves data out, and a listener reads the node at path instead.
+-- bytes: an event that would be longer leaves data out, and a listener reads the node at path instead (as it
+-- is by then, which for a chat copy may already include a later message).
 --
 --   LISTEN admin_messages;  -- each new message
 --   LISTEN admin_chats;     -- each changed chat copy (/chats/{uid}/{chat})

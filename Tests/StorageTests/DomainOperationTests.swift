@@ -3,20 +3,30 @@ import PostgresTestSupport
 import Testing
 @testable import Storage
 
+/// A store holding `tree` (by default `consistentTree`).
+func consistentStore(_ tree: TreeValue = consistentTree) throws -> Store {
+    let store = try makeStore()
+    try importJSON(tree.json, into: store)
+    return store
+}
+
+/// The export of `store` equals the tree the app would have written.
+func expectTree(_ store: Store, _ expected: TreeValue, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let reference = try makeStore()
+    try importJSON(expected.json, into: reference)
+    expectSameText(try exportJSON(store), try exportJSON(reference), sourceLocation: sourceLocation)
+}
+
+/// Every check passes on `store`.
+func expectCheckClean(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    for result in try store.check(examples: 3) {
+        #expect(result.isClean, "\(result.check.rawValue): \(result.violations) \(result.examples)",
+                sourceLocation: sourceLocation)
+    }
+}
+
 @Suite("The app's operations")
 struct DomainOperationTests {
-    private func consistentStore() throws -> Store {
-        let store = try makeStore()
-        try importJSON(consistentTree.json, into: store)
-        return store
-    }
-
-    /// The export of `store` equals the tree the app would have written.
-    private func expectTree(_ store: Store, _ expected: TreeValue, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let reference = try makeStore()
-        try importJSON(expected.json, into: reference)
-        expectSameText(try exportJSON(store), try exportJSON(reference), sourceLocation: sourceLocation)
-    }
 
     @Test func eachOperationWritesWhatTheAppWould() throws {
         let store = try consistentStore()
@@ -160,12 +170,13 @@ struct DomainOperationTests {
                     let keys = ["-Pa1", "-Pb1", "-Pb2"] + myPosts
                     let key = keys.randomElement(using: &generator)!
                     do {
-                        switch Int.random(in: 0..<7, using: &generator) {
+                        switch Int.random(in: 0..<9, using: &generator) {
                         case 0, 1: _ = try store.like(a, post: key)
                         case 2: _ = try store.unlike(a, post: key)
                         case 3: _ = try store.follow(a, b)
                         case 4: _ = try store.unfollow(a, b)
                         case 5: myPosts.append(try store.createPost(owner: a, imageURL: "u", imageHeight: 1).post.key)
+                        case 6, 7: _ = try store.sendMessage(from: a, to: b, text: "from client \(client)")
                         default:
                             if let mine = myPosts.popLast() {
                                 let owner = try store.connection.query(
@@ -173,8 +184,8 @@ struct DomainOperationTests {
                                 _ = try store.deletePost(owner: owner, key: mine)
                             }
                         }
-                    } catch let error as StorageError where error.kind == .notFound {
-                        // A post another client deleted in the meantime.
+                    } catch let error as StorageError where error.kind == .notFound || error.kind == .refused {
+                        // A post another client deleted in the meantime; a message to a user not followed.
                     }
                 }
             } catch {
@@ -182,10 +193,7 @@ struct DomainOperationTests {
             }
         }
         #expect(failures.withLock { $0 } == [])
-        let results = try Store(connection: try database.connect()).check(examples: 3)
-        for result in results {
-            #expect(result.isClean, "\(result.check.rawValue): \(result.violations) \(result.examples)")
-        }
+        try expectCheckClean(Store(connection: try database.connect()))
     }
 
     @Test func concurrentLikesOfOnePostCountExactly() throws {
@@ -232,8 +240,9 @@ struct DomainOperationTests {
             let a = uids.randomElement(using: &generator)!
             let b = uids.randomElement(using: &generator)!
             do {
-                switch Int.random(in: 0..<9, using: &generator) {
+                switch Int.random(in: 0..<11, using: &generator) {
                 case 0: uids.append(try store.addUser(uid: "user\(step)", username: "name \(step)").uid)
+                case 9, 10: _ = try store.sendMessage(from: a, to: b, text: "step \(step)", pushIDs: pushIDs)
                 case 1, 2: _ = try store.follow(a, b)
                 case 3: _ = try store.unfollow(a, b)
                 case 4: posts.append((a, try store.createPost(owner: a, imageURL: "u", imageHeight: 1, pushIDs: pushIDs).post.key))
@@ -246,12 +255,10 @@ struct DomainOperationTests {
                     }
                 }
             } catch let error as StorageError where error.kind == .refused {
-                // Following oneself.
+                // Following or messaging oneself, a message to a user not followed.
             }
         }
-        for result in try store.check(examples: 3) {
-            #expect(result.isClean, "\(result.check.rawValue): \(result.violations) \(result.examples)")
-        }
+        try expectCheckClean(store)
     }
 }
 

@@ -202,7 +202,7 @@ struct IntegrityCheckTests {
             expectSameText(try exportJSON(store), try exportJSON(consistent))
         }
         // Idempotent: nothing is left to change.
-        for repair in Repair.allCases {
+        for repair in Repair.fixOrder {
             #expect(try store.repair(repair).rowsChanged == 0, "\(repair.rawValue)")
         }
     }

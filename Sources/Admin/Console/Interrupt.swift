@@ -12,7 +12,16 @@ enum Interrupt {
         received.store(false, ordering: .relaxed)
         // Only an atomic store: nothing else is safe in a signal handler.
         let previous = signal(SIGINT) { _ in Interrupt.received.store(true, ordering: .relaxed) }
-        defer { signal(SIGINT, previous) }
+        // A parent may have started us with SIGINT blocked (the mask survives exec), which would leave Ctrl-C
+        // pending forever.
+        var unblocked = sigset_t(), previousMask = sigset_t()
+        sigemptyset(&unblocked)
+        sigaddset(&unblocked, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &unblocked, &previousMask)
+        defer {
+            pthread_sigmask(SIG_SETMASK, &previousMask, nil)
+            signal(SIGINT, previous)
+        }
         return try body { received.load(ordering: .relaxed) }
     }
 }

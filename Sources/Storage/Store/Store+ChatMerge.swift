@@ -10,7 +10,9 @@ extension Store {
 
     /// Checks the two chats, then returns the statements of the merge; runs inside the repair's transaction.
     func chatMergeSteps(_ chats: (keep: String, drop: String)?) throws -> [Step] {
-        guard let (keep, drop) = chats else { preconditionFailure("chat merge needs the two chats") }
+        guard let (keep, drop) = chats else {
+            throw StorageError(.refused, "chat merge needs the chat to keep and the chat to drop (RepairOptions.mergedChats)")
+        }
         guard keep != drop else { throw StorageError(.refused, "a chat cannot be merged into itself") }
         var members: [String: [String]] = [:], holders: [String: [String]] = [:]
         for row in try connection.query("""
