@@ -10,7 +10,7 @@ struct SyntheticExport {
     private static let names = ["ana", "bo", "chloé", "dmitri", "eun-ji", "fátima", "giorgos", "hana", "Ivan", "日本太郎"]
 
     func write(to path: String) throws {
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         guard let handle = FileHandle(forWritingAtPath: path) else { throw CocoaError(.fileWriteUnknown) }
         defer { try? handle.close() }
         var out = ""

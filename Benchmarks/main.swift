@@ -5,6 +5,11 @@
 //
 //   swift build -c release && .build/release/AdminBenchmarks maintenance [--size MB] [--runs N] [--file PATH]
 //
+//   swift build -c release && .build/release/AdminBenchmarks operations [--followers N] [--clients N] [--seconds S]
+//
+// operations times post create/delete for a user with --followers followers and the likes, unlikes and chat
+// messages --clients connections get through per second (see OperationsBenchmark).
+//
 // maintenance imports the export once into its own embedded server (kept in --work for later runs), then times
 // each check and each repair (dry run) next to a hand-written statement doing the same work.
 //
@@ -142,7 +147,14 @@ case "maintenance":
     try MaintenanceBenchmark(file: path, runs: Int(option("--runs", default: "3")) ?? 3,
                              work: option("--work", default: "/tmp/admin-bench-maintenance-\(megabytes)mb")).run()
 
+case "operations":
+    try OperationsBenchmark(
+        followers: max(1000, Int(option("--followers", default: "100000")) ?? 100_000),
+        clients: Int(option("--clients", default: "4")) ?? 4, runs: Int(option("--runs", default: "10")) ?? 10,
+        duration: Double(option("--seconds", default: "10")) ?? 10,
+        work: option("--work", default: "/tmp/admin-bench-operations")).run()
+
 default:
-    print("usage: AdminBenchmarks reader|import-export|maintenance [--size MB] [--runs N] [--file PATH]")
+    print("usage: AdminBenchmarks reader|import-export|maintenance|operations [--size MB] [--runs N] [--file PATH]")
     exit(64)
 }

@@ -196,6 +196,62 @@ struct DomainOperationTests {
         try expectCheckClean(Store(connection: try database.connect()))
     }
 
+    /// Runs `first` in a transaction on one connection and, while it is still open, `second` on another, which
+    /// must wait for the first's row lock; then commits the first and lets the second finish.
+    private func interleave(
+        in database: TestDatabase, _ first: @escaping (Store) throws -> Void, _ second: @escaping @Sendable (Store) throws -> Void
+    ) throws {
+        let one = Store(connection: try database.connect())
+        let two = Store(connection: try database.connect())
+        let twoPID = try two.connection.query("SELECT pg_backend_pid()")[0].decode(Int.self, at: 0)
+        nonisolated(unsafe) let sendableTwo = two
+        let secondError = Mutex<String?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        try one.connection.withTransaction {
+            try first(one)
+            DispatchQueue.global().async {
+                do { try second(sendableTwo) } catch { secondError.withLock { $0 = "\(error)" } }
+                finished.signal()
+            }
+            // The second operation must really wait for the first one's lock, or the test proves nothing.
+            var waiting = false
+            for _ in 0..<200 where !waiting {
+                Thread.sleep(forTimeInterval: 0.02)
+                waiting = try one.connection.query("""
+                    SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = \(twoPID)
+                    """).first?.decode(Bool?.self, at: 0) == true
+            }
+            #expect(waiting, "the second operation did not wait for the first one's lock")
+        }
+        finished.wait()
+        #expect(secondError.withLock { $0 } == nil)
+    }
+
+    @Test func aFollowAndAPostOfTheFolloweeAtOnceMissNothing() throws {
+        let database = try TestPostgres.makeDatabase()
+        let setup = Store(connection: try database.connect())
+        try importJSON(consistentTree.json, into: setup)
+        _ = try setup.addUser(uid: "dave", username: "dave")
+        _ = try setup.addUser(uid: "erin", username: "erin")
+        // Follow first, post meanwhile: the post's fan-out must see the new follower.
+        try interleave(in: database, { _ = try $0.follow("dave", "bob") }, {
+            _ = try $0.createPost(owner: "bob", imageURL: "u", imageHeight: 1)
+        })
+        // Post first, follow meanwhile: the follow must see the new post.
+        try interleave(in: database, { _ = try $0.createPost(owner: "bob", imageURL: "u", imageHeight: 1) }, {
+            _ = try $0.follow("erin", "bob")
+        })
+        // Delete first, follow meanwhile: the follow must not bring back an entry of the deleted post.
+        try interleave(in: database, { _ = try $0.deletePost(owner: "bob", key: "-Pb1") }, {
+            _ = try $0.unfollow("dave", "bob")
+            _ = try $0.follow("dave", "bob")
+        })
+        let entries = try setup.connection.query("SELECT uid, count(*) FROM timeline WHERE poster_uid = 'bob' GROUP BY uid ORDER BY uid")
+        #expect(try entries.map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Int.self, at: 1))" }
+                == ["alice 3", "bob 3", "carol 3", "dave 3", "erin 3"])
+        try expectCheckClean(setup)
+    }
+
     @Test func concurrentLikesOfOnePostCountExactly() throws {
         let database = try TestPostgres.makeDatabase()
         let setup = Store(connection: try database.connect())

@@ -214,7 +214,8 @@ public struct JSONReader: ~Copyable {
     private mutating func endOfInput() throws -> Token {
         tokenOffset = discarded + cursor
         switch state {
-        case .done, .afterValue where frames.isEmpty:
+        case .done,
+             .afterValue where frames.isEmpty:
             state = .done
             token = .end
             return .end

@@ -25,7 +25,8 @@ extension Store {
             let entries = try connection.execute("""
                 INSERT INTO timeline (uid, post_key, poster_uid)
                 SELECT \(owner), \(key), \(owner)
-                UNION SELECT follower_uid, \(key), \(owner) FROM followers WHERE uid = \(owner)
+                UNION ALL
+                SELECT follower_uid, \(key), \(owner) FROM followers WHERE uid = \(owner) AND follower_uid <> \(owner)
                 ON CONFLICT (uid, post_key) DO UPDATE SET poster_uid = EXCLUDED.poster_uid
                 """)
             return (post, entries)
