@@ -45,6 +45,7 @@ struct AdminMain: ParsableCommand {
             throw ValidationError("Unknown option '\(first)'.")
         }
         signal(SIGPIPE, SIG_IGN)
+        Interrupt.install()
         let session = Session(
             target: DatabaseTarget.resolve(options: options, environment: ProcessInfo.processInfo.environment),
             migratesOnConnect: !options.skipMigrations, format: options.format, isQuiet: options.quiet)
@@ -65,7 +66,7 @@ struct AdminMain: ParsableCommand {
             }
             status = loop.run(lines: lines)
         } else if isatty(STDIN_FILENO) == 1 {
-            status = loop.runInteractive()
+            status = loop.runInteractive(historyFile: MainLoop.historyFile(environment: ProcessInfo.processInfo.environment))
         } else {
             status = loop.run(lines: SourceLine.standardInput())
         }

@@ -1,27 +1,57 @@
 import Foundation
+import Storage
 import Synchronization
 
-/// Ctrl-C during a command that only ends when asked (`--follow`): while such a command runs, SIGINT sets a flag
-/// the command looks at between waits, so it ends cleanly and the console goes on instead of dying.
+/// Ctrl-C. The signal handler only counts the signal and wakes a watcher thread through a pipe (nothing else is
+/// safe in a handler); the watcher asks the server to cancel the running statement (libpq's cancel request), and
+/// commands that wait on their own (`--follow`, `watch`) look at `isPending` between waits. The command then
+/// fails with the server's "canceling statement due to user request", its transaction rolls back, and the
+/// console returns to the prompt or, in a script, stops. A third Ctrl-C before the console got back ends the
+/// process at once; the server rolls back whatever was open.
 enum Interrupt {
-    private static let received = Atomic<Bool>(false)
+    private static let count = Atomic<Int>(0)
+    private static let cancelHandle = Mutex<CancelHandle?>(nil)
+    nonisolated(unsafe) private static var wakeDescriptor: Int32 = -1
 
-    /// Runs `body` with SIGINT caught; `isInterrupted` turns true at the first Ctrl-C. The previous handling of
-    /// SIGINT is back when `body` returns.
-    static func catching<Result>(_ body: (_ isInterrupted: () -> Bool) throws -> Result) rethrows -> Result {
-        received.store(false, ordering: .relaxed)
-        // Only an atomic store: nothing else is safe in a signal handler.
-        let previous = signal(SIGINT) { _ in Interrupt.received.store(true, ordering: .relaxed) }
+    /// Catches SIGINT for the rest of the process; call once, before any command runs.
+    static func install() {
+        var descriptors: [Int32] = [0, 0]
+        guard pipe(&descriptors) == 0 else { return }
+        _ = fcntl(descriptors[1], F_SETFL, fcntl(descriptors[1], F_GETFL) | O_NONBLOCK)
+        wakeDescriptor = descriptors[1]
+        let readDescriptor = descriptors[0]
+        let watcher = Thread {
+            var byte: UInt8 = 0
+            while read(readDescriptor, &byte, 1) >= 0 || errno == EINTR {
+                cancelHandle.withLock { $0 }?.cancel()
+            }
+        }
+        watcher.name = "admin-interrupt"
+        watcher.start()
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { _ in
+            if Interrupt.count.add(1, ordering: .relaxed).newValue >= 3 { _exit(130) }
+            var byte: UInt8 = 1
+            _ = write(Interrupt.wakeDescriptor, &byte, 1)
+        }
+        sigemptyset(&action.sa_mask)
+        sigaction(SIGINT, &action, nil)
         // A parent may have started us with SIGINT blocked (the mask survives exec), which would leave Ctrl-C
         // pending forever.
-        var unblocked = sigset_t(), previousMask = sigset_t()
+        var unblocked = sigset_t()
         sigemptyset(&unblocked)
         sigaddset(&unblocked, SIGINT)
-        pthread_sigmask(SIG_UNBLOCK, &unblocked, &previousMask)
-        defer {
-            pthread_sigmask(SIG_SETMASK, &previousMask, nil)
-            signal(SIGINT, previous)
-        }
-        return try body { received.load(ordering: .relaxed) }
+        pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
+    }
+
+    /// Whether Ctrl-C was pressed since the current command began.
+    static var isPending: Bool { count.load(ordering: .relaxed) > 0 }
+
+    /// Forgets earlier Ctrl-Cs: a new command begins.
+    static func reset() { count.store(0, ordering: .relaxed) }
+
+    /// The connection whose running statement Ctrl-C cancels (the session's, once it connected).
+    static func cancels(_ handle: CancelHandle?) {
+        cancelHandle.withLock { $0 = handle }
     }
 }

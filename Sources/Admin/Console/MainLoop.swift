@@ -36,20 +36,42 @@ struct MainLoop {
             let status = execute(arguments, text: line.text, location: line.location)
             worst = max(worst, status)
             if session.wantsToQuit || (status != .success && errorPolicy == .stop) { break }
+            // Ctrl-C that the command did not take as its way to end (as --follow does) stops the script.
+            if Interrupt.isPending {
+                report(ConsoleError(.commandFailed, "interrupted"), command: nil, location: line.location)
+                return max(worst, .commandFailed)
+            }
         }
         return worst
     }
 
-    /// The interactive console: prompt, read, run, until `quit` or end of input. Errors never end it.
-    func runInteractive() -> ExitStatus {
+    /// The interactive console: prompt, read, run, until `quit` or end of input. Errors never end it. Lines are
+    /// edited with libedit when it is installed, with history kept in `historyFile` across sessions.
+    func runInteractive(historyFile: String?) -> ExitStatus {
         session.inform("admin console. Type help for commands, quit or Ctrl-D to leave.")
+        let completer = Completer(session: session)
+        let editor = LineEditor.load(historyFile: historyFile) { completer.complete(wordsBefore: $0, word: $1) }
         while !session.wantsToQuit {
-            session.output.write("admin@\(session.promptName)=> ")
-            session.output.flush()
-            guard let text = readLine(strippingNewline: true) else {
+            let prompt = "admin@\(session.promptName)=> "
+            let text: String?
+            if let editor {
+                text = editor.readLine(prompt: prompt)
+            } else {
+                session.output.write(prompt)
+                session.output.flush()
+                text = readLine(strippingNewline: true)
+            }
+            guard let text else {
                 session.output.line()
+                session.output.flush()
+                // Ctrl-C at the prompt abandons the line, as in psql; only Ctrl-D (end of input) leaves.
+                if Interrupt.isPending {
+                    Interrupt.reset()
+                    continue
+                }
                 break
             }
+            editor?.remember(text)
             do {
                 let arguments = try Tokenizer.split(text)
                 _ = execute(arguments, text: text, location: nil)
@@ -61,12 +83,21 @@ struct MainLoop {
         return .success
     }
 
+    /// Where the interactive console keeps its history: $ADMIN_HISTORY, else ~/.admin_history (like psql's
+    /// PSQL_HISTORY and ~/.psql_history); none without a home directory.
+    static func historyFile(environment: [String: String]) -> String? {
+        if let path = environment["ADMIN_HISTORY"], !path.isEmpty { return path }
+        guard let home = environment["HOME"], !home.isEmpty else { return nil }
+        return home + "/.admin_history"
+    }
+
     private func execute(_ arguments: [String], text: String, location: String?) -> ExitStatus {
         guard !arguments.isEmpty else { return .success }
         if echoesCommands {
             session.output.line(text)
         }
         defer { session.output.flush() }
+        Interrupt.reset()
         do {
             try Dispatcher.run(arguments, in: session)
             return .success

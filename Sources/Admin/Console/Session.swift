@@ -33,6 +33,11 @@ final class Session {
         self.diagnostics = diagnostics
     }
 
+    /// The store if it is connected, without connecting (Tab completion must not start a server).
+    var connectedStore: Store? {
+        openStore?.connection.isConnected == true ? openStore : nil
+    }
+
     /// The store, connecting (and migrating) on first use; reconnects when the server went away.
     func store() throws -> Store {
         if let openStore {
@@ -41,6 +46,7 @@ final class Session {
             self.openStore = nil
         }
         let store = Store(connection: try connect())
+        Interrupt.cancels(store.connection.makeCancelHandle())
         let migrator = Migrator()
         if migratesOnConnect {
             for migration in try migrator.migrate(on: store.connection) {
@@ -107,6 +113,7 @@ final class Session {
     /// Closes the connection and releases the embedded cluster (stopping it if this was its last console).
     func close() {
         output.flush()
+        Interrupt.cancels(nil)
         openStore = nil
         cluster?.close()
         cluster = nil

@@ -16,14 +16,14 @@ struct FollowView<Change> {
             session.output.flush()
         }
         session.inform("Following \(what); Ctrl-C to stop.")
-        try Interrupt.catching { isInterrupted in
-            while !isInterrupted() {
-                for change in try watch.next(waitingAtMost: 0.25) {
-                    session.output.line(text(change))
-                }
-                session.output.flush()
+        while !Interrupt.isPending {
+            for change in try watch.next(waitingAtMost: 0.25) {
+                session.output.line(text(change))
             }
+            session.output.flush()
         }
+        // Ctrl-C is how a follow ends, not a failure.
+        Interrupt.reset()
         try watch.stop()
     }
 

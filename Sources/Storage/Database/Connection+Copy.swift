@@ -97,10 +97,22 @@ extension Connection {
         return result.affectedRows
     }
 
-    /// Reads results until libpq has none left, so the connection is ready for the next command.
+    /// Reads results until libpq has none left, so the connection is ready for the next command. A COPY still
+    /// under way is ended first: one into the server fails, one out of it is read to its end.
     func drainResults() {
         while let result = PQgetResult(handle) {
+            let status = PQresultStatus(result)
             PQclear(result)
+            if status == PGRES_COPY_IN {
+                guard PQputCopyEnd(handle, "COPY aborted by the client") == 1 else { return }
+            } else if status == PGRES_COPY_OUT {
+                var data: UnsafeMutablePointer<CChar>?
+                while case let length = PQgetCopyData(handle, &data, 0), length >= 0 {
+                    if let data { PQfreemem(data) }
+                }
+            } else if status == PGRES_COPY_BOTH {
+                return
+            }
         }
     }
 

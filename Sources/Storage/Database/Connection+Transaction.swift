@@ -59,7 +59,10 @@ extension Connection {
 
     /// Rolls back, ignoring failure: the connection may be gone, and then so is the transaction.
     func rollbackQuietly() {
-        guard isConnected, isInTransaction else { return }
+        guard isConnected else { return }
+        // A statement or COPY cut short (a cancel, a failed send) leaves results to read before anything else.
+        if PQtransactionStatus(handle) == PQTRANS_ACTIVE { drainResults() }
+        guard isInTransaction else { return }
         _ = try? execute("ROLLBACK")
     }
 

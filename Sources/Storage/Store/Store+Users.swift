@@ -55,6 +55,15 @@ extension Store {
             """).map { User(uid: try $0.decode(at: 0), username: try $0.decode(at: 1)) }
     }
 
+    /// Uids that start with `prefix`, in order, at most `limit` (console completion); an index range scan.
+    public func uids(startingWith prefix: String, limit: Int) throws -> [String] {
+        try connection.query("""
+            SELECT uid FROM users
+            WHERE uid >= \(prefix) AND uid < \(prefix) || chr(1114111) AND starts_with(uid, \(prefix))
+            ORDER BY uid LIMIT \(limit)
+            """).map { try $0.decode(String.self, at: 0) }
+    }
+
     /// How an operation locks a user's row, which is what serializes the operations that could otherwise each
     /// miss the other's write: a post created by B and a follow of B (the new follower would miss the post), a
     /// post deleted and a follow (the follower would get an entry of a deleted post).

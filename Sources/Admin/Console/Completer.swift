@@ -1,0 +1,73 @@
+import ArgumentParser
+import Storage
+
+/// What Tab completes in the interactive console: command and subcommand names, each command's options and
+/// their fixed values, uids from the store where a command expects one (at most `uidLimit`, and only once
+/// connected: Tab never starts a server), and file names for `import` and `export`.
+struct Completer {
+    let session: Session
+    var uidLimit = 100
+
+    /// Commands whose first N positional arguments are uids.
+    static let uidArguments: [String: Int] = [
+        "user show": 1, "user rename": 1, "posts": 1, "timeline": 1, "follow": 2, "unfollow": 2, "like": 1,
+        "unlike": 1, "chats": 1, "chat open": 2, "post create": 1, "post delete": 1,
+    ]
+    /// Options whose value is a uid.
+    static let uidOptions: Set<String> = ["--from", "--to", "--user", "--after"]
+    /// Options whose values are a fixed list.
+    static let optionValues: [String: [String]] = [
+        "--format": OutputFormat.allCases.map(\.rawValue),
+        "--prefer": FollowPreference.allCases.map(\.rawValue),
+        "--mode": ["replace", "merge"],
+        "--on-error": ErrorPolicy.allCases.map(\.rawValue),
+    ]
+
+    /// The candidates for `word`, given the words before it on the line.
+    func complete(wordsBefore: String, word: String) -> Completion {
+        let words = (try? Tokenizer.split(wordsBefore)) ?? wordsBefore.split(separator: " ").map(String.init)
+        guard let name = words.first else { return .words(Self.commandNames) }
+        if name == "help" { return .words(Self.commandNames) }
+        guard var command = Self.command(named: name) else { return .words([]) }
+        var path = [name]
+        for word in words.dropFirst() {
+            guard let sub = command.configuration.subcommands.first(where: { $0._commandName == word }) else { break }
+            command = sub
+            path.append(word)
+        }
+        let previous = words.count > path.count ? words.last : nil
+        if let previous, let values = Self.optionValues[previous] { return .words(values) }
+        if let previous, Self.uidOptions.contains(previous) { return .words(uids(startingWith: word)) }
+        if word.hasPrefix("-") { return .words(Self.options(of: path)) }
+        if !command.configuration.subcommands.isEmpty && words.count == path.count {
+            return .words(command.configuration.subcommands.map { $0._commandName })
+        }
+        if ["import", "export"].contains(name) { return .files }
+        let key = path.joined(separator: " ")
+        let positionals = words.dropFirst(path.count).filter { !$0.hasPrefix("-") }.count
+        if let count = Self.uidArguments[key], positionals < count { return .words(uids(startingWith: word)) }
+        return .words([])
+    }
+
+    private func uids(startingWith prefix: String) -> [String] {
+        (try? session.connectedStore?.uids(startingWith: prefix, limit: uidLimit)) ?? []
+    }
+
+    static let commandNames = CommandGroup.all.flatMap(\.commands).map { $0._commandName }
+
+    static func command(named name: String) -> ParsableCommand.Type? {
+        CommandGroup.all.flatMap(\.commands).first { $0._commandName == name || $0.configuration.aliases.contains(name) }
+    }
+
+    /// The long options a command's help lists.
+    static func options(of path: [String]) -> [String] {
+        guard let help = try? Help.helpText(for: path), let start = help.range(of: "OPTIONS:") else { return [] }
+        var options: [String] = []
+        for token in help[start.upperBound...].split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," || $0 == "/" })
+        where token.hasPrefix("--") && token.count > 2 {
+            let option = String(token.prefix { $0 != "=" && $0 != "<" && $0 != ")" && $0 != "." })
+            if !options.contains(option) { options.append(option) }
+        }
+        return options
+    }
+}
