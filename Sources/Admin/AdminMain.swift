@@ -50,6 +50,8 @@ struct AdminMain: ParsableCommand {
             target: DatabaseTarget.resolve(options: options, environment: ProcessInfo.processInfo.environment),
             migratesOnConnect: !options.skipMigrations, format: options.format, isQuiet: options.quiet)
         let loop = MainLoop(session: session, errorPolicy: options.onError, echoesCommands: options.echo)
+        session.asksForConfirmation = options.commands.isEmpty && options.file == nil
+            && isatty(STDIN_FILENO) == 1 && isatty(STDERR_FILENO) == 1
         let status: ExitStatus
         if !command.isEmpty {
             status = loop.run(arguments: command)

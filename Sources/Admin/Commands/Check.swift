@@ -50,6 +50,8 @@ struct Check: ConsoleCommand {
     @Flag(help: "Print only the checks that fail; nothing when all pass.")
     var quiet = false
 
+    @OptionGroup var confirmation: Confirmation
+
     func validate() throws {
         guard examples >= 0 else { throw ValidationError("--examples must be 0 or more") }
         guard !dryRun || fix else { throw ValidationError("--dry-run goes with --fix (check alone never writes)") }
@@ -62,6 +64,9 @@ struct Check: ConsoleCommand {
         let view = CheckReportView(quiet: quiet || session.isQuiet, format: format ?? session.format)
         let after: [CheckResult]
         if fix {
+            guard dryRun || confirmation.confirm(
+                "check --fix repairs what fails, rewriting rows in place (try --dry-run first). Go on?", in: session)
+            else { return }
             let fixed = try store.checkAndFix(checks, examples: examples, isDryRun: dryRun)
             view.print(before: fixed.before, repairs: fixed.repairs, after: fixed.after, to: session)
             after = fixed.after

@@ -29,6 +29,6 @@ struct CommandGroup {
         CommandGroup(title: "Integrity", commands: [
             Check.self, Backfill.self, Denormalize.self, Rehash.self, RepairCommand.self,
         ]),
-        CommandGroup(title: "Console", commands: [Help.self, Quit.self]),
+        CommandGroup(title: "Console", commands: [Help.self, SetCommand.self, Timing.self, WatchCommand.self, Quit.self]),
     ]
 }

@@ -43,11 +43,16 @@ struct Export: ConsoleCommand {
             isPretty: pretty, rendersArrays: !exportFormat, keepsPriorities: !noPriorities)
         let destination = file ?? Self.defaultPath()
         let report: ExportReport
+        // Not when the JSON itself goes to the terminal: the bar would be drawn into it.
+        let toTerminal = destination == "-" && session.output.isTerminal
+        let progress = toTerminal ? nil : ProgressBar("export", total: nil, session: session)
+        defer { progress?.finish() }
         if destination == "-" {
             session.output.flush()
             do {
                 report = try store.exportTree(options: options) { bytes in
                     try OutputFile.writeAll(bytes, to: STDOUT_FILENO)
+                    progress?.advance(by: bytes.count)
                 }
             } catch OutputFile.Closed.byReader {
                 return  // `export - | head`: the reader has what it wanted.
@@ -55,7 +60,10 @@ struct Export: ConsoleCommand {
         } else {
             let output = try OutputFile(path: destination, replacing: force)
             do {
-                report = try store.exportTree(options: options) { bytes in try output.write(bytes) }
+                report = try store.exportTree(options: options) { bytes in
+                    try output.write(bytes)
+                    progress?.advance(by: bytes.count)
+                }
                 try output.commit()
             } catch {
                 output.discard()
@@ -95,7 +103,8 @@ final class OutputFile {
             throw ConsoleError(.commandFailed, "\(path) exists; use --force to replace it")
         }
         temporaryPath = "\(directory)/.\(URL(fileURLWithPath: path).lastPathComponent).\(getpid()).tmp"
-        descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        // 0600: exports hold the users' data.
+        descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw ConsoleError(.commandFailed, "cannot create \(temporaryPath): \(String(cString: strerror(errno)))")
         }

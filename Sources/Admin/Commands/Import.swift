@@ -38,6 +38,8 @@ struct Import: ConsoleCommand {
     @Flag(help: "Parse, map and load, report, then roll back.")
     var dryRun = false
 
+    @OptionGroup var confirmation: Confirmation
+
     @Option(help: "Let up to N rejected values through instead of aborting on the first.")
     var maxRejects = 0
 
@@ -55,12 +57,21 @@ struct Import: ConsoleCommand {
         let input = try InputFile(path: file)
         defer { input.close() }
         let store = try session.store()
+        if mode == .replace, !dryRun, try !store.isEmpty() {
+            guard confirmation.confirm(
+                "import --mode replace deletes everything the store holds and loads \(file) instead. Go on?",
+                in: session) else { return }
+        }
         let rejectsFile = RejectsFile(path: rejects ?? Self.defaultRejectsPath(for: file))
         defer { rejectsFile.close() }
         let options = ImportOptions(mode: mode, isDryRun: dryRun, maximumRejects: maxRejects)
         let report: ImportReport
+        let progress = ProgressBar("import", total: input.size, session: session)
+        defer { progress?.finish() }
         do {
-            report = try store.importTree(from: input.source(), options: options) { try rejectsFile.write($0) }
+            report = try store.importTree(from: input.source(progress: progress), options: options) {
+                try rejectsFile.write($0)
+            }
         } catch let error as StorageError {
             throw ConsoleError.from(error.adding(context: "importing \(file)"))
                 .appending(rejectsFile.count > 0 ? "rejected values were written to \(rejectsFile.path)" : nil)

@@ -56,12 +56,15 @@ struct PostDelete: ConsoleCommand {
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The owner's uid and the post's key.", valueName: "uid key"))
     var keys: [String] = []
     @Option(help: "Output format (default: the session's).") var format: OutputFormat?
+    @OptionGroup var confirmation: Confirmation
 
     func validate() throws { try PositionalKeys.validate(keys, names: ["UID", "KEY"]) }
     private var uid: String { keys[0] }
     private var key: String { keys[1] }
 
     func run(in session: Session) throws {
+        guard confirmation.confirm("Delete post \(key) of \(uid) with its likes and timeline entries?", in: session)
+        else { return }
         let removed = try session.store().deletePost(owner: uid, key: key)
         session.output.write(TableRenderer.render(
             ResultTable(columns: ["table", "deleted"], rows: removed.map { [.text($0.table), .integer($0.rows)] }),

@@ -23,10 +23,21 @@ final class InputFile {
         }
     }
 
-    /// The bytes to read, decompressed when the name ends in `.gz`.
-    func source() throws -> any ByteSource {
+    /// The bytes to read, decompressed when the name ends in `.gz`; `progress` counts the bytes of the file.
+    func source(progress: ProgressBar? = nil) throws -> any ByteSource {
         let file = FileDescriptorSource(descriptor: descriptor, name: path)
+        if let progress {
+            let counted = ProgressSource(base: file, bar: progress)
+            return path.hasSuffix(".gz") ? try GzipSource(counted, name: path) : counted
+        }
         return path.hasSuffix(".gz") ? try GzipSource(file, name: path) : file
+    }
+
+    /// The file's size in bytes, when it is a regular file.
+    var size: Int? {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int(info.st_size)
     }
 
     func close() {

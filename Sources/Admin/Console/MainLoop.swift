@@ -98,6 +98,16 @@ struct MainLoop {
         }
         defer { session.output.flush() }
         Interrupt.reset()
+        let started = ContinuousClock.now
+        defer {
+            if session.isTiming {
+                session.output.flush()
+                let elapsed = started.duration(to: .now).components
+                let milliseconds = Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15
+                session.diagnostics.line("Time: " + String(format: "%.3f ms", milliseconds))
+                session.diagnostics.flush()
+            }
+        }
         do {
             try Dispatcher.run(arguments, in: session)
             return .success

@@ -12,12 +12,16 @@ final class Session {
     var format: OutputFormat
     /// Whether informational messages are suppressed.
     var isQuiet: Bool
+    /// Whether each command's duration is printed (`timing on`).
+    var isTiming = false
     /// Data goes here.
     let output: TextOutput
     /// Diagnostics go here.
     let diagnostics: TextOutput
     /// Set by `quit`; the main loop stops after the current command.
     var wantsToQuit = false
+    /// Whether destructive commands ask first: an operator at a terminal, not a script.
+    var asksForConfirmation = false
 
     private var cluster: EmbeddedCluster?
     private var openStore: Store?

@@ -50,8 +50,12 @@ struct RepairRunOptions: ParsableArguments {
     @Option(help: "Output format of the report: table or json (default: the session's).")
     var format: OutputFormat?
 
-    /// Runs `repair` in one transaction and prints its report.
+    @OptionGroup var confirmation: Confirmation
+
+    /// Runs `repair` in one transaction and prints its report; on a terminal, asks first unless it is a dry run.
     func run(_ repair: Repair, in session: Session, options: RepairOptions = RepairOptions()) throws {
+        guard dryRun || confirmation.confirm(
+            "\(repair.rawValue) rewrites rows in place (try --dry-run first). Go on?", in: session) else { return }
         var options = options
         options.isDryRun = dryRun
         let report = try session.store().repair(repair, options: options)

@@ -16,6 +16,12 @@ public struct StoreStatus: Sendable {
 }
 
 extension Store {
+    /// Whether no table of the tree holds a row; quick on any size.
+    public func isEmpty() throws -> Bool {
+        let exists = Store.treeTables.map { "EXISTS (SELECT FROM \(Query.quoted(identifier: $0)))" }
+        return try !connection.query(Query(unsafeSQL: "SELECT " + exists.joined(separator: " OR ")))[0].decode(Bool.self, at: 0)
+    }
+
     /// The server, the schema version and exact row counts per table, in one read-only snapshot.
     public func status(migrator: Migrator = Migrator()) throws -> StoreStatus {
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {

@@ -1,0 +1,76 @@
+import Foundation
+import Storage
+
+/// A one-line progress display on stderr: bytes done of the total, rate and time left, redrawn at most ten
+/// times a second and erased at the end. Only on a terminal, and not with --quiet: pipes, files and cron get
+/// none of it.
+final class ProgressBar {
+    private let label: String
+    private let total: Int?
+    private let started = Date()
+    private var lastDrawn = Date.distantPast
+    private var done = 0
+
+    /// A bar for `label`, or nil when stderr is not a terminal or the session is quiet. `total` is the byte count
+    /// when it is known.
+    init?(_ label: String, total: Int?, session: Session) {
+        guard session.diagnostics.isTerminal, !session.isQuiet else { return nil }
+        self.label = label
+        self.total = total.flatMap { $0 > 0 ? $0 : nil }
+    }
+
+    /// Adds `count` bytes done and redraws when it is time.
+    func advance(by count: Int) {
+        done += count
+        let now = Date()
+        guard now.timeIntervalSince(lastDrawn) >= 0.1 else { return }
+        lastDrawn = now
+        draw(elapsed: now.timeIntervalSince(started))
+    }
+
+    /// Erases the bar.
+    func finish() {
+        guard lastDrawn != .distantPast else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+    }
+
+    private func draw(elapsed: TimeInterval) {
+        let rate = elapsed > 0 ? Double(done) / elapsed : 0
+        var line = "\(label)  "
+        if let total {
+            let fraction = min(1, Double(done) / Double(total))
+            let width = 24
+            let filled = Int(fraction * Double(width))
+            line += "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
+            line += String(format: "%3.0f%%  ", fraction * 100) + "\(Self.megabytes(done)) of \(Self.megabytes(total))"
+            if rate > 0 {
+                line += "  \(Self.megabytes(Int(rate)))/s  ETA \(Self.duration(Double(total - done) / rate))"
+            }
+        } else {
+            line += Self.megabytes(done) + (rate > 0 ? "  \(Self.megabytes(Int(rate)))/s" : "")
+        }
+        FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+    }
+
+    private static func megabytes(_ bytes: Int) -> String {
+        String(format: "%.1f MB", Double(bytes) / 1_000_000)
+    }
+
+    private static func duration(_ seconds: Double) -> String {
+        guard seconds.isFinite else { return "?" }
+        let whole = Int(seconds.rounded(.up))
+        return String(format: "%d:%02d", whole / 60, whole % 60)
+    }
+}
+
+/// A byte source that reports each read to a progress bar.
+struct ProgressSource<Base: ByteSource>: ByteSource {
+    var base: Base
+    let bar: ProgressBar
+
+    mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let count = try base.read(into: buffer)
+        bar.advance(by: count)
+        return count
+    }
+}
