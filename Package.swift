@@ -56,7 +56,8 @@ let package = Package(
         ),
         .testTarget(
             name: "AdminTests",
-            dependencies: ["Admin", "Storage", "PostgresTestSupport"]
+            dependencies: ["Admin", "Storage", "PostgresTestSupport"],
+            exclude: ["Transcripts"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -27,9 +27,12 @@ enum AdminProcess {
     }
 
     /// Starts admin with piped standard streams; the caller writes, reads and waits.
-    static func start(_ arguments: [String], environment extra: [String: String] = [:]) throws -> (Process, Pipe, Pipe, Pipe) {
+    static func start(_ arguments: [String], environment extra: [String: String] = [:], directory: String? = nil)
+        throws -> (Process, Pipe, Pipe, Pipe)
+    {
         let process = Process()
         process.executableURL = executable
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         process.arguments = arguments
         process.environment = environment(extra)
         let input = Pipe(), output = Pipe(), errors = Pipe()
@@ -42,8 +45,8 @@ enum AdminProcess {
 
     /// Runs admin to completion with `input` on stdin (closed right after), and a time limit.
     static func run(_ arguments: [String], input: String = "", environment extra: [String: String] = [:],
-                    timeout: TimeInterval = 120) throws -> AdminRun {
-        let (process, stdin, stdout, stderr) = try start(arguments, environment: extra)
+                    directory: String? = nil, timeout: TimeInterval = 120) throws -> AdminRun {
+        let (process, stdin, stdout, stderr) = try start(arguments, environment: extra, directory: directory)
         stdin.fileHandleForWriting.write(Data(input.utf8))
         try stdin.fileHandleForWriting.close()
         let errors = Mutex(Data())

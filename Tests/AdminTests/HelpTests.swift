@@ -3,9 +3,14 @@ import Testing
 
 @Suite("Help")
 struct HelpTests {
-    @Test(arguments: CommandGroup.all.flatMap(\.commands).map { $0._commandName })
+    /// Every command and subcommand, as the words that name it (`["chat", "send"]`).
+    static let commandPaths: [String] = CommandGroup.all.flatMap(\.commands).flatMap { command in
+        [command._commandName] + command.configuration.subcommands.map { "\(command._commandName) \($0._commandName)" }
+    }
+
+    @Test(arguments: commandPaths)
     func everyCommandHasHelpWithAnExample(command: String) throws {
-        let text = try Help.helpText(for: [command])
+        let text = try Help.helpText(for: command.split(separator: " ").map(String.init))
         #expect(text.contains("OVERVIEW:"))
         #expect(text.contains("Examples:"))
         #expect(text.contains("USAGE: admin \(command)"))

@@ -79,7 +79,7 @@ struct Check: ConsoleCommand {
             let total = failing.reduce(0) { $0 + $1.violations }
             throw ConsoleError(
                 .violationsFound,
-                "\(failing.count) of \(after.count) checks found \(total) violations: "
+                "\(failing.count) of \(after.count) checks found \(DomainViews.count(total, "violation")): "
                     + failing.map(\.check.rawValue).joined(separator: ", "))
         }
     }

@@ -37,7 +37,13 @@ struct FeedOptions: ParsableArguments {
 
 /// `feed recent`.
 struct FeedRecent: ConsoleCommand {
-    static let configuration = CommandConfiguration(commandName: "recent", abstract: "The newest posts.")
+    static let configuration = CommandConfiguration(
+        commandName: "recent", abstract: "The newest posts.",
+        discussion: """
+            Examples:
+              feed recent
+              feed recent --limit 50 --format json
+            """)
     @OptionGroup var options: FeedOptions
     func run(in session: Session) throws { try options.show(.recent, in: session) }
 }
@@ -46,7 +52,13 @@ struct FeedRecent: ConsoleCommand {
 struct FeedOlder: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "older", abstract: "Posts older than a timestamp (infinite scroll).",
-        discussion: "With --before-id, posts at that same timestamp with a smaller id come too (an exact keyset).")
+        discussion: """
+            With --before-id, posts at that same timestamp with a smaller id come too (an exact keyset).
+
+            Examples:
+              feed older --before 1497918951912
+              feed older --before 1497918951912 --before-id -KnbF3w6cUQ-Pk1J2B4E --limit 20
+            """)
     @Option(help: "A timestamp in milliseconds.") var before: Double
     @Option(parsing: .unconditional, help: "The id of the last post shown, to page through posts that share a timestamp.") var beforeId: String?
     @OptionGroup var options: FeedOptions
@@ -56,7 +68,11 @@ struct FeedOlder: ConsoleCommand {
 /// `feed newer --after TIMESTAMP`.
 struct FeedNewer: ConsoleCommand {
     static let configuration = CommandConfiguration(
-        commandName: "newer", abstract: "Posts newer than a timestamp (pull to refresh).")
+        commandName: "newer", abstract: "Posts newer than a timestamp (pull to refresh).",
+        discussion: """
+            Examples:
+              feed newer --after 1497918951912
+            """)
     @Option(help: "A timestamp in milliseconds.") var after: Double
     @OptionGroup var options: FeedOptions
     func run(in session: Session) throws { try options.show(.newer(than: after), in: session) }

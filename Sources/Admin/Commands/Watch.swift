@@ -46,6 +46,6 @@ struct WatchCommand: ConsoleCommand {
             if Interrupt.isPending { break }
         }
         // Ctrl-C is how a watch ends, not a failure.
-        Interrupt.reset()
+        Interrupt.consume()
     }
 }

@@ -11,6 +11,7 @@ import Synchronization
 enum Interrupt {
     private static let count = Atomic<Int>(0)
     private static let cancelHandle = Mutex<CancelHandle?>(nil)
+    private static let isCommandRunning = Atomic<Bool>(false)
     nonisolated(unsafe) private static var wakeDescriptor: Int32 = -1
 
     /// Catches SIGINT for the rest of the process; call once, before any command runs.
@@ -23,7 +24,12 @@ enum Interrupt {
         let watcher = Thread {
             var byte: UInt8 = 0
             while read(readDescriptor, &byte, 1) >= 0 || errno == EINTR {
-                cancelHandle.withLock { $0 }?.cancel()
+                // A cancel request only stops a statement that is running when it arrives; between two
+                // statements it is lost. So ask again until the command has ended.
+                while isPending && isCommandRunning.load(ordering: .relaxed) {
+                    cancelHandle.withLock { $0 }?.cancel()
+                    usleep(100_000)
+                }
             }
         }
         watcher.name = "admin-interrupt"
@@ -47,8 +53,21 @@ enum Interrupt {
     /// Whether Ctrl-C was pressed since the current command began.
     static var isPending: Bool { count.load(ordering: .relaxed) > 0 }
 
-    /// Forgets earlier Ctrl-Cs: a new command begins.
-    static func reset() { count.store(0, ordering: .relaxed) }
+    /// A command begins: earlier Ctrl-Cs are forgotten, and new ones cancel what it runs.
+    static func commandStarted() {
+        count.store(0, ordering: .relaxed)
+        isCommandRunning.store(true, ordering: .relaxed)
+    }
+
+    /// Ctrl-C was handled as the way to end something (a follow, a watch, a line at the prompt).
+    static func consume() {
+        count.store(0, ordering: .relaxed)
+    }
+
+    /// The command ended: Ctrl-C no longer has a statement to cancel.
+    static func commandEnded() {
+        isCommandRunning.store(false, ordering: .relaxed)
+    }
 
     /// The connection whose running statement Ctrl-C cancels (the session's, once it connected).
     static func cancels(_ handle: CancelHandle?) {

@@ -49,6 +49,12 @@ struct MainLoop {
     /// edited with libedit when it is installed, with history kept in `historyFile` across sessions.
     func runInteractive(historyFile: String?) -> ExitStatus {
         session.inform("admin console. Type help for commands, quit or Ctrl-D to leave.")
+        // Connect now, as psql does: the prompt names the connection, and Tab can offer uids at once.
+        do {
+            _ = try session.store()
+        } catch {
+            report(ConsoleError.from(error), command: nil, location: nil)
+        }
         let completer = Completer(session: session)
         let editor = LineEditor.load(historyFile: historyFile) { completer.complete(wordsBefore: $0, word: $1) }
         while !session.wantsToQuit {
@@ -66,7 +72,7 @@ struct MainLoop {
                 session.output.flush()
                 // Ctrl-C at the prompt abandons the line, as in psql; only Ctrl-D (end of input) leaves.
                 if Interrupt.isPending {
-                    Interrupt.reset()
+                    Interrupt.consume()
                     continue
                 }
                 break
@@ -97,9 +103,10 @@ struct MainLoop {
             session.output.line(text)
         }
         defer { session.output.flush() }
-        Interrupt.reset()
+        Interrupt.commandStarted()
         let started = ContinuousClock.now
         defer {
+            Interrupt.commandEnded()
             if session.isTiming {
                 session.output.flush()
                 let elapsed = started.duration(to: .now).components

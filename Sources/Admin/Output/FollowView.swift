@@ -23,7 +23,7 @@ struct FollowView<Change> {
             session.output.flush()
         }
         // Ctrl-C is how a follow ends, not a failure.
-        Interrupt.reset()
+        Interrupt.consume()
         try watch.stop()
     }
 

@@ -1,0 +1,140 @@
+import Foundation
+import PostgresTestSupport
+import Testing
+@testable import Storage
+
+/// The console in a real terminal: tmux runs it in a pseudo-terminal, `send-keys` types, `capture-pane` reads the
+/// screen.
+final class Terminal {
+    private let socket = "admin-test-\(getpid())-\(UUID().uuidString.prefix(6))"
+
+    static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") }
+
+    /// Starts `command` (a shell command line) in a new detached session, with `environment` added to it.
+    init(_ command: String, environment: [String: String]) throws {
+        let assignments = environment.map { "\($0.key)=\(shellQuoted($0.value))" }.joined(separator: " ")
+        try tmux(["new-session", "-d", "-x", "160", "-y", "50", "env \(assignments) \(command)"])
+    }
+
+    deinit { try? tmux(["kill-server"]) }
+
+    /// Types keys: text, or tmux key names such as Enter, Tab, Up, C-c, C-u.
+    func send(_ keys: String...) throws {
+        try tmux(["send-keys"] + keys)
+    }
+
+    /// What the screen shows.
+    func screen() throws -> String {
+        try tmux(["capture-pane", "-p"])
+    }
+
+    /// Waits until the screen shows `text`; returns whether it did within `timeout` seconds.
+    func waitFor(_ text: String, timeout: TimeInterval = 20) throws -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try screen().contains(text) { return true }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return false
+    }
+
+    /// Whether the session has ended (its command exited).
+    func hasEnded() -> Bool {
+        (try? tmux(["has-session"])) == nil
+    }
+
+    /// Runs tmux through posix_spawn: Foundation's `Process` would wait for the tmux server, which inherits the
+    /// descriptor it watches.
+    @discardableResult
+    private func tmux(_ arguments: [String]) throws -> String {
+        let outcome = try ProcessRunner().run("/usr/bin/tmux", ["-L", socket] + arguments)
+        guard outcome.succeeded else { throw CocoaError(.executableLoad) }
+        return outcome.output
+    }
+}
+
+/// Single quotes for a POSIX shell.
+func shellQuoted(_ text: String) -> String {
+    "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+}
+
+/// A Firebase export of `users` users, about 36 bytes each, written in chunks.
+private func writeUsersExport(_ path: String, users: Int) throws {
+    FileManager.default.createFile(atPath: path, contents: nil)
+    let file = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+    defer { try? file.close() }
+    file.write(Data(#"{"users": {"#.utf8))
+    var chunk = ""
+    for index in 0..<users {
+        chunk += (index == 0 ? "" : ", ") + #""user\#(index)": {"username": "name \#(index)"}"#
+        if chunk.utf8.count > 1 << 20 {
+            file.write(Data(chunk.utf8))
+            chunk = ""
+        }
+    }
+    file.write(Data((chunk + "}}").utf8))
+}
+
+/// Waits for `text` on the terminal's screen; on failure, records what the screen shows instead.
+private func expectScreen(_ terminal: Terminal, _ text: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let shown = try terminal.waitFor(text)
+    let screen = try terminal.screen()
+    #expect(shown, "the screen shows no \(text.debugDescription):\n\(screen)", sourceLocation: sourceLocation)
+}
+
+@Suite("The console in a real terminal", .enabled(if: Terminal.isAvailable))
+struct TerminalTests {
+    @Test func historyCompletionConfirmationCancelAndProgress() throws {
+        let database = try TestPostgres.makeDatabase()
+        let seed = #"{"users": {"alice": {"username": "alice"}, "bob": {"username": "bob"}}}"#
+        #expect(try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: seed).status == 0)
+        let directory = try makeTemporaryDirectory("admin-tty")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let big = directory + "/big.json"
+        try writeUsersExport(big, users: 1_000_000)
+        let environment = ["ADMIN_HISTORY": directory + "/history", "TERM": "xterm"]
+        let command = "\(shellQuoted(AdminProcess.executable.path)) --db \(shellQuoted(database.conninfo))"
+
+        // History is kept across sessions.
+        let first = try Terminal(command, environment: environment)
+        try expectScreen(first, "=>")
+        try first.send("user show alice", "Enter")
+        try expectScreen(first, "username")
+        try first.send("C-d")
+        let deadline = Date().addingTimeInterval(10)
+        while !first.hasEnded() && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+
+        let terminal = try Terminal(command, environment: environment)
+        try expectScreen(terminal, "=>")
+        try terminal.send("Up")
+        try expectScreen(terminal, "=> user show alice")
+        try terminal.send("C-u")
+
+        // Tab completes a command, and a uid from the store once connected.
+        try terminal.send("stat", "Tab")
+        try expectScreen(terminal, "=> status")
+        try terminal.send("C-u", "user show al", "Tab")
+        try expectScreen(terminal, "=> user show alice")
+        try terminal.send("C-u")
+
+        // A destructive command asks first on a terminal; "n" changes nothing.
+        try terminal.send("import \(big)", "Enter")
+        try expectScreen(terminal, "[y/N]")
+        try terminal.send("n", "Enter")
+        try expectScreen(terminal, "Nothing changed.")
+
+        // A long import shows a progress bar; Ctrl-C cancels it and the console stays, with the store unchanged.
+        try terminal.send("import \(big) --yes", "Enter")
+        try expectScreen(terminal, "import  [")
+        try terminal.send("C-c")
+        try expectScreen(terminal, "canceling statement due to user request")
+        try terminal.send("users --format csv", "Enter")
+        try expectScreen(terminal, "bob,bob")
+        #expect(try !terminal.screen().contains("user0,"))
+
+        // Piped, the same import draws no progress bar.
+        let piped = try AdminProcess.run(["--db", database.conninfo, "import", big, "--dry-run"])
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(!piped.stderr.contains("import  [") && !piped.stderr.contains("\r"))
+    }
+}
