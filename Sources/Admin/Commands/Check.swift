@@ -67,11 +67,19 @@ struct Check: ConsoleCommand {
             guard dryRun || confirmation.confirm(
                 "check --fix repairs what fails, rewriting rows in place (try --dry-run first). Go on?", in: session)
             else { return }
-            let fixed = try store.checkAndFix(checks, examples: examples, isDryRun: dryRun)
+            let progress = ProgressBar("check --fix", total: nil, session: session)
+            defer { progress?.finish() }
+            let fixed = try store.checkAndFix(checks, examples: examples, isDryRun: dryRun) { progress?.show($0) }
+            progress?.finish()
             view.print(before: fixed.before, repairs: fixed.repairs, after: fixed.after, to: session)
             after = fixed.after
         } else {
-            after = try store.check(checks, examples: examples)
+            let progress = ProgressBar("check", total: nil, session: session)
+            defer { progress?.finish() }
+            after = try store.check(checks, examples: examples) { check, index in
+                progress?.show("\(index + 1) of \(checks.count): \(check.rawValue)")
+            }
+            progress?.finish()
             view.print(after, to: session)
         }
         let failing = after.filter { !$0.isClean }

@@ -70,6 +70,7 @@ struct Export: ConsoleCommand {
                 throw error
             }
         }
+        progress?.finish()
         let megabytes = Double(report.bytes) / 1_000_000
         let rate = report.seconds > 0 ? megabytes / report.seconds : 0
         session.inform(

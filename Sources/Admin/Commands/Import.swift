@@ -72,6 +72,7 @@ struct Import: ConsoleCommand {
             report = try store.importTree(from: input.source(progress: progress), options: options) {
                 try rejectsFile.write($0)
             }
+            progress?.finish()
         } catch let error as StorageError {
             throw ConsoleError.from(error.adding(context: "importing \(file)"))
                 .appending(rejectsFile.count > 0 ? "rejected values were written to \(rejectsFile.path)" : nil)

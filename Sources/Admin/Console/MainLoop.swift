@@ -130,7 +130,7 @@ struct MainLoop {
         var prefix = "admin:"
         if let location { prefix += "\(location):" }
         if let command { prefix += " \(command):" }
-        session.diagnostics.line(prefix + " " + error.message)
+        session.diagnostics.line(session.colored(prefix, .red) + " " + error.message)
         session.diagnostics.flush()
     }
 }

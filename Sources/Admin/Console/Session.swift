@@ -110,8 +110,23 @@ final class Session {
 
     /// A warning to stderr, shown even when quiet: it tells of something that happened to the data.
     func warn(_ message: String) {
-        diagnostics.line("WARNING:  " + message)
+        diagnostics.line(colored("WARNING:", .yellow) + "  " + message)
         diagnostics.flush()
+    }
+
+    /// Terminal colors, used sparingly.
+    enum Color: String {
+        case red = "31", yellow = "33"
+    }
+
+    /// `text` in `color` when stderr is a terminal and NO_COLOR (https://no-color.org) is not set.
+    func colored(_ text: String, _ color: Color) -> String {
+        guard usesColor else { return text }
+        return "\u{1B}[\(color.rawValue)m\(text)\u{1B}[0m"
+    }
+
+    private var usesColor: Bool {
+        diagnostics.isTerminal && (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
     }
 
     /// Closes the connection and releases the embedded cluster (stopping it if this was its last console).

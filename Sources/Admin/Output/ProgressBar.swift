@@ -28,9 +28,17 @@ final class ProgressBar {
         draw(elapsed: now.timeIntervalSince(started))
     }
 
-    /// Erases the bar.
+    /// Shows which step of the work is running, with the time so far.
+    func show(_ step: String) {
+        lastDrawn = Date()
+        let elapsed = Int(lastDrawn.timeIntervalSince(started))
+        FileHandle.standardError.write(Data("\r\u{1B}[K\(label)  \(step)  \(elapsed / 60):\(String(format: "%02d", elapsed % 60))".utf8))
+    }
+
+    /// Erases the bar; call it before printing results (again is harmless).
     func finish() {
         guard lastDrawn != .distantPast else { return }
+        lastDrawn = .distantPast
         FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
     }
 

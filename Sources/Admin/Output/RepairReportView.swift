@@ -58,7 +58,12 @@ struct RepairRunOptions: ParsableArguments {
             "\(repair.rawValue) rewrites rows in place (try --dry-run first). Go on?", in: session) else { return }
         var options = options
         options.isDryRun = dryRun
-        let report = try session.store().repair(repair, options: options)
+        let progress = ProgressBar(repair.rawValue, total: nil, session: session)
+        defer { progress?.finish() }
+        let report = try session.store().repair(repair, options: options) { index, count in
+            progress?.show("statement \(index + 1) of \(count)")
+        }
+        progress?.finish()
         RepairReportView(format: format ?? session.format).print([report], to: session)
     }
 }

@@ -9,10 +9,17 @@ extension Store {
     /// ```swift
     /// let results = try store.check([.likeCount, .orphans], examples: 3)
     /// ```
-    public func check(_ checks: [IntegrityCheck] = IntegrityCheck.allCases, examples: Int = 5) throws -> [CheckResult] {
+    /// `onStart` hears of each check as it begins, with its position (from 0) among `checks`.
+    public func check(
+        _ checks: [IntegrityCheck] = IntegrityCheck.allCases, examples: Int = 5,
+        onStart: (IntegrityCheck, _ index: Int) -> Void = { _, _ in }
+    ) throws -> [CheckResult] {
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
             try lockMaintenance()
-            return try checks.map { try run($0, examples: examples) }
+            return try checks.enumerated().map { index, check in
+                onStart(check, index)
+                return try run(check, examples: examples)
+            }
         }
     }
 

@@ -8,13 +8,19 @@ extension Store {
     /// let report = try store.repair(.likeCounts)
     /// report.rowsChanged  // posts whose like_count was set
     /// ```
-    public func repair(_ repair: Repair, options: RepairOptions = RepairOptions()) throws -> RepairReport {
+    /// `onStep` hears of each statement as it begins: its position (from 0) and the number of statements.
+    public func repair(
+        _ repair: Repair, options: RepairOptions = RepairOptions(),
+        onStep: (_ index: Int, _ count: Int) -> Void = { _, _ in }
+    ) throws -> RepairReport {
         let clock = ContinuousClock()
         let started = clock.now
         var report = RepairReport(repair: repair, isDryRun: options.isDryRun)
         try connection.withTransaction(rollback: options.isDryRun) {
             try lockMaintenance()
-            for step in try steps(of: repair, options: options) {
+            let steps = try steps(of: repair, options: options)
+            for (index, step) in steps.enumerated() {
+                onStep(index, steps.count)
                 let rows = try connection.execute(step.query)
                 if let table = step.table {
                     report.changes.append(.init(table: table, action: step.action, rows: rows))
@@ -27,19 +33,26 @@ extension Store {
 
     /// `check --fix`: checks, runs the repairs of the failing checks in `Repair.fixOrder`, then checks again, all
     /// in one transaction (rolled back with `isDryRun`, so the second check shows what the repairs would leave).
+    /// `onProgress` hears of each check and repair as it begins.
     public func checkAndFix(
-        _ checks: [IntegrityCheck] = IntegrityCheck.allCases, examples: Int = 5, isDryRun: Bool = false
+        _ checks: [IntegrityCheck] = IntegrityCheck.allCases, examples: Int = 5, isDryRun: Bool = false,
+        onProgress: (String) -> Void = { _ in }
     ) throws -> (before: [CheckResult], repairs: [RepairReport], after: [CheckResult]) {
         try connection.withTransaction(rollback: isDryRun) {
-            let before = try check(checks, examples: examples)
+            let before = try check(checks, examples: examples) { check, index in
+                onProgress("check \(index + 1) of \(checks.count): \(check.rawValue)")
+            }
             let failing = Set(before.filter { !$0.isClean }.compactMap(\.check.repair))
             // The repairs run as savepoints of this transaction, which alone rolls back in a dry run.
             let repairs = try Repair.fixOrder.filter(failing.contains).map { repair in
+                onProgress(repair.rawValue)
                 var report = try self.repair(repair)
                 report.isDryRun = isDryRun
                 return report
             }
-            let after = repairs.isEmpty ? before : try check(checks, examples: examples)
+            let after = repairs.isEmpty ? before : try check(checks, examples: examples) { check, index in
+                onProgress("check again \(index + 1) of \(checks.count): \(check.rawValue)")
+            }
             return (before, repairs, after)
         }
     }
