@@ -115,6 +115,10 @@ struct TerminalTests {
         try expectScreen(terminal, "=> status")
         try terminal.send("C-u", "user show al", "Tab")
         try expectScreen(terminal, "=> user show alice")
+        try terminal.send("C-u", "get /us", "Tab")
+        try expectScreen(terminal, "=> get /users")
+        try terminal.send("/al", "Tab")
+        try expectScreen(terminal, "=> get /users/alice")
         try terminal.send("C-u")
 
         // A destructive command asks first on a terminal; "n" changes nothing.

@@ -12,18 +12,24 @@ struct Export: ConsoleCommand {
             --export-format gives the REST API's format=export instead (priorities, never arrays), and
             --no-priorities drops priorities as a plain REST GET does. The same data always gives the same bytes.
 
-            FILE defaults to a new timestamped file under exports/. The file is written under a temporary name and
-            renamed when complete, so a failed export leaves nothing behind; an existing file is only replaced
-            with --force. - writes to stdout.
+            FILE defaults to a new timestamped file under exports/; a name ending in .gz is gzip-compressed. The
+            file (mode 0600: it holds user data) is written under a temporary name and renamed when complete, so a
+            failed export leaves nothing behind; an existing file is only replaced with --force. - writes to
+            stdout. --path exports one node instead of the whole tree (get prints one to the terminal).
 
             Examples:
               export
+              export backup.json.gz
               export backup.json --pretty
+              export posts-alice.json --path /posts/alice
               export - --no-priorities | gzip > backup.json.gz
             """)
 
     @Argument(help: "Where to write: a file, - for stdout (default: exports/export-TIMESTAMP.json).")
     var file: String?
+
+    @Option(help: "Export only the node at this Firebase path.")
+    var path = "/"
 
     @Flag(help: "Indent as the Firebase console does.")
     var pretty = false
@@ -37,7 +43,12 @@ struct Export: ConsoleCommand {
     @Flag(help: "Replace FILE if it exists.")
     var force = false
 
+    func validate() throws {
+        _ = try FirebasePath.keys(of: path)
+    }
+
     func run(in session: Session) throws {
+        let keys = try FirebasePath.keys(of: path)
         let store = try session.store()
         let options = JSONTextWriter.Options(
             isPretty: pretty, rendersArrays: !exportFormat, keepsPriorities: !noPriorities)
@@ -50,7 +61,7 @@ struct Export: ConsoleCommand {
         if destination == "-" {
             session.output.flush()
             do {
-                report = try store.exportTree(options: options) { bytes in
+                report = try store.exportTree(at: keys, options: options) { bytes in
                     try OutputFile.writeAll(bytes, to: STDOUT_FILENO)
                     progress?.advance(by: bytes.count)
                 }
@@ -60,10 +71,12 @@ struct Export: ConsoleCommand {
         } else {
             let output = try OutputFile(path: destination, replacing: force)
             do {
-                report = try store.exportTree(options: options) { bytes in
-                    try output.write(bytes)
+                let gzip = destination.hasSuffix(".gz") ? try GzipWriter { try output.write($0) } : nil
+                report = try store.exportTree(at: keys, options: options) { bytes in
+                    if let gzip { try gzip.write(bytes) } else { try output.write(bytes) }
                     progress?.advance(by: bytes.count)
                 }
+                try gzip?.finish()
                 try output.commit()
             } catch {
                 output.discard()

@@ -3,7 +3,8 @@ import Storage
 
 /// What Tab completes in the interactive console: command and subcommand names, each command's options and
 /// their fixed values, uids from the store where a command expects one (at most `uidLimit`, and only once
-/// connected: Tab never starts a server), and file names for `import` and `export`.
+/// connected: Tab never starts a server), Firebase paths for `get` and `--path` (the children of the node typed
+/// so far), and file names for `import` and `export`.
 struct Completer {
     let session: Session
     var uidLimit = 100
@@ -38,15 +39,29 @@ struct Completer {
         let previous = words.count > path.count ? words.last : nil
         if let previous, let values = Self.optionValues[previous] { return .words(values) }
         if let previous, Self.uidOptions.contains(previous) { return .words(uids(startingWith: word)) }
+        let positionals = words.dropFirst(path.count).filter { !$0.hasPrefix("-") }.count
+        if previous == "--path" || (name == "get" && positionals == 0 && !word.hasPrefix("-")) {
+            return .words(paths(startingWith: word))
+        }
         if word.hasPrefix("-") { return .words(Self.options(of: path)) }
         if !command.configuration.subcommands.isEmpty && words.count == path.count {
             return .words(command.configuration.subcommands.map { $0._commandName })
         }
         if ["import", "export"].contains(name) { return .files }
         let key = path.joined(separator: " ")
-        let positionals = words.dropFirst(path.count).filter { !$0.hasPrefix("-") }.count
         if let count = Self.uidArguments[key], positionals < count { return .words(uids(startingWith: word)) }
         return .words([])
+    }
+
+    /// Firebase paths: the children of the node before the last `/` whose keys start with what follows it.
+    private func paths(startingWith word: String) -> [String] {
+        let text = word.hasPrefix("/") ? word : "/" + word
+        let parent = String(text[..<text.lastIndex(of: "/")!])
+        let partial = String(text[text.index(after: text.lastIndex(of: "/")!)...])
+        guard let keys = try? FirebasePath.keys(of: parent),
+              let children = try? session.connectedStore?.childKeys(of: keys, startingWith: partial, limit: uidLimit)
+        else { return [] }
+        return children.map { parent + "/" + $0 }
     }
 
     private func uids(startingWith prefix: String) -> [String] {

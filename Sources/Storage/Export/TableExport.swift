@@ -1,5 +1,37 @@
 /// How each table is read back into tree parts: its SELECT in RTDB order and the part each row becomes.
 extension TreeTable {
+    /// The rows of `exportQuery` that hold part of the node at `path` (absolute, keys from the root), or nil
+    /// when the table holds nothing there. A path deeper than the table's keys selects the one record that
+    /// contains it.
+    func exportQuery(exactOrder: Bool, under path: [String]) -> Query? {
+        let all = exportQuery(exactOrder: exactOrder)
+        guard let root = path.first else { return all }
+        let (select, order) = (all.sql.components(separatedBy: " ORDER BY ")[0], all.sql.components(separatedBy: " ORDER BY ")[1])
+        var query = Query.StringInterpolation(literalCapacity: 256, interpolationCount: path.count)
+        query.appendLiteral(select + " WHERE ")
+        let below = Array(path.dropFirst())
+        if self == .unmappedValues {
+            query.appendLiteral("root = ")
+            query.appendInterpolation(root)
+            if !below.isEmpty {
+                query.appendLiteral(" AND path[1:\(below.count)] = ")
+                query.appendInterpolation(below)
+                query.appendLiteral("::text[]")
+            }
+        } else {
+            guard rootKey == root else { return nil }
+            query.appendLiteral("true")
+            for (column, key) in zip(keyColumns, below) {
+                query.appendLiteral(" AND ")
+                query.appendInterpolation(identifier: column)
+                query.appendLiteral(" = ")
+                query.appendInterpolation(key)
+            }
+        }
+        query.appendLiteral(" ORDER BY " + order)
+        return Query(stringInterpolation: query)
+    }
+
     /// The SELECT that lists the table's rows in RTDB path order: in index order when `isExact` is false (no
     /// key that could sort differently), else by the exact sort keys of migration 0002.
     func exportQuery(exactOrder: Bool) -> Query {

@@ -24,6 +24,13 @@ public indirect enum TreeValue: Equatable, Sendable {
         children?[key]
     }
 
+    /// The node at `path` below this one, if there is one.
+    public func descendant(at path: some Collection<String>) -> TreeValue? {
+        var node: TreeValue? = self
+        for key in path { node = node?[key] }
+        return node
+    }
+
     /// Deep-merges `other` over this value: objects merge child by child, anything else is replaced.
     public func merging(_ other: TreeValue) -> TreeValue {
         guard case .object(var mine) = self, case .object(let theirs) = other else { return other }

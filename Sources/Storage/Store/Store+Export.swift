@@ -20,8 +20,14 @@ extension Store {
     /// ```swift
     /// try store.exportTree { bytes in try file.write(contentsOf: bytes) }
     /// ```
+    ///
+    /// `path` (keys from the root, `["posts", uid]`) exports only the node there, as `firebase database:get`
+    /// prints it: a subtree, a leaf, or `null` when nothing is there.
+    /// `shallow`, as the REST API's `shallow=true`: a leaf as it is, an object with each child's value replaced
+    /// by `true` unless that child is a leaf.
     public func exportTree(
-        options: JSONTextWriter.Options = .init(), to write: (UnsafeBufferPointer<UInt8>) throws -> Void
+        at path: [String] = [], options: JSONTextWriter.Options = .init(), shallow: Bool = false,
+        to write: (UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws -> ExportReport {
         let clock = ContinuousClock()
         let started = clock.now
@@ -31,22 +37,37 @@ extension Store {
             let inFlight = PartStream.InFlight()
             for table in TreeTable.allCases {
                 let exact = try connection.query(table.reorderCheckQuery()).first?.decode(Bool.self, at: 0) ?? false
+                guard let select = table.exportQuery(exactOrder: exact, under: path) else { continue }
                 if exact { report.sortedTables.append(table.name) }
                 let cursor = "export_\(table.name)"
-                try connection.execute(Query(unsafeSQL:
-                    "DECLARE \(Query.quoted(identifier: cursor)) NO SCROLL CURSOR FOR \(table.exportQuery(exactOrder: exact).sql)"))
+                var declare = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 0)
+                declare.appendLiteral("DECLARE ")
+                declare.appendInterpolation(identifier: cursor)
+                declare.appendLiteral(" NO SCROLL CURSOR FOR ")
+                try connection.execute(Query(stringInterpolation: declare).appending(select))
                 streams.append(PartStream(table: table, cursor: cursor, connection: connection, inFlight: inFlight))
             }
             // A FETCH still in flight when writing fails must be collected before the ROLLBACK can be sent.
             defer { if inFlight.stream != nil { connection.drainResults() } }
             var emitter = TreeEmitter(options: options)
             var merge = try PartMerge(streams: streams)
-            while let (path, stream) = try merge.next() {
+            while let (rowPath, stream) = try merge.next() {
                 report.rows += 1
-                if stream.table == .unmappedValues {
-                    if let value = try stream.table.part(from: stream.currentRow).value { try emitter.add(path, value) }
+                if shallow {
+                    for (key, value) in try Self.shallowParts(of: stream, at: rowPath, below: path) {
+                        try emitter.add(key.map { [$0] } ?? [], value)
+                    }
+                } else if rowPath.count < path.count {
+                    // A record holding the node asked for: only that part of it.
+                    if let value = try stream.table.part(from: stream.currentRow).value?.descendant(at: path[rowPath.count...]) {
+                        try emitter.add([], value)
+                    }
+                } else if stream.table == .unmappedValues {
+                    if let value = try stream.table.part(from: stream.currentRow).value {
+                        try emitter.add(Array(rowPath[path.count...]), value)
+                    }
                 } else {
-                    try emitter.add(path, .row(stream.table, stream.currentRow))
+                    try emitter.add(Array(rowPath[path.count...]), .row(stream.table, stream.currentRow))
                 }
                 if emitter.bufferedByteCount >= 1 << 18 {
                     try emitter.drain { report.bytes += $0.count; try write($0) }
@@ -58,6 +79,33 @@ extension Store {
         }
         report.seconds = (clock.now - started).seconds
         return report
+    }
+}
+
+extension Store {
+    /// What a row adds to a shallow read of the node at `path`, in export order: the children it holds (a key and
+    /// `true`, or the child's value when that is a leaf, without its priority), or the node's own value (nil key)
+    /// when the node is a leaf.
+    fileprivate static func shallowParts(of stream: PartStream, at rowPath: [String], below path: [String])
+        throws -> [(key: String?, value: TreeValue)]
+    {
+        guard rowPath.count <= path.count else {
+            // The row is a child or lies below one; only unmapped leaves can make that child a leaf.
+            let child = rowPath[path.count]
+            // Shallow reads leave priorities out, the node's own included.
+            guard !child.hasPrefix(".") else { return [] }
+            guard stream.table == .unmappedValues, rowPath.count <= path.count + 2,
+                  let leaf = try stream.table.part(from: stream.currentRow).value, leaf.children == nil,
+                  rowPath.count == path.count + 1 || rowPath.last == FirebaseKey.value
+            else { return [(child, .bool(true))] }
+            return [(child, leaf)]
+        }
+        guard let node = try stream.table.part(from: stream.currentRow).value?.descendant(at: path[rowPath.count...])
+        else { return [] }
+        guard let children = node.children else { return [(nil, node)] }
+        return children.filter { !$0.key.hasPrefix(".") }
+            .sorted { PartMerge.precedes([$0.key], [$1.key]) }
+            .map { key, value in (key, value.children == nil ? value : value[FirebaseKey.value] ?? .bool(true)) }
     }
 }
 
@@ -187,5 +235,71 @@ struct PartMerge {
             return FirebaseKey.exportPrecedes(x, y)
         }
         return a.count < b.count
+    }
+}
+
+extension Store {
+    /// Keys of the children of the node at `path` that start with `prefix`, in byte order, at most `limit`
+    /// (console completion of Firebase paths). Each table is asked with an index range, never scanned whole.
+    public func childKeys(of path: [String], startingWith prefix: String, limit: Int) throws -> [String] {
+        var keys = Set<String>()
+        func add(_ query: Query) throws {
+            for row in try connection.query(query) { keys.insert(try row.decode(String.self, at: 0)) }
+        }
+        let below = Array(path.dropFirst())
+        if let root = path.first {
+            for table in TreeTable.tables(under: root) {
+                guard below.count < table.keyDepth else {
+                    // Inside a record: its node is small.
+                    var json: [UInt8] = []
+                    _ = try exportTree(at: path, shallow: true) { json.append(contentsOf: $0) }
+                    let children = try TreeValue.parse(json: String(decoding: json, as: UTF8.self))?.children ?? [:]
+                    keys.formUnion(children.keys.filter { $0.hasPrefix(prefix) })
+                    break
+                }
+                var query = Query.StringInterpolation(literalCapacity: 128, interpolationCount: below.count + 3)
+                let column = table.keyColumns[below.count]
+                query.appendLiteral("SELECT DISTINCT ")
+                query.appendInterpolation(identifier: column)
+                query.appendLiteral(" FROM ")
+                query.appendInterpolation(identifier: table.name)
+                query.appendLiteral(" WHERE ")
+                for (known, key) in zip(table.keyColumns, below) {
+                    query.appendInterpolation(identifier: known)
+                    query.appendLiteral(" = ")
+                    query.appendInterpolation(key)
+                    query.appendLiteral(" AND ")
+                }
+                query.appendInterpolation(identifier: column)
+                query.appendLiteral(" >= ")
+                query.appendInterpolation(prefix)
+                query.appendLiteral(" AND ")
+                query.appendInterpolation(identifier: column)
+                query.appendLiteral(" < ")
+                query.appendInterpolation(prefix)
+                query.appendLiteral(" || chr(1114111) ORDER BY 1 LIMIT ")
+                query.appendInterpolation(limit)
+                try add(Query(stringInterpolation: query))
+            }
+            try add("""
+                SELECT DISTINCT path[\(below.count + 1)] FROM unmapped_values
+                WHERE root = \(root) AND cardinality(path) > \(below.count) AND path[1:\(below.count)] = \(below)::text[]
+                    AND path[\(below.count + 1)] >= \(prefix) AND path[\(below.count + 1)] < \(prefix) || chr(1114111)
+                ORDER BY 1 LIMIT \(limit)
+                """)
+        } else {
+            for table in TreeTable.allCases {
+                guard let root = table.rootKey, root.hasPrefix(prefix), !keys.contains(root) else { continue }
+                if try !connection.query("SELECT EXISTS (SELECT FROM \(identifier: table.name))")[0].decode(Bool.self, at: 0) {
+                    continue
+                }
+                keys.insert(root)
+            }
+            try add("""
+                SELECT DISTINCT root FROM unmapped_values WHERE root >= \(prefix) AND root < \(prefix) || chr(1114111)
+                ORDER BY 1 LIMIT \(limit)
+                """)
+        }
+        return Array(keys.filter { !$0.hasPrefix(".") }.sorted().prefix(limit))
     }
 }
