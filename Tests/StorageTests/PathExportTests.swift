@@ -80,3 +80,140 @@ struct PathExportTests {
         expectSameText(String(decoding: text, as: UTF8.self), try exportJSON(store))
     }
 }
+
+/// RTDB's query semantics restated plainly for the tests: sort every child by (ordered value, key), filter, cut.
+private enum ReferenceQuery {
+    /// Keys matching `-?0*[0-9]{1,10}` within the 32-bit range (../shared/firebase-format.md) are integers.
+    static func integer(_ key: String) -> Int32? {
+        let digits = key.hasPrefix("-") ? key.dropFirst() : Substring(key)
+        let significant = digits.drop { $0 == "0" }
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), significant.count <= 10 else { return nil }
+        return Int32(exactly: (Int64(significant.isEmpty ? "0" : String(significant)) ?? 0) * (key.hasPrefix("-") ? -1 : 1))
+    }
+
+    static func keyPrecedes(_ a: String, _ b: String) -> Bool {
+        switch (integer(a), integer(b)) {
+        case let (x?, y?): return x != y ? x < y : (a.count != b.count ? a.count < b.count : a < b)
+        case (_?, nil): return true
+        case (nil, _?): return false
+        default: return a.utf16.lexicographicallyPrecedes(b.utf16)
+        }
+    }
+
+    static func plain(_ value: TreeValue?) -> TreeValue? {
+        guard let value, let children = value.children else { return value }
+        if let leaf = children[".value"] { return leaf }
+        let rest = children.filter { $0.key != ".priority" }
+        return rest.isEmpty ? nil : .object(rest)
+    }
+
+    /// -1, 0 or 1: null < false < true < numbers < strings < objects.
+    static func compare(_ a: TreeValue?, _ b: TreeValue?, byKey: Bool) -> Int {
+        if byKey, case .string(let x)? = a, case .string(let y)? = b {
+            return x == y ? 0 : (keyPrecedes(x, y) ? -1 : 1)
+        }
+        func rank(_ v: TreeValue?) -> Int {
+            switch v {
+            case nil: 0
+            case .bool(let flag)?: flag ? 2 : 1
+            case .number?: 3
+            case .string?: 4
+            case .object?: 5
+            }
+        }
+        if rank(a) != rank(b) { return rank(a) < rank(b) ? -1 : 1 }
+        switch (a, b) {
+        case let (.number(x)?, .number(y)?): return x == y ? 0 : (x < y ? -1 : 1)
+        case let (.string(x)?, .string(y)?): return x == y ? 0 : (x.utf16.lexicographicallyPrecedes(y.utf16) ? -1 : 1)
+        default: return 0
+        }
+    }
+
+    static func run(_ query: TreeQuery, on node: TreeValue?) -> TreeValue? {
+        guard let node else { return nil }
+        guard let children = node.children else { return node }
+        let byKey = query.order == .key
+        func orderValue(_ key: String, _ value: TreeValue) -> TreeValue? {
+            switch query.order {
+            case .key: .string(key)
+            case .value: plain(value)
+            case .child(let path): plain(value.descendant(at: path))
+            }
+        }
+        var items = children.filter { !$0.key.hasPrefix(".") }.map { (key: $0.key, value: $0.value, order: orderValue($0.key, $0.value)) }
+        items = items.filter { item in
+            (query.equal.map { compare(item.order, $0, byKey: byKey) == 0 } ?? true)
+                && (query.start.map { compare(item.order, $0, byKey: byKey) >= 0 } ?? true)
+                && (query.end.map { compare(item.order, $0, byKey: byKey) <= 0 } ?? true)
+        }
+        items.sort { a, b in
+            let order = compare(a.order, b.order, byKey: byKey)
+            return order != 0 ? order < 0 : keyPrecedes(a.key, b.key)
+        }
+        if let first = query.limitToFirst { items = Array(items.prefix(first)) }
+        if let last = query.limitToLast { items = Array(items.suffix(last)) }
+        return items.isEmpty ? nil : .object(Dictionary(uniqueKeysWithValues: items.map { ($0.key, $0.value) }))
+    }
+}
+
+@Suite("get with query options")
+struct QueryExportTests {
+    @Test(arguments: 0..<16)
+    func queriesAgreeWithTheReferenceOnRandomTrees(seed: Int) throws {
+        var random = RandomTree(seed: seed + 100)
+        let tree = random.database()
+        let store = try makeStore()
+        try importJSON(random.json(tree), into: store)
+        var generator = SeededGenerator(state: UInt64(seed) &+ 991)
+        let objects = paths(in: tree).filter { tree.descendant(at: $0)?.children != nil }
+        for _ in 0..<40 {
+            let path = objects.randomElement(using: &generator)!
+            let node = tree.descendant(at: path)!
+            let children = node.children!.filter { !$0.key.hasPrefix(".") }
+            let grandchildKeys = children.values.compactMap(\.children).flatMap(\.keys).filter { !$0.hasPrefix(".") }
+            let order: TreeQuery.Order = switch Int.random(in: 0..<3, using: &generator) {
+            case 0: .key
+            case 1: .value
+            default: .child([grandchildKeys.randomElement(using: &generator) ?? "missing"])
+            }
+            // Bounds taken from the children's own ordered values, so that filters cut somewhere.
+            let samples: [TreeValue?] = children.map { key, value in
+                switch order {
+                case .key: .string(key)
+                case .value: ReferenceQuery.plain(value)
+                case .child(let sub): ReferenceQuery.plain(value.descendant(at: sub))
+                }
+            }
+            func bound() -> TreeValue? {
+                Int.random(in: 0..<3, using: &generator) == 0 ? (samples.randomElement(using: &generator) ?? nil) : nil
+            }
+            var query = TreeQuery(order: order)
+            if Bool.random(using: &generator) { query.equal = bound() } else { (query.start, query.end) = (bound(), bound()) }
+            switch Int.random(in: 0..<3, using: &generator) {
+            case 0: query.limitToFirst = Int.random(in: 1...4, using: &generator)
+            case 1: query.limitToLast = Int.random(in: 1...4, using: &generator)
+            default: break
+            }
+            var bytes: [UInt8] = []
+            try store.exportTree(at: path, query: query) { bytes.append(contentsOf: $0) }
+            expectSameText(String(decoding: bytes, as: UTF8.self), render(ReferenceQuery.run(query, on: node)))
+        }
+    }
+
+    @Test func theIssuesExamples() throws {
+        let store = try consistentStore()
+        func get(_ path: [String], _ query: TreeQuery) throws -> String {
+            var bytes: [UInt8] = []
+            try store.exportTree(at: path, query: query) { bytes.append(contentsOf: $0) }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        #expect(try get(["timeline", "alice"], TreeQuery(order: .key, limitToLast: 2))
+                == #"{"-Pb1":{"poster_uid":"bob"},"-Pb2":{"poster_uid":"bob"}}"#)
+        #expect(try get(["posts", "bob"], TreeQuery(order: .child(["created_at"]), limitToFirst: 1)).hasPrefix(#"{"-Pb1":"#))
+        #expect(try get(["users"], TreeQuery(order: .child(["username"]), equal: .string("carol")))
+                == #"{"carol":{"username":"carol"}}"#)
+        #expect(try get(["users"], TreeQuery(order: .key, start: .string("b"))).hasPrefix(#"{"bob":"#))
+        #expect(try get(["nothing"], TreeQuery(order: .key)) == "null")
+        #expect(try get(["users", "alice", "username"], TreeQuery(order: .key)) == #""alice""#)
+    }
+}

@@ -33,26 +33,10 @@ extension Store {
         let started = clock.now
         var report = ExportReport()
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
-            var streams: [PartStream] = []
-            let inFlight = PartStream.InFlight()
-            for table in TreeTable.allCases {
-                let exact = try connection.query(table.reorderCheckQuery()).first?.decode(Bool.self, at: 0) ?? false
-                guard let select = table.exportQuery(exactOrder: exact, under: path) else { continue }
-                if exact { report.sortedTables.append(table.name) }
-                let cursor = "export_\(table.name)"
-                var declare = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 0)
-                declare.appendLiteral("DECLARE ")
-                declare.appendInterpolation(identifier: cursor)
-                declare.appendLiteral(" NO SCROLL CURSOR FOR ")
-                try connection.execute(Query(stringInterpolation: declare).appending(select))
-                streams.append(PartStream(table: table, cursor: cursor, connection: connection, inFlight: inFlight))
-            }
-            // A FETCH still in flight when writing fails must be collected before the ROLLBACK can be sent.
-            defer { if inFlight.stream != nil { connection.drainResults() } }
             var emitter = TreeEmitter(options: options)
-            var merge = try PartMerge(streams: streams)
-            while let (rowPath, stream) = try merge.next() {
-                report.rows += 1
+            var bytes = 0
+            defer { report.bytes = bytes }
+            try forEachRow(at: path, report: &report) { rowPath, stream in
                 if shallow {
                     for (key, value) in try Self.shallowParts(of: stream, at: rowPath, below: path) {
                         try emitter.add(key.map { [$0] } ?? [], value)
@@ -70,12 +54,12 @@ extension Store {
                     try emitter.add(Array(rowPath[path.count...]), .row(stream.table, stream.currentRow))
                 }
                 if emitter.bufferedByteCount >= 1 << 18 {
-                    try emitter.drain { report.bytes += $0.count; try write($0) }
+                    try emitter.drain { bytes += $0.count; try write($0) }
                 }
-                try merge.advance()
+                return true
             }
             try emitter.finish()
-            try emitter.drain { report.bytes += $0.count; try write($0) }
+            try emitter.drain { bytes += $0.count; try write($0) }
         }
         report.seconds = (clock.now - started).seconds
         return report
@@ -83,6 +67,35 @@ extension Store {
 }
 
 extension Store {
+    /// Calls `body` with each row holding part of the node at `path`, in export order, until it returns false;
+    /// inside the caller's read-only transaction.
+    func forEachRow(
+        at path: [String], report: inout ExportReport, _ body: (_ rowPath: [String], PartStream) throws -> Bool
+    ) throws {
+        var streams: [PartStream] = []
+        let inFlight = PartStream.InFlight()
+        for table in TreeTable.allCases {
+            let exact = try connection.query(table.reorderCheckQuery()).first?.decode(Bool.self, at: 0) ?? false
+            guard let select = table.exportQuery(exactOrder: exact, under: path) else { continue }
+            if exact { report.sortedTables.append(table.name) }
+            let cursor = "export_\(table.name)"
+            var declare = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 0)
+            declare.appendLiteral("DECLARE ")
+            declare.appendInterpolation(identifier: cursor)
+            declare.appendLiteral(" NO SCROLL CURSOR FOR ")
+            try connection.execute(Query(stringInterpolation: declare).appending(select))
+            streams.append(PartStream(table: table, cursor: cursor, connection: connection, inFlight: inFlight))
+        }
+        // A FETCH still in flight when the body stops or fails must be collected before anything else is sent.
+        defer { if inFlight.stream != nil { connection.drainResults() } }
+        var merge = try PartMerge(streams: streams)
+        while let (rowPath, stream) = try merge.next() {
+            report.rows += 1
+            guard try body(rowPath, stream) else { break }
+            try merge.advance()
+        }
+    }
+
     /// What a row adds to a shallow read of the node at `path`, in export order: the children it holds (a key and
     /// `true`, or the child's value when that is a leaf, without its priority), or the node's own value (nil key)
     /// when the node is a leaf.
