@@ -3,10 +3,13 @@ extension TreeTable {
     /// The rows of `exportQuery` that hold part of the node at `path` (absolute, keys from the root), or nil
     /// when the table holds nothing there. A path deeper than the table's keys selects the one record that
     /// contains it.
-    func exportQuery(exactOrder: Bool, under path: [String]) -> Query? {
+    /// `reversed` lists them in the opposite order.
+    func exportQuery(exactOrder: Bool, under path: [String], reversed: Bool = false) -> Query? {
         let all = exportQuery(exactOrder: exactOrder)
-        guard let root = path.first else { return all }
-        let (select, order) = (all.sql.components(separatedBy: " ORDER BY ")[0], all.sql.components(separatedBy: " ORDER BY ")[1])
+        let parts = all.sql.components(separatedBy: " ORDER BY ")
+        let (select, ascending) = (parts[0], parts[1])
+        let order = reversed ? ascending.components(separatedBy: ", ").map { $0 + " DESC" }.joined(separator: ", ") : ascending
+        guard let root = path.first else { return Query(unsafeSQL: select + " ORDER BY " + order) }
         var query = Query.StringInterpolation(literalCapacity: 256, interpolationCount: path.count)
         query.appendLiteral(select + " WHERE ")
         let below = Array(path.dropFirst())

@@ -94,20 +94,22 @@ public struct TreeQuery: Sendable, Equatable {
     }
 }
 
-/// Picks the children a query selects from children given one at a time in key order, holding at most the
-/// limit's number of children (or one, without a limit).
+/// Picks the children a query selects from children given one at a time in key order (or in reverse key order,
+/// for the last N by key), holding at most the limit's number of children (or one, without a limit).
 struct QuerySelection {
     let query: TreeQuery
+    let readsBackwards: Bool
     private(set) var selected: [(key: String, value: TreeValue, order: TreeValue?)] = []
-    /// With a limit in key order, the first N are final: no later child can displace them.
+    /// With a limit in key order, the first N met are final: no later child can displace them.
     private(set) var isComplete = false
 
-    init(query: TreeQuery) {
+    init(query: TreeQuery, readsBackwards: Bool = false) {
         self.query = query
+        self.readsBackwards = readsBackwards
     }
 
-    /// Offers the next child (in key order); returns the children that are certain to be in the result and can be
-    /// written now (only without a limit).
+    /// Offers the next child; returns the children that are certain to be in the result and can be written now
+    /// (only without a limit, when children come in key order).
     mutating func offer(key: String, value: TreeValue) -> [(key: String, value: TreeValue)] {
         guard !key.hasPrefix("."), !isComplete else { return [] }
         let order = query.orderValue(key: key, child: value)
@@ -116,7 +118,7 @@ struct QuerySelection {
         let candidate = (key: key, value: value, order: order)
         if case .key = query.order {
             // Children arrive in key order: the first N are the first N; the last N slide.
-            if query.limitToFirst != nil {
+            if query.limitToFirst != nil || readsBackwards {
                 selected.append(candidate)
                 isComplete = selected.count >= limit
             } else {
@@ -129,7 +131,7 @@ struct QuerySelection {
         let index = selected.firstIndex { !query.precedes(($0.key, $0.order), (key, order)) } ?? selected.count
         selected.insert(candidate, at: index)
         if selected.count > limit {
-            if query.limitToFirst != nil { selected.removeLast() } else { selected.removeFirst() }
+            if query.limitToFirst != nil || readsBackwards { selected.removeLast() } else { selected.removeFirst() }
         }
         return []
     }

@@ -69,14 +69,16 @@ extension Store {
 extension Store {
     /// Calls `body` with each row holding part of the node at `path`, in export order, until it returns false;
     /// inside the caller's read-only transaction.
+    /// `reversed` goes from the last row to the first.
     func forEachRow(
-        at path: [String], report: inout ExportReport, _ body: (_ rowPath: [String], PartStream) throws -> Bool
+        at path: [String], reversed: Bool = false, report: inout ExportReport,
+        _ body: (_ rowPath: [String], PartStream) throws -> Bool
     ) throws {
         var streams: [PartStream] = []
         let inFlight = PartStream.InFlight()
         for table in TreeTable.allCases {
             let exact = try connection.query(table.reorderCheckQuery()).first?.decode(Bool.self, at: 0) ?? false
-            guard let select = table.exportQuery(exactOrder: exact, under: path) else { continue }
+            guard let select = table.exportQuery(exactOrder: exact, under: path, reversed: reversed) else { continue }
             if exact { report.sortedTables.append(table.name) }
             let cursor = "export_\(table.name)"
             var declare = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 0)
@@ -88,7 +90,7 @@ extension Store {
         }
         // A FETCH still in flight when the body stops or fails must be collected before anything else is sent.
         defer { if inFlight.stream != nil { connection.drainResults() } }
-        var merge = try PartMerge(streams: streams)
+        var merge = try PartMerge(streams: streams, reversed: reversed)
         while let (rowPath, stream) = try merge.next() {
             report.rows += 1
             guard try body(rowPath, stream) else { break }
@@ -199,11 +201,13 @@ final class PartStream {
 /// after another), so the current stream's next row is compared with the runner-up only.
 struct PartMerge {
     private let streams: [PartStream]
+    private let isReversed: Bool
     private var best: Int?
     private var runnerUp: Int?
 
-    init(streams: [PartStream]) throws {
+    init(streams: [PartStream], reversed: Bool = false) throws {
         self.streams = streams
+        isReversed = reversed
         for stream in streams { try stream.advance() }
         rank()
     }
@@ -219,7 +223,7 @@ struct PartMerge {
         guard let current = best else { return }
         try streams[current].advance()
         if let path = streams[current].currentPath,
-            runnerUp.flatMap({ streams[$0].currentPath }).map({ Self.precedes(path, $0) }) ?? true
+            runnerUp.flatMap({ streams[$0].currentPath }).map({ comesFirst(path, $0) }) ?? true
         {
             return
         }
@@ -231,14 +235,19 @@ struct PartMerge {
         runnerUp = nil
         for index in streams.indices {
             guard let path = streams[index].currentPath else { continue }
-            if let first = best, !Self.precedes(path, streams[first].currentPath!) {
-                if let second = runnerUp, !Self.precedes(path, streams[second].currentPath!) { continue }
+            if let first = best, !comesFirst(path, streams[first].currentPath!) {
+                if let second = runnerUp, !comesFirst(path, streams[second].currentPath!) { continue }
                 runnerUp = index
             } else {
                 runnerUp = best
                 best = index
             }
         }
+    }
+
+    /// Whether `a` is merged out before `b`.
+    private func comesFirst(_ a: [String], _ b: [String]) -> Bool {
+        isReversed ? Self.precedes(b, a) : Self.precedes(a, b)
     }
 
     /// The order exports write paths in: key by key (`.priority` first, then RTDB order), a parent before its

@@ -15,7 +15,11 @@ extension Store {
         var report = ExportReport()
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
             var emitter = TreeEmitter(options: options)
-            var selection = QuerySelection(query: query)
+            // The last N by key: read from the end and stop after N, when the node lies above every record (a
+            // node inside one is read whole anyway, and its rows would come child before parent).
+            let reversed = try query.order == .key && query.limitToLast != nil && !path.isEmpty
+                && !recordExists(containing: path)
+            var selection = QuerySelection(query: query, readsBackwards: reversed)
             var child: (key: String, value: TreeValue)?
             var node: TreeValue?
             var bytes = 0
@@ -28,7 +32,7 @@ extension Store {
                 }
                 if emitter.bufferedByteCount >= 1 << 18 { try emitter.drain { bytes += $0.count; try write($0) } }
             }
-            try forEachRow(at: path, report: &report) { rowPath, stream in
+            try forEachRow(at: path, reversed: reversed, report: &report) { rowPath, stream in
                 let part = try stream.table.part(from: stream.currentRow).value
                 guard rowPath.count > path.count else {
                     // The node lies inside this row's record (or is it): small, so it is read whole, with the
@@ -73,5 +77,25 @@ extension Store {
         }
         report.seconds = (clock.now - started).seconds
         return report
+    }
+
+    /// Whether a typed row's record holds the node at `path` (`/posts/ID` of AppCoda's feed, say), rather than
+    /// the node being above the records.
+    private func recordExists(containing path: [String]) throws -> Bool {
+        for table in TreeTable.tables(under: path[0]) where path.count - 1 >= table.keyDepth {
+            var query = Query.StringInterpolation(literalCapacity: 96, interpolationCount: table.keyDepth + 1)
+            query.appendLiteral("SELECT EXISTS (SELECT FROM ")
+            query.appendInterpolation(identifier: table.name)
+            query.appendLiteral(" WHERE true")
+            for (column, key) in zip(table.keyColumns, path.dropFirst()) {
+                query.appendLiteral(" AND ")
+                query.appendInterpolation(identifier: column)
+                query.appendLiteral(" = ")
+                query.appendInterpolation(key)
+            }
+            query.appendLiteral(")")
+            if try connection.query(Query(stringInterpolation: query))[0].decode(Bool.self, at: 0) { return true }
+        }
+        return false
     }
 }
