@@ -13,10 +13,17 @@ final class Terminal {
     /// Starts `command` (a shell command line) in a new detached session, with `environment` added to it.
     init(_ command: String, environment: [String: String]) throws {
         let assignments = environment.map { "\($0.key)=\(shellQuoted($0.value))" }.joined(separator: " ")
-        try tmux(["new-session", "-d", "-x", "160", "-y", "50", "env \(assignments) \(command)"])
+        try tmux(["new-session", "-d", "-x", "160", "-y", "50", "exec env \(assignments) \(command)"])
+        panePID = Int32((try? tmux(["display-message", "-p", "#{pane_pid}"]))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "")
     }
 
-    deinit { try? tmux(["kill-server"]) }
+    /// The process running in the pane, ended with the terminal whatever it was doing.
+    private var panePID: Int32?
+
+    deinit {
+        if let panePID { kill(panePID, SIGKILL) }
+        try? tmux(["kill-server"])
+    }
 
     /// Types keys: text, or tmux key names such as Enter, Tab, Up, C-c, C-u.
     func send(_ keys: String...) throws {

@@ -56,14 +56,14 @@ struct Export: ConsoleCommand {
         let report: ExportReport
         // Not when the JSON itself goes to the terminal: the bar would be drawn into it.
         let toTerminal = destination == "-" && session.output.isTerminal
-        let progress = toTerminal ? nil : ProgressBar("export", total: nil, session: session)
+        let progress = toTerminal ? nil : ProgressBar(
+            "export", total: keys.isEmpty ? try store.estimatedRowCount() : nil, unit: .rows, session: session)
         defer { progress?.finish() }
         if destination == "-" {
             session.output.flush()
             do {
-                report = try store.exportTree(at: keys, options: options) { bytes in
-                    try OutputFile.writeAll(bytes, to: STDOUT_FILENO)
-                    progress?.advance(by: bytes.count)
+                report = try store.exportTree(at: keys, options: options, onProgress: { progress?.update(done: $0) }) {
+                    try OutputFile.writeAll($0, to: STDOUT_FILENO)
                 }
             } catch OutputFile.Closed.byReader {
                 return  // `export - | head`: the reader has what it wanted.
@@ -72,9 +72,8 @@ struct Export: ConsoleCommand {
             let output = try OutputFile(path: destination, replacing: force)
             do {
                 let gzip = destination.hasSuffix(".gz") ? try GzipWriter { try output.write($0) } : nil
-                report = try store.exportTree(at: keys, options: options) { bytes in
-                    if let gzip { try gzip.write(bytes) } else { try output.write(bytes) }
-                    progress?.advance(by: bytes.count)
+                report = try store.exportTree(at: keys, options: options, onProgress: { progress?.update(done: $0) }) {
+                    if let gzip { try gzip.write($0) } else { try output.write($0) }
                 }
                 try gzip?.finish()
                 try output.commit()

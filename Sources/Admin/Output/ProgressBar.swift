@@ -5,18 +5,30 @@ import Storage
 /// times a second and erased at the end. Only on a terminal, and not with --quiet: pipes, files and cron get
 /// none of it.
 final class ProgressBar {
+    /// What the bar counts.
+    enum Unit {
+        case bytes, rows
+    }
+
     private let label: String
     private let total: Int?
+    private let unit: Unit
     private let started = Date()
     private var lastDrawn = Date.distantPast
     private var done = 0
 
     /// A bar for `label`, or nil when stderr is not a terminal or the session is quiet. `total` is the byte count
     /// when it is known.
-    init?(_ label: String, total: Int?, session: Session) {
+    init?(_ label: String, total: Int?, unit: Unit = .bytes, session: Session) {
         guard session.diagnostics.isTerminal, !session.isQuiet else { return nil }
         self.label = label
         self.total = total.flatMap { $0 > 0 ? $0 : nil }
+        self.unit = unit
+    }
+
+    /// Sets the count done (for work that reports totals rather than increments) and redraws when it is time.
+    func update(done count: Int) {
+        advance(by: count - done)
     }
 
     /// Adds `count` bytes done and redraws when it is time.
@@ -50,18 +62,21 @@ final class ProgressBar {
             let width = 24
             let filled = Int(fraction * Double(width))
             line += "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
-            line += String(format: "%3.0f%%  ", fraction * 100) + "\(Self.megabytes(done)) of \(Self.megabytes(total))"
+            line += String(format: "%3.0f%%  ", fraction * 100) + "\(amount(done)) of \(amount(total))"
             if rate > 0 {
-                line += "  \(Self.megabytes(Int(rate)))/s  ETA \(Self.duration(Double(total - done) / rate))"
+                line += "  \(amount(Int(rate)))/s  ETA \(Self.duration(Double(max(0, total - done)) / rate))"
             }
         } else {
-            line += Self.megabytes(done) + (rate > 0 ? "  \(Self.megabytes(Int(rate)))/s" : "")
+            line += amount(done) + (rate > 0 ? "  \(amount(Int(rate)))/s" : "")
         }
         FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
     }
 
-    private static func megabytes(_ bytes: Int) -> String {
-        String(format: "%.1f MB", Double(bytes) / 1_000_000)
+    private func amount(_ count: Int) -> String {
+        switch unit {
+        case .bytes: String(format: "%.1f MB", Double(count) / 1_000_000)
+        case .rows: "\(count) rows"
+        }
     }
 
     private static func duration(_ seconds: Double) -> String {

@@ -63,18 +63,39 @@ struct ProcessRunner {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, output, 1)
         posix_spawn_file_actions_adddup2(&actions, output, 2)
+        // Marking descriptors close-on-exec races with other threads opening new ones (a pipe to another child);
+        // closing everything above stderr in the child does not.
+        if let closeFrom = Self.addCloseFrom { _ = closeFrom(&actions, 3) }
+        // The child starts with default signal handling and nothing blocked, whatever this process changed.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t(), empty = sigset_t()
+        sigemptyset(&empty)
+        sigemptyset(&defaults)
+        for signal in [SIGINT, SIGHUP, SIGPIPE, SIGTERM, SIGQUIT] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
 
         let environment = Self.childEnvironment().map { "\($0.key)=\($0.value)" }
         let cArguments = argv.map { strdup($0) } + [nil]
         let cEnvironment = environment.map { strdup($0) } + [nil]
         defer { (cArguments + cEnvironment).forEach { free($0) } }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, argv[0], &actions, nil, cArguments, cEnvironment)
+        let result = posix_spawn(&pid, argv[0], &actions, &attributes, cArguments, cEnvironment)
         guard result == 0 else {
             throw StorageError(.cluster, "cannot run \(argv[0]): \(String(cString: strerror(result)))")
         }
         return pid
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc module does not
+    /// declare.
+    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
 
     /// The caller's environment without libpq's and the server's variables, which would redirect the
     /// embedded server (PGDATA, PGPORT …).

@@ -25,18 +25,19 @@ extension Store {
     /// prints it: a subtree, a leaf, or `null` when nothing is there.
     /// `shallow`, as the REST API's `shallow=true`: a leaf as it is, an object with each child's value replaced
     /// by `true` unless that child is a leaf.
+    /// `onProgress` hears the number of rows read each time a chunk is written.
     public func exportTree(
         at path: [String] = [], options: JSONTextWriter.Options = .init(), shallow: Bool = false,
-        to write: (UnsafeBufferPointer<UInt8>) throws -> Void
+        onProgress: (_ rows: Int) -> Void = { _ in }, to write: (UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws -> ExportReport {
         let clock = ContinuousClock()
         let started = clock.now
         var report = ExportReport()
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
             var emitter = TreeEmitter(options: options)
-            var bytes = 0
-            defer { report.bytes = bytes }
-            try forEachRow(at: path, report: &report) { rowPath, stream in
+            var merge = try openRows(at: path, report: &report)
+            defer { merge.close() }
+            while let (rowPath, stream) = try merge.next() {
                 if shallow {
                     for (key, value) in try Self.shallowParts(of: stream, at: rowPath, below: path) {
                         try emitter.add(key.map { [$0] } ?? [], value)
@@ -51,15 +52,17 @@ extension Store {
                         try emitter.add(Array(rowPath[path.count...]), value)
                     }
                 } else {
-                    try emitter.add(Array(rowPath[path.count...]), .row(stream.table, stream.currentRow))
+                    try emitter.add(path.isEmpty ? rowPath : Array(rowPath[path.count...]), .row(stream.table, stream.currentRow))
                 }
+                report.rows += 1
                 if emitter.bufferedByteCount >= 1 << 18 {
-                    try emitter.drain { bytes += $0.count; try write($0) }
+                    try emitter.drain { report.bytes += $0.count; try write($0) }
+                    onProgress(report.rows)
                 }
-                return true
+                try merge.advance()
             }
             try emitter.finish()
-            try emitter.drain { bytes += $0.count; try write($0) }
+            try emitter.drain { report.bytes += $0.count; try write($0) }
         }
         report.seconds = (clock.now - started).seconds
         return report
@@ -67,13 +70,19 @@ extension Store {
 }
 
 extension Store {
-    /// Calls `body` with each row holding part of the node at `path`, in export order, until it returns false;
-    /// inside the caller's read-only transaction.
-    /// `reversed` goes from the last row to the first.
-    func forEachRow(
-        at path: [String], reversed: Bool = false, report: inout ExportReport,
-        _ body: (_ rowPath: [String], PartStream) throws -> Bool
-    ) throws {
+    /// About how many rows the tree's tables hold, from the planner's statistics (instant on any size; exact
+    /// only after ANALYZE).
+    public func estimatedRowCount() throws -> Int {
+        let names = Store.treeTables
+        return try connection.query("""
+            SELECT coalesce(sum(greatest(reltuples, 0)), 0)::bigint FROM pg_class
+            WHERE relname = ANY(\(names)::text[]) AND relnamespace = current_schema()::regnamespace
+            """)[0].decode(Int.self, at: 0)
+    }
+
+    /// The rows holding part of the node at `path`, in export order (`reversed`: from the last), merged from
+    /// one cursor per table in the caller's read-only transaction. Close the merge when done with it.
+    func openRows(at path: [String], reversed: Bool = false, report: inout ExportReport) throws -> PartMerge {
         var streams: [PartStream] = []
         let inFlight = PartStream.InFlight()
         for table in TreeTable.allCases {
@@ -88,13 +97,11 @@ extension Store {
             try connection.execute(Query(stringInterpolation: declare).appending(select))
             streams.append(PartStream(table: table, cursor: cursor, connection: connection, inFlight: inFlight))
         }
-        // A FETCH still in flight when the body stops or fails must be collected before anything else is sent.
-        defer { if inFlight.stream != nil { connection.drainResults() } }
-        var merge = try PartMerge(streams: streams, reversed: reversed)
-        while let (rowPath, stream) = try merge.next() {
-            report.rows += 1
-            guard try body(rowPath, stream) else { break }
-            try merge.advance()
+        do {
+            return try PartMerge(streams: streams, reversed: reversed, inFlight: inFlight, connection: connection)
+        } catch {
+            if inFlight.stream != nil { connection.drainResults() }
+            throw error
         }
     }
 
@@ -202,11 +209,15 @@ final class PartStream {
 struct PartMerge {
     private let streams: [PartStream]
     private let isReversed: Bool
+    private let inFlight: PartStream.InFlight
+    private let connection: Connection
     private var best: Int?
     private var runnerUp: Int?
 
-    init(streams: [PartStream], reversed: Bool = false) throws {
+    init(streams: [PartStream], reversed: Bool, inFlight: PartStream.InFlight, connection: Connection) throws {
         self.streams = streams
+        self.inFlight = inFlight
+        self.connection = connection
         isReversed = reversed
         for stream in streams { try stream.advance() }
         rank()
@@ -242,6 +253,15 @@ struct PartMerge {
                 runnerUp = best
                 best = index
             }
+        }
+    }
+
+    /// Collects a FETCH still in flight (when reading stopped early or failed), so that the connection can run
+    /// the next statement.
+    func close() {
+        if inFlight.stream != nil {
+            connection.drainResults()
+            inFlight.stream = nil
         }
     }
 

@@ -32,7 +32,10 @@ extension Store {
                 }
                 if emitter.bufferedByteCount >= 1 << 18 { try emitter.drain { bytes += $0.count; try write($0) } }
             }
-            try forEachRow(at: path, reversed: reversed, report: &report) { rowPath, stream in
+            var merge = try openRows(at: path, reversed: reversed, report: &report)
+            defer { merge.close() }
+            /// Takes in one row; false once a first-N by key has its N.
+            func take(_ rowPath: [String], _ stream: PartStream) throws -> Bool {
                 let part = try stream.table.part(from: stream.currentRow).value
                 guard rowPath.count > path.count else {
                     // The node lies inside this row's record (or is it): small, so it is read whole, with the
@@ -58,6 +61,11 @@ extension Store {
                 }
                 child = (key, value)
                 return true
+            }
+            while let (rowPath, stream) = try merge.next() {
+                report.rows += 1
+                guard try take(rowPath, stream) else { break }
+                try merge.advance()
             }
             try offerChild()
             if let node {
