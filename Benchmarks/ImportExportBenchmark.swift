@@ -17,12 +17,8 @@ struct ImportExportBenchmark {
 
     func run() throws {
         try? FileManager.default.removeItem(atPath: work)
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
-        chmod(work, 0o777)
-        let cluster = try EmbeddedCluster.open(directory: work + "/cluster")
+        let (cluster, parameters, conninfo) = try openBenchmarkServer(work: work)
         defer { cluster.close() }
-        let parameters = Dictionary(cluster.connectionParameters, uniquingKeysWith: { $1 })
-        let conninfo = parameters.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         let admin = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("admin").path
         let psql = cluster.binaries.directory + "/psql"

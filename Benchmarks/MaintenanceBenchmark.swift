@@ -121,12 +121,8 @@ struct MaintenanceBenchmark {
     ]
 
     func run() throws {
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
-        chmod(work, 0o777)
-        let cluster = try EmbeddedCluster.open(directory: work + "/cluster")
+        let (cluster, _, conninfo) = try openBenchmarkServer(work: work)
         defer { cluster.close() }
-        let parameters = Dictionary(cluster.connectionParameters, uniquingKeysWith: { $1 })
-        let conninfo = parameters.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         let store = Store(connection: try Connection(conninfo: conninfo))
         try Migrator().migrate(on: store.connection)
         let posts = try store.connection.query("SELECT count(*) FROM posts")[0].decode(Int.self, at: 0)

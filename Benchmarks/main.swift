@@ -77,6 +77,16 @@ func median(_ values: [Double]) -> Double {
 
 func format(_ value: Double) -> String { String(format: "%.1f", value) }
 
+/// A private embedded server in `work/cluster` (created on first use; `work` open to the server's OS user) and
+/// its libpq connection parameters, both as a dictionary and as a conninfo string.
+func openBenchmarkServer(work: String) throws -> (cluster: EmbeddedCluster, parameters: [String: String], conninfo: String) {
+    try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+    chmod(work, 0o777)
+    let cluster = try EmbeddedCluster.open(directory: work + "/cluster")
+    let parameters = Dictionary(cluster.connectionParameters, uniquingKeysWith: { $1 })
+    return (cluster, parameters, parameters.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+}
+
 switch arguments.first {
 case "generate-synthetic":
     let path = arguments[1]

@@ -17,8 +17,13 @@ struct FollowView<Change> {
         }
         session.inform("Following \(what); Ctrl-C to stop.")
         while !Interrupt.isPending {
-            for change in try watch.next(waitingAtMost: 0.25) {
-                session.output.line(text(change))
+            do {
+                for change in try watch.next(waitingAtMost: 0.25) {
+                    session.output.line(text(change))
+                }
+            } catch where Interrupt.isPending {
+                // Ctrl-C's cancel request met the read of a change: the follow ends all the same.
+                break
             }
             session.output.flush()
         }
