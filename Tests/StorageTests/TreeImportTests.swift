@@ -82,6 +82,24 @@ struct TreeRoundTripTests {
         }
     }
 
+    @Test func mergeReplacesTheFilesTopLevelNodesAndKeepsTheOthers() throws {
+        let store = try consistentStore()
+        let before = try exportJSON(store)
+        let file = #"{"users": {"dave": {"username": "dave"}}, "settings": {"theme": "dark"}}"#
+        let dryRun = try importJSON(file, into: store, options: ImportOptions(mode: .merge, isDryRun: true))
+        #expect(dryRun.rowsReplaced == 3)
+        expectSameText(try exportJSON(store), before)
+
+        let report = try importJSON(file, into: store, options: ImportOptions(mode: .merge))
+        #expect(report.rowsReplaced == 3 && report.rowsImported == 2)
+        var expected = consistentTree.removing("users")
+        expected = expected.setting("users", #"{"dave": {"username": "dave"}}"#).setting("settings", #"{"theme": "dark"}"#)
+        try expectTree(store, expected)
+        // Merging the same again changes nothing more.
+        _ = try importJSON(file, into: store, options: ImportOptions(mode: .merge))
+        try expectTree(store, expected)
+    }
+
     @Test func makestagramTreeLandsInTypedColumns() throws {
         let json = """
             {"users": {"u1": {"username": "ana"}, "u2": {"username": "bo", "bio": "hi"}},

@@ -7,12 +7,17 @@ extension ImportOptions.Mode: ExpressibleByArgument {}
 /// `import FILE`: loads a Firebase JSON export into the store in one transaction.
 struct Import: ConsoleCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Import a Firebase JSON export (replacing the store), in one transaction.",
+        abstract: "Import a Firebase JSON export (replacing the store, or merging), in one transaction.",
         discussion: """
             FILE is an export from the Firebase console, the REST API or a daily backup (FILE.gz is decompressed
-            as it is read), or - for stdin. It is read as a stream, so its size does not matter. Known parts of the tree (users, posts in either app's
-            shape, postLikes, followers, following, timeline, chats, messages) go into typed tables; everything
-            else is kept as it is, so that `export` gives the same tree back.
+            as it is read), or - for stdin. It is read as a stream, so its size does not matter. Known parts of
+            the tree (users, posts in either app's shape, postLikes, followers, following, timeline, chats,
+            messages) go into typed tables; everything else is kept as it is, so that `export` gives the same tree
+            back.
+
+            --mode replace (the default) makes the store equal to the file. --mode merge is Firebase's update at
+            the root: each top-level node of the file (users, posts, ...) replaces the store's node of that name
+            whole, and the store's other nodes stay.
 
             Values Firebase would refuse (bad keys, paths deeper than 32 levels or longer than 768 bytes, strings
             over 10 MB) and strings PostgreSQL cannot hold (NUL) are rejects: the first aborts the import unless
@@ -25,6 +30,7 @@ struct Import: ConsoleCommand {
               import backup.json
               import backup-2026-11-21.json.gz
               import backup.json --dry-run
+              import users-only.json --mode merge
               import backup.json --max-rejects 10 --rejects rejected.jsonl
               import - --format json < backup.json
             """)
@@ -170,6 +176,9 @@ struct ImportReportView {
         var text = "\(report.isDryRun ? "Dry run: would import" : "Imported") \(report.rowsImported) rows from "
             + "\(file) (\(String(format: "%.1f", megabytes)) MB) in \(Self.seconds(report.seconds)) s: "
             + "\(String(format: "%.1f", report.bytesPerSecond / 1_000_000)) MB/s, \(Int(rate)) rows/s."
+        if report.mode == .merge {
+            text += " Merged: \(report.rowsReplaced) rows of the store's nodes of the same names were replaced."
+        }
         if report.isDryRun { text += " Rolled back; nothing was changed." }
         return text
     }
@@ -195,7 +204,7 @@ struct ImportReportView {
             ("file", JSONWriter.string(file)), ("mode", JSONWriter.string(report.mode.rawValue)),
             ("dry_run", report.isDryRun ? "true" : "false"), ("input_bytes", String(report.inputBytes)),
             ("seconds", JSONWriter.number(report.seconds)), ("rows_imported", String(report.rowsImported)),
-            ("tables", JSONWriter.array(lines)), ("nodes", JSONWriter.array(nodes)),
+            ("rows_replaced", String(report.rowsReplaced)), ("tables", JSONWriter.array(lines)), ("nodes", JSONWriter.array(nodes)),
             ("rejects", JSONWriter.array(rejects)), ("warnings", String(report.warningCount)),
         ])
     }

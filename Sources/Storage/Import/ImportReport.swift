@@ -44,6 +44,8 @@ public struct ImportReport: Sendable {
     public var isDryRun = false
     /// The import's mode.
     public var mode = ImportOptions.Mode.replace
+    /// `merge`: rows the store held under the file's top-level nodes, which the file's nodes replaced.
+    public var rowsReplaced = 0
 
     /// Rows stored, all tables together.
     public var rowsImported: Int { lines.reduce(0) { $0 + $1.rowsImported } }

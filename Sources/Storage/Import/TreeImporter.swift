@@ -76,6 +76,11 @@ final class TreeImporter {
         let countsBefore = loader.counts
         let deletedBefore = deletedRows
         let rejectsBefore = report.rejects.count
+        if options.mode == .merge {
+            // Firebase's update: each top-level node of the file replaces the store's node of that name whole.
+            try loader.flush()
+            report.rowsReplaced += try deleteRows([key]).values.reduce(0, +)
+        }
         try route(key)
         let node = TreeTable.tables(under: key).isEmpty ? "(other nodes)" : key
         for table in TreeTable.allCases {

@@ -1,7 +1,9 @@
 import Foundation
 
 extension Store {
-    /// Imports a Firebase JSON export in one transaction: with `.replace` the store becomes equal to the file.
+    /// Imports a Firebase JSON export in one transaction: with `.replace` the store becomes equal to the file;
+    /// with `.merge`, as Firebase's `update` at the root, each top-level node of the file replaces the store's
+    /// node of that name and the others stay.
     /// Nothing is changed when it throws, or with `isDryRun`.
     ///
     /// ```swift
@@ -13,16 +15,16 @@ extension Store {
         from source: some ByteSource, options: ImportOptions = ImportOptions(),
         onReject: @escaping (ImportReject) throws -> Void = { _ in }
     ) throws -> ImportReport {
-        guard options.mode == .replace else {
-            throw StorageError(.invalidValue, "import --mode merge is not implemented yet")
-        }
         let clock = ContinuousClock()
         let started = clock.now
         var report = ImportReport()
         try connection.withTransaction(rollback: options.isDryRun) {
-            let tables = Store.treeTables.map(Query.quoted(identifier:)).joined(separator: ", ")
-            try connection.execute(Query(unsafeSQL: "TRUNCATE \(tables)"))
-            let loader = TableLoader(connection: connection, usesFreeze: true)
+            if options.mode == .replace {
+                let tables = Store.treeTables.map(Query.quoted(identifier:)).joined(separator: ", ")
+                try connection.execute(Query(unsafeSQL: "TRUNCATE \(tables)"))
+            }
+            // COPY FREEZE needs tables truncated in the same transaction.
+            let loader = TableLoader(connection: connection, usesFreeze: options.mode == .replace)
             let importer = TreeImporter(
                 reader: JSONReader(source: source), loader: loader, options: options,
                 deleteRows: { [connection] path in try Store.deleteRows(under: path, on: connection) },
