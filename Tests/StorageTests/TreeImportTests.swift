@@ -100,6 +100,32 @@ struct TreeRoundTripTests {
         try expectTree(store, expected)
     }
 
+    @Test func importAtAPathReplacesOrUpdatesThatNodeOnly() throws {
+        let store = try consistentStore()
+        let post = #"{"image_url": "u", "image_height": 1, "created_at": 1, "like_count": 0, "poster": {"uid": "bob", "username": "bob"}}"#
+        let replace = try importJSON(#"{"-Pnew": \#(post)}"#, into: store, options: ImportOptions(at: ["posts", "bob"]))
+        #expect(replace.rowsReplaced == 2 && replace.rowsImported == 1)
+        var expected = consistentTree.removing("posts/bob").setting("posts/bob/-Pnew", post)
+        try expectTree(store, expected)
+
+        let merge = try importJSON(#"{"dave": {"username": "dave"}, "alice": null}"#, into: store,
+                                   options: ImportOptions(mode: .merge, at: ["users"]))
+        #expect(merge.rowsReplaced == 1 && merge.rowsImported == 1)
+        expected = expected.removing("users/alice").setting("users/dave", #"{"username": "dave"}"#)
+        try expectTree(store, expected)
+
+        _ = try importJSON(#""dark""#, into: store, options: ImportOptions(at: ["settings", "theme"]))
+        _ = try importJSON(#"{"followers": null}"#, into: store, options: ImportOptions(mode: .merge))
+        expected = expected.setting("settings/theme", #""dark""#).removing("followers")
+        try expectTree(store, expected)
+
+        // Inside a stored record the node is part of the record's row: refused, nothing changed.
+        let before = try exportJSON(store)
+        #expect { try importJSON(#""robert""#, into: store, options: ImportOptions(at: ["posts", "bob", "-Pnew", "poster"])) }
+            throws: { ($0 as? StorageError)?.message == "--at /posts/bob/-Pnew/poster lies inside the record /posts/bob/-Pnew" }
+        expectSameText(try exportJSON(store), before)
+    }
+
     @Test func makestagramTreeLandsInTypedColumns() throws {
         let json = """
             {"users": {"u1": {"username": "ana"}, "u2": {"username": "bo", "bio": "hi"}},

@@ -15,9 +15,10 @@ struct Import: ConsoleCommand {
             messages) go into typed tables; everything else is kept as it is, so that `export` gives the same tree
             back.
 
-            --mode replace (the default) makes the store equal to the file. --mode merge is Firebase's update at
-            the root: each top-level node of the file (users, posts, ...) replaces the store's node of that name
-            whole, and the store's other nodes stay.
+            --mode replace (the default) makes the store equal to the file. --mode merge is Firebase's update:
+            each child the file names (users, posts, ... at the root) replaces the store's child of that name
+            whole, a null one deletes it, and the store's other children stay. --at PATH takes the file as the
+            node at PATH (an export of /posts alone): replace replaces that node, merge updates its children.
 
             Values Firebase would refuse (bad keys, paths deeper than 32 levels or longer than 768 bytes, strings
             over 10 MB) and strings PostgreSQL cannot hold (NUL) are rejects: the first aborts the import unless
@@ -31,6 +32,8 @@ struct Import: ConsoleCommand {
               import backup-2026-11-21.json.gz
               import backup.json --dry-run
               import users-only.json --mode merge
+              import posts.json --at /posts
+              import alice-posts.json --at /posts/alice --mode merge
               import backup.json --max-rejects 10 --rejects rejected.jsonl
               import - --format json < backup.json
             """)
@@ -43,6 +46,10 @@ struct Import: ConsoleCommand {
 
     @Flag(help: "Parse, map and load, report, then roll back.")
     var dryRun = false
+
+    @Option(help: ArgumentHelp("The file is the node at this Firebase path (an export of /posts alone, say).",
+                               valueName: "path"))
+    var at = "/"
 
     @OptionGroup var confirmation: Confirmation
 
@@ -57,20 +64,22 @@ struct Import: ConsoleCommand {
 
     func validate() throws {
         guard maxRejects >= 0 else { throw ValidationError("--max-rejects must be 0 or more") }
+        _ = try FirebasePath.keys(of: at)
     }
 
     func run(in session: Session) throws {
         let input = try InputFile(path: file)
         defer { input.close() }
         let store = try session.store()
+        let keys = try FirebasePath.keys(of: at)
         if mode == .replace, !dryRun, try !store.isEmpty() {
+            let what = keys.isEmpty ? "everything the store holds" : "the node at \(at)"
             guard confirmation.confirm(
-                "import --mode replace deletes everything the store holds and loads \(file) instead. Go on?",
-                in: session) else { return }
+                "import --mode replace deletes \(what) and loads \(file) instead. Go on?", in: session) else { return }
         }
         let rejectsFile = RejectsFile(path: rejects ?? Self.defaultRejectsPath(for: file))
         defer { rejectsFile.close() }
-        let options = ImportOptions(mode: mode, isDryRun: dryRun, maximumRejects: maxRejects)
+        let options = ImportOptions(mode: mode, isDryRun: dryRun, maximumRejects: maxRejects, at: keys)
         let report: ImportReport
         let progress = ProgressBar("import", total: input.size, session: session)
         defer { progress?.finish() }

@@ -4,7 +4,7 @@ public struct ImportOptions: Sendable {
     public enum Mode: String, Sendable, CaseIterable {
         /// The store becomes equal to the file.
         case replace
-        /// Like Firebase's `update`: children present in the file overwrite, others stay.
+        /// Like Firebase's `update`: children present in the file overwrite (null ones are deleted), others stay.
         case merge
     }
 
@@ -18,9 +18,14 @@ public struct ImportOptions: Sendable {
     /// the import rather than being held in memory.
     public var maximumRecordBytes: Int
 
+    /// `--at`: the file is the node at this path (keys from the root) rather than the whole tree; `replace`
+    /// replaces that node, `merge` updates its children.
+    public var at: [String]
+
     /// Options; the defaults replace the store and abort on the first reject.
     public init(mode: Mode = .replace, isDryRun: Bool = false, maximumRejects: Int = 0,
-                maximumRecordBytes: Int = 64 << 20) {
+                maximumRecordBytes: Int = 64 << 20, at: [String] = []) {
+        self.at = at
         self.mode = mode
         self.isDryRun = isDryRun
         self.maximumRejects = maximumRejects

@@ -76,11 +76,6 @@ final class TreeImporter {
         let countsBefore = loader.counts
         let deletedBefore = deletedRows
         let rejectsBefore = report.rejects.count
-        if options.mode == .merge {
-            // Firebase's update: each top-level node of the file replaces the store's node of that name whole.
-            try loader.flush()
-            report.rowsReplaced += try deleteRows([key]).values.reduce(0, +)
-        }
         try route(key)
         let node = TreeTable.tables(under: key).isEmpty ? "(other nodes)" : key
         for table in TreeTable.allCases {
@@ -345,6 +340,11 @@ final class TreeImporter {
             if keys.insert(key) {
                 try duplicate(key)
                 onDuplicate?(key)
+            }
+            if options.mode == .merge, path == options.at {
+                // Firebase's update: each child the file names replaces the store's child whole (null deletes it).
+                try loader.flush()
+                report.rowsReplaced += try deleteRows(path + [key]).values.reduce(0, +)
             }
             if reader.token == .null { continue }
             if path.count + 1 > Self.maximumDepth {

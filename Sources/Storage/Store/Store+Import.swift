@@ -15,18 +15,36 @@ extension Store {
         from source: some ByteSource, options: ImportOptions = ImportOptions(),
         onReject: @escaping (ImportReject) throws -> Void = { _ in }
     ) throws -> ImportReport {
+        for key in options.at {
+            if let problem = FirebaseKey.problem(with: key) ?? (key.hasPrefix(".") ? "a priority is not a node" : nil) {
+                throw StorageError(.invalidValue, "--at: \"\(key)\" cannot be a Firebase key: \(problem)")
+            }
+        }
         let clock = ContinuousClock()
         let started = clock.now
         var report = ImportReport()
+        let wholeTree = options.mode == .replace && options.at.isEmpty
+        var replaced = 0
         try connection.withTransaction(rollback: options.isDryRun) {
-            if options.mode == .replace {
+            if wholeTree {
                 let tables = Store.treeTables.map(Query.quoted(identifier:)).joined(separator: ", ")
                 try connection.execute(Query(unsafeSQL: "TRUNCATE \(tables)"))
+            } else if !options.at.isEmpty {
+                if let record = try recordPath(holding: options.at) {
+                    throw StorageError(
+                        .invalidValue, "--at /\(options.at.joined(separator: "/")) lies inside the record /\(record.joined(separator: "/"))",
+                        hint: "Import the whole record with --at /\(record.joined(separator: "/")).")
+                }
+                if options.mode == .replace {
+                    replaced = try Store.deleteRows(under: options.at, on: connection).values.reduce(0, +)
+                }
             }
             // COPY FREEZE needs tables truncated in the same transaction.
-            let loader = TableLoader(connection: connection, usesFreeze: options.mode == .replace)
+            let loader = TableLoader(connection: connection, usesFreeze: wholeTree)
+            // The file is the node at --at: read it as the tree that holds it there.
+            let input: any ByteSource = options.at.isEmpty ? source : NestedSource(source, at: options.at)
             let importer = TreeImporter(
-                reader: JSONReader(source: source), loader: loader, options: options,
+                reader: JSONReader(source: input), loader: loader, options: options,
                 deleteRows: { [connection] path in try Store.deleteRows(under: path, on: connection) },
                 onReject: onReject)
             do {
@@ -40,11 +58,35 @@ extension Store {
                 throw error
             }
             report = importer.report
+            report.rowsReplaced += replaced
         }
         report.seconds = (clock.now - started).seconds
         report.isDryRun = options.isDryRun
         report.mode = options.mode
         return report
+    }
+
+    /// The path of a stored record that holds `path` inside it (`/posts/UID/KEY` for `/posts/UID/KEY/poster`),
+    /// or is it when `orIs`, if there is one.
+    func recordPath(holding path: [String], orIs: Bool = false) throws -> [String]? {
+        guard let root = path.first else { return nil }
+        for table in TreeTable.tables(under: root) where path.count - 1 > table.keyDepth - (orIs ? 1 : 0) {
+            var query = Query.StringInterpolation(literalCapacity: 96, interpolationCount: table.keyDepth)
+            query.appendLiteral("SELECT EXISTS (SELECT FROM ")
+            query.appendInterpolation(identifier: table.name)
+            query.appendLiteral(" WHERE true")
+            for (column, key) in zip(table.keyColumns, path.dropFirst()) {
+                query.appendLiteral(" AND ")
+                query.appendInterpolation(identifier: column)
+                query.appendLiteral(" = ")
+                query.appendInterpolation(key)
+            }
+            query.appendLiteral(")")
+            if try connection.query(Query(stringInterpolation: query))[0].decode(Bool.self, at: 0) {
+                return Array(path.prefix(table.keyDepth + 1))
+            }
+        }
+        return nil
     }
 
     /// Deletes every row stored at or below an absolute Firebase path; returns the counts per table.

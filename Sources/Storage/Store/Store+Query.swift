@@ -18,7 +18,7 @@ extension Store {
             // The last N by key: read from the end and stop after N, when the node lies above every record (a
             // node inside one is read whole anyway, and its rows would come child before parent).
             let reversed = try query.order == .key && query.limitToLast != nil && !path.isEmpty
-                && !recordExists(containing: path)
+                && recordPath(holding: path, orIs: true) == nil
             var selection = QuerySelection(query: query, readsBackwards: reversed)
             var child: (key: String, value: TreeValue)?
             var node: TreeValue?
@@ -85,25 +85,5 @@ extension Store {
         }
         report.seconds = (clock.now - started).seconds
         return report
-    }
-
-    /// Whether a typed row's record holds the node at `path` (`/posts/ID` of AppCoda's feed, say), rather than
-    /// the node being above the records.
-    private func recordExists(containing path: [String]) throws -> Bool {
-        for table in TreeTable.tables(under: path[0]) where path.count - 1 >= table.keyDepth {
-            var query = Query.StringInterpolation(literalCapacity: 96, interpolationCount: table.keyDepth + 1)
-            query.appendLiteral("SELECT EXISTS (SELECT FROM ")
-            query.appendInterpolation(identifier: table.name)
-            query.appendLiteral(" WHERE true")
-            for (column, key) in zip(table.keyColumns, path.dropFirst()) {
-                query.appendLiteral(" AND ")
-                query.appendInterpolation(identifier: column)
-                query.appendLiteral(" = ")
-                query.appendInterpolation(key)
-            }
-            query.appendLiteral(")")
-            if try connection.query(Query(stringInterpolation: query))[0].decode(Bool.self, at: 0) { return true }
-        }
-        return false
     }
 }
