@@ -39,7 +39,7 @@ struct Completer {
         let previous = words.count > path.count ? words.last : nil
         if let previous, let values = Self.optionValues[previous] { return .words(values) }
         if let previous, Self.uidOptions.contains(previous) { return .words(uids(startingWith: word)) }
-        let positionals = words.dropFirst(path.count).filter { !$0.hasPrefix("-") }.count
+        let positionals = Self.positionals(in: Array(words.dropFirst(path.count)), of: path)
         if previous == "--path" || (name == "get" && positionals == 0 && !word.hasPrefix("-")) {
             return .words(paths(startingWith: word))
         }
@@ -61,7 +61,9 @@ struct Completer {
         guard let keys = try? FirebasePath.keys(of: parent),
               let children = try? session.connectedStore?.childKeys(of: keys, startingWith: partial, limit: uidLimit)
         else { return [] }
-        return children.map { parent + "/" + $0 }
+        // Offered as typed, with or without the leading slash, so that they extend the word.
+        let written = word.hasPrefix("/") ? parent : String(parent.dropFirst())
+        return children.map { written.isEmpty && !word.hasPrefix("/") ? $0 : written + "/" + $0 }
     }
 
     private func uids(startingWith prefix: String) -> [String] {
@@ -72,6 +74,29 @@ struct Completer {
 
     static func command(named name: String) -> ParsableCommand.Type? {
         CommandGroup.all.flatMap(\.commands).first { $0._commandName == name || $0.configuration.aliases.contains(name) }
+    }
+
+    /// How many of `words` (after the command's name) are positional arguments: not options, nor the values of
+    /// options that take one.
+    static func positionals(in words: [String], of path: [String]) -> Int {
+        let takesValue = Set(valueOptions(of: path))
+        var count = 0
+        var skipsNext = false
+        for word in words {
+            if skipsNext { skipsNext = false; continue }
+            if word.hasPrefix("-") { skipsNext = takesValue.contains(word); continue }
+            count += 1
+        }
+        return count
+    }
+
+    /// The long options that take a value (`--limit <limit>` in the help).
+    static func valueOptions(of path: [String]) -> [String] {
+        guard let help = try? Help.helpText(for: path) else { return [] }
+        let tokens = help.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," })
+        return zip(tokens, tokens.dropFirst()).compactMap { option, value in
+            option.hasPrefix("--") && value.hasPrefix("<") ? String(option) : nil
+        }
     }
 
     /// The long options a command's help lists.

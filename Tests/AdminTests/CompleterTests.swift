@@ -1,0 +1,46 @@
+import Foundation
+import PostgresTestSupport
+import Testing
+@testable import Admin
+
+@Suite("Tab completion")
+struct CompleterTests {
+    private func completer() throws -> Completer {
+        let database = try TestPostgres.makeDatabase()
+        let tree = #"{"users": {"alice": {"username": "a"}, "albert": {"username": "b"}, "bob": {"username": "c"}}, "settings": {"theme": "dark"}}"#
+        #expect(try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: tree).status == 0)
+        let session = Session(target: .conninfo(database.conninfo), migratesOnConnect: true, format: .table, isQuiet: true)
+        _ = try session.store()
+        return Completer(session: session)
+    }
+
+    private func words(_ completion: Completion) -> [String] {
+        if case .words(let words) = completion { return words.sorted() }
+        return []
+    }
+
+    @Test func commandsSubcommandsOptionsAndValues() throws {
+        let completer = try completer()
+        #expect(words(completer.complete(wordsBefore: "", word: "ti")).contains("timeline"))
+        #expect(words(completer.complete(wordsBefore: "help ", word: "")).contains("chat"))
+        #expect(words(completer.complete(wordsBefore: "chat ", word: "")) == ["merge", "open", "send"])
+        #expect(words(completer.complete(wordsBefore: "timeline alice ", word: "--")).contains("--limit"))
+        #expect(words(completer.complete(wordsBefore: "users --format ", word: "")) == ["csv", "expanded", "json", "table"])
+        #expect(completer.complete(wordsBefore: "import ", word: "back") == .files)
+    }
+
+    @Test func uidsAndPathsFromTheStore() throws {
+        let completer = try completer()
+        #expect(words(completer.complete(wordsBefore: "user show ", word: "al")) == ["albert", "alice"])
+        #expect(words(completer.complete(wordsBefore: "follow alice ", word: "b")) == ["bob"])
+        #expect(words(completer.complete(wordsBefore: "chat send --from ", word: "bo")) == ["bob"])
+        #expect(words(completer.complete(wordsBefore: "timeline --limit 5 ", word: "al")) == ["albert", "alice"])
+        #expect(words(completer.complete(wordsBefore: "timeline alice ", word: "al")).isEmpty)
+        #expect(words(completer.complete(wordsBefore: "get ", word: "/")) == ["/settings", "/users"])
+        #expect(words(completer.complete(wordsBefore: "get ", word: "/users/al")) == ["/users/albert", "/users/alice"])
+        #expect(words(completer.complete(wordsBefore: "get ", word: "users/b")) == ["users/bob"])
+        #expect(words(completer.complete(wordsBefore: "get ", word: "se")) == ["settings"])
+        #expect(words(completer.complete(wordsBefore: "export x.json --path ", word: "/settings/")) == ["/settings/theme"])
+        #expect(words(completer.complete(wordsBefore: "get ", word: "/users/alice/")) == ["/users/alice/username"])
+    }
+}
