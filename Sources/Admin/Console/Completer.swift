@@ -41,7 +41,7 @@ struct Completer {
         if let previous, Self.uidOptions.contains(previous) { return .words(uids(startingWith: word)) }
         let positionals = Self.positionals(in: Array(words.dropFirst(path.count)), of: path)
         if previous == "--path" || (name == "get" && positionals == 0 && !word.hasPrefix("-")) {
-            return .words(paths(startingWith: word))
+            return .prefixes(paths(startingWith: word))
         }
         if word.hasPrefix("-") { return .words(Self.options(of: path)) }
         if !command.configuration.subcommands.isEmpty && words.count == path.count {

@@ -2,8 +2,10 @@ import Foundation
 
 /// What Tab offers for the word under the cursor.
 enum Completion: Equatable {
-    /// These words (the editor keeps those that start with the typed text).
+    /// These words (the editor keeps those that start with the typed text); a space follows a unique one.
     case words([String])
+    /// Words that may go on, such as Firebase paths: no space follows a unique one.
+    case prefixes([String])
     /// File names, as a shell completes them.
     case files
 }
@@ -28,6 +30,7 @@ final class LineEditor {
     nonisolated(unsafe) private static var completer: ((_ wordsBefore: String, _ word: String) -> Completion)?
     nonisolated(unsafe) private static var lineBuffer: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
     nonisolated(unsafe) private static var completionOver: UnsafeMutablePointer<Int32>?
+    nonisolated(unsafe) private static var appendCharacter: UnsafeMutablePointer<Int32>?
 
     /// The editor, or nil when libedit cannot be loaded. `historyFile` is read now and written after each line.
     static func load(historyFile: String?, historySize: Int = 1000,
@@ -49,6 +52,7 @@ final class LineEditor {
         Self.completer = completer
         lineBuffer = dlsym(library, "rl_line_buffer")?.assumingMemoryBound(to: UnsafeMutablePointer<CChar>?.self)
         completionOver = dlsym(library, "rl_attempted_completion_over")?.assumingMemoryBound(to: Int32.self)
+        appendCharacter = dlsym(library, "rl_completion_append_character")?.assumingMemoryBound(to: Int32.self)
         if let hook = dlsym(library, "rl_attempted_completion_function") {
             hook.assumingMemoryBound(to: CompletionHook?.self).pointee = { text, start, _ in
                 LineEditor.complete(text: text.map { String(cString: $0) } ?? "", start: Int(start))
@@ -91,9 +95,18 @@ final class LineEditor {
         let line = lineBuffer?.pointee.map { Array(String(cString: $0).utf8) } ?? []
         let before = String(decoding: line.prefix(start), as: UTF8.self)
         guard let completion = completer?(before, text) else { return nil }
-        guard case .words(let words) = completion else {
+        let words: [String]
+        switch completion {
+        case .files:
             completionOver?.pointee = 0
+            appendCharacter?.pointee = Int32(UInt8(ascii: " "))
             return nil
+        case .words(let list):
+            words = list
+            appendCharacter?.pointee = Int32(UInt8(ascii: " "))
+        case .prefixes(let list):
+            words = list
+            appendCharacter?.pointee = 0
         }
         completionOver?.pointee = 1
         let matches = Array(Set(words.filter { $0.hasPrefix(text) })).sorted()
