@@ -1,6 +1,6 @@
 import Foundation
 import PostgresTestSupport
-import Storage
+@testable import Storage
 import Testing
 
 /// The embedded default: a private cluster created on first use, shared by concurrent consoles, stopped by
@@ -122,5 +122,35 @@ struct EmbeddedClusterTests {
         #expect(serverIsRunning(in: directory))
         second.close()
         #expect(!serverIsRunning(in: directory))
+    }
+}
+
+@Suite("Losing the server")
+struct ServerLossTests {
+    @Test func theNextCommandSaysSoAndReconnects() throws {
+        let directory = try makeTemporaryDirectory("admin-lost")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (console, input, output, errors) = try AdminProcess.start(["--data-dir", directory, "--on-error", "continue"])
+        input.fileHandleForWriting.write(Data("users --format csv\n".utf8))
+        var answer = Data()
+        while !String(decoding: answer, as: UTF8.self).contains("uid,username") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            answer.append(chunk)
+        }
+        // The server goes away under the open session, as after a crash.
+        let stop = try ProcessRunner(user: geteuid() == 0 ? "postgres" : nil).run(
+            try ServerBinaries.locate().directory + "/pg_ctl", ["-D", directory + "/pgdata", "stop", "-m", "immediate"])
+        #expect(stop.succeeded, "\(stop.output)")
+        input.fileHandleForWriting.write(Data("users --format csv\nusers --format csv\n".utf8))
+        try input.fileHandleForWriting.close()
+        let rest = output.fileHandleForReading.readDataToEndOfFile()
+        let diagnostics = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        console.waitUntilExit()
+        // One command fails with the loss (exit 2 for the script), the next reconnects and answers.
+        #expect(console.terminationStatus == 2)
+        #expect(diagnostics.contains("admin:<stdin>:2: users: server closed the connection unexpectedly"), "\(diagnostics)")
+        #expect(diagnostics.contains("The connection to the server was lost; reconnecting."), "\(diagnostics)")
+        #expect(String(decoding: rest, as: UTF8.self) == "uid,username\n")
     }
 }

@@ -95,7 +95,11 @@ public final class Connection {
     }
 
     /// Whether the connection is still usable, as far as libpq knows without a round trip.
-    public var isConnected: Bool { PQstatus(handle) == CONNECTION_OK }
+    public var isConnected: Bool { !isBroken && PQstatus(handle) == CONNECTION_OK }
+
+    /// Set once an error showed the connection lost, even where libpq has not noticed yet (a server that was
+    /// stopped answers the next statement with an error of libpq's own, while the status still says OK).
+    private var isBroken = false
 
     /// Whether a transaction block is open on this connection.
     public var isInTransaction: Bool {
@@ -172,10 +176,22 @@ public final class Connection {
         }
         defer { PQclear(result) }
         if status == PGRES_FATAL_ERROR || status == PGRES_NONFATAL_ERROR, let error = serverError(result, statement: statement) {
-            throw error
+            throw marked(error)
+        }
+        if status == PGRES_FATAL_ERROR {
+            // An error of libpq's own, without a SQLSTATE: the connection failed (the server went away).
+            let message = String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines()
+            throw marked(StorageError(
+                .connectionLost, message.isEmpty ? "the connection to the server was lost" : message, statement: statement))
         }
         if !isConnected { throw connectionError(statement: statement) }
         throw StorageError(.server, "unexpected result status \(String(cString: PQresStatus(status)))", statement: statement)
+    }
+
+    /// Notes a lost connection, so that `isConnected` says so from now on.
+    private func marked(_ error: StorageError) -> StorageError {
+        if error.kind == .connectionLost { isBroken = true }
+        return error
     }
 
     private func serverError(_ result: OpaquePointer, statement: String) -> StorageError? {
@@ -184,7 +200,9 @@ public final class Connection {
         }
         guard let message = field("M") else { return nil }
         let sqlState = field("C").map(SQLState.init(rawValue:))
-        let lost = !isConnected || sqlState?.isConnectionException == true
+        // A FATAL error ends the session on the server's side (57P01 after a shutdown, say).
+        let severity = field("V") ?? field("S")
+        let lost = !isConnected || sqlState?.isConnectionException == true || severity == "FATAL" || severity == "PANIC"
         return StorageError(
             lost ? .connectionLost : .server, message, sqlState: sqlState, detail: field("D"), hint: field("H"),
             constraint: field("n"), statement: statement, context: field("W"))
@@ -192,9 +210,9 @@ public final class Connection {
 
     func connectionError(statement: String?) -> StorageError {
         let message = Self.errorMessage(of: handle)
-        return StorageError(
+        return marked(StorageError(
             isConnected ? .server : .connectionLost, message.isEmpty ? "the connection to the server was lost" : message,
-            statement: statement)
+            statement: statement))
     }
 
     /// A handle that cancels whatever this connection is running, from another thread or a signal handler.
