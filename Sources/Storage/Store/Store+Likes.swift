@@ -6,8 +6,7 @@ extension Store {
     /// counts nothing) and the increment is applied under the post's row lock. `count` is the new like count.
     public func like(_ uid: String, post key: String) throws -> OperationResult {
         try connection.withTransaction {
-            try requireUser(uid)
-            try requirePost(key)
+            try requireLiker(uid, post: key)
             let row = try connection.query("""
                 WITH liked AS (
                     INSERT INTO post_likes (post_key, liker_uid) VALUES (\(key), \(uid))
@@ -28,8 +27,7 @@ extension Store {
     /// `unlike`: removes the like and lowers `like_count` (never below 0), only if the like existed.
     public func unlike(_ uid: String, post key: String) throws -> OperationResult {
         try connection.withTransaction {
-            try requireUser(uid)
-            try requirePost(key)
+            try requireLiker(uid, post: key)
             let row = try connection.query("""
                 WITH unliked AS (
                     DELETE FROM post_likes WHERE post_key = \(key) AND liker_uid = \(uid) RETURNING post_key),
@@ -46,11 +44,15 @@ extension Store {
         }
     }
 
-    /// Fails unless a post has this key; locks it so that it cannot be deleted before the transaction ends (a like
-    /// committed after the post's deletion would be an orphan).
-    func requirePost(_ key: String) throws {
-        guard try !connection.query("SELECT FROM posts WHERE post_key = \(key) FOR KEY SHARE").isEmpty else {
-            throw StorageError(.notFound, "no post \(key)")
-        }
+    /// Fails unless the user and a post with this key exist, in one round trip. Both rows are locked FOR KEY
+    /// SHARE until the transaction ends: neither can be deleted meanwhile (a like committed after its post's
+    /// deletion would be an orphan).
+    func requireLiker(_ uid: String, post key: String) throws {
+        let row = try connection.query("""
+            SELECT EXISTS (SELECT FROM (SELECT FROM users WHERE uid = \(uid) FOR KEY SHARE) u),
+                EXISTS (SELECT FROM (SELECT FROM posts WHERE post_key = \(key) FOR KEY SHARE) p)
+            """)[0]
+        guard try row.decode(Bool.self, at: 0) else { throw StorageError(.notFound, "no user \(uid)") }
+        guard try row.decode(Bool.self, at: 1) else { throw StorageError(.notFound, "no post \(key)") }
     }
 }
