@@ -59,28 +59,16 @@ struct Export: ConsoleCommand {
         let progress = toTerminal ? nil : ProgressBar(
             "export", total: keys.isEmpty ? try store.estimatedRowCount() : nil, unit: .rows, session: session)
         defer { progress?.finish() }
+        let export = { (write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> ExportReport in
+            try store.exportTree(at: keys, options: options, onProgress: { progress?.update(done: $0) }, to: write)
+        }
         if destination == "-" {
             session.output.flush()
-            do {
-                report = try store.exportTree(at: keys, options: options, onProgress: { progress?.update(done: $0) }) {
-                    try OutputFile.writeAll($0, to: STDOUT_FILENO)
-                }
-            } catch OutputFile.Closed.byReader {
-                return  // `export - | head`: the reader has what it wanted.
-            }
+            // nil: `export - | head`, the reader has what it wanted.
+            guard let written = try OutputFile.writingStandardOutput(export) else { return }
+            report = written
         } else {
-            let output = try OutputFile(path: destination, replacing: force)
-            do {
-                let gzip = destination.hasSuffix(".gz") ? try GzipWriter { try output.write($0) } : nil
-                report = try store.exportTree(at: keys, options: options, onProgress: { progress?.update(done: $0) }) {
-                    if let gzip { try gzip.write($0) } else { try output.write($0) }
-                }
-                try gzip?.finish()
-                try output.commit()
-            } catch {
-                output.discard()
-                throw error
-            }
+            report = try OutputFile.writing(to: destination, replacing: force, export)
         }
         progress?.finish()
         let megabytes = Double(report.bytes) / 1_000_000
@@ -101,6 +89,38 @@ struct Export: ConsoleCommand {
 
 /// A file written under a temporary name beside it and renamed into place by `commit()`.
 final class OutputFile {
+    /// Runs `body` with a writer into the file at `path` (gzip-compressed when the name ends in `.gz`), and puts
+    /// the file in place when `body` returns; when anything throws, no file is left.
+    static func writing<Result>(
+        to path: String, replacing: Bool,
+        _ body: (_ write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> Result
+    ) throws -> Result {
+        let file = try OutputFile(path: path, replacing: replacing)
+        do {
+            let gzip = path.hasSuffix(".gz") ? try GzipWriter { try file.write($0) } : nil
+            let result = try body { bytes in
+                if let gzip { try gzip.write(bytes) } else { try file.write(bytes) }
+            }
+            try gzip?.finish()
+            try file.commit()
+            return result
+        } catch {
+            file.discard()
+            throw error
+        }
+    }
+
+    /// Runs `body` with a writer to stdout; nil when the reader closed the pipe (`admin export - | head`).
+    static func writingStandardOutput<Result>(
+        _ body: (_ write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> Result
+    ) throws -> Result? {
+        do {
+            return try body { try writeAll($0, to: STDOUT_FILENO) }
+        } catch Closed.byReader {
+            return nil
+        }
+    }
+
     let path: String
     private let temporaryPath: String
     private let descriptor: Int32

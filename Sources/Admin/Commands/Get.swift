@@ -91,26 +91,11 @@ struct Get: ConsoleCommand {
         }
         guard let output else {
             session.output.flush()
-            do {
-                _ = try read { bytes in try OutputFile.writeAll(bytes, to: STDOUT_FILENO) }
-                session.output.line()
-            } catch OutputFile.Closed.byReader {
-                // `get / | head`: the reader has what it wanted.
-            }
+            // nil: `get / | head`, the reader has what it wanted.
+            if try OutputFile.writingStandardOutput(read) != nil { session.output.line() }
             return
         }
-        let file = try OutputFile(path: output, replacing: force)
-        do {
-            let gzip = output.hasSuffix(".gz") ? try GzipWriter { try file.write($0) } : nil
-            let report = try read { bytes in
-                if let gzip { try gzip.write(bytes) } else { try file.write(bytes) }
-            }
-            try gzip?.finish()
-            try file.commit()
-            session.inform("Wrote \(report.bytes) bytes of \(path) to \(output).")
-        } catch {
-            file.discard()
-            throw error
-        }
+        let report = try OutputFile.writing(to: output, replacing: force, read)
+        session.inform("Wrote \(report.bytes) bytes of \(path) to \(output).")
     }
 }

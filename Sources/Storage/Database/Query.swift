@@ -32,27 +32,6 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
         binds = []
     }
 
-    /// This statement followed by `other`, whose `$n` parameters are renumbered after this one's. For statements
-    /// built by this type, whose text holds `$` only in placeholders.
-    public func appending(_ other: Query) -> Query {
-        var result = self
-        var characters = other.sql.unicodeScalars.makeIterator()
-        var pending = characters.next()
-        while let character = pending {
-            pending = characters.next()
-            result.sql.unicodeScalars.append(character)
-            guard character == "$" else { continue }
-            var digits = ""
-            while let digit = pending, ("0"..."9").contains(digit) {
-                digits.unicodeScalars.append(digit)
-                pending = characters.next()
-            }
-            if let number = Int(digits) { result.sql += String(number + binds.count) } else { result.sql += digits }
-        }
-        result.binds += other.binds
-        return result
-    }
-
     /// The statement text only: values are never shown.
     public var description: String { sql }
 

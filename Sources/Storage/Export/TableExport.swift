@@ -1,54 +1,56 @@
 /// How each table is read back into tree parts: its SELECT in RTDB order and the part each row becomes.
 extension TreeTable {
-    /// The rows of `exportQuery` that hold part of the node at `path` (absolute, keys from the root), or nil
-    /// when the table holds nothing there. A path deeper than the table's keys selects the one record that
-    /// contains it.
-    /// `reversed` lists them in the opposite order.
-    func exportQuery(exactOrder: Bool, under path: [String], reversed: Bool = false) -> Query? {
-        let all = exportQuery(exactOrder: exactOrder)
-        let parts = all.sql.components(separatedBy: " ORDER BY ")
-        let (select, ascending) = (parts[0], parts[1])
-        let order = reversed ? ascending.components(separatedBy: ", ").map { $0 + " DESC" }.joined(separator: ", ") : ascending
-        guard let root = path.first else { return Query(unsafeSQL: select + " ORDER BY " + order) }
+    /// `prefix` (trusted SQL, such as `DECLARE … CURSOR FOR`) followed by the SELECT of the table's rows that
+    /// hold part of the node at `path` (absolute, keys from the root), in RTDB path order (`reversed`: the
+    /// opposite); nil when the table holds nothing there. A path deeper than the table's keys selects the one
+    /// record that contains it. Rows are listed in index order when `exactOrder` is false (no key that could
+    /// sort differently), else by the exact sort keys of migration 0002.
+    func exportQuery(exactOrder: Bool, under path: [String] = [], reversed: Bool = false, prefix: String = "") -> Query? {
         var query = Query.StringInterpolation(literalCapacity: 256, interpolationCount: path.count)
-        query.appendLiteral(select + " WHERE ")
-        let below = Array(path.dropFirst())
-        if self == .unmappedValues {
-            query.appendLiteral("root = ")
-            query.appendInterpolation(root)
-            if !below.isEmpty {
-                query.appendLiteral(" AND path[1:\(below.count)] = ")
-                query.appendInterpolation(below)
-                query.appendLiteral("::text[]")
-            }
-        } else {
-            guard rootKey == root else { return nil }
-            query.appendLiteral("true")
-            for (column, key) in zip(keyColumns, below) {
-                query.appendLiteral(" AND ")
-                query.appendInterpolation(identifier: column)
-                query.appendLiteral(" = ")
-                query.appendInterpolation(key)
+        query.appendLiteral(prefix + "SELECT " + columns.map(Query.quoted(identifier:)).joined(separator: ", ") + " FROM ")
+        query.appendInterpolation(identifier: name)
+        if let root = path.first {
+            let below = path.dropFirst()
+            if self == .unmappedValues {
+                query.appendLiteral(" WHERE ")
+                Self.appendUnmappedCondition(root: root, below: below, to: &query)
+            } else {
+                guard rootKey == root else { return nil }
+                query.appendLiteral(" WHERE true")
+                appendKeyConditions(below, to: &query)
             }
         }
-        query.appendLiteral(" ORDER BY " + order)
+        let order = orderTerms(exactOrder: exactOrder).map { reversed ? $0 + " DESC" : $0 }
+        query.appendLiteral(" ORDER BY " + order.joined(separator: ", "))
         return Query(stringInterpolation: query)
     }
 
-    /// The SELECT that lists the table's rows in RTDB path order: in index order when `isExact` is false (no
-    /// key that could sort differently), else by the exact sort keys of migration 0002.
-    func exportQuery(exactOrder: Bool) -> Query {
-        let columns = self.columns.map(Query.quoted(identifier:)).joined(separator: ", ")
-        let order: String
+    /// The sort keys of RTDB path order: the key columns, or `root, path` for unmapped values.
+    private func orderTerms(exactOrder: Bool) -> [String] {
         if self == .unmappedValues {
-            order = exactOrder
-                ? #"rtdb_key_sort(root) COLLATE "C", rtdb_path_sort(path) COLLATE "C""#
-                : "root, path"
-        } else {
-            order = keyColumns.map { exactOrder ? #"rtdb_key_sort(\#(Query.quoted(identifier: $0))) COLLATE "C""# : Query.quoted(identifier: $0) }
-                .joined(separator: ", ")
+            return exactOrder ? [#"rtdb_key_sort(root) COLLATE "C""#, #"rtdb_path_sort(path) COLLATE "C""#] : ["root", "path"]
         }
-        return Query(unsafeSQL: "SELECT \(columns) FROM \(Query.quoted(identifier: name)) ORDER BY \(order)")
+        return keyColumns.map { exactOrder ? #"rtdb_key_sort(\#(Query.quoted(identifier: $0))) COLLATE "C""# : Query.quoted(identifier: $0) }
+    }
+
+    /// ` AND "column" = $n` for each key the keys below the root name, outermost first.
+    func appendKeyConditions(_ keys: some Sequence<String>, to query: inout Query.StringInterpolation) {
+        for (column, key) in zip(keyColumns, keys) {
+            query.appendLiteral(" AND ")
+            query.appendInterpolation(identifier: column)
+            query.appendLiteral(" = ")
+            query.appendInterpolation(key)
+        }
+    }
+
+    /// The unmapped values at or below `/root/below…`.
+    static func appendUnmappedCondition(root: String, below: ArraySlice<String>, to query: inout Query.StringInterpolation) {
+        query.appendLiteral("root = ")
+        query.appendInterpolation(root)
+        guard !below.isEmpty else { return }
+        query.appendLiteral(" AND path[1:\(below.count)] = ")
+        query.appendInterpolation(Array(below))
+        query.appendLiteral("::text[]")
     }
 
     /// Whether the table holds a key whose RTDB order may differ from byte order (answered by a partial index).

@@ -87,14 +87,13 @@ extension Store {
         let inFlight = PartStream.InFlight()
         for table in TreeTable.allCases {
             let exact = try connection.query(table.reorderCheckQuery()).first?.decode(Bool.self, at: 0) ?? false
-            guard let select = table.exportQuery(exactOrder: exact, under: path, reversed: reversed) else { continue }
-            if exact { report.sortedTables.append(table.name) }
             let cursor = "export_\(table.name)"
-            var declare = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 0)
-            declare.appendLiteral("DECLARE ")
-            declare.appendInterpolation(identifier: cursor)
-            declare.appendLiteral(" NO SCROLL CURSOR FOR ")
-            try connection.execute(Query(stringInterpolation: declare).appending(select))
+            guard let declare = table.exportQuery(
+                exactOrder: exact, under: path, reversed: reversed,
+                prefix: "DECLARE \(Query.quoted(identifier: cursor)) NO SCROLL CURSOR FOR ")
+            else { continue }
+            if exact { report.sortedTables.append(table.name) }
+            try connection.execute(declare)
             streams.append(PartStream(table: table, cursor: cursor, connection: connection, inFlight: inFlight))
         }
         do {
@@ -305,13 +304,9 @@ extension Store {
                 query.appendInterpolation(identifier: column)
                 query.appendLiteral(" FROM ")
                 query.appendInterpolation(identifier: table.name)
-                query.appendLiteral(" WHERE ")
-                for (known, key) in zip(table.keyColumns, below) {
-                    query.appendInterpolation(identifier: known)
-                    query.appendLiteral(" = ")
-                    query.appendInterpolation(key)
-                    query.appendLiteral(" AND ")
-                }
+                query.appendLiteral(" WHERE true")
+                table.appendKeyConditions(below, to: &query)
+                query.appendLiteral(" AND ")
                 query.appendInterpolation(identifier: column)
                 query.appendLiteral(" >= ")
                 query.appendInterpolation(prefix)

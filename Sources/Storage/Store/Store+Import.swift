@@ -75,12 +75,7 @@ extension Store {
             query.appendLiteral("SELECT EXISTS (SELECT FROM ")
             query.appendInterpolation(identifier: table.name)
             query.appendLiteral(" WHERE true")
-            for (column, key) in zip(table.keyColumns, path.dropFirst()) {
-                query.appendLiteral(" AND ")
-                query.appendInterpolation(identifier: column)
-                query.appendLiteral(" = ")
-                query.appendInterpolation(key)
-            }
+            table.appendKeyConditions(path.dropFirst(), to: &query)
             query.appendLiteral(")")
             if try connection.query(Query(stringInterpolation: query))[0].decode(Bool.self, at: 0) {
                 return Array(path.prefix(table.keyDepth + 1))
@@ -99,18 +94,13 @@ extension Store {
             query.appendLiteral("DELETE FROM ")
             query.appendInterpolation(identifier: table.name)
             query.appendLiteral(" WHERE true")
-            for (column, key) in zip(table.keyColumns, below) {
-                query.appendLiteral(" AND ")
-                query.appendInterpolation(identifier: column)
-                query.appendLiteral(" = ")
-                query.appendInterpolation(key)
-            }
+            table.appendKeyConditions(below, to: &query)
             deleted[table, default: 0] += try connection.execute(Query(stringInterpolation: query))
         }
-        let unmapped: Query = below.isEmpty
-            ? "DELETE FROM unmapped_values WHERE root = \(root)"
-            : "DELETE FROM unmapped_values WHERE root = \(root) AND path[1:\(below.count)] = \(below)::text[]"
-        deleted[.unmappedValues, default: 0] += try connection.execute(unmapped)
+        var unmapped = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 2)
+        unmapped.appendLiteral("DELETE FROM unmapped_values WHERE ")
+        TreeTable.appendUnmappedCondition(root: root, below: below[...], to: &unmapped)
+        deleted[.unmappedValues, default: 0] += try connection.execute(Query(stringInterpolation: unmapped))
         return deleted
     }
 }
