@@ -41,7 +41,8 @@ let package = Package(
         .executableTarget(
             name: "AdminBenchmarks",
             dependencies: ["Storage"],
-            path: "Benchmarks"
+            path: "Benchmarks",
+            exclude: ["python_peer_import.py"]
         ),
         // Starts the throwaway PostgreSQL cluster the integration tests run against.
         .target(

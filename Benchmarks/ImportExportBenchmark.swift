@@ -1,13 +1,15 @@
 import Foundation
 import Storage
 
-/// `import-export`: loads one export with `admin import` and the same rows with `psql \copy` from pre-made files,
-/// then writes it back with `admin export` and with `COPY … TO STDOUT`, all against one embedded server, and
-/// prints wall times, ratios and each process's peak RSS.
+/// `import-export`: loads one export with `admin import`, the same rows with `psql \copy` from pre-made files and
+/// with a Python peer (`json.load` + psycopg COPY), then writes it back with `admin export` and with
+/// `COPY … TO STDOUT`, all against one embedded server, and prints wall times, ratios and each process's peak RSS.
 struct ImportExportBenchmark {
     let file: String
     let runs: Int
     let work: String
+    /// A Python with psycopg, for the peer; nil leaves it out.
+    let python: String?
 
     /// Wall seconds and peak RSS (MB) of one child process.
     struct Measurement {
@@ -27,7 +29,9 @@ struct ImportExportBenchmark {
         _ = try spawn(admin, ["--db", conninfo, "-q", "migrate"])
 
         var imports: [Measurement] = [], copies: [Measurement] = [], exports: [Measurement] = [],
-            copyOuts: [Measurement] = []
+            copyOuts: [Measurement] = [], peers: [Measurement] = []
+        let peerScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("python_peer_import.py").path
         let tables = Store.treeTables
         for run in 0..<runs {
             imports.append(try spawn(admin, ["--db", conninfo, "-q", "import", file], stdout: "/dev/null"))
@@ -47,6 +51,7 @@ struct ImportExportBenchmark {
             exports.append(try spawn(admin, ["--db", conninfo, "-q", "export", "\(work)/export.json", "--force"]))
             copies.append(try spawn(psql, ["-q", "-v", "ON_ERROR_STOP=1", "-f", "\(work)/load.sql"],
                                     environment: psqlEnvironment))
+            if let python { peers.append(try spawn(python, [peerScript, file, conninfo])) }
             let copyOutScript = tables.map { "COPY \($0) TO STDOUT;" }.joined(separator: "\n")
             try copyOutScript.write(toFile: "\(work)/copy-out.sql", atomically: true, encoding: .utf8)
             copyOuts.append(try spawn(psql, ["-q", "-f", "\(work)/copy-out.sql"], environment: psqlEnvironment,
@@ -66,6 +71,9 @@ struct ImportExportBenchmark {
         print("|---|---|---|---|---|---|---|")
         row("admin import (one transaction)", imports, megabytes: inputMB, baseline: copies)
         row("psql \\copy of the same rows (one transaction)", copies, megabytes: inputMB, baseline: nil)
+        if !peers.isEmpty {
+            row("Python json.load + psycopg COPY (one transaction)", peers, megabytes: inputMB, baseline: copies)
+        }
         row("admin export", exports, megabytes: outputMB, baseline: copyOuts)
         row("psql COPY … TO STDOUT of the same tables", copyOuts, megabytes: outputMB, baseline: nil)
     }

@@ -1,4 +1,8 @@
-// Benchmarks, run in release mode:
+// Benchmarks, run in release mode. The whole table of BENCHMARKS.md, in one run:
+//
+//   swift build -c release && .build/release/AdminBenchmarks suite [--sizes 10,200,1000] [--runs 3]
+//
+// or one part of it:
 //
 //   swift run -c release AdminBenchmarks reader [--size MB] [--runs N] [--file PATH]
 //   swift build -c release && .build/release/AdminBenchmarks import-export [--size MB] [--runs N] [--file PATH]
@@ -16,9 +20,10 @@
 // import-export runs the release `admin` binary beside it against a private embedded server: `admin import` vs
 // `psql \copy` of the same rows from pre-made files, `admin export` vs `COPY … TO STDOUT`, with peak RSS.
 //
-// Generates a Makestagram-shaped export of about --size MB (once; reused when the file exists), then measures the
-// streaming JSON reader over it --runs times and Foundation's JSONSerialization once, each in its own process so
-// that peak RSS is its own. Prints one table row per measurement.
+// Each part generates its Makestagram export of about --size MB with the console's generator (`admin generate`,
+// seed 1; once, reused when the file exists). reader measures the streaming JSON reader over it --runs times and
+// Foundation's JSONSerialization once, each in its own process so that peak RSS is its own. Prints one table row
+// per measurement.
 import Foundation
 import Storage
 
@@ -87,35 +92,46 @@ func openBenchmarkServer(work: String) throws -> (cluster: EmbeddedCluster, para
     return (cluster, parameters, parameters.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
 }
 
-switch arguments.first {
-case "generate-synthetic":
-    let path = arguments[1]
-    let megabytes = Int(arguments[2]) ?? 200
-    try SyntheticExport(targetBytes: megabytes << 20).write(to: path)
+/// The generated export of about `megabytes` MB (seed 1), written once and reused.
+func generatedExport(megabytes: Int, anomalies: Bool = false) throws -> String {
+    let path = "/tmp/admin-bench-gen-\(megabytes)mb\(anomalies ? "-anomalies" : "").json"
+    guard fileSize(path) == 0 else { return path }
+    FileHandle.standardError.write(Data("generating \(path) (~\(megabytes) MB)…\n".utf8))
+    let temporary = path + ".tmp"
+    _ = FileManager.default.createFile(atPath: temporary, contents: nil)
+    let handle = FileHandle(forWritingAtPath: temporary)!
+    // About 3.7 KB of JSON per user.
+    let options = GeneratorOptions(users: max(10, megabytes * 1_000_000 / 3_700), seed: 1, plantsAnomalies: anomalies)
+    let report = try ExportGenerator.write(options) { handle.write(Data($0)) }
+    try handle.close()
+    try FileManager.default.moveItem(atPath: temporary, toPath: path)
+    FileHandle.standardError.write(Data("generated \(report.bytes) bytes in \(format(report.seconds)) s\n".utf8))
+    return path
+}
 
-case "reader-once":
-    let path = arguments[1]
-    var tokens = 0
-    let time = try seconds { tokens = try readTokens(path) }
-    print("\(time) \(tokens) \(peakRSS())")
-
-case "foundation-once":
-    let path = arguments[1]
-    let time = try seconds {
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        _ = try JSONSerialization.jsonObject(with: data)
+/// A Python with psycopg 3 in a private virtualenv (created on first use from PyPI), or nil when it cannot be had.
+func pythonWithPsycopg() -> String? {
+    let environment = "/tmp/admin-bench-venv"
+    let python = environment + "/bin/python"
+    if !FileManager.default.fileExists(atPath: python) {
+        FileHandle.standardError.write(Data("installing psycopg into \(environment)…\n".utf8))
+        let install = Process()
+        install.executableURL = URL(fileURLWithPath: "/bin/sh")
+        install.arguments = ["-c", "python3 -m venv \(environment) && \(environment)/bin/pip install -q 'psycopg[binary]'"]
+        guard (try? install.run()) != nil else { return nil }
+        install.waitUntilExit()
+        guard install.terminationStatus == 0 else {
+            try? FileManager.default.removeItem(atPath: environment)
+            return nil
+        }
     }
-    print("\(time) 0 \(peakRSS())")
+    return python
+}
 
-case "reader":
-    let megabytes = Int(option("--size", default: "200")) ?? 200
-    let runs = Int(option("--runs", default: "5")) ?? 5
-    let path = option("--file", default: "/tmp/admin-bench-synthetic-\(megabytes)mb.json")
-    if fileSize(path) == 0 {
-        FileHandle.standardError.write(Data("generating \(path) (~\(megabytes) MB)…\n".utf8))
-        _ = try runChild(["generate-synthetic", path, String(megabytes)])
-    }
-    let size = Double(fileSize(path)) / 1_048_576
+/// The streaming reader `runs` times and Foundation's JSONSerialization once (when the file is small enough for
+/// its ~40× memory), each in its own process.
+func measureReaders(path: String, runs: Int) throws {
+    let size = Double(fileSize(path)) / 1_000_000
     print("file: \(path), \(format(size)) MB")
     print("| measurement | runs | median MB/s | min MB/s | max MB/s | tokens/s (median) | peak RSS MB |")
     print("|---|---|---|---|---|---|---|")
@@ -135,25 +151,44 @@ case "reader":
         print("| \(name) | \(rates.count) | \(format(median(rates))) | \(format(rates.min()!)) | \(format(rates.max()!)) | \(tokens) | \(format(rss)) |")
     }
     try measure("JSONReader (streaming)", "reader-once", runs: runs)
-    try measure("Foundation JSONSerialization", "foundation-once", runs: max(1, runs / 5))
+    if size <= 320 {
+        try measure("Foundation JSONSerialization", "foundation-once", runs: 1)
+    } else {
+        print("| Foundation JSONSerialization | skipped: needs about 40× the file (\(format(size * 40 / 1000)) GB) | | | | | |")
+    }
+}
+
+switch arguments.first {
+case "reader-once":
+    let path = arguments[1]
+    var tokens = 0
+    let time = try seconds { tokens = try readTokens(path) }
+    print("\(time) \(tokens) \(peakRSS())")
+
+case "foundation-once":
+    let path = arguments[1]
+    let time = try seconds {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        _ = try JSONSerialization.jsonObject(with: data)
+    }
+    print("\(time) 0 \(peakRSS())")
+
+case "reader":
+    let megabytes = Int(option("--size", default: "200")) ?? 200
+    let path = try arguments.contains("--file") ? option("--file", default: "") : generatedExport(megabytes: megabytes)
+    try measureReaders(path: path, runs: Int(option("--runs", default: "5")) ?? 5)
 
 case "import-export":
     let megabytes = Int(option("--size", default: "200")) ?? 200
-    let path = option("--file", default: "/tmp/admin-bench-synthetic-\(megabytes)mb.json")
-    if fileSize(path) == 0 {
-        FileHandle.standardError.write(Data("generating \(path) (~\(megabytes) MB)…\n".utf8))
-        _ = try runChild(["generate-synthetic", path, String(megabytes)])
-    }
+    let path = try arguments.contains("--file") ? option("--file", default: "") : generatedExport(megabytes: megabytes)
     try ImportExportBenchmark(file: path, runs: Int(option("--runs", default: "3")) ?? 3,
-                              work: option("--work", default: "/tmp/admin-bench-work")).run()
+                              work: option("--work", default: "/tmp/admin-bench-work"),
+                              python: arguments.contains("--no-python") ? nil : pythonWithPsycopg()).run()
 
 case "maintenance":
     let megabytes = Int(option("--size", default: "1000")) ?? 1000
-    let path = option("--file", default: "/tmp/admin-bench-synthetic-\(megabytes)mb.json")
-    if fileSize(path) == 0 {
-        FileHandle.standardError.write(Data("generating \(path) (~\(megabytes) MB)…\n".utf8))
-        _ = try runChild(["generate-synthetic", path, String(megabytes)])
-    }
+    let path = try arguments.contains("--file")
+        ? option("--file", default: "") : generatedExport(megabytes: megabytes, anomalies: true)
     try MaintenanceBenchmark(file: path, runs: Int(option("--runs", default: "3")) ?? 3,
                              work: option("--work", default: "/tmp/admin-bench-maintenance-\(megabytes)mb")).run()
 
@@ -164,7 +199,42 @@ case "operations":
         duration: Double(option("--seconds", default: "10")) ?? 10,
         work: option("--work", default: "/tmp/admin-bench-operations")).run()
 
+case "suite":
+    // Everything BENCHMARKS.md reports, in one run on one machine: per size, generation, the reader, import and
+    // export beside their peers; then checks and repairs, and the app's operations.
+    let sizes = option("--sizes", default: "10,200,1000").split(separator: ",").compactMap { Int($0) }
+    let runs = Int(option("--runs", default: "3")) ?? 3
+    let python = pythonWithPsycopg()
+    print("# AdminBenchmarks suite, \(ISO8601DateFormatter().string(from: Date()))")
+    print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, "
+        + "\(ProcessInfo.processInfo.physicalMemory >> 30) GB; Python peer: \(python == nil ? "unavailable" : "psycopg 3")")
+    for megabytes in sizes {
+        print("\n## About \(megabytes) MB\n")
+        let path = try generatedExport(megabytes: megabytes)
+        var generated: [Double] = []
+        for _ in 0..<runs {
+            generated.append(try seconds {
+                let options = GeneratorOptions(users: max(10, megabytes * 1_000_000 / 3_700), seed: 1)
+                _ = try ExportGenerator.write(options) { _ in }
+            })
+        }
+        let generatedMB = Double(fileSize(path)) / 1_000_000
+        print("generator: \(format(generatedMB / median(generated))) MB/s median of \(runs) "
+            + "(\(format(generatedMB / generated.max()!))–\(format(generatedMB / generated.min()!)))\n")
+        try measureReaders(path: path, runs: max(runs, 5))
+        print("")
+        try ImportExportBenchmark(file: path, runs: megabytes >= 1000 ? 1 : runs,
+                                  work: "/tmp/admin-bench-work-\(megabytes)mb", python: python).run()
+    }
+    let maintenanceSize = Int(option("--maintenance-size", default: "200")) ?? 200
+    print("\n## Checks and repairs (about \(maintenanceSize) MB, with anomalies)\n")
+    try MaintenanceBenchmark(file: try generatedExport(megabytes: maintenanceSize, anomalies: true), runs: runs,
+                             work: "/tmp/admin-bench-maintenance-\(maintenanceSize)mb-anomalies").run()
+    print("\n## The app's operations\n")
+    try OperationsBenchmark(followers: 100_000, clients: 4, runs: 10, duration: 10,
+                            work: "/tmp/admin-bench-operations").run()
+
 default:
-    print("usage: AdminBenchmarks reader|import-export|maintenance|operations [--size MB] [--runs N] [--file PATH]")
+    print("usage: AdminBenchmarks suite|reader|import-export|maintenance|operations [--size MB] [--runs N] [--file PATH]")
     exit(64)
 }

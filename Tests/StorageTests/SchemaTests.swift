@@ -87,4 +87,25 @@ struct SchemaTests {
             #expect(try row.decode(String.self, at: 3) == "C", "\(place) must be COLLATE \"C\"")
         }
     }
+
+    /// Only keys that may be integers (or are not ASCII) make an export sort a table; digit-led uids, which real
+    /// Firebase Auth ids often are, leave it in index order.
+    @Test func onlyPossibleIntegersAndNonASCIIKeysAreTakenAsReordering() throws {
+        let connection = try TestPostgres.makeDatabase().connect()
+        for (key, mayReorder) in [
+            ("7", true), ("-12", true), ("007", true), ("99999999999", true), ("1-2", true), ("ñandú", true),
+            ("日本", true), ("0Ukcg3IZ0t7TTqAVm8YRhXOxAlVC", false), ("-KmT0UpNzWDunZO_uttl", false),
+            ("-0abc", false), ("alice", false), ("12a", false), ("", false),
+        ] {
+            let found = try connection.query("SELECT rtdb_key_may_reorder(\(key))")[0].decode(Bool.self, at: 0)
+            #expect(found == mayReorder, "\(key)")
+        }
+        for (path, mayReorder) in [
+            (["a", "7", "b"], true), (["a", "-3"], true), ([".priority"], true), (["a", "7b"], false),
+            (["0Ukcg3IZ0t7TTqAVm8YRhXOxAlVC", "x"], false), (["x", "é"], true),
+        ] {
+            let found = try connection.query("SELECT rtdb_path_may_reorder(\(path)::text[])")[0].decode(Bool.self, at: 0)
+            #expect(found == mayReorder, "\(path)")
+        }
+    }
 }
