@@ -92,6 +92,9 @@ func openBenchmarkServer(work: String) throws -> (cluster: EmbeddedCluster, para
     return (cluster, parameters, parameters.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
 }
 
+/// How many users make a generated export of at least `megabytes` MB (about 3.5 KB of JSON per user).
+func users(megabytes: Int) -> Int { max(10, megabytes * 1_000_000 / 3_450) }
+
 /// The generated export of about `megabytes` MB (seed 1), written once and reused.
 func generatedExport(megabytes: Int, anomalies: Bool = false) throws -> String {
     let path = "/tmp/admin-bench-gen-\(megabytes)mb\(anomalies ? "-anomalies" : "").json"
@@ -100,8 +103,7 @@ func generatedExport(megabytes: Int, anomalies: Bool = false) throws -> String {
     let temporary = path + ".tmp"
     _ = FileManager.default.createFile(atPath: temporary, contents: nil)
     let handle = FileHandle(forWritingAtPath: temporary)!
-    // About 3.7 KB of JSON per user.
-    let options = GeneratorOptions(users: max(10, megabytes * 1_000_000 / 3_700), seed: 1, plantsAnomalies: anomalies)
+    let options = GeneratorOptions(users: users(megabytes: megabytes), seed: 1, plantsAnomalies: anomalies)
     let report = try ExportGenerator.write(options) { handle.write(Data($0)) }
     try handle.close()
     try FileManager.default.moveItem(atPath: temporary, toPath: path)
@@ -214,7 +216,7 @@ case "suite":
         var generated: [Double] = []
         for _ in 0..<runs {
             generated.append(try seconds {
-                let options = GeneratorOptions(users: max(10, megabytes * 1_000_000 / 3_700), seed: 1)
+                let options = GeneratorOptions(users: users(megabytes: megabytes), seed: 1)
                 _ = try ExportGenerator.write(options) { _ in }
             })
         }

@@ -213,6 +213,25 @@ struct JSONReaderTests {
         }
     }
 
+    /// Found by the fuzzer: an error inside a \u escape read across a buffer refill named the wrong offset.
+    @Test func errorsInEscapesNameTheSameOffsetWhateverTheBufferSize() throws {
+        for (text, offset) in [
+            (#"{"users": {"u1": {"name": "abc\ud800x"}}}"#, 30), (#"{"key": "some text \u12G4"}"#, 19),
+            (#"{"key": "some text \udc00"}"#, 19), (#"{"k": "\ud83d\u0041 and more"}"#, 7),
+        ] {
+            for bufferSize in [4, 5, 7, 11, 16, 29, 1 << 20] {
+                var reader = JSONReader(source: MemorySource(text), bufferSize: bufferSize)
+                var failure: StorageError?
+                do {
+                    while try reader.next() != .end {}
+                } catch let error as StorageError {
+                    failure = error
+                }
+                #expect(failure?.inputPosition?.offset == offset, "\(text) with a \(bufferSize)-byte buffer: \(String(describing: failure))")
+            }
+        }
+    }
+
     @Test func escapesAndUnicode() throws {
         #expect(try readAll(#"["a\"b\\c\/d\b\f\n\r\t", "\u00e9\u65E5", "\ud83d\ude00", "raw 😀 ñ"]"#, chunkSize: 1)
             == .array([.string("a\"b\\c/d\u{8}\u{C}\n\r\t"), .string("é日"), .string("😀"), .string("raw 😀 ñ")]))

@@ -13,7 +13,7 @@ struct Generate: ConsoleCommand {
             time prefix agrees with created_at, float-second timestamps, image heights like 298.69928770517186,
             follows with a long tail (a few users have most users as followers), likes, fan-out timelines,
             chats with both members' copies and per-launch memberHash values, messages, and names and texts in
-            many scripts. About 3.7 KB of JSON per user: --users 55000 gives about 200 MB. It is written as a
+            many scripts. About 3.5 KB of JSON per user: --users 58000 gives about 200 MB. It is written as a
             stream, so memory does not grow with N, and the same --seed always gives the same bytes.
 
             Keys come in RTDB order and the layout is export's, so `import` then `export` of a generated file

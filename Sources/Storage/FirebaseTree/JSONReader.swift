@@ -466,8 +466,10 @@ public struct JSONReader: ~Copyable {
 
     /// `\uXXXX` (the `\u` already consumed), with a following low surrogate for characters beyond the BMP.
     private mutating func readUnicodeEscape(at index: inout Int, anchor: inout Int) throws {
-        let escapeStart = index - 2
-        var scalar = try readHex4(at: &index, anchor: &anchor, escapeStart: escapeStart)
+        // An offset in the input, not the buffer: reading on may shift the buffer (found by fuzzing).
+        let escapeOffset = discarded + index - 2
+        var escapeStart: Int { escapeOffset - discarded }
+        var scalar = try readHex4(at: &index, anchor: &anchor, escapeOffset: escapeOffset)
         if (0xD800...0xDBFF).contains(scalar) {
             guard try ensure(6, at: &index, anchor: &anchor), buffer[index] == UInt8(ascii: "\\"),
                   buffer[index + 1] == UInt8(ascii: "u")
@@ -475,7 +477,7 @@ public struct JSONReader: ~Copyable {
                 throw syntaxError("a \\u escape of a high surrogate must be followed by a low surrogate", at: escapeStart)
             }
             index += 2
-            let low = try readHex4(at: &index, anchor: &anchor, escapeStart: escapeStart)
+            let low = try readHex4(at: &index, anchor: &anchor, escapeOffset: escapeOffset)
             guard (0xDC00...0xDFFF).contains(low) else {
                 throw syntaxError("a \\u escape of a high surrogate must be followed by a low surrogate", at: escapeStart)
             }
@@ -506,7 +508,7 @@ public struct JSONReader: ~Copyable {
         scratchCount += bytes.count
     }
 
-    private mutating func readHex4(at index: inout Int, anchor: inout Int, escapeStart: Int) throws -> UInt32 {
+    private mutating func readHex4(at index: inout Int, anchor: inout Int, escapeOffset: Int) throws -> UInt32 {
         guard try ensure(4, at: &index, anchor: &anchor) else {
             throw syntaxError("unexpected end of input inside a \\u escape: the file is truncated")
         }
@@ -518,7 +520,7 @@ public struct JSONReader: ~Copyable {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
             case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
             case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: throw syntaxError("a \\u escape needs four hexadecimal digits", at: escapeStart)
+            default: throw syntaxError("a \\u escape needs four hexadecimal digits", at: escapeOffset - discarded)
             }
             value = value << 4 | UInt32(digit)
         }

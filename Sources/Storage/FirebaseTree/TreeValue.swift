@@ -73,8 +73,8 @@ public indirect enum TreeValue: Equatable, Sendable {
 extension TreeValue {
     /// Parses JSON text into a tree with Firebase's semantics: arrays become integer-keyed objects, nulls and
     /// empty objects vanish (and, when `normalizing`, objects holding only a `.priority`), a repeated key's last
-    /// occurrence wins. Returns nil for a document that holds nothing. Keys and limits are not checked; the
-    /// importer does that.
+    /// occurrence wins. Returns nil for a document that holds nothing. Numbers beyond a double and nesting deeper
+    /// than 64 levels throw; keys and Firebase's other limits are not checked (the importer does that).
     public static func parse(json text: String, normalizing: Bool = true) throws -> TreeValue? {
         var reader = JSONReader(source: MemorySource(text))
         try reader.next()
@@ -87,11 +87,19 @@ extension TreeValue {
     static func read(_ reader: inout JSONReader, normalizing: Bool) throws -> TreeValue? {
         switch reader.token {
         case .string: return .string(reader.string)
-        case .number: return .number(reader.number == 0 ? 0 : reader.number)
+        case .number:
+            guard reader.number.isFinite else {
+                throw StorageError(.malformedInput, "a number outside the range of a double at \(reader.position)")
+            }
+            return .number(reader.number == 0 ? 0 : reader.number)
         case .true: return .bool(true)
         case .false: return .bool(false)
         case .null: return nil
         case .objectStart, .arrayStart:
+            // Firebase allows 32 levels; far deeper input would only exhaust the stack of this recursion.
+            guard reader.depth <= 64 else {
+                throw StorageError(.malformedInput, "more than 64 levels of nesting at \(reader.position)")
+            }
             var children: [String: TreeValue] = [:]
             while let key = try reader.nextChild() {
                 children[key] = try read(&reader, normalizing: normalizing)

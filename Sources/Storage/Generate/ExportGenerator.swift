@@ -231,8 +231,8 @@ struct GeneratedTree {
     private mutating func forEachPostSlot(_ body: (inout GeneratedTree, GeneratedWorld.PostSlot, Bool) throws -> Void) throws {
         for band in 0..<GeneratedWorld.postBands {
             for owner in users {
-                if let post = world.post(of: owner, inBand: band) {
-                    try body(&self, GeneratedWorld.PostSlot(band: band, owner: owner), post.isDeleted)
+                if let isDeleted = world.post(of: owner, inBand: band) {
+                    try body(&self, GeneratedWorld.PostSlot(band: band, owner: owner), isDeleted)
                 }
             }
         }

@@ -5,7 +5,8 @@
 /// are numbered so that index order is uid order, and posts and chats get creation times in a global slot order,
 /// so every node can be written in RTDB key order without sorting.
 struct GeneratedWorld {
-    /// Where a choice's random bits come from, so that unrelated choices never share them.
+    /// Where a choice's random bits come from, so that unrelated choices never share them. The raw values are
+    /// part of "same seed, same bytes": add new streams at the end.
     enum Stream: UInt64 {
         case uid = 1, name, nameStyle, activity, postCount, postPhase, postJitter, postMicros, postRandom, image, likes
         case liker, celebrity, offset, follow, celebrityFollow, chat, chatJitter, chatRandom, legacyHash
@@ -194,7 +195,7 @@ struct GeneratedWorld {
     }
 
     /// Whether `user` made a post in `band`: nil if not, else whether it was deleted (the user's last slot).
-    func post(of user: Int, inBand band: Int) -> (isDeleted: Bool, Void)? {
+    func post(of user: Int, inBand band: Int) -> Bool? {
         let slots = slotCount(user)
         guard slots > 0 else { return nil }
         // Slot k lies in band (k * bands / slots + phase) mod bands: evenly spread, one per band at most.
@@ -202,13 +203,13 @@ struct GeneratedWorld {
         let shifted = (band - Int(dice.bits(.postPhase, user) % UInt64(bands)) + bands) % bands
         let k = (shifted * slots + bands - 1) / bands
         guard k < slots, k * bands / slots == shifted else { return nil }
-        return (k == slots - 1 && slots > postCount(user), ())
+        return k == slots - 1 && slots > postCount(user)
     }
 
     /// The user's posts, oldest first.
     func posts(of user: Int) -> [PostSlot] {
         (0..<Self.postBands).compactMap { band in
-            post(of: user, inBand: band).flatMap { $0.isDeleted ? nil : PostSlot(band: band, owner: user) }
+            post(of: user, inBand: band).flatMap { isDeleted in isDeleted ? nil : PostSlot(band: band, owner: user) }
         }
     }
 
@@ -216,7 +217,7 @@ struct GeneratedWorld {
     func deletedPost(of user: Int) -> PostSlot? {
         guard plants(.deletedPost, user) else { return nil }
         return (0..<Self.postBands).lazy.compactMap { band in
-            self.post(of: user, inBand: band).flatMap { $0.isDeleted ? PostSlot(band: band, owner: user) : nil }
+            self.post(of: user, inBand: band).flatMap { isDeleted in isDeleted ? PostSlot(band: band, owner: user) : nil }
         }.first
     }
 

@@ -78,7 +78,8 @@ final class TableLoader {
         var bytes = 0
     }
 
-    private let connection: Connection
+    /// nil: rows are encoded and dropped (reading an export without a database).
+    private let connection: Connection?
     private let usesFreeze: Bool
     private var encoders: [CopyRowEncoder]
     private var active: TreeTable?
@@ -93,7 +94,7 @@ final class TableLoader {
 
     /// With `usesFreeze` the COPYs write frozen rows, which PostgreSQL allows only into tables truncated in the
     /// same transaction, and which spares the first VACUUM from rewriting every page.
-    init(connection: Connection, usesFreeze: Bool) {
+    init(connection: Connection?, usesFreeze: Bool) {
         self.connection = connection
         self.usesFreeze = usesFreeze
         encoders = TreeTable.allCases.map { _ in CopyRowEncoder(capacity: 0) }
@@ -127,7 +128,7 @@ final class TableLoader {
 
     /// Ends the open COPY after a failure, storing nothing of it.
     func abort() {
-        if active != nil { connection.abortCopyIn() }
+        if active != nil { connection?.abortCopyIn() }
         active = nil
     }
 
@@ -136,7 +137,7 @@ final class TableLoader {
         try endActive()
         let columns = table.columns.map { "\"\($0)\"" }.joined(separator: ", ")
         let freeze = usesFreeze ? " WITH (FREEZE)" : ""
-        try connection.beginCopyIn(Query(unsafeSQL: "COPY \(table.name) (\(columns)) FROM STDIN\(freeze)"))
+        try connection?.beginCopyIn(Query(unsafeSQL: "COPY \(table.name) (\(columns)) FROM STDIN\(freeze)"))
         active = table
     }
 
@@ -145,7 +146,7 @@ final class TableLoader {
         guard !bytes.isEmpty else { return }
         do {
             for start in stride(from: 0, to: bytes.count, by: Self.messageSize) {
-                try connection.sendCopyData(bytes[start..<min(bytes.count, start + Self.messageSize)])
+                try connection?.sendCopyData(bytes[start..<min(bytes.count, start + Self.messageSize)])
             }
         } catch var error as StorageError {
             error.context = "loading \(table.name)"
@@ -158,7 +159,7 @@ final class TableLoader {
         guard let table = active else { return }
         active = nil
         do {
-            try connection.endCopyIn()
+            try connection?.endCopyIn()
         } catch var error as StorageError {
             error.context = "loading \(table.name)"
             throw error

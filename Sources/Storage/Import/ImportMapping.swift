@@ -1,0 +1,23 @@
+/// Reading an export without a database: every check and mapping `import` makes, with the rows encoded and
+/// dropped. For validating a file before a migration, and for fuzzing the import.
+public enum ImportMapping {
+    /// Reads `source` as `Store.importTree` would and returns what it would load (rows per node and table,
+    /// rejects, warnings); throws what the import would throw.
+    ///
+    /// ```swift
+    /// let report = try ImportMapping.validate(MemorySource(bytes), options: ImportOptions(maximumRejects: 100))
+    /// ```
+    public static func validate(
+        _ source: some ByteSource, options: ImportOptions = ImportOptions(),
+        onReject: @escaping (ImportReject) throws -> Void = { _ in }
+    ) throws -> ImportReport {
+        let loader = TableLoader(connection: nil, usesFreeze: false)
+        let input: any ByteSource = options.at.isEmpty ? source : NestedSource(source, at: options.at)
+        let importer = TreeImporter(
+            reader: JSONReader(source: input), loader: loader, options: options, deleteRows: { _ in [:] },
+            onReject: onReject)
+        try importer.run()
+        try loader.flush()
+        return importer.report
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import PostgresTestSupport
+@testable import Storage
+import Testing
+
+/// Failures in the middle of work: each must leave the store exactly as it was before the failed operation
+/// (compared as exports) and no partial output file.
+@Suite("Faults")
+struct FaultTests {
+    /// Waits (up to 60 s) until `condition` holds, polling.
+    private func waitUntil(_ what: String, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(60)
+        while try !condition() {
+            guard Date() < deadline else { throw StorageError(.invalidValue, "timed out waiting until \(what)") }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
+    /// Whether a backend of another client is running a statement that starts with `prefix` (or waits on a
+    /// lock, with `waitingOnLock`).
+    private func someoneIsRunning(_ prefix: String, on connection: Connection, waitingOnLock: Bool = false) throws -> Bool {
+        try connection.query("""
+            SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()
+                AND state = 'active' AND query LIKE \(prefix + "%")
+                AND (NOT \(waitingOnLock) OR wait_event_type = 'Lock'))
+            """)[0].decode(Bool.self, at: 0)
+    }
+
+    private func export(_ arguments: [String]) throws -> String {
+        let run = try AdminProcess.run(arguments + ["-q", "export", "-"])
+        #expect(run.status == 0, "\(run.stderr)")
+        return run.stdout
+    }
+
+    private func generate(_ path: String, users: Int, anomalies: Bool = false) throws {
+        let run = try AdminProcess.run(["-q", "generate", path, "--users", String(users), "--seed", "3"]
+            + (anomalies ? ["--anomalies"] : []))
+        #expect(run.status == 0, "\(run.stderr)")
+    }
+
+    @Test func killingTheConsoleDuringAnImportAnExportOrARepairChangesNothing() throws {
+        let database = try TestPostgres.makeDatabase()
+        let directory = try makeTemporaryDirectory("admin-kill")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try generate(directory + "/small.json", users: 400, anomalies: true)
+        try generate(directory + "/big.json", users: 12_000)
+        let db = ["--db", database.conninfo]
+        #expect(try AdminProcess.run(db + ["-q", "import", directory + "/small.json"]).status == 0)
+        let before = try export(db)
+        let observer = try database.connect()
+
+        // kill -9 while the import streams its COPY.
+        let (importing, _, _, _) = try AdminProcess.start(db + ["import", directory + "/big.json"])
+        try waitUntil("the import is copying") { try someoneIsRunning("COPY", on: observer) }
+        kill(importing.processIdentifier, SIGKILL)
+        importing.waitUntilExit()
+        #expect(importing.terminationReason == .uncaughtSignal)
+        #expect(try export(db) == before)
+
+        // kill -9 while the export writes its file: no file where the export was going.
+        let target = directory + "/out.json"
+        let (exporting, _, _, _) = try AdminProcess.start(db + ["export", target])
+        let temporary = "\(directory)/.out.json.\(exporting.processIdentifier).tmp"
+        try waitUntil("the export is writing") {
+            ((try? FileManager.default.attributesOfItem(atPath: temporary))?[.size] as? Int ?? 0) > 0 || !exporting.isRunning
+        }
+        kill(exporting.processIdentifier, SIGKILL)
+        exporting.waitUntilExit()
+        #expect(!FileManager.default.fileExists(atPath: target))
+        #expect(try export(db) == before)
+
+        // kill -9 in the middle of a repair's transaction: its first step (the missing followers) is done,
+        // its second (the missing following edges) waits for a lock this test holds.
+        try observer.execute("BEGIN")
+        try observer.execute("LOCK TABLE following IN EXCLUSIVE MODE")
+        let (repairing, _, _, _) = try AdminProcess.start(db + ["repair", "follows"])
+        let waiting = try database.connect()
+        try waitUntil("the repair waits for the lock") { try someoneIsRunning("INSERT INTO following", on: waiting, waitingOnLock: true) }
+        kill(repairing.processIdentifier, SIGKILL)
+        repairing.waitUntilExit()
+        try observer.execute("ROLLBACK")
+        #expect(try export(db) == before)
+        // The same repair, left alone, changes the store: the kills above did interrupt real work.
+        let repaired = try AdminProcess.run(db + ["repair", "follows"])
+        #expect(repaired.status == 0, "\(repaired.stderr)")
+        #expect(try export(db) != before)
+    }
+
+    @Test func stoppingTheServerImmediatelyDuringAnImportLosesNothingOnceItRestarts() throws {
+        let directory = try makeTemporaryDirectory("admin-stop")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try generate(directory + "/small.json", users: 300)
+        try generate(directory + "/big.json", users: 12_000)
+        let dataDirectory = directory + "/cluster"
+        let embedded = ["--data-dir", dataDirectory]
+        #expect(try AdminProcess.run(embedded + ["-q", "import", directory + "/small.json"]).status == 0)
+        let before = try export(embedded)
+
+        let (importing, _, _, errors) = try AdminProcess.start(embedded + ["import", directory + "/big.json"])
+        let user = String(cString: getpwuid(geteuid())!.pointee.pw_name)
+        // The console starts the server; watch it from another connection once it accepts them.
+        var observer: Connection?
+        try waitUntil("the import is copying") {
+            if observer == nil {
+                observer = try? Connection(conninfo: "", parameters: [
+                    ("host", dataDirectory + "/pgdata"), ("user", user), ("dbname", "admin"),
+                ])
+            }
+            return try observer.map { try someoneIsRunning("COPY", on: $0) } ?? false
+        }
+        let stop = try ProcessRunner(user: geteuid() == 0 ? "postgres" : nil).run(
+            try ServerBinaries.locate().directory + "/pg_ctl", ["-D", dataDirectory + "/pgdata", "stop", "-m", "immediate"])
+        #expect(stop.succeeded, "\(stop.output)")
+        importing.waitUntilExit()
+        let diagnostics = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(importing.terminationStatus != 0)
+        #expect(diagnostics.contains("import rolled back"), "\(diagnostics)")
+        // The next console starts the server again (crash recovery) and finds the store as it was.
+        #expect(try export(embedded) == before)
+    }
+
+    @Test func aFullDiskDuringAnExportIsAClearErrorAndLeavesNoFile() throws {
+        let database = try TestPostgres.makeDatabase()
+        let directory = try makeTemporaryDirectory("admin-full")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try generate(directory + "/tree.json", users: 600)
+        #expect(try AdminProcess.run(["--db", database.conninfo, "-q", "import", directory + "/tree.json"]).status == 0)
+
+        // A 256 KB tmpfs where root may mount one; otherwise a 256 KB file size limit (EFBIG instead of ENOSPC).
+        let disk = directory + "/disk"
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+        let mounted = geteuid() == 0
+            && (try? ProcessRunner().run("/bin/mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", disk]))?.succeeded == true
+        defer { if mounted { _ = try? ProcessRunner().run("/bin/umount", [disk]) } }
+        let admin = AdminProcess.executable.path
+        let limit = mounted ? "" : "trap '' XFSZ; ulimit -f 512; "
+        let shell = try ProcessRunner().run("/bin/sh", [
+            "-c", "\(limit)exec '\(admin)' --db '\(database.conninfo)' export '\(disk)/out.json'",
+        ])
+        #expect(!shell.succeeded)
+        #expect(shell.output.contains("cannot write"), "\(shell.output)")
+        #expect(shell.output.contains(mounted ? "No space left on device" : "File too large"), "\(shell.output)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: disk) == [])
+    }
+}
