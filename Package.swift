@@ -47,7 +47,8 @@ let package = Package(
         // What the fuzzers run (Fuzz/run.sh with libFuzzer; a smoke run in the tests), and libFuzzer's entry
         // point, which replays a corpus when built without -DFUZZING.
         .target(name: "FuzzTargets", dependencies: ["Storage"], path: "Fuzz/Targets"),
-        .executableTarget(name: "Fuzz", dependencies: ["FuzzTargets"], path: "Fuzz/Main"),
+        .systemLibrary(name: "CFuzzer", path: "Fuzz/CFuzzer"),
+        .executableTarget(name: "Fuzz", dependencies: ["FuzzTargets", "CFuzzer"], path: "Fuzz/Main"),
         // Starts the throwaway PostgreSQL cluster the integration tests run against.
         .target(
             name: "PostgresTestSupport",

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 [ $# -gt 0 ] && shift
 swift build -c release --product Fuzz --scratch-path .build-fuzz \
-    -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING
+    -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING -Xswiftc -use-ld=lld
 mkdir -p .build-fuzz/corpus .build-fuzz/crashes
 exec .build-fuzz/release/Fuzz .build-fuzz/corpus Fuzz/corpus -max_total_time="$seconds" -max_len=65536 \
     -artifact_prefix=.build-fuzz/crashes/ -print_final_stats=1 "$@"

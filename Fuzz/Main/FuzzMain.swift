@@ -2,17 +2,23 @@ import FuzzTargets
 import Foundation
 
 #if FUZZING
-/// libFuzzer's entry point (built by Fuzz/run.sh with -sanitize=fuzzer and -DFUZZING).
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    FuzzTargets.run(UnsafeBufferPointer(start: data, count: size))
-    return 0
-}
-#else
-/// Without libFuzzer: runs the targets on the given files and directories (a corpus, or crashes to reproduce).
+import CFuzzer
+#endif
+
+/// Built by Fuzz/run.sh (-sanitize=fuzzer, -DFUZZING): hands the targets to libFuzzer's driver, which takes
+/// libFuzzer's usual arguments. Built plainly (`swift run Fuzz FILE|DIR…`): runs the targets on the given files and
+/// directories, a corpus or a crash to reproduce.
 @main
-struct ReplayCorpus {
+struct FuzzMain {
     static func main() throws {
+        #if FUZZING
+        var argc = CommandLine.argc
+        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+        exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in
+            FuzzTargets.run(UnsafeBufferPointer(start: data, count: size))
+            return 0
+        })
+        #else
         var count = 0
         for argument in CommandLine.arguments.dropFirst() {
             var isDirectory: ObjCBool = false
@@ -27,6 +33,6 @@ struct ReplayCorpus {
             }
         }
         print("ran \(count) inputs without a failure")
+        #endif
     }
 }
-#endif
