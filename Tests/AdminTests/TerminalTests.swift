@@ -137,6 +137,7 @@ struct TerminalTests {
         // A long import shows a progress bar; Ctrl-C cancels it and the console stays, with the store unchanged.
         try terminal.send("import \(big) --yes", "Enter")
         try expectScreen(terminal, "import  [")
+        try expectScreen(terminal, "rows/s  ETA")
         try terminal.send("C-c")
         try expectScreen(terminal, "canceling statement due to user request")
         try terminal.send("users --format csv", "Enter")

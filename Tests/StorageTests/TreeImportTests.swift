@@ -244,6 +244,23 @@ struct TreeImportFailureTests {
         }
     }
 
+    /// With --at the file is read inside a wrapper (`{"posts":` … `}`); errors still name the file's own bytes.
+    @Test func errorPositionsUnderAtAreTheFilesOwn() throws {
+        let text = "{\"u1\": {\"-P1\": {\"image_url\": \"a\"},\n  \"-P2\": {\"image_url\": tru}}}"
+        for (at, path) in [([String](), "/u1/-P2/image_url"), (["posts"], "/posts/u1/-P2/image_url")] {
+            var failure: StorageError?
+            do {
+                _ = try ImportMapping.validate(MemorySource(text), options: ImportOptions(at: at))
+            } catch let error as StorageError {
+                failure = error
+            }
+            #expect(failure?.inputPosition?.offset == 58, "\(at)")
+            #expect(failure?.inputPosition?.line == 2, "\(at)")
+            #expect(failure?.inputPosition?.column == 24, "\(at)")
+            #expect(failure?.description.contains("reading \(path)") == true, "\(String(describing: failure))")
+        }
+    }
+
     @Test func truncatedEmptyAndDeeplyNestedFiles() throws {
         try expectFailureLeavesStoreUnchanged(Array(#"{"users": {"u1": {"username": "x""#.utf8)) { error in
             #expect(error.message.contains("truncated"))

@@ -84,9 +84,9 @@ struct Import: ConsoleCommand {
         let progress = ProgressBar("import", total: input.size, session: session)
         defer { progress?.finish() }
         do {
-            report = try store.importTree(from: input.source(progress: progress), options: options) {
-                try rejectsFile.write($0)
-            }
+            report = try store.importTree(
+                from: input.source(progress: progress), options: options, onReject: { try rejectsFile.write($0) },
+                onRows: { progress?.update(rows: $0) })
             progress?.finish()
         } catch let error as StorageError {
             throw ConsoleError.from(error.adding(context: "importing \(file)"))

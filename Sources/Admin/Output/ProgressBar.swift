@@ -16,6 +16,8 @@ final class ProgressBar {
     private let started = Date()
     private var lastDrawn = Date.distantPast
     private var done = 0
+    /// Rows done, for work counted in bytes that also reports rows (an import).
+    private var rows = 0
 
     /// A bar for `label`, or nil when stderr is not a terminal or the session is quiet. `total` is the byte count
     /// when it is known.
@@ -38,6 +40,11 @@ final class ProgressBar {
         guard now.timeIntervalSince(lastDrawn) >= 0.1 else { return }
         lastDrawn = now
         draw(elapsed: now.timeIntervalSince(started))
+    }
+
+    /// Sets the rows done alongside the bytes; the bar then shows rows per second too.
+    func update(rows count: Int) {
+        rows = count
     }
 
     /// Shows which step of the work is running, with the time so far.
@@ -64,7 +71,9 @@ final class ProgressBar {
             line += "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
             line += String(format: "%3.0f%%  ", fraction * 100) + "\(amount(done)) of \(amount(total))"
             if rate > 0 {
-                line += "  \(amount(Int(rate)))/s  ETA \(Self.duration(Double(max(0, total - done)) / rate))"
+                line += "  \(amount(Int(rate)))/s"
+                if rows > 0 { line += "  \(Int(Double(rows) / elapsed)) rows/s" }
+                line += "  ETA \(Self.duration(Double(max(0, total - done)) / rate))"
             }
         } else {
             line += amount(done) + (rate > 0 ? "  \(amount(Int(rate)))/s" : "")

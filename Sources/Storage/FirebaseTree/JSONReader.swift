@@ -87,9 +87,13 @@ public struct JSONReader: ~Copyable {
     /// The value of the last `.number` token.
     public private(set) var number: Double = 0
 
-    /// A reader over `source`. A single token (a string) may be at most `maximumTokenBytes` long.
-    public init(source: some ByteSource, bufferSize: Int = 1 << 20, maximumTokenBytes: Int = 64 << 20) {
+    /// A reader over `source`. A single token (a string) may be at most `maximumTokenBytes` long. Positions
+    /// count from `firstOffset` (negative to skip a wrapper the source adds before the document; see
+    /// `NestedSource`); lines and columns count from offset 0.
+    public init(source: some ByteSource, bufferSize: Int = 1 << 20, maximumTokenBytes: Int = 64 << 20,
+                firstOffset: Int = 0) {
         self.source = source
+        discarded = firstOffset
         capacity = max(bufferSize, 64)
         buffer = .allocate(capacity: capacity)
         scratch = .allocate(capacity: scratchCapacity)

@@ -6,6 +6,10 @@ public struct NestedSource: ByteSource {
     private var suffix: [UInt8]
     private var isBaseDone = false
 
+    /// Bytes read before the document's first: a reader given `firstOffset: -prefixLength` reports positions in
+    /// the document's own bytes, lines and columns.
+    public let prefixLength: Int
+
     /// The document `base`, nested at `path` (keys from the root).
     public init(_ base: some ByteSource, at path: [String]) {
         self.base = base
@@ -20,6 +24,7 @@ public struct NestedSource: ByteSource {
             prefix.append(UInt8(ascii: ":"))
         }
         self.prefix = prefix
+        prefixLength = prefix.count
         suffix = Array(repeating: UInt8(ascii: "}"), count: path.count)
     }
 

@@ -85,6 +85,9 @@ final class TableLoader {
     private var active: TreeTable?
     /// Rows and COPY bytes encoded per table.
     private(set) var counts: [Counts]
+    /// Hears the number of rows encoded so far, every few thousand rows (for a progress display).
+    var onRows: ((Int) -> Void)?
+    private var totalRows = 0
 
     /// COPY data goes out in messages of about this size. The server reads a whole CopyData message before it
     /// parses any of it, so messages larger than the socket buffer stall the pipeline: with 256 KB messages
@@ -107,6 +110,8 @@ final class TableLoader {
         try body(&encoders[table.rawValue])
         encoders[table.rawValue].endRow()
         counts[table.rawValue].rows += 1
+        totalRows += 1
+        if totalRows & 4095 == 0 { onRows?(totalRows) }
         counts[table.rawValue].bytes += encoders[table.rawValue].bytes.count - before
         let size = encoders[table.rawValue].bytes.count
         if table == active {

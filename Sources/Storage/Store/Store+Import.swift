@@ -11,9 +11,11 @@ extension Store {
     /// ```
     /// `onReject` sees each rejected value as it is met (to write a rejects file); the import aborts once more
     /// than `options.maximumRejects` were rejected. A failure carries how far the import got in its context.
+    /// `onRows` hears the number of rows mapped so far, every few thousand rows.
     public func importTree(
         from source: some ByteSource, options: ImportOptions = ImportOptions(),
-        onReject: @escaping (ImportReject) throws -> Void = { _ in }
+        onReject: @escaping (ImportReject) throws -> Void = { _ in },
+        onRows: @escaping (Int) -> Void = { _ in }
     ) throws -> ImportReport {
         for key in options.at {
             if let problem = FirebaseKey.problem(with: key) ?? (key.hasPrefix(".") ? "a priority is not a node" : nil) {
@@ -41,10 +43,14 @@ extension Store {
             }
             // COPY FREEZE needs tables truncated in the same transaction.
             let loader = TableLoader(connection: connection, usesFreeze: wholeTree)
-            // The file is the node at --at: read it as the tree that holds it there.
-            let input: any ByteSource = options.at.isEmpty ? source : NestedSource(source, at: options.at)
+            loader.onRows = onRows
+            // The file is the node at --at: read it as the tree that holds it there, with positions in the file's
+            // own bytes.
+            let nested = options.at.isEmpty ? nil : NestedSource(source, at: options.at)
+            let input: any ByteSource = nested ?? source
             let importer = TreeImporter(
-                reader: JSONReader(source: input), loader: loader, options: options,
+                reader: JSONReader(source: input, firstOffset: -(nested?.prefixLength ?? 0)), loader: loader,
+                options: options,
                 deleteRows: { [connection] path in try Store.deleteRows(under: path, on: connection) },
                 onReject: onReject)
             do {
