@@ -209,11 +209,23 @@ extension TreeTable {
         writer.endObject()
     }
 
-    /// The path of a row (root, then its key columns), without decoding the rest.
-    func path(of row: Row) throws -> [String] {
+    /// The path of a row (root, then its key columns), without decoding the rest. Keys equal to `previous`'s
+    /// (the row before, of the same table) are taken from it rather than decoded again: consecutive rows mostly
+    /// share their parent keys, and this saves a string allocation per row and key.
+    func path(of row: Row, reusing previous: [String]? = nil) throws -> [String] {
         if self == .unmappedValues {
             return [row[0]!] + (try row.decode([String].self, at: 1))
         }
-        return [rootKey!] + (0..<keyDepth).map { row[$0]! }
+        var path: [String] = []
+        path.reserveCapacity(keyDepth + 1)
+        path.append(previous?.first ?? rootKey!)
+        for column in 0..<keyDepth {
+            if let previous, column + 1 < previous.count, row.hasText(column, equalTo: previous[column + 1]) {
+                path.append(previous[column + 1])
+            } else {
+                path.append(row[column]!)
+            }
+        }
+        return path
     }
 }

@@ -181,9 +181,26 @@ public struct JSONTextWriter {
     static func appendQuoted(_ text: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         var runStart = 0
-        for index in text.indices {
+        var index = 0
+        let count = text.count
+        while index < count {
+            // Eight bytes at a time while none is a quote, a backslash or a control character (most text).
+            if index + 8 <= count {
+                let word = UnsafeRawPointer(text.baseAddress! + index).loadUnaligned(as: UInt64.self)
+                let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+                let quotes = word ^ (ones &* 0x22), backslashes = word ^ (ones &* 0x5C)
+                // A byte's high bit ends up set when it is below 0x20 or equals one of the two (bytes of 0x80
+                // and up are taken out: they are UTF-8, copied as they are).
+                let special = ((word &- ones &* 0x20) | (quotes &- ones) | (backslashes &- ones)) & ~word & highs
+                if special == 0 {
+                    index += 8
+                    continue
+                }
+            }
             let byte = text[index]
+            index += 1
             guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            let index = index - 1
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[runStart..<index]))
             runStart = index + 1
             bytes.append(UInt8(ascii: "\\"))

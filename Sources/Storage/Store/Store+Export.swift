@@ -196,7 +196,7 @@ final class PartStream {
         currentRow = batch![index]
         index += 1
         do {
-            currentPath = try table.path(of: currentRow)
+            currentPath = try table.path(of: currentRow, reusing: currentPath)
         } catch let error as StorageError {
             throw error.adding(context: "exporting \(table.name)")
         }
