@@ -40,7 +40,7 @@ struct LoadTests {
             // Discard the results; keep the pipe drained.
             Thread { _ = output.fileHandleForReading.readDataToEndOfFile() }.start()
             Thread {
-                var random = SplitMix(state: UInt64(console) + 1)
+                var random = SeededGenerator(state: UInt64(console) + 1)
                 func pick<T>(_ values: [T]) -> T { values[Int(random.next() % UInt64(values.count))] }
                 while Date() < deadline {
                     let command: String
@@ -98,17 +98,4 @@ private final class Counter: @unchecked Sendable {
     private var count = 0
     var value: Int { lock.withLock { count } }
     func add() { lock.withLock { count += 1 } }
-}
-
-/// A small seeded generator, so that each console's operations are the same on every run.
-private struct SplitMix {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import PostgresTestSupport
-import Testing
 @testable import Storage
+import Testing
 
 /// A store holding `tree` (by default `consistentTree`).
 func consistentStore(_ tree: TreeValue = consistentTree) throws -> Store {

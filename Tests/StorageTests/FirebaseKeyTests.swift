@@ -1,5 +1,6 @@
-import Testing
+import PostgresTestSupport
 @testable import Storage
+import Testing
 
 @Suite("Firebase keys")
 struct FirebaseKeyTests {

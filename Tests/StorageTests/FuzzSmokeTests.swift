@@ -1,5 +1,6 @@
 import Foundation
 import FuzzTargets
+import PostgresTestSupport
 import Testing
 
 /// CI's short run of the fuzz targets (Fuzz/run.sh runs them under libFuzzer for as long as one likes): every
@@ -16,7 +17,7 @@ struct FuzzSmokeTests {
         #expect(seeds.count >= 40)
         for seed in seeds { seed.withUnsafeBufferPointer(FuzzTargets.run) }
 
-        var random = SplitMix(state: 2026)
+        var random = SeededGenerator(state: 2026)
         let alphabet = Array(#"{}[]:,"\ .-+eE0123456789truefalsn$#/\u00é😀"#.utf8) + [0x00, 0x1F, 0x7F, 0xC0, 0xED, 0xFF]
         for _ in 0..<4_000 {
             var input = seeds[Int(random.next() % UInt64(seeds.count))]
@@ -36,18 +37,5 @@ struct FuzzSmokeTests {
             }
             input.withUnsafeBufferPointer(FuzzTargets.run)
         }
-    }
-}
-
-/// A small seeded generator, so that the mutations are the same on every run.
-struct SplitMix {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

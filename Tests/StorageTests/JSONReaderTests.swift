@@ -1,6 +1,7 @@
 import Foundation
-import Testing
+import PostgresTestSupport
 @testable import Storage
+import Testing
 
 /// A parsed JSON value, for comparing the reader with Foundation.
 indirect enum JSONValue: Equatable {
@@ -149,17 +150,6 @@ struct RandomJSON {
             }
         }
         return result + "\""
-    }
-}
-
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

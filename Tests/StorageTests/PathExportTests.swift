@@ -1,6 +1,7 @@
 import Foundation
-import Testing
+import PostgresTestSupport
 @testable import Storage
+import Testing
 
 /// Every node's path in `tree`, parents first, without priority pseudo-children (a console path cannot name them).
 private func paths(in tree: TreeValue, prefix: [String] = []) -> [[String]] {

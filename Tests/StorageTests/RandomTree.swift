@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTestSupport
 @testable import Storage
 
 /// Random Firebase trees for property tests, and the JSON a tool might have written them as: arrays for
