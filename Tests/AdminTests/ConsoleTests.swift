@@ -127,6 +127,24 @@ struct ConsoleTests {
         #expect(!fromEnvironment.stderr.contains("correct-horse-battery"))
     }
 
+    @Test func aPasswordNeverShowsOnAWorkingConnectionEither() throws {
+        let database = try TestPostgres.makeDatabase()
+        let settings = try #require(ConnectionOptions.parse(database.conninfo))
+        // The test server trusts local connections, so the password is accepted and ignored.
+        let conninfo = "host=\(settings["host"] ?? "") port=\(settings["port"] ?? "5432") user=\(settings["user"] ?? "") "
+            + "dbname=\(database.name) password=correct-horse-battery"
+        for format in ["table", "json", "csv"] {
+            let run = try AdminProcess.run(["--db", conninfo, "status", "--format", format])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stdout.contains(database.name))
+            #expect(!run.stdout.contains("correct-horse-battery") && !run.stderr.contains("correct-horse-battery"))
+        }
+        let echoed = try AdminProcess.run(["--db", conninfo, "-e", "-c", "status"], environment: ["PGPASSWORD": "tr0ub4dor"])
+        #expect(echoed.status == 0, "\(echoed.stderr)")
+        #expect(!(echoed.stdout + echoed.stderr).contains("correct-horse-battery"))
+        #expect(!(echoed.stdout + echoed.stderr).contains("tr0ub4dor"))
+    }
+
     @Test func libpqEnvironmentVariablesAreHonored() throws {
         let database = try TestPostgres.makeDatabase()
         let settings = try #require(ConnectionOptions.parse(database.conninfo))

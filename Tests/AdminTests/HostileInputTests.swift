@@ -40,7 +40,8 @@ struct HostileInputTests {
             let expected = try #require(expectations[file.name], "\(file.name)")
             let reset = try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: baseline)
             #expect(reset.status == 0, "\(reset.stderr)")
-            let run = try AdminProcess.run(["--db", database.conninfo, "import", file.path])
+            // In the temporary directory: rejected values go to FILE.rejects.jsonl in the working directory.
+            let run = try AdminProcess.run(["--db", database.conninfo, "import", file.path], directory: directory)
             #expect(run.status == expected.exit, "\(file.name): \(run.stderr)")
             for needle in expected.stderr {
                 #expect(run.stderr.contains(needle), "\(file.name): \(run.stderr)")
