@@ -53,7 +53,6 @@ struct Export: ConsoleCommand {
         let options = JSONTextWriter.Options(
             isPretty: pretty, rendersArrays: !exportFormat, keepsPriorities: !noPriorities)
         let destination = file ?? Self.defaultPath()
-        let report: ExportReport
         // Not when the JSON itself goes to the terminal: the bar would be drawn into it.
         let toTerminal = destination == "-" && session.output.isTerminal
         let progress = toTerminal ? nil : ProgressBar(
@@ -62,14 +61,10 @@ struct Export: ConsoleCommand {
         let export = { (write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> ExportReport in
             try store.exportTree(at: keys, options: options, onProgress: { progress?.update(done: $0) }, to: write)
         }
-        if destination == "-" {
-            session.output.flush()
-            // nil: `export - | head`, the reader has what it wanted.
-            guard let written = try OutputFile.writingStandardOutput(export) else { return }
-            report = written
-        } else {
-            report = try OutputFile.writing(to: destination, replacing: force, export)
-        }
+        // nil: `export - | head`, the reader has what it wanted.
+        guard let report = try OutputFile.writing(
+            toFileOrStandardOutput: destination, replacing: force, session: session, export)
+        else { return }
         progress?.finish()
         let megabytes = Double(report.bytes) / 1_000_000
         let rate = report.seconds > 0 ? megabytes / report.seconds : 0

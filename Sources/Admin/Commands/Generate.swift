@@ -77,19 +77,14 @@ struct Generate: ConsoleCommand {
         let generate = { (write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> GeneratorReport in
             try ExportGenerator.write(options, onProgress: { progress?.update(done: $0) }, to: write)
         }
-        let report: GeneratorReport
-        if file == "-" {
-            session.output.flush()
-            guard let written = try OutputFile.writingStandardOutput(generate) else { return }
-            report = written
-        } else {
-            report = try OutputFile.writing(to: file, replacing: force, generate)
-        }
+        // nil: `generate - | head`, the reader has what it wanted.
+        guard let report = try OutputFile.writing(
+            toFileOrStandardOutput: file, replacing: force, session: session, generate)
+        else { return }
         progress?.finish()
         if let manifest {
             try OutputFile.writing(to: manifest, replacing: force) { write in
-                var text = Array((JSONWriter.object(manifestMembers(report)) + "\n").utf8)
-                try text.withUnsafeMutableBufferPointer { try write(UnsafeBufferPointer($0)) }
+                try Array((JSONWriter.object(manifestMembers(report)) + "\n").utf8).withUnsafeBufferPointer(write)
             }
         }
         let rows = report.nodes.map { "\($0.rows) \($0.name)" }.joined(separator: ", ")

@@ -24,6 +24,17 @@ final class OutputFile {
         }
     }
 
+    /// Runs `body` with a writer to `destination`: stdout for `-` (nil when the reader closed the pipe), else the
+    /// file, as `writing(to:replacing:_:)` writes it.
+    static func writing<Result>(
+        toFileOrStandardOutput destination: String, replacing: Bool, session: Session,
+        _ body: (_ write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> Result
+    ) throws -> Result? {
+        guard destination == "-" else { return try writing(to: destination, replacing: replacing, body) }
+        session.output.flush()
+        return try writingStandardOutput(body)
+    }
+
     /// Runs `body` with a writer to stdout; nil when the reader closed the pipe (`admin export - | head`).
     static func writingStandardOutput<Result>(
         _ body: (_ write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> Result
