@@ -43,8 +43,8 @@ struct BackfillTimelines: ConsoleCommand {
         commandName: "timelines",
         abstract: "Make every timeline hold exactly the user's and their followees' posts.",
         discussion: """
-            Adds the missing entries, rewrites those naming the wrong poster and removes entries of existing posts that
-            do not belong (entries of posts that do not exist are orphans: see repair orphans). One transaction.
+            Adds the missing entries, rewrites those naming the wrong poster and removes entries of existing posts that \
+            do not belong (entries of posts that do not exist are orphans: see repair orphans). One transaction. \
             Fixes the timeline_missing and timeline_extra checks.
 
             Examples:

@@ -24,8 +24,8 @@ struct ChatOpen: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "open", abstract: "Show the chat between two users, or say there is none (exit 1).",
         discussion: """
-            Finds the pair's two-member chat from either user's copies, preferring the one with the stable member
-            hash. When the pair has several chats (the app's hash bug made duplicates), it shows the best and
+            Finds the pair's two-member chat from either user's copies, preferring the one with the stable member \
+            hash. When the pair has several chats (the app's hash bug made duplicates), it shows the best and \
             warns; chat merge joins them.
 
             Examples:
@@ -62,10 +62,10 @@ struct ChatSend: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "send", abstract: "Send a message, creating the chat on the first one.",
         discussion: """
-            In one transaction: the chat is created if the pair has none (a copy for each member, titled
-            "<sender>, <recipient>", with the stable member hash), the message is appended with its sender and
-            timestamp (seconds), and every copy's lastMessage and lastMessageSent describe it. Followers of the
-            chat (messages --follow, chats --follow) see it once it commits. The sender must follow the recipient,
+            In one transaction: the chat is created if the pair has none (a copy for each member, titled \
+            "<sender>, <recipient>", with the stable member hash), the message is appended with its sender and \
+            timestamp (seconds), and every copy's lastMessage and lastMessageSent describe it. Followers of the \
+            chat (messages --follow, chats --follow) see it once it commits. The sender must follow the recipient, \
             as in the app. Words after the options form the text; quote it to keep spaces or a leading "-".
 
             Examples:
@@ -99,8 +99,8 @@ struct ChatMerge: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "merge", abstract: "Move the messages of chat DROP into chat KEEP and delete DROP's copies.",
         discussion: """
-            For duplicate chats of one pair (the chat_duplicates check lists them; check never merges by itself).
-            Both chats must have the same members and no message key in common. KEEP's copies then describe the
+            For duplicate chats of one pair (the chat_duplicates check lists them; check never merges by itself). \
+            Both chats must have the same members and no message key in common. KEEP's copies then describe the \
             newest message of the two. One transaction; --dry-run shows the rows it would change.
 
             Examples:

@@ -6,7 +6,7 @@ struct Chats: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "List a user's chats, most recent message first, or follow changes to them.",
         discussion: """
-            With --follow, prints the user's copy of a chat each time a change to it commits (a message sent,
+            With --follow, prints the user's copy of a chat each time a change to it commits (a message sent, \
             a merge), until Ctrl-C: log lines in table formats, one JSON object per line with --format json.
 
             Examples:

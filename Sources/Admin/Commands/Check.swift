@@ -7,17 +7,17 @@ struct Check: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check that the app's denormalized copies agree (exit 3 on violations).",
         discussion: """
-            Every check is one set-based query over a read-only snapshot, so check runs with a role that may only
-            SELECT. Two maintenance runs never overlap on one database: a second check or repair fails at once.
+            Every check is one set-based query over a read-only snapshot, so check runs with a role that may only \
+            SELECT. Two maintenance runs never overlap on one database: a second check or repair fails at once. \
             Each check prints its violation count and the first Firebase paths that violate it.
 
             Checks:
             \(IntegrityCheck.allCases.map { "  \($0.rawValue.padding(toLength: 18)) \($0.summary)" }.joined(separator: "\n"))
 
-            --fix runs the repairs of the failing checks (chat_duplicates has none: `chat merge` is an operator's
+            --fix runs the repairs of the failing checks (chat_duplicates has none: `chat merge` is an operator's \
             decision), then checks again, all in one transaction; with --dry-run it is rolled back.
 
-            Exit status: 0 when every check passes, 3 when any finds a violation (after --fix: any that remains),
+            Exit status: 0 when every check passes, 3 when any finds a violation (after --fix: any that remains), \
             1 on error. --format json prints one object for scripts:
               {"ok": false, "checks": [{"name": "like_count", "violations": 4, "examples": ["/posts/UID/KEY"]}]}
 

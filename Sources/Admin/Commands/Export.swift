@@ -7,14 +7,14 @@ struct Export: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Export the store as Firebase JSON, as the console's \"Export JSON\" writes it.",
         discussion: """
-            By default the output is what the Firebase console's "Export JSON" gives: keys in RTDB order, numbers
-            as JavaScript writes them, integer-keyed objects as arrays (the SDKs' rule) and priorities kept.
-            --export-format gives the REST API's format=export instead (priorities, never arrays), and
+            By default the output is what the Firebase console's "Export JSON" gives: keys in RTDB order, numbers \
+            as JavaScript writes them, integer-keyed objects as arrays (the SDKs' rule) and priorities kept. \
+            --export-format gives the REST API's format=export instead (priorities, never arrays), and \
             --no-priorities drops priorities as a plain REST GET does. The same data always gives the same bytes.
 
-            FILE defaults to a new timestamped file under exports/; a name ending in .gz is gzip-compressed. The
-            file (mode 0600: it holds user data) is written under a temporary name and renamed when complete, so a
-            failed export leaves nothing behind; an existing file is only replaced with --force. - writes to
+            FILE defaults to a new timestamped file under exports/; a name ending in .gz is gzip-compressed. The \
+            file (mode 0600: it holds user data) is written under a temporary name and renamed when complete, so a \
+            failed export leaves nothing behind; an existing file is only replaced with --force. - writes to \
             stdout. --path exports one node instead of the whole tree (get prints one to the terminal).
 
             Examples:

@@ -6,7 +6,7 @@ struct Follow: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Make A follow B, adding B's posts to A's timeline.",
         discussion: """
-            Writes /following/A/B and /followers/B/A and B's posts into A's timeline, in one transaction. Following
+            Writes /following/A/B and /followers/B/A and B's posts into A's timeline, in one transaction. Following \
             twice changes nothing; following oneself is refused.
 
             Examples:

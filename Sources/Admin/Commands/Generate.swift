@@ -9,27 +9,27 @@ struct Generate: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write a realistic Firebase export of any size (no database needed).",
         discussion: """
-            The tree is what the app would have written for N users: uids like Firebase Auth's, push-ID keys whose
-            time prefix agrees with created_at, float-second timestamps, image heights like 298.69928770517186,
-            follows with a long tail (a few users have most users as followers), likes, fan-out timelines,
-            chats with both members' copies and per-launch memberHash values, messages, and names and texts in
-            many scripts. About 3.5 KB of JSON per user: --users 58000 gives about 200 MB. It is written as a
+            The tree is what the app would have written for N users: uids like Firebase Auth's, push-ID keys whose \
+            time prefix agrees with created_at, float-second timestamps, image heights like 298.69928770517186, \
+            follows with a long tail (a few users have most users as followers), likes, fan-out timelines, \
+            chats with both members' copies and per-launch memberHash values, messages, and names and texts in \
+            many scripts. About 3.5 KB of JSON per user: --users 58000 gives about 200 MB. It is written as a \
             stream, so memory does not grow with N, and the same --seed always gives the same bytes.
 
-            Keys come in RTDB order and the layout is export's, so `import` then `export` of a generated file
-            gives it back byte for byte. A clean tree passes every check but chat_hash_legacy (the app never
-            wrote the stable hash). --anomalies plants about 200 violations of each check (fewer for small N:
-            5% of users or chats) and --manifest writes what `check --format json` must then report: the same
-            JSON (ok, checks with name, violations and the first 100 example paths), plus the options and the
+            Keys come in RTDB order and the layout is export's, so `import` then `export` of a generated file \
+            gives it back byte for byte. A clean tree passes every check but chat_hash_legacy (the app never \
+            wrote the stable hash). --anomalies plants about 200 violations of each check (fewer for small N: \
+            5% of users or chats) and --manifest writes what `check --format json` must then report: the same \
+            JSON (ok, checks with name, violations and the first 100 example paths), plus the options and the \
             rows per node.
 
-            --dialect appcoda writes AppCoda's flat feed instead (posts/{id}: imageFileURL, timestamp in ms,
-            user, votes). FILE ending in .gz is compressed; - writes to stdout. The file is written under a
+            --dialect appcoda writes AppCoda's flat feed instead (posts/{id}: imageFileURL, timestamp in ms, \
+            user, votes). FILE ending in .gz is compressed; - writes to stdout. The file is written under a \
             temporary name and renamed when complete; an existing file is only replaced with --force.
 
             Examples:
               generate exports/try.json --users 300
-              generate big.json.gz --users 36000 --seed 7
+              generate big.json.gz --users 58000 --seed 7
               generate broken.json --users 2000 --anomalies --manifest broken.manifest.json
               generate feed.json --users 500 --dialect appcoda
             """)

@@ -8,15 +8,15 @@ struct Get: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the node at a Firebase path as JSON, as firebase database:get does.",
         discussion: """
-            The node is read from the store in one snapshot and streamed: keys in RTDB order, numbers as
-            JavaScript writes them, integer-keyed objects as arrays. A path that holds nothing prints null.
-            Priorities are left out, as a REST GET does, unless --export. --shallow prints a leaf as it is and an
+            The node is read from the store in one snapshot and streamed: keys in RTDB order, numbers as \
+            JavaScript writes them, integer-keyed objects as arrays. A path that holds nothing prints null. \
+            Priorities are left out, as a REST GET does, unless --export. --shallow prints a leaf as it is and an \
             object with each child replaced by true (a leaf child keeps its value).
 
-            A query selects children of the node, with the Realtime Database's rules: order by key (integer keys
-            first, numerically), by value or by a child's value (null, false, true, numbers, strings, objects;
-            ties by key); then --start-at, --end-at, --equal-to on that order; then --limit-to-first or
-            --limit-to-last. Values are JSON (5, true, "text"); anything else is taken as a string. The selected
+            A query selects children of the node, with the Realtime Database's rules: order by key (integer keys \
+            first, numerically), by value or by a child's value (null, false, true, numbers, strings, objects; \
+            ties by key); then --start-at, --end-at, --equal-to on that order; then --limit-to-first or \
+            --limit-to-last. Values are JSON (5, true, "text"); anything else is taken as a string. The selected \
             children print as one object in key order.
 
             Examples:

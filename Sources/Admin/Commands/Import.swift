@@ -9,20 +9,20 @@ struct Import: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Import a Firebase JSON export (replacing the store, or merging), in one transaction.",
         discussion: """
-            FILE is an export from the Firebase console, the REST API or a daily backup (FILE.gz is decompressed
-            as it is read), or - for stdin. It is read as a stream, so its size does not matter. Known parts of
-            the tree (users, posts in either app's shape, postLikes, followers, following, timeline, chats,
-            messages) go into typed tables; everything else is kept as it is, so that `export` gives the same tree
+            FILE is an export from the Firebase console, the REST API or a daily backup (FILE.gz is decompressed \
+            as it is read), or - for stdin. It is read as a stream, so its size does not matter. Known parts of \
+            the tree (users, posts in either app's shape, postLikes, followers, following, timeline, chats, \
+            messages) go into typed tables; everything else is kept as it is, so that `export` gives the same tree \
             back.
 
-            --mode replace (the default) makes the store equal to the file. --mode merge is Firebase's update:
-            each child the file names (users, posts, ... at the root) replaces the store's child of that name
-            whole, a null one deletes it, and the store's other children stay. --at PATH takes the file as the
+            --mode replace (the default) makes the store equal to the file. --mode merge is Firebase's update: \
+            each child the file names (users, posts, ... at the root) replaces the store's child of that name \
+            whole, a null one deletes it, and the store's other children stay. --at PATH takes the file as the \
             node at PATH (an export of /posts alone): replace replaces that node, merge updates its children.
 
-            Values Firebase would refuse (bad keys, paths deeper than 32 levels or longer than 768 bytes, strings
-            over 10 MB) and strings PostgreSQL cannot hold (NUL) are rejects: the first aborts the import unless
-            --max-rejects lets some through. Each reject is written as a JSON line (path, reason, value) to the
+            Values Firebase would refuse (bad keys, paths deeper than 32 levels or longer than 768 bytes, strings \
+            over 10 MB) and strings PostgreSQL cannot hold (NUL) are rejects: the first aborts the import unless \
+            --max-rejects lets some through. Each reject is written as a JSON line (path, reason, value) to the \
             rejects file, by default FILE.rejects.jsonl in the current directory.
 
             A malformed byte, a lost connection or Ctrl-C leave the store exactly as it was.

@@ -6,7 +6,7 @@ struct Like: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Like a post: adds the like and raises like_count, once.",
         discussion: """
-            A second like of the same post changes nothing (the app counted it twice). Safe under concurrency:
+            A second like of the same post changes nothing (the app counted it twice). Safe under concurrency: \
             like_count always equals the number of likes.
 
             Examples:

@@ -6,8 +6,8 @@ struct Messages: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show a chat's messages, or follow new ones as they are sent.",
         discussion: """
-            Shows the newest messages, oldest first as a chat does; for the page before, pass the first key shown
-            as --before. With --follow, prints each new message once it commits, until Ctrl-C: a log line each
+            Shows the newest messages, oldest first as a chat does; for the page before, pass the first key shown \
+            as --before. With --follow, prints each new message once it commits, until Ctrl-C: a log line each \
             in table formats, one JSON object per line with --format json.
 
             Examples:

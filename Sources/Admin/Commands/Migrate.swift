@@ -6,8 +6,8 @@ struct Migrate: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Apply pending schema migrations (or list them with --list).",
         discussion: """
-            Migrations come from sql/ and are built into admin. Each is applied in its own transaction and recorded
-            with its checksum in schema_migrations; admin refuses a database whose applied migrations were changed.
+            Migrations come from sql/ and are built into admin. Each is applied in its own transaction and recorded \
+            with its checksum in schema_migrations; admin refuses a database whose applied migrations were changed. \
             The console migrates on connect unless started with --no-migrate.
 
             Examples:

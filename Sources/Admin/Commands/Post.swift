@@ -23,7 +23,7 @@ struct PostCreate: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "create", abstract: "Create a post and write it into the owner's and followers' timelines.",
         discussion: """
-            The post gets a new push ID, created_at now (seconds), like_count 0 and the poster copy; the owner's
+            The post gets a new push ID, created_at now (seconds), like_count 0 and the poster copy; the owner's \
             and every follower's timeline get an entry, all in one transaction.
 
             Examples:

@@ -22,8 +22,8 @@ struct RehashChats: ConsoleCommand {
         commandName: "chats",
         abstract: "Set every two-person chat copy's memberHash to the stable member hash.",
         discussion: """
-            The app hashed members with Swift's per-launch-seeded hashValue, which cannot be recomputed. The stable
-            hash is 64-bit FNV-1a over the two uids (UTF-8, byte-wise order, joined by a 0x00 byte) as a signed
+            The app hashed members with Swift's per-launch-seeded hashValue, which cannot be recomputed. The stable \
+            hash is 64-bit FNV-1a over the two uids (UTF-8, byte-wise order, joined by a 0x00 byte) as a signed \
             decimal; chats the console creates carry it. Fixes the chat_hash_legacy check.
 
             Examples:

@@ -27,8 +27,8 @@ struct RepairFollows: ConsoleCommand {
         commandName: "follows",
         abstract: "Make /following and /followers mirror each other.",
         discussion: """
-            union (the default) adds to each side the follows only the other has; following makes /followers the
-            mirror of /following (removing what only /followers has), followers the reverse. One transaction.
+            union (the default) adds to each side the follows only the other has; following makes /followers the \
+            mirror of /following (removing what only /followers has), followers the reverse. One transaction. \
             Fixes the follow_asymmetric check.
 
             Examples:
@@ -52,9 +52,9 @@ struct RepairChats: ConsoleCommand {
         commandName: "chats",
         abstract: "Give every chat member a copy, make the copies agree and show the newest message.",
         discussion: """
-            A chat's members are the union of its copies' members. Members without a copy get one, copies held by
-            others are removed, and every copy takes the title and memberHash of the most recently updated copy,
-            and lastMessage and lastMessageSent from the newest message. One transaction. Fixes the chat_copies,
+            A chat's members are the union of its copies' members. Members without a copy get one, copies held by \
+            others are removed, and every copy takes the title and memberHash of the most recently updated copy, \
+            and lastMessage and lastMessageSent from the newest message. One transaction. Fixes the chat_copies, \
             chat_member_hash and chat_last_message checks. Duplicate chats are never merged here (see chat merge).
 
             Examples:
@@ -75,7 +75,7 @@ struct RepairOrphans: ConsoleCommand {
         commandName: "orphans",
         abstract: "Remove likes, messages and timeline entries of posts or chats that do not exist.",
         discussion: """
-            Shows the orphans (as check --only orphans does) before removing them, in one transaction. Fixes the
+            Shows the orphans (as check --only orphans does) before removing them, in one transaction. Fixes the \
             orphans check.
 
             Examples:

@@ -6,8 +6,8 @@ struct SetCommand: ConsoleCommand {
         commandName: "set",
         abstract: "Show or change a setting of this session: format, timing, quiet.",
         discussion: """
-            format   table, expanded, json or csv: how commands print unless given --format
-            timing   on or off: print each command's duration on stderr (also: timing on|off)
+            format   table, expanded, json or csv: how commands print unless given --format \
+            timing   on or off: print each command's duration on stderr (also: timing on|off) \
             quiet    on or off: informational messages on stderr
 
             Examples:

@@ -6,7 +6,7 @@ struct Timeline: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show a user's timeline, newest first, a page at a time.",
         discussion: """
-            Each post with its poster, like count and whether UID liked it. Pages by key: pass the last key shown
+            Each post with its poster, like count and whether UID liked it. Pages by key: pass the last key shown \
             as --before for the next page.
 
             Examples:

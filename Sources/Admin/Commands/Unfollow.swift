@@ -6,7 +6,7 @@ struct Unfollow: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Make A stop following B, removing B's posts from A's timeline.",
         discussion: """
-            Removes /following/A/B, /followers/B/A and B's posts from A's timeline, in one transaction. Unfollowing
+            Removes /following/A/B, /followers/B/A and B's posts from A's timeline, in one transaction. Unfollowing \
             someone not followed changes nothing.
 
             Examples:

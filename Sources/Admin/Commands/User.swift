@@ -71,7 +71,7 @@ struct UserRename: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "rename", abstract: "Change a user's username (--propagate: also in their posts' poster).",
         discussion: """
-            Without --propagate the posts keep the old username in their poster copy, as the app left them, and
+            Without --propagate the posts keep the old username in their poster copy, as the app left them, and \
             the poster check reports them.
 
             Examples:

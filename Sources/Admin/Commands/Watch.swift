@@ -7,7 +7,7 @@ struct WatchCommand: ConsoleCommand {
         commandName: "watch",
         abstract: "Run a command again every few seconds until Ctrl-C.",
         discussion: """
-            Each run is headed by the command and the time. A failing command ends the watch, except check
+            Each run is headed by the command and the time. A failing command ends the watch, except check \
             finding violations, which is what one watches for.
 
             Examples:
