@@ -61,6 +61,39 @@ struct EmbeddedClusterTests {
         #expect(next.stdout.contains("\"users\": 1"))
     }
 
+    /// Only the OS user who owns the cluster gets in: peer authentication on the Unix socket, nothing over TCP.
+    @Test func theEmbeddedClusterAcceptsOnlyItsOwner() throws {
+        let directory = try makeTemporaryDirectory("admin-e5")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (console, input, output, _) = try AdminProcess.start(["--data-dir", directory])
+        defer {
+            try? input.fileHandleForWriting.close()
+            console.waitUntilExit()
+        }
+        input.fileHandleForWriting.write(Data("status --format csv\n".utf8))
+        var answer = Data()
+        while !String(decoding: answer, as: UTF8.self).contains("unmapped_values") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            answer.append(chunk)
+        }
+        let rules = try String(contentsOfFile: directory + "/pgdata/pg_hba.conf", encoding: .utf8)
+            .split(separator: "\n").map { $0.split(whereSeparator: \.isWhitespace) }
+            .filter { !$0.isEmpty && !$0[0].hasPrefix("#") }
+        #expect(!rules.isEmpty)
+        for rule in rules {
+            #expect((rule[0] == "local" && rule.last == "peer") || rule.last == "reject", "\(rule)")
+        }
+        // Another role, even over the owner's own socket, is refused by peer authentication.
+        #expect(String(decoding: answer, as: UTF8.self).contains("unmapped_values"))
+        let refusal = #expect(throws: StorageError.self) {
+            try Connection(conninfo: "", parameters: [
+                ("host", directory + "/pgdata"), ("user", "someone_else"), ("dbname", "admin"),
+            ])
+        }
+        #expect(refusal?.description.contains("Peer authentication failed") == true, "\(String(describing: refusal))")
+    }
+
     @Test func aStalePidFileFromACrashIsRecoveredFrom() throws {
         let directory = try makeTemporaryDirectory("admin-e3")
         defer { try? FileManager.default.removeItem(atPath: directory) }
