@@ -31,6 +31,30 @@ struct CheckCommandTests {
         #expect(run.stderr == "admin: check: 3 of 11 checks found 3 violations: like_count, follow_asymmetric, orphans\n")
     }
 
+    @Test func timelinesInBatches() throws {
+        let database = try TestPostgres.makeDatabase()
+        let tree = """
+            {"users": {"alice": {"username": "alice"}, "bob": {"username": "bob"}, "carol": {"username": "carol"}},
+             "following": {"alice": {"bob": true}, "carol": {"bob": true}},
+             "posts": {"bob": {"-P1": {"image_url": "u", "like_count": 0, "poster": {"uid": "bob", "username": "bob"}}}}}
+            """
+        #expect(try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: tree).status == 0)
+        let run = try AdminProcess.run(["--db", database.conninfo, "backfill", "timelines", "--batch-size", "1"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("timeline"))
+        #expect(run.stdout.contains("inserted"))
+        let check = try AdminProcess.run(["--db", database.conninfo, "check", "--only", "timeline_missing,timeline_extra"])
+        #expect(check.status == 0, "\(check.stdout)")
+        for (arguments, message) in [
+            (["--batch-size", "0"], "--batch-size must be 1 or more"),
+            (["--batch-size", "2", "--user", "alice"], "--batch-size and --user do not go together"),
+        ] {
+            let refused = try AdminProcess.run(["--db", database.conninfo, "backfill", "timelines"] + arguments)
+            #expect(refused.status == 64)
+            #expect(refused.stderr.contains(message), "\(refused.stderr)")
+        }
+    }
+
     @Test func theJSONContract() throws {
         let database = try damagedDatabase()
         let run = try AdminProcess.run(

@@ -59,6 +59,38 @@ struct GeneratorTests {
         }
     }
 
+    /// `backfill timelines --batch-size`: one transaction per range of users, the same result as one transaction.
+    @Test func batchedTimelineBackfillsChangeWhatOneTransactionChanges() throws {
+        var generated = try generate(GeneratorOptions(users: 300, seed: 21, plantsAnomalies: true)).json
+        // A timeline of a uid below and of one above every user's, which only the open-ended ranges cover.
+        generated = generated.replacingOccurrences(
+            of: #""timeline":{"#,
+            with: #""timeline":{"!first":{"-K0":{"poster_uid":"x"}},"~last":{"-K1":{"poster_uid":"x"}},"#)
+        let whole = try makeStore(), batched = try makeStore()
+        try importJSON(generated, into: whole)
+        try importJSON(generated, into: batched)
+        let before = try exportJSON(batched)
+        let dryRun = try batched.repair(.timelines, options: RepairOptions(isDryRun: true, batchSize: 7))
+        expectSameText(try exportJSON(batched), before)
+
+        let expected = try whole.repair(.timelines)
+        var batches: [Int] = [], counts = Set<Int>()
+        let report = try batched.repair(.timelines, options: RepairOptions(batchSize: 7)) { index, count in
+            batches.append(index)
+            counts.insert(count)
+        }
+        // 300 users, 7 per batch: 43 ranges.
+        #expect(batches == Array(0..<43))
+        #expect(counts == [43])
+        #expect(expected.rowsChanged > 0)
+        #expect(report.rowsChanged == expected.rowsChanged)
+        #expect(dryRun.rowsChanged == expected.rowsChanged)
+        #expect(Set(report.changes.map(\.table)) == Set(expected.changes.map(\.table)))
+        expectSameText(try exportJSON(batched), try exportJSON(whole))
+        let checks = try batched.check([.timelineMissing, .timelineExtra])
+        #expect(checks.allSatisfy { $0.isClean })
+    }
+
     @Test func aCleanTreeFailsOnlyTheLegacyHashCheck() throws {
         for users in [1, 2, 3, 7, 31, 250] {
             let generated = try generate(GeneratorOptions(users: users, seed: UInt64(users)))

@@ -47,17 +47,31 @@ struct BackfillTimelines: ConsoleCommand {
             do not belong (entries of posts that do not exist are orphans: see repair orphans). One transaction. \
             Fixes the timeline_missing and timeline_extra checks.
 
+            With --batch-size N the timelines of about N users (by uid) are repaired per transaction, each committed \
+            before the next, so that a very large store is never rewritten in one long transaction; the progress \
+            shows the batches. Interrupted, it leaves the batches before done; run it again to finish, as it only \
+            changes what is still wrong.
+
             Examples:
               backfill timelines
               backfill timelines --user alice
+              backfill timelines --batch-size 10000
             """)
 
     @Option(help: "Only this user's timeline.")
     var user: String?
 
+    @Option(help: ArgumentHelp("Repair the timelines of about N users per transaction.", valueName: "N"))
+    var batchSize: Int?
+
+    func validate() throws {
+        if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be 1 or more") }
+        if batchSize != nil, user != nil { throw ValidationError("--batch-size and --user do not go together") }
+    }
+
     @OptionGroup var options: RepairRunOptions
 
     func run(in session: Session) throws {
-        try options.run(.timelines, in: session, options: RepairOptions(user: user))
+        try options.run(.timelines, in: session, options: RepairOptions(user: user, batchSize: batchSize))
     }
 }

@@ -61,7 +61,7 @@ struct RepairRunOptions: ParsableArguments {
         let progress = ProgressBar(repair.rawValue, total: nil, session: session)
         defer { progress?.finish() }
         let report = try session.store().repair(repair, options: options) { index, count in
-            progress?.show("statement \(index + 1) of \(count)")
+            progress?.show("\(options.batchSize == nil ? "statement" : "batch") \(index + 1) of \(count)")
         }
         progress?.finish()
         RepairReportView(format: format ?? session.format).print([report], to: session)

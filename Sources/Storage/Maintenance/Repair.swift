@@ -41,6 +41,9 @@ public struct RepairOptions: Sendable {
     public var user: String?
     /// `repair follows --prefer`.
     public var followPreference = FollowPreference.union
+    /// `backfill timelines --batch-size N`: the timelines of about N users per transaction, committed one after
+    /// the other, instead of all in one (for stores too large to rewrite in one transaction). nil: one.
+    public var batchSize: Int?
 
     /// `chat merge KEEP DROP`: the chat that stays and the one whose messages move into it.
     public var mergedChats: (keep: String, drop: String)?
@@ -48,12 +51,13 @@ public struct RepairOptions: Sendable {
     /// The defaults: change the data, every user, union of follows.
     public init(
         isDryRun: Bool = false, user: String? = nil, followPreference: FollowPreference = .union,
-        mergedChats: (keep: String, drop: String)? = nil
+        mergedChats: (keep: String, drop: String)? = nil, batchSize: Int? = nil
     ) {
         self.isDryRun = isDryRun
         self.user = user
         self.followPreference = followPreference
         self.mergedChats = mergedChats
+        self.batchSize = batchSize
     }
 }
 
@@ -80,4 +84,13 @@ public struct RepairReport: Sendable, Equatable {
 
     /// Rows changed in all tables.
     public var rowsChanged: Int { changes.reduce(0) { $0 + $1.rows } }
+
+    /// Adds a statement's effect, to the change of the same table and action when there is one (batches).
+    mutating func add(_ change: Change) {
+        if let index = changes.firstIndex(where: { $0.table == change.table && $0.action == change.action }) {
+            changes[index].rows += change.rows
+        } else {
+            changes.append(change)
+        }
+    }
 }

@@ -8,11 +8,20 @@ extension Store {
     /// let report = try store.repair(.likeCounts)
     /// report.rowsChanged  // posts whose like_count was set
     /// ```
-    /// `onStep` hears of each statement as it begins: its position (from 0) and the number of statements.
+    /// `onStep` hears of each statement as it begins: its position (from 0) and the number of statements (of
+    /// each batch as it begins, when batched).
+    ///
+    /// `backfill timelines` with `options.batchSize` runs instead as one transaction per range of about that many
+    /// users (by uid, the first range from the lowest uid of any table, the last to the highest), each committed
+    /// (or rolled back in a dry run) before the next; a failure leaves the ranges before it done, which is safe
+    /// since the repair is idempotent. The report adds up the ranges.
     public func repair(
         _ repair: Repair, options: RepairOptions = RepairOptions(),
         onStep: (_ index: Int, _ count: Int) -> Void = { _, _ in }
     ) throws -> RepairReport {
+        if repair == .timelines, options.user == nil, let batchSize = options.batchSize {
+            return try batchedTimelineRepair(batchSize: batchSize, isDryRun: options.isDryRun, onStep: onStep)
+        }
         let clock = ContinuousClock()
         let started = clock.now
         var report = RepairReport(repair: repair, isDryRun: options.isDryRun)
@@ -24,6 +33,36 @@ extension Store {
                 let rows = try connection.execute(step.query)
                 if let table = step.table {
                     report.changes.append(.init(table: table, action: step.action, rows: rows))
+                }
+            }
+        }
+        report.seconds = (clock.now - started).seconds
+        return report
+    }
+
+    private func batchedTimelineRepair(
+        batchSize: Int, isDryRun: Bool, onStep: (_ index: Int, _ count: Int) -> Void
+    ) throws -> RepairReport {
+        precondition(batchSize > 0)
+        let clock = ContinuousClock()
+        let started = clock.now
+        // Every batchSize-th uid starts a range; the first range is open below and the last above, so that
+        // timeline entries of uids that are in no /users fall in one too.
+        let starts = try connection.query("""
+            SELECT uid FROM (SELECT uid, row_number() OVER (ORDER BY uid) AS n FROM users) u
+            WHERE n > 1 AND n % \(batchSize) = 1 ORDER BY uid
+            """).map { try $0.decode(String.self, at: 0) }
+        let ranges = zip([nil] + starts, starts + [nil]).map { (from: $0, to: $1) }
+        var report = RepairReport(repair: .timelines, isDryRun: isDryRun)
+        for (index, range) in ranges.enumerated() {
+            onStep(index, ranges.count)
+            try connection.withTransaction(rollback: isDryRun) {
+                try lockMaintenance()
+                for step in Self.timelineSteps(user: nil, from: range.from, to: range.to) {
+                    let rows = try connection.execute(step.query)
+                    if let table = step.table {
+                        report.add(.init(table: table, action: step.action, rows: rows))
+                    }
                 }
             }
         }
@@ -68,7 +107,7 @@ extension Store {
         switch repair {
         case .likeCounts: Self.likeCountSteps
         case .posters: Self.posterSteps
-        case .timelines: Self.timelineSteps(user: options.user)
+        case .timelines: Self.timelineSteps(user: options.user, from: nil, to: nil)
         case .chatHashes: Self.chatHashSteps
         case .follows: Self.followSteps(preferring: options.followPreference)
         case .chats: Self.chatSteps
@@ -110,19 +149,22 @@ extension Store {
             """),
     ]
 
-    private static func timelineSteps(user: String?) -> [Step] {
+    /// The timeline repair for one user, for the users whose uid is in `from..<to` (nil: unbounded), or for all.
+    private static func timelineSteps(user: String?, from: String?, to: String?) -> [Step] {
         [
             // Entries that are not objects are replaced by typed ones below when they belong.
             Step(table: "unmapped_values", action: "deleted", query: """
                 DELETE FROM unmapped_values v
                 WHERE \(unsafeSQL: unmappedChildren(of: "timeline"))
                     AND (\(user)::text IS NULL OR v.path[1] = \(user))
+                    AND (\(from)::text IS NULL OR v.path[1] >= \(from)) AND (\(to)::text IS NULL OR v.path[1] < \(to))
                     AND EXISTS (SELECT FROM posts p WHERE p.post_key = v.path[2])
                 """),
             // Entries that do not belong, or name the wrong poster, go; the insert below writes the right ones.
             Step(table: "timeline", action: "deleted", query: """
                 DELETE FROM timeline t
                 WHERE (\(user)::text IS NULL OR t.uid = \(user))
+                    AND (\(from)::text IS NULL OR t.uid >= \(from)) AND (\(to)::text IS NULL OR t.uid < \(to))
                     AND EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
                     AND (extra_without(t.extra, 'poster_uid') IS DISTINCT FROM t.extra
                          OR NOT EXISTS (SELECT FROM users u WHERE u.uid = t.uid)
@@ -137,6 +179,7 @@ extension Store {
                 SELECT DISTINCT ON (uid, post_key) uid, post_key, poster_uid
                 FROM expected_timeline e
                 WHERE (\(user)::text IS NULL OR e.uid = \(user))
+                    AND (\(from)::text IS NULL OR e.uid >= \(from)) AND (\(to)::text IS NULL OR e.uid < \(to))
                     AND NOT EXISTS (SELECT FROM timeline t WHERE t.uid = e.uid AND t.post_key = e.post_key)
                 ORDER BY uid, post_key, poster_uid
                 """),
