@@ -11,6 +11,21 @@ struct EmbeddedClusterTests {
         FileManager.default.fileExists(atPath: directory + "/pgdata/postmaster.pid")
     }
 
+    /// Starts an interactive console on the cluster in `directory` and waits until it has answered a command, so
+    /// that its server is up.
+    func startConsoleWithItsServer(in directory: String) throws -> (Process, Pipe) {
+        let (console, input, output, _) = try AdminProcess.start(["--data-dir", directory])
+        input.fileHandleForWriting.write(Data("status --format csv\n".utf8))
+        var answer = Data()
+        while !String(decoding: answer, as: UTF8.self).contains("unmapped_values") {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            answer.append(chunk)
+        }
+        #expect(String(decoding: answer, as: UTF8.self).contains("unmapped_values"))
+        return (console, input)
+    }
+
     @Test func firstUseCreatesAMigratedPrivateClusterAndTheLastConsoleStopsIt() throws {
         let directory = try makeTemporaryDirectory("admin-e1")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -35,16 +50,7 @@ struct EmbeddedClusterTests {
     @Test func killingAConsoleLosesNothingCommitted() throws {
         let directory = try makeTemporaryDirectory("admin-e2")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (console, input, output, _) = try AdminProcess.start(["--data-dir", directory])
-        input.fileHandleForWriting.write(Data("status --format csv\n".utf8))
-        // Wait until the console has answered, so its server is up.
-        var answer = Data()
-        while !String(decoding: answer, as: UTF8.self).contains("unmapped_values") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            answer.append(chunk)
-        }
-        #expect(String(decoding: answer, as: UTF8.self).contains("unmapped_values"))
+        let (console, _) = try startConsoleWithItsServer(in: directory)
         // Another client commits a row while the console session is open.
         let user = String(cString: getpwuid(geteuid())!.pointee.pw_name)
         let connection = try Connection(conninfo: "", parameters: [
@@ -65,17 +71,10 @@ struct EmbeddedClusterTests {
     @Test func theEmbeddedClusterAcceptsOnlyItsOwner() throws {
         let directory = try makeTemporaryDirectory("admin-e5")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (console, input, output, _) = try AdminProcess.start(["--data-dir", directory])
+        let (console, input) = try startConsoleWithItsServer(in: directory)
         defer {
             try? input.fileHandleForWriting.close()
             console.waitUntilExit()
-        }
-        input.fileHandleForWriting.write(Data("status --format csv\n".utf8))
-        var answer = Data()
-        while !String(decoding: answer, as: UTF8.self).contains("unmapped_values") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            answer.append(chunk)
         }
         let rules = try String(contentsOfFile: directory + "/pgdata/pg_hba.conf", encoding: .utf8)
             .split(separator: "\n").map { $0.split(whereSeparator: \.isWhitespace) }
@@ -85,7 +84,6 @@ struct EmbeddedClusterTests {
             #expect((rule[0] == "local" && rule.last == "peer") || rule.last == "reject", "\(rule)")
         }
         // Another role, even over the owner's own socket, is refused by peer authentication.
-        #expect(String(decoding: answer, as: UTF8.self).contains("unmapped_values"))
         let refusal = #expect(throws: StorageError.self) {
             try Connection(conninfo: "", parameters: [
                 ("host", directory + "/pgdata"), ("user", "someone_else"), ("dbname", "admin"),
