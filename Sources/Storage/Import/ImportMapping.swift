@@ -12,11 +12,8 @@ public enum ImportMapping {
         onReject: @escaping (ImportReject) throws -> Void = { _ in }
     ) throws -> ImportReport {
         let loader = TableLoader(connection: nil, usesFreeze: false)
-        let nested = options.at.isEmpty ? nil : NestedSource(source, at: options.at)
-        let input: any ByteSource = nested ?? source
         let importer = TreeImporter(
-            reader: JSONReader(source: input, firstOffset: -(nested?.prefixLength ?? 0)), loader: loader,
-            options: options, deleteRows: { _ in [:] }, onReject: onReject)
+            source: source, loader: loader, options: options, deleteRows: { _ in [:] }, onReject: onReject)
         try importer.run()
         try loader.flush()
         return importer.report

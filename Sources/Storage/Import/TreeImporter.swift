@@ -32,11 +32,18 @@ final class TreeImporter {
     private static let maximumWarningsKept = 1000
     private static let appCodaFields: Set<String> = ["imageFileURL", "user", "votes", "timestamp"]
 
+    /// An importer of `source`, which with `options.at` is read as the node at that path of the tree that holds
+    /// it there, with error positions in `source`'s own bytes.
     init(
-        reader: consuming JSONReader, loader: TableLoader, options: ImportOptions,
+        source: some ByteSource, loader: TableLoader, options: ImportOptions,
         deleteRows: @escaping ([String]) throws -> [TreeTable: Int], onReject: @escaping (ImportReject) throws -> Void
     ) {
-        self.reader = reader
+        if options.at.isEmpty {
+            reader = JSONReader(source: source)
+        } else {
+            let nested = NestedSource(source, at: options.at)
+            reader = JSONReader(source: nested, firstOffset: -nested.prefixLength)
+        }
         self.loader = loader
         self.options = options
         self.deleteRows = deleteRows

@@ -44,13 +44,8 @@ extension Store {
             // COPY FREEZE needs tables truncated in the same transaction.
             let loader = TableLoader(connection: connection, usesFreeze: wholeTree)
             loader.onRows = onRows
-            // The file is the node at --at: read it as the tree that holds it there, with positions in the file's
-            // own bytes.
-            let nested = options.at.isEmpty ? nil : NestedSource(source, at: options.at)
-            let input: any ByteSource = nested ?? source
             let importer = TreeImporter(
-                reader: JSONReader(source: input, firstOffset: -(nested?.prefixLength ?? 0)), loader: loader,
-                options: options,
+                source: source, loader: loader, options: options,
                 deleteRows: { [connection] path in try Store.deleteRows(under: path, on: connection) },
                 onReject: onReject)
             do {
