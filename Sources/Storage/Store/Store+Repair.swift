@@ -25,19 +25,28 @@ extension Store {
         let clock = ContinuousClock()
         let started = clock.now
         var report = RepairReport(repair: repair, isDryRun: options.isDryRun)
-        try connection.withTransaction(rollback: options.isDryRun) {
-            try lockMaintenance()
-            let steps = try steps(of: repair, options: options)
-            for (index, step) in steps.enumerated() {
-                onStep(index, steps.count)
-                let rows = try connection.execute(step.query)
-                if let table = step.table {
-                    report.changes.append(.init(table: table, action: step.action, rows: rows))
-                }
-            }
+        try run(isDryRun: options.isDryRun, onStep: onStep, record: { report.changes.append($0) }) {
+            try steps(of: repair, options: options)
         }
         report.seconds = (clock.now - started).seconds
         return report
+    }
+
+    /// Runs the statements `makeSteps` gives in one transaction under the maintenance lock (rolled back with
+    /// `isDryRun`), telling `onStep` of each and `record` of each reported change.
+    private func run(
+        isDryRun: Bool, onStep: (_ index: Int, _ count: Int) -> Void, record: (RepairReport.Change) -> Void,
+        _ makeSteps: () throws -> [Step]
+    ) throws {
+        try connection.withTransaction(rollback: isDryRun) {
+            try lockMaintenance()
+            let steps = try makeSteps()
+            for (index, step) in steps.enumerated() {
+                onStep(index, steps.count)
+                let rows = try connection.execute(step.query)
+                if let table = step.table { record(.init(table: table, action: step.action, rows: rows)) }
+            }
+        }
     }
 
     private func batchedTimelineRepair(
@@ -56,14 +65,8 @@ extension Store {
         var report = RepairReport(repair: .timelines, isDryRun: isDryRun)
         for (index, range) in ranges.enumerated() {
             onStep(index, ranges.count)
-            try connection.withTransaction(rollback: isDryRun) {
-                try lockMaintenance()
-                for step in Self.timelineSteps(user: nil, from: range.from, to: range.to) {
-                    let rows = try connection.execute(step.query)
-                    if let table = step.table {
-                        report.add(.init(table: table, action: step.action, rows: rows))
-                    }
-                }
+            try run(isDryRun: isDryRun, onStep: { _, _ in }, record: { report.add($0) }) {
+                Self.timelineSteps(user: nil, from: range.from, to: range.to)
             }
         }
         report.seconds = (clock.now - started).seconds
