@@ -57,7 +57,8 @@ struct ChatCommandTests {
         follower.interrupt()
         received.append(output.fileHandleForReading.readDataToEndOfFile())
         follower.waitUntilExit()
-        #expect(follower.terminationStatus == 0)
+        diagnostics.append(errors.fileHandleForReading.readDataToEndOfFile())
+        #expect(follower.terminationStatus == 0, "\(String(decoding: diagnostics, as: UTF8.self))")
         let lines = String(decoding: received, as: UTF8.self).split(separator: "\n")
         #expect(lines.map { $0.split(separator: "  ", maxSplits: 1).last.map(String.init) }
                 == ["alice: one", "alice: two, with a comma", "alice: three"])

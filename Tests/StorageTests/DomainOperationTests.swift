@@ -252,6 +252,24 @@ struct DomainOperationTests {
         try expectCheckClean(setup)
     }
 
+    @Test func aFollowAndAnUnfollowOfOnePairAtOnceRunOneAfterTheOther() throws {
+        let database = try TestPostgres.makeDatabase()
+        let setup = Store(connection: try database.connect())
+        try importJSON(consistentTree.json, into: setup)
+        _ = try setup.addUser(uid: "dave", username: "dave")
+        // Follow first, unfollow meanwhile: the unfollow must wait and then remove the follow and all its entries.
+        try interleave(in: database, { _ = try $0.follow("dave", "bob") }, { _ = try $0.unfollow("dave", "bob") })
+        #expect(try setup.connection.query("SELECT FROM timeline WHERE uid = 'dave' AND poster_uid = 'bob'").isEmpty)
+        // Unfollow first, follow meanwhile: the follow must wait and then copy every post.
+        _ = try setup.follow("dave", "bob")
+        try interleave(in: database, { _ = try $0.unfollow("dave", "bob") }, { _ = try $0.follow("dave", "bob") })
+        #expect(try setup.connection.query("SELECT FROM timeline WHERE uid = 'dave' AND poster_uid = 'bob'").count == 2)
+        // Each way round at once: the second waits instead of deadlocking.
+        try interleave(in: database, { _ = try $0.follow("bob", "dave") }, { _ = try $0.follow("dave", "bob") })
+        try interleave(in: database, { _ = try $0.follow("dave", "carol") }, { _ = try $0.follow("carol", "dave") })
+        try expectCheckClean(setup)
+    }
+
     @Test func concurrentLikesOfOnePostCountExactly() throws {
         let database = try TestPostgres.makeDatabase()
         let setup = Store(connection: try database.connect())

@@ -26,8 +26,13 @@ enum Interrupt {
             while read(readDescriptor, &byte, 1) >= 0 || errno == EINTR {
                 // A cancel request only stops a statement that is running when it arrives; between two
                 // statements it is lost. So ask again until the command has ended.
-                while isPending && isCommandRunning.load(ordering: .relaxed) {
-                    cancelHandle.withLock { $0 }?.cancel()
+                // The lock is held across the request, so that `consume()` returns only once no request is
+                // still on its way to cancel whatever the command runs next (a follow's UNLISTEN).
+                while cancelHandle.withLock({ handle in
+                    guard isPending && isCommandRunning.load(ordering: .relaxed) else { return false }
+                    handle?.cancel()
+                    return true
+                }) {
                     usleep(100_000)
                 }
             }
@@ -61,7 +66,7 @@ enum Interrupt {
 
     /// Ctrl-C was handled as the way to end something (a follow, a watch, a line at the prompt).
     static func consume() {
-        count.store(0, ordering: .relaxed)
+        cancelHandle.withLock { _ in count.store(0, ordering: .relaxed) }
     }
 
     /// The command ended: Ctrl-C no longer has a statement to cancel.

@@ -7,8 +7,7 @@ extension Store {
     public func follow(_ follower: String, _ followee: String) throws -> OperationResult {
         guard follower != followee else { throw StorageError(.refused, "a user cannot follow themselves") }
         return try connection.withTransaction {
-            try requireUser(follower)
-            try requireUser(followee, lock: .share)
+            try lockFollowPair(follower, followee)
             let following = try connection.execute("""
                 INSERT INTO following (uid, followee_uid) VALUES (\(follower), \(followee)) ON CONFLICT DO NOTHING
                 """)
@@ -29,8 +28,7 @@ extension Store {
     public func unfollow(_ follower: String, _ followee: String) throws -> OperationResult {
         guard follower != followee else { throw StorageError(.refused, "a user cannot unfollow themselves") }
         return try connection.withTransaction {
-            try requireUser(follower)
-            try requireUser(followee, lock: .share)
+            try lockFollowPair(follower, followee)
             let following = try connection.execute(
                 "DELETE FROM following WHERE uid = \(follower) AND followee_uid = \(followee)")
             let followers = try connection.execute(
@@ -39,5 +37,14 @@ extension Store {
                 "DELETE FROM timeline WHERE uid = \(follower) AND poster_uid = \(followee)")
             return OperationResult(changed: following + followers + entries > 0, count: entries)
         }
+    }
+
+    /// Locks both users of a follow change: the follower's row exclusively, so that follows and unfollows of one
+    /// pair run one after the other (at once, an unfollow could delete the timeline entries of a follow that
+    /// committed between its statements and leave the follow without them), and the followee's row as `.share`.
+    /// The rows are locked in uid order, so that `follow a b` and `follow b a` at once wait instead of deadlocking.
+    private func lockFollowPair(_ follower: String, _ followee: String) throws {
+        let locks: [(String, UserLock)] = [(follower, .noKeyUpdate), (followee, .share)]
+        for (uid, lock) in locks.sorted(by: { $0.0 < $1.0 }) { try requireUser(uid, lock: lock) }
     }
 }

@@ -74,7 +74,8 @@ extension Store {
         case keyShare = "FOR KEY SHARE"
         /// `follow`/`unfollow` of this user: many may run at once, but not with a post change of the user.
         case share = "FOR SHARE"
-        /// `post create`/`post delete` by this user: waits for follows of the user, and they for it.
+        /// `post create`/`post delete` by this user, and `follow`/`unfollow` by this user: waits for follows of the
+        /// user, and they for it.
         case noKeyUpdate = "FOR NO KEY UPDATE"
     }
 
