@@ -205,6 +205,29 @@ struct TreeRoundTripTests {
             == #"{"users":{"-1":{"username":"minus"},"9":{"username":"nine"},"10":{"username":"ten"},"a":{"username":"a"}},"x":{"z":3,"😀":2,"\#u{E000}":1}}"#)
     }
 
+    @Test func typedRecordsKeepRTDBOrderArraysAndPriorities() throws {
+        // Integer uids make /users an array, chat members sort as RTDB keys, and records with a priority or an
+        // unknown field, or with unmapped values inside, take the general way: each must give the canonical text.
+        let json = #"""
+            {"users": {"0": {"username": "zero"}, "1": {"username": "one"}, "3": {"username": "three", ".priority": 2}},
+             "chats": {"10": {"-C1": {"title": "t", "memberHash": "1", "members": {"9": true, "10": true, "b": true, "a": true},
+                                      "lastMessage": "a: b", "lastMessageSent": 1500000000.5}},
+                       "9": {"-C1": {"title": "t", "members": {"10": true, "9": true}, "extra": [1, 2]},
+                             "-C2": {"members": {"9": true}}}},
+             "timeline": {"u": {"-P1": {"poster_uid": "v"}, "-P2": {"poster_uid": "v", "seen": {"at": 5}}, "-P3": 7}},
+             "following": {"u": {"0": true, "1": true}, "v": {"w": "yes"}}}
+            """#
+        let store = try makeStore()
+        #expect(try importJSON(json, into: store).rejects.isEmpty)
+        let tree = try #require(try TreeValue.parse(json: json))
+        for options in [JSONTextWriter.Options(), .init(rendersArrays: false), .init(isPretty: true), .init(keepsPriorities: false)] {
+            var expected = JSONTextWriter(options: options)
+            expected.value(tree)
+            expected.finish()
+            expectSameText(try exportJSON(store, options: options), String(decoding: expected.bytes, as: UTF8.self))
+        }
+    }
+
     @Test func emptyStoreExportsNull() throws {
         let store = try makeStore()
         #expect(try exportJSON(store) == "null")

@@ -188,33 +188,42 @@ extension Array: QueryDecodable where Element: QueryDecodable {
 enum ArrayLiteral {
     /// The elements of `{…}`, `nil` standing for NULL; `nil` overall when the text is not such an array.
     static func parse(_ text: String) -> [String?]? {
-        var scalars = Array(text.unicodeScalars)[...]
-        guard scalars.first == "{", scalars.last == "}" else { return nil }
-        scalars = scalars.dropFirst().dropLast()
+        var text = text
+        return text.withUTF8 { parse(utf8: $0) }
+    }
+
+    /// `parse(_:)` of the literal's UTF-8 bytes. The syntax characters are ASCII, so bytes of other characters
+    /// are copied as they come.
+    static func parse(utf8 text: UnsafeBufferPointer<UInt8>) -> [String?]? {
+        guard text.count >= 2, text.first == UInt8(ascii: "{"), text.last == UInt8(ascii: "}") else { return nil }
         var elements: [String?] = []
-        guard !scalars.isEmpty else { return elements }
-        var current = String.UnicodeScalarView()
+        guard text.count > 2 else { return elements }
+        var current: [UInt8] = []
         var isQuoted = false
         var wasQuoted = false
-        var iterator = scalars.makeIterator()
+        var index = 1
+        let end = text.count - 1
         func finish() {
-            let value = String(current)
-            elements.append(!wasQuoted && value == "NULL" ? nil : value)
-            current = String.UnicodeScalarView()
+            let isNull = !wasQuoted && current.elementsEqual("NULL".utf8)
+            elements.append(isNull ? nil : String(decoding: current, as: UTF8.self))
+            current.removeAll(keepingCapacity: true)
             wasQuoted = false
         }
-        while let scalar = iterator.next() {
-            switch scalar {
-            case "\"":
+        while index < end {
+            let byte = text[index]
+            index += 1
+            switch byte {
+            case UInt8(ascii: "\\"):
+                guard index < end else { return nil }
+                current.append(text[index])
+                index += 1
+            case UInt8(ascii: "\""):
                 isQuoted.toggle()
                 wasQuoted = true
-            case "\\":
-                guard let escaped = iterator.next() else { return nil }
-                current.append(escaped)
-            case "," where !isQuoted:
+            case UInt8(ascii: ",") where !isQuoted:
                 finish()
             default:
-                current.append(scalar)
+                current.append(byte)
             }
         }
         guard !isQuoted else { return nil }

@@ -137,6 +137,8 @@ private enum RecordField {
     case number(StaticString, Int)
     /// An object of text fields (`poster`, `sender`).
     case object(StaticString, [(StaticString, Int)])
+    /// A text array whose elements are the keys of an object of `true`s (a chat's `members`).
+    case keys(StaticString, Int)
 }
 
 extension TreeTable {
@@ -152,7 +154,10 @@ extension TreeTable {
         case .timeline: [.text("poster_uid", 2)]
         case .messages:
             [.text("content", 2), .object("sender", [("uid", 4), ("username", 5)]), .number("timestamp", 3)]
-        case .chats, .postLikes, .followers, .following, .unmappedValues: nil
+        case .chats:
+            [.text("lastMessage", 5), .number("lastMessageSent", 6), .text("memberHash", 3), .keys("members", 4),
+             .text("title", 2)]
+        case .postLikes, .followers, .following, .unmappedValues: nil
         }
     }
 
@@ -170,6 +175,7 @@ extension TreeTable {
             switch field {
             case .text(_, let column), .number(_, let column): !row.isNull(column)
             case .object(_, let members): members.contains { !row.isNull($0.1) }
+            case .keys(_, let column): row.withText(column) { ($0?.count ?? 0) > 2 }
             }
         }
     }
@@ -204,28 +210,41 @@ extension TreeTable {
                     }
                 }
                 writer.endObject()
+            case .keys(let name, let column):
+                let keys = row.withText(column) { $0.flatMap(ArrayLiteral.parse(utf8:)) }?.compactMap { $0 } ?? []
+                guard !keys.isEmpty else { continue }
+                writer.key(name)
+                writer.beginObject()
+                var previous: String?
+                for key in keys.sorted(by: FirebaseKey.precedes) where key != previous {
+                    writer.key(key)
+                    writer.bool(true)
+                    previous = key
+                }
+                writer.endObject()
             }
         }
         writer.endObject()
     }
 
-    /// The path of a row (root, then its key columns), without decoding the rest. Keys equal to `previous`'s
-    /// (the row before, of the same table) are taken from it rather than decoded again: consecutive rows mostly
-    /// share their parent keys, and this saves a string allocation per row and key.
-    func path(of row: Row, reusing previous: [String]? = nil) throws -> [String] {
+    /// The path of a row (root, then its key columns) without its last key, and that key when it is at hand
+    /// (unmapped values; a typed row's last key stays in libpq's buffer until asked for). `previous` is the row
+    /// before's parent path, of the same table: consecutive rows mostly share their parent keys, and then that
+    /// array is returned as it is, without decoding a key or allocating.
+    func parentPath(of row: Row, reusing previous: [String]) throws -> (parent: [String], leaf: String?) {
         if self == .unmappedValues {
-            return [row[0]!] + (try row.decode([String].self, at: 1))
+            var path = [row[0]!] + (try row.decode([String].self, at: 1))
+            let leaf = path.removeLast()
+            return (path, leaf)
         }
+        let shared = previous.count == keyDepth
+        if shared, (1..<keyDepth).allSatisfy({ row.hasText($0 - 1, equalTo: previous[$0]) }) { return (previous, nil) }
         var path: [String] = []
-        path.reserveCapacity(keyDepth + 1)
-        path.append(previous?.first ?? rootKey!)
-        for column in 0..<keyDepth {
-            if let previous, column + 1 < previous.count, row.hasText(column, equalTo: previous[column + 1]) {
-                path.append(previous[column + 1])
-            } else {
-                path.append(row[column]!)
-            }
+        path.reserveCapacity(keyDepth)
+        path.append(rootKey!)
+        for column in 0..<(keyDepth - 1) {
+            path.append(shared && row.hasText(column, equalTo: previous[column + 1]) ? previous[column + 1] : row[column]!)
         }
-        return path
+        return (path, nil)
     }
 }

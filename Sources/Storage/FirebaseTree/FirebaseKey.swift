@@ -66,7 +66,12 @@ public enum FirebaseKey {
 
     /// The index `key` denotes when the SDKs may render its object as an array: `0` or `[1-9][0-9]*`.
     public static func arrayIndex(_ key: String) -> Int? {
-        let utf8 = key.utf8
+        var key = key
+        return key.withUTF8 { arrayIndex(utf8: $0) }
+    }
+
+    /// `arrayIndex(_:)` of a key's UTF-8 bytes.
+    static func arrayIndex(utf8: UnsafeBufferPointer<UInt8>) -> Int? {
         guard let first = utf8.first, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9"),
             first != UInt8(ascii: "0") || utf8.count == 1, utf8.count <= 15
         else { return nil }

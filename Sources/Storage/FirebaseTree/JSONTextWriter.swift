@@ -123,22 +123,39 @@ public struct JSONTextWriter {
 
     /// A key given as UTF-8.
     mutating func key(utf8 key: UnsafeBufferPointer<UInt8>) {
-        guard case .object(let isFirst) = containers.last else { preconditionFailure("key outside an object") }
-        if !isFirst { bytes.append(UInt8(ascii: ",")) }
-        containers[containers.count - 1] = .object(isFirst: false)
-        if options.isPretty { newline() }
+        beginKey()
         Self.appendQuoted(key, to: &bytes)
+        endKey()
+    }
+
+    /// A key that is plain ASCII needing no escapes (a field name), copied as it is.
+    mutating func key(_ key: StaticString) {
+        beginKey()
+        bytes.append(UInt8(ascii: "\""))
+        key.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(UInt8(ascii: "\""))
+        endKey()
+    }
+
+    private mutating func beginKey() {
+        guard case .object(let isFirst) = containers.last else { preconditionFailure("key outside an object") }
+        if !isFirst {
+            bytes.append(UInt8(ascii: ","))
+        } else {
+            containers[containers.count - 1] = .object(isFirst: false)
+        }
+        if options.isPretty { newline() }
+    }
+
+    private mutating func endKey() {
         if options.isPretty {
-            bytes.append(contentsOf: [UInt8(ascii: " "), UInt8(ascii: ":"), UInt8(ascii: " ")])
+            bytes.append(UInt8(ascii: " "))
+            bytes.append(UInt8(ascii: ":"))
+            bytes.append(UInt8(ascii: " "))
         } else {
             bytes.append(UInt8(ascii: ":"))
         }
         afterKey = true
-    }
-
-    /// A key that is plain ASCII needing no escapes (a field name).
-    mutating func key(_ key: StaticString) {
-        key.withUTF8Buffer { self.key(utf8: $0) }
     }
 
     /// A string value given as UTF-8.

@@ -37,22 +37,13 @@ extension Store {
             var emitter = TreeEmitter(options: options)
             var merge = try openRows(at: path, report: &report)
             defer { merge.close() }
-            while let (rowPath, stream) = try merge.next() {
-                if shallow {
-                    for (key, value) in try Self.shallowParts(of: stream, at: rowPath, below: path) {
-                        try emitter.add(key.map { [$0] } ?? [], value)
-                    }
-                } else if rowPath.count < path.count {
-                    // A record holding the node asked for: only that part of it.
-                    if let value = try stream.table.part(from: stream.currentRow).value?.descendant(at: path[rowPath.count...]) {
-                        try emitter.add([], value)
-                    }
-                } else if stream.table == .unmappedValues {
-                    if let value = try stream.table.part(from: stream.currentRow).value {
-                        try emitter.add(Array(rowPath[path.count...]), value)
-                    }
-                } else {
-                    try emitter.add(path.isEmpty ? rowPath : Array(rowPath[path.count...]), .row(stream.table, stream.currentRow))
+            // Typed rows of a whole-tree export go straight from libpq's buffers to the JSON when nothing can
+            // still fall inside them; that is nearly every row, and the rest take the general way.
+            let writesRowsDirectly = path.isEmpty && !shallow
+            while let stream = try merge.next() {
+                let mayWriteDirectly = writesRowsDirectly && stream.table != .unmappedValues && !merge.nextRowMayGrow
+                if try !mayWriteDirectly || !emitter.addDirectly(stream) {
+                    try Self.add(stream, below: path, shallow: shallow, to: &emitter)
                 }
                 report.rows += 1
                 if emitter.bufferedByteCount >= 1 << 18 {
@@ -66,6 +57,29 @@ extension Store {
         }
         report.seconds = (clock.now - started).seconds
         return report
+    }
+}
+
+extension Store {
+    /// Adds the row `stream` is on to an export of the node at `path`, building its part as a tree.
+    fileprivate static func add(_ stream: PartStream, below path: [String], shallow: Bool, to emitter: inout TreeEmitter) throws {
+        let rowPath = stream.currentPath!
+        if shallow {
+            for (key, value) in try shallowParts(of: stream, at: rowPath, below: path) {
+                try emitter.add(key.map { [$0] } ?? [], value)
+            }
+        } else if rowPath.count < path.count {
+            // A record holding the node asked for: only that part of it.
+            if let value = try stream.table.part(from: stream.currentRow).value?.descendant(at: path[rowPath.count...]) {
+                try emitter.add([], value)
+            }
+        } else if stream.table == .unmappedValues {
+            if let value = try stream.table.part(from: stream.currentRow).value {
+                try emitter.add(Array(rowPath[path.count...]), value)
+            }
+        } else {
+            try emitter.add(path.isEmpty ? rowPath : Array(rowPath[path.count...]), .row(stream.table, stream.currentRow))
+        }
     }
 }
 
@@ -139,9 +153,12 @@ final class PartStream {
     private var batch: QueryResult?
     private var index = 0
     private var isExhausted = false
-    /// The row `advance()` moved to, and its path; nil path after the last row.
+    /// The row `advance()` moved to; nil after the last row.
     private(set) var currentRow: Row!
-    private(set) var currentPath: [String]?
+    /// The row's path without its last key (root first), shared with the rows before while it stays the same.
+    private(set) var parentPath: [String] = []
+    /// The row's last key, once decoded.
+    private var leaf: String?
     private let inFlight: InFlight
     private var prefetched: QueryResult?
     private static let batchSize = 5000
@@ -151,8 +168,15 @@ final class PartStream {
         var stream: PartStream?
     }
 
+    /// Where the table's root key falls among the typed tables' roots in export order (nil for unmapped values):
+    /// rows of two tables under different roots compare by this alone.
+    private let rootRank: Int?
+
     init(table: TreeTable, cursor: String, connection: Connection, inFlight: InFlight) {
         self.table = table
+        rootRank = table.rootKey.map { root in
+            Set(TreeTable.allCases.compactMap(\.rootKey)).filter { FirebaseKey.exportPrecedes($0, root) }.count
+        }
         self.cursor = cursor
         self.connection = connection
         self.inFlight = inFlight
@@ -171,8 +195,8 @@ final class PartStream {
 
     /// Moves to the next row.
     func advance() throws {
+        leaf = nil
         if batch == nil || index >= batch!.count {
-            currentPath = nil
             currentRow = nil
             guard !isExhausted else { return }
             if prefetched == nil, inFlight.stream !== self {
@@ -196,10 +220,59 @@ final class PartStream {
         currentRow = batch![index]
         index += 1
         do {
-            currentPath = try table.path(of: currentRow, reusing: currentPath)
+            (parentPath, leaf) = try table.parentPath(of: currentRow, reusing: parentPath)
         } catch let error as StorageError {
             throw error.adding(context: "exporting \(table.name)")
         }
+    }
+
+    /// The row's last key.
+    var leafKey: String {
+        if let leaf { return leaf }
+        let key = currentRow[table.keyDepth - 1]!
+        leaf = key
+        return key
+    }
+
+    /// Whether `advance()` is on a row.
+    var hasRow: Bool { currentRow != nil }
+
+    /// The row's path from the root; nil after the last row.
+    var currentPath: [String]? {
+        currentRow == nil ? nil : parentPath + [leafKey]
+    }
+
+    /// Lends the UTF-8 bytes of the row's last key, from libpq's buffer when it was not decoded.
+    func withLeafKey<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        if var leaf { return try leaf.withUTF8(body) }
+        return try currentRow.withText(table.keyDepth - 1) { try body($0!) }
+    }
+
+    /// Whether this row's path comes before `other`'s in export order (see `PartMerge.precedes`), comparing the
+    /// shared parent paths first so that the last keys are decoded only when those are equal.
+    func precedes(_ other: PartStream) -> Bool {
+        if let rootRank, let otherRank = other.rootRank, rootRank != otherRank { return rootRank < otherRank }
+        let mine = parentPath
+        let theirs = other.parentPath
+        for depth in 0..<min(mine.count, theirs.count) where mine[depth] != theirs[depth] {
+            return FirebaseKey.exportPrecedes(mine[depth], theirs[depth])
+        }
+        if mine.count == theirs.count { return FirebaseKey.exportPrecedes(leafKey, other.leafKey) }
+        if mine.count < theirs.count {
+            let key = leafKey
+            return key == theirs[mine.count] || FirebaseKey.exportPrecedes(key, theirs[mine.count])
+        }
+        let key = other.leafKey
+        return mine[theirs.count] != key && FirebaseKey.exportPrecedes(mine[theirs.count], key)
+    }
+
+    /// Whether `other`'s row lies at or below this row's path.
+    func contains(_ other: PartStream) -> Bool {
+        if let rootRank, let otherRank = other.rootRank, rootRank != otherRank { return false }
+        let mine = parentPath
+        let theirs = other.parentPath
+        guard theirs.count >= mine.count, mine.first == theirs.first, theirs.starts(with: mine) else { return false }
+        return (theirs.count == mine.count ? other.leafKey : theirs[mine.count]) == leafKey
     }
 }
 
@@ -222,19 +295,23 @@ struct PartMerge {
         rank()
     }
 
-    /// The next row's path and its stream, positioned on the row; nil after the last.
-    func next() throws -> ([String], PartStream)? {
-        guard let best, let path = streams[best].currentPath else { return nil }
-        return (path, streams[best])
+    /// The stream positioned on the next row; nil after the last.
+    func next() throws -> PartStream? {
+        best.map { streams[$0] }
+    }
+
+    /// Whether a row of another stream lies at or below the path of the row `next()` returned, so that a part
+    /// written for it may still grow. Only the runner-up can: any such row sorts right after it.
+    var nextRowMayGrow: Bool {
+        guard let best, let runnerUp else { return false }
+        return streams[best].contains(streams[runnerUp])
     }
 
     /// Moves past the row `next()` returned.
     mutating func advance() throws {
         guard let current = best else { return }
         try streams[current].advance()
-        if let path = streams[current].currentPath,
-            runnerUp.flatMap({ streams[$0].currentPath }).map({ comesFirst(path, $0) }) ?? true
-        {
+        if streams[current].hasRow, runnerUp.map({ comesFirst(streams[current], streams[$0]) }) ?? true {
             return
         }
         rank()
@@ -243,10 +320,9 @@ struct PartMerge {
     private mutating func rank() {
         best = nil
         runnerUp = nil
-        for index in streams.indices {
-            guard let path = streams[index].currentPath else { continue }
-            if let first = best, !comesFirst(path, streams[first].currentPath!) {
-                if let second = runnerUp, !comesFirst(path, streams[second].currentPath!) { continue }
+        for index in streams.indices where streams[index].hasRow {
+            if let first = best, !comesFirst(streams[index], streams[first]) {
+                if let second = runnerUp, !comesFirst(streams[index], streams[second]) { continue }
                 runnerUp = index
             } else {
                 runnerUp = best
@@ -264,9 +340,9 @@ struct PartMerge {
         }
     }
 
-    /// Whether `a` is merged out before `b`.
-    private func comesFirst(_ a: [String], _ b: [String]) -> Bool {
-        isReversed ? Self.precedes(b, a) : Self.precedes(a, b)
+    /// Whether `a`'s row is merged out before `b`'s.
+    private func comesFirst(_ a: PartStream, _ b: PartStream) -> Bool {
+        isReversed ? b.precedes(a) : a.precedes(b)
     }
 
     /// The order exports write paths in: key by key (`.priority` first, then RTDB order), a parent before its

@@ -62,9 +62,9 @@ extension Store {
                 child = (key, value)
                 return true
             }
-            while let (rowPath, stream) = try merge.next() {
+            while let stream = try merge.next() {
                 report.rows += 1
-                guard try take(rowPath, stream) else { break }
+                guard try take(stream.currentPath!, stream) else { break }
                 try merge.advance()
             }
             try offerChild()
