@@ -23,17 +23,19 @@ struct BackfillLikeCounts: ConsoleCommand {
         commandName: "like-counts",
         abstract: "Set every post's like_count to the number of its likes.",
         discussion: """
-            One transaction; only posts whose count is wrong are written. Fixes the like_count check.
+            One transaction, or with --batch-size one per batch of owners; only posts whose count is wrong are \
+            written. Fixes the like_count check.
 
             Examples:
               backfill like-counts
               backfill like-counts --dry-run
             """)
 
+    @OptionGroup var batch: RepairBatchOption
     @OptionGroup var options: RepairRunOptions
 
     func run(in session: Session) throws {
-        try options.run(.likeCounts, in: session)
+        try options.run(.likeCounts, in: session, options: RepairOptions(batchSize: batch.batchSize))
     }
 }
 
@@ -44,13 +46,9 @@ struct BackfillTimelines: ConsoleCommand {
         abstract: "Make every timeline hold exactly the user's and their followees' posts.",
         discussion: """
             Adds the missing entries, rewrites those naming the wrong poster and removes entries of existing posts that \
-            do not belong (entries of posts that do not exist are orphans: see repair orphans). One transaction. \
+            do not belong (entries of posts that do not exist are orphans: see repair orphans). One transaction, or \
+            with --batch-size one per batch of users. \
             Fixes the timeline_missing and timeline_extra checks.
-
-            With --batch-size N the timelines of about N users (by uid) are repaired per transaction, each committed \
-            before the next, so that a very large store is never rewritten in one long transaction; the progress \
-            shows the batches. Interrupted, it leaves the batches before done; run it again to finish, as it only \
-            changes what is still wrong.
 
             Examples:
               backfill timelines
@@ -61,17 +59,14 @@ struct BackfillTimelines: ConsoleCommand {
     @Option(help: "Only this user's timeline.")
     var user: String?
 
-    @Option(help: ArgumentHelp("Repair the timelines of about N users per transaction.", valueName: "N"))
-    var batchSize: Int?
-
-    func validate() throws {
-        if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be 1 or more") }
-        if batchSize != nil, user != nil { throw ValidationError("--batch-size and --user do not go together") }
-    }
-
+    @OptionGroup var batch: RepairBatchOption
     @OptionGroup var options: RepairRunOptions
 
+    func validate() throws {
+        if batch.batchSize != nil, user != nil { throw ValidationError("--batch-size and --user do not go together") }
+    }
+
     func run(in session: Session) throws {
-        try options.run(.timelines, in: session, options: RepairOptions(user: user, batchSize: batchSize))
+        try options.run(.timelines, in: session, options: RepairOptions(user: user, batchSize: batch.batchSize))
     }
 }

@@ -22,16 +22,18 @@ struct DenormalizePosters: ConsoleCommand {
         commandName: "posters",
         abstract: "Set every post's poster to {uid: owner, username: the owner's current username}.",
         discussion: """
-            One transaction; only posts whose poster is wrong are written. Fixes the poster check.
+            One transaction, or with --batch-size one per batch of owners; only posts whose poster is wrong are \
+            written. Fixes the poster check.
 
             Examples:
               denormalize posters
               denormalize posters --dry-run --format json
             """)
 
+    @OptionGroup var batch: RepairBatchOption
     @OptionGroup var options: RepairRunOptions
 
     func run(in session: Session) throws {
-        try options.run(.posters, in: session)
+        try options.run(.posters, in: session, options: RepairOptions(batchSize: batch.batchSize))
     }
 }

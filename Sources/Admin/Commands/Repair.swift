@@ -28,7 +28,8 @@ struct RepairFollows: ConsoleCommand {
         abstract: "Make /following and /followers mirror each other.",
         discussion: """
             union (the default) adds to each side the follows only the other has; following makes /followers the \
-            mirror of /following (removing what only /followers has), followers the reverse. One transaction. \
+            mirror of /following (removing what only /followers has), followers the reverse. One transaction, or with \
+            --batch-size one per batch of followers. \
             Fixes the follow_asymmetric check.
 
             Examples:
@@ -39,10 +40,11 @@ struct RepairFollows: ConsoleCommand {
     @Option(help: "Which side wins: union, following or followers.")
     var prefer = FollowPreference.union
 
+    @OptionGroup var batch: RepairBatchOption
     @OptionGroup var options: RepairRunOptions
 
     func run(in session: Session) throws {
-        try options.run(.follows, in: session, options: RepairOptions(followPreference: prefer))
+        try options.run(.follows, in: session, options: RepairOptions(followPreference: prefer, batchSize: batch.batchSize))
     }
 }
 
@@ -54,7 +56,8 @@ struct RepairChats: ConsoleCommand {
         discussion: """
             A chat's members are the union of its copies' members. Members without a copy get one, copies held by \
             others are removed, and every copy takes the title and memberHash of the most recently updated copy, \
-            and lastMessage and lastMessageSent from the newest message. One transaction. Fixes the chat_copies, \
+            and lastMessage and lastMessageSent from the newest message. One transaction, or with \
+            --batch-size one per batch of chats. Fixes the chat_copies, \
             chat_member_hash and chat_last_message checks. Duplicate chats are never merged here (see chat merge).
 
             Examples:
@@ -62,10 +65,11 @@ struct RepairChats: ConsoleCommand {
               repair chats --dry-run
             """)
 
+    @OptionGroup var batch: RepairBatchOption
     @OptionGroup var options: RepairRunOptions
 
     func run(in session: Session) throws {
-        try options.run(.chats, in: session)
+        try options.run(.chats, in: session, options: RepairOptions(batchSize: batch.batchSize))
     }
 }
 
@@ -75,7 +79,8 @@ struct RepairOrphans: ConsoleCommand {
         commandName: "orphans",
         abstract: "Remove likes, messages and timeline entries of posts or chats that do not exist.",
         discussion: """
-            Shows the orphans (as check --only orphans does) before removing them, in one transaction. Fixes the \
+            Shows the orphans (as check --only orphans does) before removing them, in one transaction, or with \
+            --batch-size one per batch of keys of each table in turn. Fixes the \
             orphans check.
 
             Examples:
@@ -86,6 +91,7 @@ struct RepairOrphans: ConsoleCommand {
     @Option(help: "How many orphan paths to show before removing them.")
     var examples = 10
 
+    @OptionGroup var batch: RepairBatchOption
     @OptionGroup var options: RepairRunOptions
 
     func run(in session: Session) throws {
@@ -94,6 +100,6 @@ struct RepairOrphans: ConsoleCommand {
             let orphans = try session.store().check([.orphans], examples: examples)
             CheckReportView(quiet: true, format: format).print(orphans, to: session)
         }
-        try options.run(.orphans, in: session)
+        try options.run(.orphans, in: session, options: RepairOptions(batchSize: batch.batchSize))
     }
 }

@@ -43,6 +43,23 @@ struct RepairReportView {
 }
 
 /// The options every repair command takes.
+/// `--batch-size N` of the repairs that can run as a series of transactions.
+struct RepairBatchOption: ParsableArguments {
+    @Option(help: ArgumentHelp(
+        "Commit in batches of about N users (by uid) or chats (by key), one transaction each.",
+        discussion: """
+            Instead of one transaction for the whole store: each batch is committed before the next, so that a very \
+            large store is never rewritten in one long transaction. Interrupted, it leaves the batches before done; \
+            run it again to finish, as it only changes what is still wrong.
+            """,
+        valueName: "N"))
+    var batchSize: Int?
+
+    func validate() throws {
+        if let batchSize, batchSize < 1 { throw ValidationError("--batch-size must be 1 or more") }
+    }
+}
+
 struct RepairRunOptions: ParsableArguments {
     @Flag(help: "Do the repair, report what it changed, then roll back.")
     var dryRun = false

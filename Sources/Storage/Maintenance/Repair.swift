@@ -21,6 +21,48 @@ public enum Repair: String, CaseIterable, Sendable {
     /// The order `check --fix` runs repairs in: removals first, so later repairs do not count what goes away;
     /// chats before their hashes, since making copies agree may pick a stale hash.
     public static let fixOrder: [Repair] = [.orphans, .follows, .chats, .chatHashes, .posters, .likeCounts, .timelines]
+
+    /// Whether the repair can run as a series of transactions over ranges of keys (`RepairOptions.batchSize`).
+    public var isBatchable: Bool { self != .chatMerge }
+
+    /// The key a batched repair's ranges are taken from.
+    enum BatchKey {
+        /// `users.uid`.
+        case uid
+        /// The keys of the chats.
+        case chatKey
+        /// The keys of the posts.
+        case postKey
+
+        /// Every `n`-th key after the first, in order: where the ranges after the first begin.
+        func startsQuery(every n: Int) -> Query {
+            switch self {
+            case .uid:
+                "SELECT uid FROM (SELECT uid, row_number() OVER (ORDER BY uid) AS n FROM users) k WHERE n > 1 AND n % \(n) = 1 ORDER BY 1"
+            case .chatKey:
+                """
+                SELECT chat_key FROM (SELECT chat_key, row_number() OVER (ORDER BY chat_key) AS n
+                                      FROM (SELECT DISTINCT chat_key FROM chats) c) k
+                WHERE n > 1 AND n % \(n) = 1 ORDER BY 1
+                """
+            case .postKey:
+                """
+                SELECT post_key FROM (SELECT post_key, row_number() OVER (ORDER BY post_key) AS n
+                                      FROM (SELECT DISTINCT post_key FROM posts) p) k
+                WHERE n > 1 AND n % \(n) = 1 ORDER BY 1
+                """
+            }
+        }
+    }
+
+    /// The key the repair's batches divide (`orphans` has one per table).
+    var batchKey: BatchKey? {
+        switch self {
+        case .likeCounts, .posters, .timelines, .follows: .uid
+        case .chats, .chatHashes: .chatKey
+        case .orphans, .chatMerge: nil
+        }
+    }
 }
 
 /// Which side wins when `/following` and `/followers` disagree.
@@ -41,8 +83,9 @@ public struct RepairOptions: Sendable {
     public var user: String?
     /// `repair follows --prefer`.
     public var followPreference = FollowPreference.union
-    /// `backfill timelines --batch-size N`: the timelines of about N users per transaction, committed one after
-    /// the other, instead of all in one (for stores too large to rewrite in one transaction). nil: one.
+    /// `--batch-size N`: the repair runs as one transaction per range of about N keys (`Repair.batchUnit`), each
+    /// committed before the next, instead of all in one (for stores too large to rewrite in one transaction).
+    /// nil: one.
     public var batchSize: Int?
 
     /// `chat merge KEEP DROP`: the chat that stays and the one whose messages move into it.

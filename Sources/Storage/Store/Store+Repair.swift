@@ -19,8 +19,8 @@ extension Store {
         _ repair: Repair, options: RepairOptions = RepairOptions(),
         onStep: (_ index: Int, _ count: Int) -> Void = { _, _ in }
     ) throws -> RepairReport {
-        if repair == .timelines, options.user == nil, let batchSize = options.batchSize {
-            return try batchedTimelineRepair(batchSize: batchSize, isDryRun: options.isDryRun, onStep: onStep)
+        if let batchSize = options.batchSize, options.user == nil, repair.isBatchable {
+            return try batchedRepair(repair, batchSize: batchSize, options: options, onStep: onStep)
         }
         let clock = ContinuousClock()
         let started = clock.now
@@ -49,24 +49,29 @@ extension Store {
         }
     }
 
-    private func batchedTimelineRepair(
-        batchSize: Int, isDryRun: Bool, onStep: (_ index: Int, _ count: Int) -> Void
+    private func batchedRepair(
+        _ repair: Repair, batchSize: Int, options: RepairOptions, onStep: (_ index: Int, _ count: Int) -> Void
     ) throws -> RepairReport {
         precondition(batchSize > 0)
         let clock = ContinuousClock()
         let started = clock.now
-        // Every batchSize-th uid starts a range; the first range is open below and the last above, so that
-        // timeline entries of uids that are in no /users fall in one too.
-        let starts = try connection.query("""
-            SELECT uid FROM (SELECT uid, row_number() OVER (ORDER BY uid) AS n FROM users) u
-            WHERE n > 1 AND n % \(batchSize) = 1 ORDER BY uid
-            """).map { try $0.decode(String.self, at: 0) }
-        let ranges = zip([nil] + starts, starts + [nil]).map { (from: $0, to: $1) }
-        var report = RepairReport(repair: .timelines, isDryRun: isDryRun)
-        for (index, range) in ranges.enumerated() {
-            onStep(index, ranges.count)
-            try run(isDryRun: isDryRun, onStep: { _, _ in }, record: { report.add($0) }) {
-                Self.timelineSteps(user: nil, from: range.from, to: range.to)
+        // The repair's phases (one, but for orphans a phase per table), each run over ranges of its key: every
+        // batchSize-th key starts a range; the first range is open below and the last above, so that rows whose
+        // keys are in no driving table (entries of uids that are in no /users) fall in one too.
+        let phases: [(key: Repair.BatchKey?, steps: (KeyRange) throws -> [Step])] = repair == .orphans
+            ? Self.orphanStatements.map { statement in (statement.key, { [statement.step($0)] }) }
+            : [(repair.batchKey, { try self.steps(of: repair, options: options, range: $0) })]
+        let batches = try phases.flatMap { phase in
+            let starts = try phase.key.map { key in
+                try connection.query(key.startsQuery(every: batchSize)).map { try $0.decode(String.self, at: 0) }
+            } ?? []
+            return zip([nil] + starts, starts + [nil]).map { (range: KeyRange(from: $0, to: $1), steps: phase.steps) }
+        }
+        var report = RepairReport(repair: repair, isDryRun: options.isDryRun)
+        for (index, batch) in batches.enumerated() {
+            onStep(index, batches.count)
+            try run(isDryRun: options.isDryRun, onStep: { _, _ in }, record: { report.add($0) }) {
+                try batch.steps(batch.range)
             }
         }
         report.seconds = (clock.now - started).seconds
@@ -106,15 +111,25 @@ extension Store {
         var query: Query
     }
 
-    private func steps(of repair: Repair, options: RepairOptions) throws -> [Step] {
+    /// A batch's keys: `from` up to but not including `to`, nil meaning unbounded. Steps compare their batch
+    /// column as `(from IS NULL OR column >= from) AND (to IS NULL OR column < to)`, which the planner folds to
+    /// the bounds given (or to nothing) since values are bound per statement.
+    struct KeyRange {
+        var from: String?
+        var to: String?
+
+        static let all = KeyRange(from: nil, to: nil)
+    }
+
+    private func steps(of repair: Repair, options: RepairOptions, range: KeyRange = .all) throws -> [Step] {
         switch repair {
-        case .likeCounts: Self.likeCountSteps
-        case .posters: Self.posterSteps
-        case .timelines: Self.timelineSteps(user: options.user, from: nil, to: nil)
-        case .chatHashes: Self.chatHashSteps
-        case .follows: Self.followSteps(preferring: options.followPreference)
-        case .chats: Self.chatSteps
-        case .orphans: Self.orphanSteps
+        case .likeCounts: Self.likeCountSteps(range)
+        case .posters: Self.posterSteps(range)
+        case .timelines: Self.timelineSteps(user: options.user, range)
+        case .chatHashes: Self.chatHashSteps(range)
+        case .follows: Self.followSteps(preferring: options.followPreference, range)
+        case .chats: Self.chatSteps(range)
+        case .orphans: Self.orphanSteps(range)
         case .chatMerge: try chatMergeSteps(options.mergedChats)
         }
     }
@@ -128,46 +143,54 @@ extension Store {
             """
     }
 
-    private static let likeCountSteps = [
+    private static func likeCountSteps(_ range: KeyRange) -> [Step] { [
         Step(table: "posts", action: "updated", query: """
             UPDATE posts p SET like_count = c.likes, extra = extra_without(p.extra, 'like_count')
             FROM (SELECT q.owner_uid, q.post_key, coalesce(l.likes, 0) AS likes
                   FROM posts q
                   LEFT JOIN (SELECT post_key, count(*) AS likes FROM tree_post_likes GROUP BY post_key) l USING (post_key)
+                  WHERE key_in_range(q.owner_uid, \(range.from), \(range.to))
                  ) c
             WHERE p.owner_uid = c.owner_uid AND p.post_key = c.post_key
                 AND (p.like_count IS DISTINCT FROM c.likes OR extra_without(p.extra, 'like_count') IS DISTINCT FROM p.extra)
             """),
-    ]
+    ] }
 
-    private static let posterSteps = [
+    /// The posts to change are found first, with one hash join of posts and users, and only they are updated:
+    /// joining the updated table to that join directly made the planner join posts with itself.
+    private static func posterSteps(_ range: KeyRange) -> [Step] { [
         Step(table: "posts", action: "updated", query: """
+            WITH wrong AS MATERIALIZED (
+                SELECT q.owner_uid, q.post_key, u.username
+                FROM posts q LEFT JOIN users u ON u.uid = q.owner_uid
+                WHERE key_in_range(q.owner_uid, \(range.from), \(range.to))
+                    AND (q.poster_uid IS DISTINCT FROM q.owner_uid OR q.poster_username IS DISTINCT FROM u.username
+                        OR (q.extra IS NOT NULL
+                            AND extra_without(q.extra, 'poster', '{uid,username}') IS DISTINCT FROM q.extra)))
             UPDATE posts p
-            SET poster_uid = p.owner_uid, poster_username = u.username,
+            SET poster_uid = p.owner_uid, poster_username = w.username,
                 extra = extra_without(p.extra, 'poster', '{uid,username}')
-            FROM posts q LEFT JOIN users u ON u.uid = q.owner_uid
-            WHERE q.owner_uid = p.owner_uid AND q.post_key = p.post_key
-                AND (p.poster_uid IS DISTINCT FROM p.owner_uid OR p.poster_username IS DISTINCT FROM u.username
-                     OR extra_without(p.extra, 'poster', '{uid,username}') IS DISTINCT FROM p.extra)
+            FROM wrong w
+            WHERE p.owner_uid = w.owner_uid AND p.post_key = w.post_key
             """),
-    ]
+    ] }
 
-    /// The timeline repair for one user, for the users whose uid is in `from..<to` (nil: unbounded), or for all.
-    private static func timelineSteps(user: String?, from: String?, to: String?) -> [Step] {
+    /// The timeline repair for one user, or for the users whose uid is in `range`.
+    private static func timelineSteps(user: String?, _ range: KeyRange) -> [Step] {
         [
             // Entries that are not objects are replaced by typed ones below when they belong.
             Step(table: "unmapped_values", action: "deleted", query: """
                 DELETE FROM unmapped_values v
                 WHERE \(unsafeSQL: unmappedChildren(of: "timeline"))
                     AND (\(user)::text IS NULL OR v.path[1] = \(user))
-                    AND (\(from)::text IS NULL OR v.path[1] >= \(from)) AND (\(to)::text IS NULL OR v.path[1] < \(to))
+                    AND key_in_range(v.path[1], \(range.from), \(range.to))
                     AND EXISTS (SELECT FROM posts p WHERE p.post_key = v.path[2])
                 """),
             // Entries that do not belong, or name the wrong poster, go; the insert below writes the right ones.
             Step(table: "timeline", action: "deleted", query: """
                 DELETE FROM timeline t
                 WHERE (\(user)::text IS NULL OR t.uid = \(user))
-                    AND (\(from)::text IS NULL OR t.uid >= \(from)) AND (\(to)::text IS NULL OR t.uid < \(to))
+                    AND key_in_range(t.uid, \(range.from), \(range.to))
                     AND EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
                     AND (extra_without(t.extra, 'poster_uid') IS DISTINCT FROM t.extra
                          OR NOT EXISTS (SELECT FROM users u WHERE u.uid = t.uid)
@@ -182,35 +205,47 @@ extension Store {
                 SELECT DISTINCT ON (uid, post_key) uid, post_key, poster_uid
                 FROM expected_timeline e
                 WHERE (\(user)::text IS NULL OR e.uid = \(user))
-                    AND (\(from)::text IS NULL OR e.uid >= \(from)) AND (\(to)::text IS NULL OR e.uid < \(to))
+                    AND key_in_range(e.uid, \(range.from), \(range.to))
                     AND NOT EXISTS (SELECT FROM timeline t WHERE t.uid = e.uid AND t.post_key = e.post_key)
                 ORDER BY uid, post_key, poster_uid
                 """),
         ]
     }
 
-    private static let chatHashSteps = [
+    private static func chatHashSteps(_ range: KeyRange) -> [Step] { [
         Step(table: "chats", action: "updated", query: """
             UPDATE chats c
             SET member_hash = m.stable_hash, extra = extra_without(c.extra, 'memberHash')
             FROM (SELECT chat_key, chat_member_hash(members[1], members[2]) AS stable_hash
-                  FROM chat_members WHERE cardinality(members) = 2) m
+                  FROM chat_members
+                  WHERE cardinality(members) = 2 AND key_in_range(chat_key, \(range.from), \(range.to))) m
             WHERE c.chat_key = m.chat_key
                 AND (c.member_hash IS DISTINCT FROM m.stable_hash
                      OR extra_without(c.extra, 'memberHash') IS DISTINCT FROM c.extra)
             """),
-    ]
+    ] }
 
-    private static func followSteps(preferring preference: FollowPreference) -> [Step] {
+    /// The follow repair for the edges whose follower's uid is in `range`.
+    private static func followSteps(preferring preference: FollowPreference, _ range: KeyRange) -> [Step] {
+        // The other side is asked as its table and its unmapped values apart, rather than as its tree_* view:
+        // each then gets an anti-join of its own, where the view's UNION ALL got a far slower plan.
         let addFollowers = Step(table: "followers", action: "inserted", query: """
             INSERT INTO followers (uid, follower_uid)
             SELECT f.followee_uid, f.uid FROM tree_following f
-            WHERE NOT EXISTS (SELECT FROM tree_followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
+            WHERE key_in_range(f.uid, \(range.from), \(range.to))
+                AND NOT EXISTS (SELECT FROM followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
+                AND NOT EXISTS (
+                    SELECT FROM unmapped_values v
+                    WHERE v.root = 'followers' AND v.path[1] = f.followee_uid AND v.path[2] = f.uid)
             """)
         let addFollowing = Step(table: "following", action: "inserted", query: """
             INSERT INTO following (uid, followee_uid)
             SELECT r.follower_uid, r.uid FROM tree_followers r
-            WHERE NOT EXISTS (SELECT FROM tree_following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
+            WHERE key_in_range(r.follower_uid, \(range.from), \(range.to))
+                AND NOT EXISTS (SELECT FROM following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
+                AND NOT EXISTS (
+                    SELECT FROM unmapped_values v
+                    WHERE v.root = 'following' AND v.path[1] = r.follower_uid AND v.path[2] = r.uid)
             """)
         switch preference {
         case .union:
@@ -219,11 +254,12 @@ extension Store {
             return [
                 Step(table: "followers", action: "deleted", query: """
                     DELETE FROM followers r
-                    WHERE NOT EXISTS (SELECT FROM tree_following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
+                    WHERE key_in_range(r.follower_uid, \(range.from), \(range.to)) AND NOT EXISTS (SELECT FROM tree_following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
                     """),
                 Step(table: "unmapped_values", action: "deleted", query: """
                     DELETE FROM unmapped_values v
-                    WHERE \(unsafeSQL: unmappedChildren(of: "followers")) AND NOT EXISTS (
+                    WHERE \(unsafeSQL: unmappedChildren(of: "followers"))
+                        AND key_in_range(v.path[2], \(range.from), \(range.to)) AND NOT EXISTS (
                         SELECT FROM tree_following f WHERE f.uid = v.path[2] AND f.followee_uid = v.path[1])
                     """),
                 addFollowers,
@@ -232,11 +268,12 @@ extension Store {
             return [
                 Step(table: "following", action: "deleted", query: """
                     DELETE FROM following f
-                    WHERE NOT EXISTS (SELECT FROM tree_followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
+                    WHERE key_in_range(f.uid, \(range.from), \(range.to)) AND NOT EXISTS (SELECT FROM tree_followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
                     """),
                 Step(table: "unmapped_values", action: "deleted", query: """
                     DELETE FROM unmapped_values v
-                    WHERE \(unsafeSQL: unmappedChildren(of: "following")) AND NOT EXISTS (
+                    WHERE \(unsafeSQL: unmappedChildren(of: "following"))
+                        AND key_in_range(v.path[1], \(range.from), \(range.to)) AND NOT EXISTS (
                         SELECT FROM tree_followers r WHERE r.uid = v.path[2] AND r.follower_uid = v.path[1])
                     """),
                 addFollowing,
@@ -247,7 +284,8 @@ extension Store {
     /// The fields a chat's copies share; a stale copy of one in `extra` would win over the typed column on export.
     private static let chatFields = "'{title,memberHash,members,lastMessage,lastMessageSent}'::text[]"
 
-    private static let chatSteps = [
+    /// The chat repair for the chats whose key is in `range`.
+    private static func chatSteps(_ range: KeyRange) -> [Step] { [
         // What every copy of each chat should say: the members (the union of the copies' members, or the
         // holders when no copy names any), the other fields from the most recently updated copy, and the
         // last message from the newest message when the chat has messages.
@@ -264,6 +302,7 @@ extension Store {
             JOIN (SELECT DISTINCT ON (chat_key) * FROM chats
                   ORDER BY chat_key, last_message_sent DESC NULLS LAST, uid) s USING (chat_key)
             LEFT JOIN chat_newest_messages n USING (chat_key)
+            WHERE key_in_range(m.chat_key, \(range.from), \(range.to))
             """),
         Step(table: "chats", action: "deleted", query: """
             DELETE FROM chats c USING repair_chats d
@@ -287,24 +326,44 @@ extension Store {
             WHERE NOT EXISTS (SELECT FROM chats c WHERE c.uid = u.uid AND c.chat_key = d.chat_key)
             """),
         Step(table: nil, action: "", query: "DROP TABLE repair_chats"),
-    ]
+    ] }
 
-    private static let orphanSteps = [
-        Step(table: "post_likes", action: "deleted", query: """
-            DELETE FROM post_likes l WHERE NOT EXISTS (SELECT FROM posts p WHERE p.post_key = l.post_key)
-            """),
-        Step(table: "messages", action: "deleted", query: """
-            DELETE FROM messages m WHERE NOT EXISTS (SELECT FROM chats c WHERE c.chat_key = m.chat_key)
-            """),
-        Step(table: "timeline", action: "deleted", query: """
-            DELETE FROM timeline t WHERE NOT EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
-            """),
-        Step(table: "unmapped_values", action: "deleted", query: """
-            DELETE FROM unmapped_values v
-            WHERE ((\(unsafeSQL: unmappedChildren(of: "postLikes")) AND NOT EXISTS (
-                        SELECT FROM posts p WHERE p.post_key = v.path[1]))
-                OR (\(unsafeSQL: unmappedChildren(of: "timeline")) AND NOT EXISTS (
-                        SELECT FROM posts p WHERE p.post_key = v.path[2])))
-            """),
-    ]
+    /// The orphan repair's statements, each with the key it is batched by (nil: never batched) and its
+    /// statement for the rows whose key is in a range.
+    static var orphanStatements: [(key: Repair.BatchKey?, step: (KeyRange) -> Step)] { [
+        (.postKey, { range in
+            Step(table: "post_likes", action: "deleted", query: """
+                DELETE FROM post_likes l
+                WHERE key_in_range(l.post_key, \(range.from), \(range.to))
+                    AND NOT EXISTS (SELECT FROM posts p WHERE p.post_key = l.post_key)
+                """)
+        }),
+        (.chatKey, { range in
+            Step(table: "messages", action: "deleted", query: """
+                DELETE FROM messages m
+                WHERE key_in_range(m.chat_key, \(range.from), \(range.to))
+                    AND NOT EXISTS (SELECT FROM chats c WHERE c.chat_key = m.chat_key)
+                """)
+        }),
+        (.uid, { range in
+            Step(table: "timeline", action: "deleted", query: """
+                DELETE FROM timeline t
+                WHERE key_in_range(t.uid, \(range.from), \(range.to))
+                    AND NOT EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
+                """)
+        }),
+        (nil, { _ in
+            Step(table: "unmapped_values", action: "deleted", query: """
+                DELETE FROM unmapped_values v
+                WHERE ((\(unsafeSQL: unmappedChildren(of: "postLikes")) AND NOT EXISTS (
+                            SELECT FROM posts p WHERE p.post_key = v.path[1]))
+                    OR (\(unsafeSQL: unmappedChildren(of: "timeline")) AND NOT EXISTS (
+                            SELECT FROM posts p WHERE p.post_key = v.path[2])))
+                """)
+        }),
+    ] }
+
+    private static func orphanSteps(_ range: KeyRange) -> [Step] {
+        orphanStatements.map { $0.step(range) }
+    }
 }
