@@ -14,7 +14,13 @@ final class FileLock {
         }
     }
 
-    deinit { close(descriptor) }
+    deinit {
+        // Unlock before closing: a process another thread is spawning holds a copy of the descriptor until it
+        // execs (O_CLOEXEC closes it only then), and the lock belongs to the open file, so closing alone could
+        // leave it held for that moment, and a console quitting at once would think another one still open.
+        flock(descriptor, LOCK_UN)
+        close(descriptor)
+    }
 
     /// Takes the lock; returns false only when `wait` is false and someone else holds a conflicting lock.
     func lock(exclusive: Bool, wait: Bool) throws -> Bool {

@@ -187,18 +187,24 @@ extension Store {
                     AND EXISTS (SELECT FROM posts p WHERE p.post_key = v.path[2])
                 """),
             // Entries that do not belong, or name the wrong poster, go; the insert below writes the right ones.
+            // One NOT EXISTS holding every condition, with the poster compared by IS NOT DISTINCT FROM, lets the
+            // planner hash-anti-join timeline with posts on the key alone: ORed NOT EXISTS ran a subplan per
+            // entry, and a second join key a sort of the whole table.
             Step(table: "timeline", action: "deleted", query: """
                 DELETE FROM timeline t
                 WHERE (\(user)::text IS NULL OR t.uid = \(user))
                     AND key_in_range(t.uid, \(range.from), \(range.to))
                     AND EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
-                    AND (extra_without(t.extra, 'poster_uid') IS DISTINCT FROM t.extra
-                         OR NOT EXISTS (SELECT FROM users u WHERE u.uid = t.uid)
-                         OR NOT EXISTS (
-                             SELECT FROM posts p
-                             WHERE p.post_key = t.post_key AND p.owner_uid = t.poster_uid
-                                 AND (p.owner_uid = t.uid OR EXISTS (
-                                     SELECT FROM tree_following f WHERE f.uid = t.uid AND f.followee_uid = p.owner_uid))))
+                    AND NOT EXISTS (
+                        SELECT FROM posts p
+                        WHERE p.post_key = t.post_key AND p.owner_uid IS NOT DISTINCT FROM t.poster_uid
+                            AND (t.extra IS NULL OR extra_without(t.extra, 'poster_uid') IS NOT DISTINCT FROM t.extra)
+                            AND EXISTS (SELECT FROM users u WHERE u.uid = t.uid)
+                            AND (p.owner_uid = t.uid
+                                 OR EXISTS (SELECT FROM following f WHERE f.uid = t.uid AND f.followee_uid = p.owner_uid)
+                                 OR EXISTS (SELECT FROM unmapped_values v
+                                            WHERE v.root = 'following' AND v.path[1] = t.uid
+                                                AND v.path[2] = p.owner_uid)))
                 """),
             Step(table: "timeline", action: "inserted", query: """
                 INSERT INTO timeline (uid, post_key, poster_uid)
