@@ -50,3 +50,19 @@ CREATE OR REPLACE VIEW integrity_orphans AS
         AND v.path[1] NOT IN ('.priority', '.value') AND v.path[2] NOT IN ('.priority', '.value')
         AND NOT EXISTS (SELECT FROM posts p WHERE p.post_key = v.path[2]);
 
+
+-- As the timeline repair's delete: one NOT EXISTS holding every condition, with the poster compared by IS NOT
+-- DISTINCT FROM, so that the planner hash-anti-joins the entries with posts on the key alone instead of running
+-- a subplan per entry.
+CREATE OR REPLACE VIEW integrity_timeline_extra AS
+    SELECT '/timeline/' || t.uid || '/' || t.post_key AS path
+    FROM tree_timeline t
+    WHERE EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
+        AND NOT EXISTS (
+            SELECT FROM posts p
+            WHERE p.post_key = t.post_key AND p.owner_uid IS NOT DISTINCT FROM t.poster_uid
+                AND EXISTS (SELECT FROM users u WHERE u.uid = t.uid)
+                AND (p.owner_uid = t.uid
+                     OR EXISTS (SELECT FROM following f WHERE f.uid = t.uid AND f.followee_uid = p.owner_uid)
+                     OR EXISTS (SELECT FROM unmapped_values v
+                                WHERE v.root = 'following' AND v.path[1] = t.uid AND v.path[2] = p.owner_uid)));

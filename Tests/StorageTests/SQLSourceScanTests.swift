@@ -67,6 +67,7 @@ struct SQLSourceScanTests {
          "last_message_sent = d.last_message_sent, extra = nullif(c.extra - \\(unsafeSQL: chatFields), '{}')",
          "a constant array of field names"),
         ("Storage/Store/Store+Repair.swift", "OR c.extra ?| \\(unsafeSQL: chatFields))", "a constant array of field names"),
+        ("Storage/Store/Store+Repair.swift", "OR c.extra ?| \\(unsafeSQL: chatFields)))", "a constant array of field names"),
         ("Storage/Store/Store+Repair.swift", "WHERE ((\\(unsafeSQL: unmappedChildren(of: \"postLikes\")) AND NOT EXISTS (",
          "a condition built from a constant node name"),
         ("Storage/Store/Store+Repair.swift", "OR (\\(unsafeSQL: unmappedChildren(of: \"timeline\")) AND NOT EXISTS (",

@@ -40,7 +40,7 @@ extension Store {
             // Typed rows of a whole-tree export go straight from libpq's buffers to the JSON when nothing can
             // still fall inside them; that is nearly every row, and the rest take the general way.
             let writesRowsDirectly = path.isEmpty && !shallow
-            while let stream = try merge.next() {
+            while let stream = merge.next() {
                 let mayWriteDirectly = writesRowsDirectly && stream.table != .unmappedValues && !merge.nextRowMayGrow
                 if try !mayWriteDirectly || !emitter.addDirectly(stream) {
                     try Self.add(stream, below: path, shallow: shallow, to: &emitter)
@@ -296,7 +296,7 @@ struct PartMerge {
     }
 
     /// The stream positioned on the next row; nil after the last.
-    func next() throws -> PartStream? {
+    func next() -> PartStream? {
         best.map { streams[$0] }
     }
 

@@ -62,7 +62,7 @@ extension Store {
                 child = (key, value)
                 return true
             }
-            while let stream = try merge.next() {
+            while let stream = merge.next() {
                 report.rows += 1
                 guard try take(stream.currentPath!, stream) else { break }
                 try merge.advance()

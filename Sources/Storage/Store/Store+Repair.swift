@@ -294,21 +294,31 @@ extension Store {
     private static func chatSteps(_ range: KeyRange) -> [Step] { [
         // What every copy of each chat should say: the members (the union of the copies' members, or the
         // holders when no copy names any), the other fields from the most recently updated copy, and the
-        // last message from the newest message when the chat has messages.
+        // last message from the newest message when the chat has messages. Only the chats where some copy says
+        // otherwise, or is missing or held by a non-member, are kept, so the statements below touch only them.
         Step(table: nil, action: "", query: """
             CREATE TEMPORARY TABLE repair_chats ON COMMIT DROP AS
-            SELECT m.chat_key,
-                CASE WHEN cardinality(m.members) > 0 THEN m.members ELSE m.holders END AS members,
-                s.title, s.member_hash,
-                CASE WHEN n.chat_key IS NULL THEN s.last_message ELSE n.sender_username || ': ' || n.content END
-                    AS last_message,
-                CASE WHEN n.chat_key IS NULL THEN s.last_message_sent ELSE n."timestamp" END AS last_message_sent,
-                nullif(s.extra - \(unsafeSQL: chatFields), '{}') AS extra
-            FROM chat_members m
-            JOIN (SELECT DISTINCT ON (chat_key) * FROM chats
-                  ORDER BY chat_key, last_message_sent DESC NULLS LAST, uid) s USING (chat_key)
-            LEFT JOIN chat_newest_messages n USING (chat_key)
-            WHERE key_in_range(m.chat_key, \(range.from), \(range.to))
+            SELECT * FROM (
+                SELECT m.chat_key, m.holders,
+                    CASE WHEN cardinality(m.members) > 0 THEN m.members ELSE m.holders END AS members,
+                    s.title, s.member_hash,
+                    CASE WHEN n.chat_key IS NULL THEN s.last_message ELSE n.sender_username || ': ' || n.content END
+                        AS last_message,
+                    CASE WHEN n.chat_key IS NULL THEN s.last_message_sent ELSE n."timestamp" END AS last_message_sent,
+                    nullif(s.extra - \(unsafeSQL: chatFields), '{}') AS extra
+                FROM chat_members m
+                JOIN (SELECT DISTINCT ON (chat_key) * FROM chats
+                      ORDER BY chat_key, last_message_sent DESC NULLS LAST, uid) s USING (chat_key)
+                LEFT JOIN chat_newest_messages n USING (chat_key)
+                WHERE key_in_range(m.chat_key, \(range.from), \(range.to))
+            ) d
+            WHERE d.holders IS DISTINCT FROM d.members OR EXISTS (
+                SELECT FROM chats c
+                WHERE c.chat_key = d.chat_key
+                    AND (c.title IS DISTINCT FROM d.title OR c.member_hash IS DISTINCT FROM d.member_hash
+                         OR c.members IS DISTINCT FROM d.members OR c.last_message IS DISTINCT FROM d.last_message
+                         OR c.last_message_sent IS DISTINCT FROM d.last_message_sent
+                         OR c.extra ?| \(unsafeSQL: chatFields)))
             """),
         Step(table: "chats", action: "deleted", query: """
             DELETE FROM chats c USING repair_chats d
