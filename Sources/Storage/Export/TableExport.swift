@@ -66,7 +66,7 @@ extension TreeTable {
     }
 
     /// The tree part a row stands for: its path from the root and its subtree (nil when the row holds nothing).
-    func part(from row: Row) throws -> (path: [String], value: TreeValue?) {
+    func part(from row: some ExportRow) throws -> (path: [String], value: TreeValue?) {
         func text(_ column: Int) -> TreeValue? { row[column].map(TreeValue.string) }
         func number(_ column: Int) throws -> TreeValue? {
             guard let text = row[column] else { return nil }
@@ -108,7 +108,7 @@ extension TreeTable {
         case .timeline:
             return ([root, row[0]!, row[1]!], try withExtra(object([("poster_uid", text(2))]), column: 3))
         case .chats:
-            let members = try row.decode([String]?.self, at: 4).flatMap { keys in
+            let members = try row.textArray(4).flatMap { keys in
                 object(keys.map { ($0, TreeValue.bool(true)) })
             }
             let value = object([
@@ -121,7 +121,7 @@ extension TreeTable {
             let value = object([("content", text(2)), ("timestamp", try number(3)), ("sender", sender)])
             return ([root, row[0]!, row[1]!], try withExtra(value, column: 6))
         case .unmappedValues:
-            let path = [row[0]!] + (try row.decode([String].self, at: 1))
+            let path = [row[0]!] + (try row.textArray(1) ?? [])
             let value: TreeValue? =
                 if let text = row[2] { .string(text) }
                 else if let number = try number(3) { number }
@@ -165,7 +165,7 @@ extension TreeTable {
 
     /// Whether `writeValue` can write the row straight from libpq's buffers: edges, and records whose `extra`
     /// is NULL and that hold something. Other rows take the general path, `part(from:)`.
-    func writesDirectly(_ row: Row) -> Bool {
+    func writesDirectly(_ row: some ExportRow) -> Bool {
         switch self {
         case .postLikes, .followers, .following: return true
         default: break
@@ -181,7 +181,7 @@ extension TreeTable {
     }
 
     /// Writes a row's value without building a tree; only for rows `writesDirectly` accepts.
-    func writeValue(of row: Row, to writer: inout JSONTextWriter) {
+    func writeValue(of row: some ExportRow, to writer: inout JSONTextWriter) {
         guard let fields = recordFields else { return writer.bool(true) }
         writer.beginObject()
         for field in fields {
@@ -231,9 +231,9 @@ extension TreeTable {
     /// (unmapped values; a typed row's last key stays in libpq's buffer until asked for). `previous` is the row
     /// before's parent path, of the same table: consecutive rows mostly share their parent keys, and then that
     /// array is returned as it is, without decoding a key or allocating.
-    func parentPath(of row: Row, reusing previous: [String]) throws -> (parent: [String], leaf: String?) {
+    func parentPath(of row: some ExportRow, reusing previous: [String]) throws -> (parent: [String], leaf: String?) {
         if self == .unmappedValues {
-            var path = [row[0]!] + (try row.decode([String].self, at: 1))
+            var path = [row[0]!] + (try row.textArray(1) ?? [])
             let leaf = path.removeLast()
             return (path, leaf)
         }

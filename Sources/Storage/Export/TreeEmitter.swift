@@ -53,40 +53,39 @@ struct TreeEmitter {
         pending = (path, part)
     }
 
-    /// Writes the typed row `stream` is on straight from libpq's buffers, as `add` would, and returns true; false
-    /// when the row must be added the general way: a row `writesDirectly` refuses, one inside the pending part, a
-    /// priority, or one that an object held or about to be opened may have to hold. The caller guarantees that no
-    /// later part lies at or below the row, so it need not be kept pending.
-    mutating func addDirectly(_ stream: PartStream) throws -> Bool {
-        let row = stream.currentRow!
-        guard root == .objectOpen, stream.table.writesDirectly(row) else { return false }
-        let parent = stream.parentPath
+    /// Writes a typed table's row, whose path is `parent` and its last key column, straight from the row's text,
+    /// as `add` would, and returns true; false when the row must be added the general way: a row `writesDirectly`
+    /// refuses, one inside the pending part, a priority, or one that an object held or about to be opened may
+    /// have to hold. The caller guarantees that no later part lies at or below the row, so it need not be kept
+    /// pending.
+    mutating func addDirectly(_ row: some ExportRow, of table: TreeTable, under parent: [String]) throws -> Bool {
+        guard root == .objectOpen, table.writesDirectly(row) else { return false }
+        let leafColumn = table.keyDepth - 1
         if let last = pending {
-            guard !Self.lies(stream, atOrBelow: last.path) else { return false }
+            guard !Self.lies(parent, row[leafColumn]!, atOrBelow: last.path) else { return false }
             pending = nil
             try write(last.path, last.part)
         }
-        guard held == nil, !stream.withLeafKey({ $0.first == UInt8(ascii: ".") }) else { return false }
+        guard held == nil, !row.withText(leafColumn, { $0!.first == UInt8(ascii: ".") }) else { return false }
         var common = 0
         while common < open.count, common < parent.count, open[common] == parent[common] { common += 1 }
         if common < parent.count {
             // The objects about to open, each checked with its first child.
             for depth in (common + 1)..<parent.count where mayHold(.object([:]), whenAdding: parent[depth]) { return false }
-            let leafMayBeIndex = stream.withLeafKey { FirebaseKey.arrayIndex(utf8: $0) != nil }
+            let leafMayBeIndex = row.withText(leafColumn) { FirebaseKey.arrayIndex(utf8: $0!) != nil }
             if writer.options.rendersArrays && leafMayBeIndex { return false }
         }
         if common < parent.count || open.count > parent.count { try navigate(to: parent[...]) }
-        stream.withLeafKey { writer.key(utf8: $0) }
-        stream.table.writeValue(of: row, to: &writer)
+        row.withText(leafColumn) { writer.key(utf8: $0!) }
+        table.writeValue(of: row, to: &writer)
         return true
     }
 
-    /// Whether the row `stream` is on lies at or below `path`.
-    private static func lies(_ stream: PartStream, atOrBelow path: [String]) -> Bool {
-        let parent = stream.parentPath
+    /// Whether the path `parent` + `leaf` lies at or below `path`.
+    private static func lies(_ parent: [String], _ leaf: String, atOrBelow path: [String]) -> Bool {
         guard path.count <= parent.count + 1 else { return false }
         if path.count <= parent.count { return parent.starts(with: path) }
-        return parent[...] == path.dropLast() && stream.leafKey == path.last
+        return parent[...] == path.dropLast() && leaf == path.last
     }
 
     /// Writes what is held and closes every open object; `null` when there were no parts at all.

@@ -1,0 +1,127 @@
+/// A row's columns as text, read in place: a libpq result row or a `COPY … TO STDOUT` line. What the export needs
+/// to write a row without building it as a tree.
+protocol ExportRow {
+    /// Lends the raw UTF-8 text of `column` (nil for SQL NULL); valid only in `body`.
+    func withText<R>(_ column: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R) rethrows -> R
+    subscript(column: Int) -> String? { get }
+    /// Whether `column` is SQL NULL.
+    func isNull(_ column: Int) -> Bool
+    /// Whether `column` holds exactly `text`, compared as bytes without making a string.
+    func hasText(_ column: Int, equalTo text: String) -> Bool
+}
+
+extension ExportRow {
+    subscript(column: Int) -> String? {
+        withText(column) { $0.map { String(decoding: $0, as: UTF8.self) } }
+    }
+
+    func isNull(_ column: Int) -> Bool {
+        withText(column) { $0 == nil }
+    }
+
+    func hasText(_ column: Int, equalTo text: String) -> Bool {
+        withText(column) { bytes in
+            guard let bytes else { return false }
+            var text = text
+            return text.withUTF8 { utf8 in
+                utf8.count == bytes.count && (bytes.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+            }
+        }
+    }
+
+    /// The elements of a one-dimensional text array column; nil for SQL NULL.
+    func textArray(_ column: Int) throws -> [String]? {
+        try withText(column) { bytes in
+            guard let bytes else { return nil }
+            guard let elements = ArrayLiteral.parse(utf8: bytes) else {
+                throw StorageError(.decoding, "not a text array: \"\(String(decoding: bytes, as: UTF8.self))\"")
+            }
+            return elements.compactMap { $0 }
+        }
+    }
+}
+
+extension Row: ExportRow {}
+
+import Foundation
+
+/// One line of `COPY … TO STDOUT` in text format, read in place: its columns are ranges of the line itself, or,
+/// when some column holds an escape, of a buffer the escapes were undone into (reused line after line).
+struct CopyRow: ExportRow {
+    private var line: UnsafePointer<UInt8>?
+    private var unescaped: [UInt8] = []
+    private var isUnescaped = false
+    /// Each column's range in the line (or `unescaped`); nil for `\N`.
+    private var columns: [Range<Int>?] = []
+
+    /// Splits `line` (with its newline) at tabs; valid until the next call, and only while `line` is.
+    mutating func read(_ line: UnsafeRawBufferPointer) {
+        let bytes = line.bindMemory(to: UInt8.self)
+        self.line = UnsafePointer(bytes.baseAddress)
+        columns.removeAll(keepingCapacity: true)
+        isUnescaped = false
+        let end = bytes.last == UInt8(ascii: "\n") ? bytes.count - 1 : bytes.count
+        guard let base = bytes.baseAddress, end > 0 else { return columns.append(0..<0) }
+        // Most lines have no escape but `\N` for NULL: find the tabs with memchr and keep the columns in place.
+        let hasEscape = memchr(base, Int32(UInt8(ascii: "\\")), end) != nil
+        var start = 0
+        while true {
+            let tab = memchr(base + start, Int32(UInt8(ascii: "\t")), end - start)
+            let stop = tab.map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) - base } ?? end
+            if hasEscape, memchr(base + start, Int32(UInt8(ascii: "\\")), stop - start) != nil {
+                guard stop - start == 2, base[start + 1] == UInt8(ascii: "N") else { return unescape(bytes[..<end]) }
+                columns.append(nil)
+            } else {
+                columns.append(start..<stop)
+            }
+            guard tab != nil else { return }
+            start = stop + 1
+        }
+    }
+
+    /// Reads the line again, undoing PostgreSQL's text-format escapes into `unescaped`.
+    private mutating func unescape(_ line: Slice<UnsafeBufferPointer<UInt8>>) {
+        unescaped.removeAll(keepingCapacity: true)
+        columns.removeAll(keepingCapacity: true)
+        isUnescaped = true
+        var start = 0
+        var isNull = false
+        var index = line.startIndex
+        func endColumn() {
+            columns.append(isNull ? nil : start..<unescaped.count)
+            start = unescaped.count
+            isNull = false
+        }
+        while index < line.endIndex {
+            let byte = line[index]
+            index += 1
+            if byte == UInt8(ascii: "\t") {
+                endColumn()
+            } else if byte == UInt8(ascii: "\\"), index < line.endIndex {
+                let escaped = line[index]
+                index += 1
+                switch escaped {
+                case UInt8(ascii: "N"): isNull = true
+                case UInt8(ascii: "t"): unescaped.append(0x09)
+                case UInt8(ascii: "n"): unescaped.append(0x0A)
+                case UInt8(ascii: "r"): unescaped.append(0x0D)
+                case UInt8(ascii: "b"): unescaped.append(0x08)
+                case UInt8(ascii: "f"): unescaped.append(0x0C)
+                case UInt8(ascii: "v"): unescaped.append(0x0B)
+                default: unescaped.append(escaped)
+                }
+            } else {
+                unescaped.append(byte)
+            }
+        }
+        endColumn()
+    }
+
+    func withText<R>(_ column: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R) rethrows -> R {
+        guard let range = columns[column] else { return try body(nil) }
+        if isUnescaped {
+            return try unescaped.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[range])) }
+        }
+        return try body(UnsafeBufferPointer(start: line! + range.lowerBound, count: range.count))
+    }
+}
