@@ -64,17 +64,6 @@ public struct Row {
     }
 
     /// Whether column `column` is SQL NULL.
-    /// Whether the column holds exactly `text`, compared as bytes without making a string.
-    func hasText(_ column: Int, equalTo text: String) -> Bool {
-        withText(column) { bytes in
-            guard let bytes else { return false }
-            var text = text
-            return text.withUTF8 { utf8 in
-                utf8.count == bytes.count && (bytes.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
-            }
-        }
-    }
-
     func isNull(_ column: Int) -> Bool {
         PQgetisnull(result.pointer, index, Int32(column)) != 0
     }

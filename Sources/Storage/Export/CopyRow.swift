@@ -1,3 +1,5 @@
+import Foundation
+
 /// A row's columns as text, read in place: a libpq result row or a `COPY … TO STDOUT` line. What the export needs
 /// to write a row without building it as a tree.
 protocol ExportRow {
@@ -42,8 +44,6 @@ extension ExportRow {
 }
 
 extension Row: ExportRow {}
-
-import Foundation
 
 /// One line of `COPY … TO STDOUT` in text format, read in place: its columns are ranges of the line itself, or,
 /// when some column holds an escape, of a buffer the escapes were undone into (reused line after line).

@@ -36,7 +36,8 @@ extension Store {
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
             var emitter = TreeEmitter(options: options)
             // Typed rows of a whole-tree export go straight from libpq's buffers to the JSON when nothing can
-            // still fall inside them; that is nearly every row, and the rest take the general way.
+            // still fall inside them; that is nearly every row, and the rest take the general way. Tables with
+            // nothing else under their root are read as COPY blocks when the merge reaches their root.
             let writesRowsDirectly = path.isEmpty && !shallow
             var blocks = writesRowsDirectly ? try copyBlocks(report: &report) : []
             var merge = try openRows(at: path, excluding: Set(blocks.map(\.table)), report: &report)
