@@ -2,6 +2,18 @@ import Foundation
 import PostgresTestSupport
 import Testing
 
+extension FileHandle {
+    /// Reads until what was read into `buffer` contains `text` (or the stream ends), and returns it all.
+    func read(until text: String, into buffer: inout Data) -> String {
+        while !String(decoding: buffer, as: UTF8.self).contains(text) {
+            let chunk = availableData
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+        }
+        return String(decoding: buffer, as: UTF8.self)
+    }
+}
+
 /// What one run of the `admin` binary printed and how it ended.
 struct AdminRun {
     var status: Int32

@@ -13,16 +13,6 @@ private let chatTree = """
      "messages": {"-Ch1": {"-M1": {"content": "hi", "timestamp": 1500000020, "sender": {"uid": "bob", "username": "bob"}}}}}
     """
 
-/// Reads `handle` until what was read contains `text` (or the stream ends), and returns it all.
-private func read(_ handle: FileHandle, until text: String, into buffer: inout Data) -> String {
-    while !String(decoding: buffer, as: UTF8.self).contains(text) {
-        let chunk = handle.availableData
-        if chunk.isEmpty { break }
-        buffer.append(chunk)
-    }
-    return String(decoding: buffer, as: UTF8.self)
-}
-
 @Suite("chat commands")
 struct ChatCommandTests {
     private func chatDatabase() throws -> TestDatabase {
@@ -42,7 +32,7 @@ struct ChatCommandTests {
         }
         watchdog.start()
         var diagnostics = Data()
-        #expect(read(errors.fileHandleForReading, until: "Ctrl-C to stop", into: &diagnostics).contains("Following chat -Ch1"))
+        #expect(errors.fileHandleForReading.read(until: "Ctrl-C to stop", into: &diagnostics).contains("Following chat -Ch1"))
 
         let script = """
             chat send --from alice --to bob one
@@ -53,7 +43,7 @@ struct ChatCommandTests {
         #expect(sender.status == 0, "\(sender.stderr)")
 
         var received = Data()
-        _ = read(output.fileHandleForReading, until: "alice: three\n", into: &received)
+        _ = output.fileHandleForReading.read(until: "alice: three\n", into: &received)
         follower.interrupt()
         received.append(output.fileHandleForReading.readDataToEndOfFile())
         follower.waitUntilExit()

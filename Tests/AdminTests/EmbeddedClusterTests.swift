@@ -17,12 +17,7 @@ struct EmbeddedClusterTests {
         let (console, input, output, _) = try AdminProcess.start(["--data-dir", directory])
         input.fileHandleForWriting.write(Data("status --format csv\n".utf8))
         var answer = Data()
-        while !String(decoding: answer, as: UTF8.self).contains("unmapped_values") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            answer.append(chunk)
-        }
-        #expect(String(decoding: answer, as: UTF8.self).contains("unmapped_values"))
+        #expect(output.fileHandleForReading.read(until: "unmapped_values", into: &answer).contains("unmapped_values"))
         return (console, input)
     }
 
@@ -164,11 +159,7 @@ struct ServerLossTests {
         let (console, input, output, errors) = try AdminProcess.start(["--data-dir", directory, "--on-error", "continue"])
         input.fileHandleForWriting.write(Data("users --format csv\n".utf8))
         var answer = Data()
-        while !String(decoding: answer, as: UTF8.self).contains("uid,username") {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            answer.append(chunk)
-        }
+        _ = output.fileHandleForReading.read(until: "uid,username", into: &answer)
         // The server goes away under the open session, as after a crash.
         let stop = try ProcessRunner(user: geteuid() == 0 ? "postgres" : nil).run(
             try ServerBinaries.locate().directory + "/pg_ctl", ["-D", directory + "/pgdata", "stop", "-m", "immediate"])

@@ -321,12 +321,6 @@ final class PartStream {
         currentRow == nil ? nil : parentPath + [leafKey]
     }
 
-    /// Lends the UTF-8 bytes of the row's last key, from libpq's buffer when it was not decoded.
-    func withLeafKey<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        if var leaf { return try leaf.withUTF8(body) }
-        return try currentRow.withText(table.keyDepth - 1) { try body($0!) }
-    }
-
     /// Whether this row's path comes before `other`'s in export order (see `PartMerge.precedes`), comparing the
     /// shared parent paths first so that the last keys are decoded only when those are equal.
     func precedes(_ other: PartStream) -> Bool {
