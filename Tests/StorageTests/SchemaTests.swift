@@ -88,24 +88,46 @@ struct SchemaTests {
         }
     }
 
-    /// Only keys that may be integers (or are not ASCII) make an export sort a table; digit-led uids, which real
-    /// Firebase Auth ids often are, leave it in index order.
-    @Test func onlyPossibleIntegersAndNonASCIIKeysAreTakenAsReordering() throws {
+    /// The console computes `unmapped_values.sort_key` while importing and SQL computes it elsewhere: both must
+    /// give the same bytes, and those bytes must sort as exports write keys.
+    @Test func keyOrdersAgreeWithTheConsoleAndSortAsExportsDo() throws {
         let connection = try TestPostgres.makeDatabase().connect()
-        for (key, mayReorder) in [
-            ("7", true), ("-12", true), ("007", true), ("99999999999", true), ("1-2", true), ("ñandú", true),
-            ("日本", true), ("0Ukcg3IZ0t7TTqAVm8YRhXOxAlVC", false), ("-KmT0UpNzWDunZO_uttl", false),
-            ("-0abc", false), ("alice", false), ("12a", false), ("", false),
-        ] {
-            let found = try connection.query("SELECT rtdb_key_may_reorder(\(key))")[0].decode(Bool.self, at: 0)
-            #expect(found == mayReorder, "\(key)")
+        var random = RandomTree(seed: 41)
+        var keys = ["0", "-0", "00", "7", "07", "007", "-7", "-07", "-10", "-9", "9", "10", "2147483647", "2147483648",
+                    "-2147483648", "-2147483649", "0000000000000000000000007", "12345678901", "1a", "1-2", "-", "-K",
+                    "-KmT0UpNzWDunZO_uttl", "0Ukcg3IZ0t7TTqAVm8YRhXOxAlVC", ".priority", ".value", "é", "e\u{301}",
+                    "\u{E000}", "\u{FFFF}", "😀", "a😀b", "a\u{E000}b", "Москва", "a b", "1497918951912"]
+        for _ in 0..<300 { keys.append(random.key()) }
+        let rows = try connection.query("SELECT k, rtdb_key_order(k), rtdb_key_needs_order(k) FROM unnest(\(keys)::text[]) k")
+        for row in rows {
+            let key = try row.decode(String.self, at: 0)
+            let order = try row.decode(String.self, at: 1)
+            #expect(Array(order.utf8) == FirebaseKey.orderBytes(of: key), "\(key)")
+            #expect(try row.decode(Bool.self, at: 2) == FirebaseKey.needsOrder(key), "\(key)")
         }
-        for (path, mayReorder) in [
-            (["a", "7", "b"], true), (["a", "-3"], true), ([".priority"], true), (["a", "7b"], false),
-            (["0Ukcg3IZ0t7TTqAVm8YRhXOxAlVC", "x"], false), (["x", "é"], true),
+        let sorted = keys.sorted { FirebaseKey.orderBytes(of: $0).lexicographicallyPrecedes(FirebaseKey.orderBytes(of: $1)) }
+        for (a, b) in zip(sorted, sorted.dropFirst()) where FirebaseKey.compare(a, b) != 0 {
+            #expect(FirebaseKey.exportPrecedes(a, b), "\(a) before \(b)")
+        }
+        for path in [["a"], ["a", "7", "b"], [".priority"], ["x", "-3", "😀", ".priority"], keys] {
+            let sql = try connection.query("SELECT rtdb_path_order(\(path[0]), \(Array(path.dropFirst()))::text[])")[0]
+                .decode(String.self, at: 0)
+            #expect(Array(sql.utf8) == FirebaseKey.pathOrder(path), "\(path)")
+        }
+    }
+
+    /// Only keys whose byte position can differ from their RTDB position are ordered by the partial indexes: the
+    /// digit-led range and characters from U+E000 up. Other non-ASCII text keeps UTF-16 order in byte order.
+    @Test func onlyDigitLedAndHighCharacterKeysNeedOrdering() throws {
+        let connection = try TestPostgres.makeDatabase().connect()
+        for (key, needsOrder) in [
+            ("7", true), ("-12", true), ("007", true), ("99999999999", true), ("1-2", true), ("12a", true),
+            ("0Ukcg3IZ0t7TTqAVm8YRhXOxAlVC", true), ("😀", true), ("\u{E000}", true), ("ñandú", false), ("日本", false),
+            ("-KmT0UpNzWDunZO_uttl", false), ("-0abc", true), ("alice", false), ("", false), ("-", false),
         ] {
-            let found = try connection.query("SELECT rtdb_path_may_reorder(\(path)::text[])")[0].decode(Bool.self, at: 0)
-            #expect(found == mayReorder, "\(path)")
+            let found = try connection.query("SELECT rtdb_key_needs_order(\(key))")[0].decode(Bool.self, at: 0)
+            #expect(found == needsOrder, "\(key)")
+            #expect(FirebaseKey.needsOrder(key) == needsOrder, "\(key)")
         }
     }
 }

@@ -32,6 +32,12 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
         binds = []
     }
 
+    /// `query` with trusted SQL text before it (`DECLARE … CURSOR FOR`); its parameters keep their numbers.
+    public init(prefixing prefix: String, to query: Query) {
+        sql = prefix + query.sql
+        binds = query.binds
+    }
+
     /// The statement text only: values are never shown.
     public var description: String { sql }
 

@@ -36,6 +36,15 @@ public final class QueryResult: RandomAccessCollection {
         Int(String(cString: PQcmdTuples(pointer))) ?? 0
     }
 
+    /// The bytes of all the result's values (what holding it costs, beyond libpq's per-row overhead).
+    public var dataByteCount: Int {
+        var total = 0
+        for row in 0..<PQntuples(pointer) {
+            for column in 0..<PQnfields(pointer) { total += Int(PQgetlength(pointer, row, column)) }
+        }
+        return total
+    }
+
     /// The index of the column named `name`, if there is one.
     public func columnIndex(named name: String) -> Int? {
         let index = PQfnumber(pointer, name)

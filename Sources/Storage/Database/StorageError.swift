@@ -28,6 +28,8 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         case notFound
         /// The operation breaks a rule of the app (following oneself, an empty message); nothing was written.
         case refused
+        /// A local file this layer works with (a temporary file) could not be written or read.
+        case io
     }
 
     /// What went wrong, broadly.

@@ -1,70 +1,5 @@
-/// How each table is read back into tree parts: its SELECT in RTDB order and the part each row becomes.
+/// How each table's rows become tree parts.
 extension TreeTable {
-    /// `prefix` (trusted SQL, such as `DECLARE … CURSOR FOR`) followed by the SELECT of the table's rows that
-    /// hold part of the node at `path` (absolute, keys from the root), in RTDB path order (`reversed`: the
-    /// opposite); nil when the table holds nothing there. A path deeper than the table's keys selects the one
-    /// record that contains it. Rows are listed in index order when `exactOrder` is false (no key that could
-    /// sort differently), else by the exact sort keys of migration 0002.
-    func exportQuery(exactOrder: Bool, under path: [String] = [], reversed: Bool = false, prefix: String = "") -> Query? {
-        var query = Query.StringInterpolation(literalCapacity: 256, interpolationCount: path.count)
-        query.appendLiteral(prefix + "SELECT " + columns.map(Query.quoted(identifier:)).joined(separator: ", ") + " FROM ")
-        query.appendInterpolation(identifier: name)
-        if let root = path.first {
-            let below = path.dropFirst()
-            if self == .unmappedValues {
-                query.appendLiteral(" WHERE ")
-                Self.appendUnmappedCondition(root: root, below: below, to: &query)
-            } else {
-                guard rootKey == root else { return nil }
-                query.appendLiteral(" WHERE true")
-                appendKeyConditions(below, to: &query)
-            }
-        }
-        let order = orderTerms(exactOrder: exactOrder).map { reversed ? $0 + " DESC" : $0 }
-        query.appendLiteral(" ORDER BY " + order.joined(separator: ", "))
-        return Query(stringInterpolation: query)
-    }
-
-    /// The sort keys of RTDB path order: the key columns, or `root, path` for unmapped values.
-    private func orderTerms(exactOrder: Bool) -> [String] {
-        if self == .unmappedValues {
-            return exactOrder ? [#"rtdb_key_sort(root) COLLATE "C""#, #"rtdb_path_sort(path) COLLATE "C""#] : ["root", "path"]
-        }
-        return keyColumns.map { exactOrder ? #"rtdb_key_sort(\#(Query.quoted(identifier: $0))) COLLATE "C""# : Query.quoted(identifier: $0) }
-    }
-
-    /// ` AND "column" = $n` for each key the keys below the root name, outermost first.
-    func appendKeyConditions(_ keys: some Sequence<String>, to query: inout Query.StringInterpolation) {
-        for (column, key) in zip(keyColumns, keys) {
-            query.appendLiteral(" AND ")
-            query.appendInterpolation(identifier: column)
-            query.appendLiteral(" = ")
-            query.appendInterpolation(key)
-        }
-    }
-
-    /// The unmapped values at or below `/root/below…`.
-    static func appendUnmappedCondition(root: String, below: ArraySlice<String>, to query: inout Query.StringInterpolation) {
-        query.appendLiteral("root = ")
-        query.appendInterpolation(root)
-        guard !below.isEmpty else { return }
-        query.appendLiteral(" AND path[1:\(below.count)] = ")
-        query.appendInterpolation(Array(below))
-        query.appendLiteral("::text[]")
-    }
-
-    /// Whether the table holds a key whose RTDB order may differ from byte order (answered by a partial index).
-    func reorderCheckQuery() -> Query {
-        let condition: String
-        if self == .unmappedValues {
-            condition = "rtdb_key_may_reorder(root) OR root = '.priority' OR rtdb_path_may_reorder(path)"
-        } else {
-            condition = keyColumns.map { "rtdb_key_may_reorder(\(Query.quoted(identifier: $0)))" }
-                .joined(separator: " OR ")
-        }
-        return Query(unsafeSQL: "SELECT EXISTS (SELECT 1 FROM \(Query.quoted(identifier: name)) WHERE \(condition))")
-    }
-
     /// The tree part a row stands for: its path from the root and its subtree (nil when the row holds nothing).
     func part(from row: some ExportRow) throws -> (path: [String], value: TreeValue?) {
         func text(_ column: Int) -> TreeValue? { row[column].map(TreeValue.string) }
@@ -121,7 +56,7 @@ extension TreeTable {
             let value = object([("content", text(2)), ("timestamp", try number(3)), ("sender", sender)])
             return ([root, row[0]!, row[1]!], try withExtra(value, column: 6))
         case .unmappedValues:
-            let path = [row[0]!] + (try row.textArray(1) ?? [])
+            let path = try UnmappedPath.keys(of: row)
             let value: TreeValue? =
                 if let text = row[2] { .string(text) }
                 else if let number = try number(3) { number }
@@ -162,6 +97,13 @@ extension TreeTable {
     }
 
     private var extraColumn: Int { columns.count - 1 }
+
+    /// Writes an unmapped value's leaf straight from its row's text.
+    static func writeUnmappedValue(of row: some ExportRow, to writer: inout JSONTextWriter) {
+        if row.withText(2, { text in text.map { writer.string(utf8: $0) } }) != nil { return }
+        if row.withText(3, { text in text.map { writer.number(postgresText: $0) } }) != nil { return }
+        writer.bool(row.hasText(4, equalTo: "t"))
+    }
 
     /// Whether `writeValue` can write the row straight from libpq's buffers: edges, and records whose `extra`
     /// is NULL and that hold something. Other rows take the general path, `part(from:)`.
@@ -232,11 +174,7 @@ extension TreeTable {
     /// before's parent path, of the same table: consecutive rows mostly share their parent keys, and then that
     /// array is returned as it is, without decoding a key or allocating.
     func parentPath(of row: some ExportRow, reusing previous: [String]) throws -> (parent: [String], leaf: String?) {
-        if self == .unmappedValues {
-            var path = [row[0]!] + (try row.textArray(1) ?? [])
-            let leaf = path.removeLast()
-            return (path, leaf)
-        }
+        if self == .unmappedValues { return try UnmappedPath.parent(of: row, reusing: previous) }
         let shared = previous.count == keyDepth
         if shared, (1..<keyDepth).allSatisfy({ row.hasText($0 - 1, equalTo: previous[$0]) }) { return (previous, nil) }
         var path: [String] = []

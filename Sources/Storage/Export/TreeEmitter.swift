@@ -1,237 +1,552 @@
-/// Writes a tree as JSON from its parts, given in RTDB path order: each part is a subtree (a typed row's
-/// record, an unmapped leaf) at a path. Objects above the parts stream: they are opened and closed as the
-/// paths move, so memory holds one part at a time, except that an object that may still turn out to be an array
-/// (its keys so far are array indexes) or a leaf with a priority (`.priority`, `.value`) is held until that is
-/// known, because both are written differently from an object.
-struct TreeEmitter {
-    private(set) var writer: JSONTextWriter
-    /// Keys of the streamed objects that are open below the root (the root is open once `isStarted`).
-    private var open: [String] = []
-    private var root = RootState.notStarted
-    /// The last part, held in case later parts fall inside it.
-    private var pending: (path: [String], part: ExportPart)?
-    /// An object held in memory while it may still be an array.
-    private var held: (path: [String], value: TreeValue)?
+import Foundation
 
-    private enum RootState {
-        case notStarted, objectOpen, held, written
+/// Writes a tree as JSON from its parts, given in export path order: each part is a subtree at a path (a typed
+/// row's record, an unmapped leaf) or a typed row written straight from its columns. Objects above the parts
+/// stream: they open and close as the paths move, and the JSON goes to `sink` as it is written, so memory holds
+/// one part, the small in-memory records that later parts may still fall inside, and a bounded buffer per object
+/// that may still turn out to be an array.
+///
+/// Two layouts are only known once an object's children have all been seen: the SDKs render an object as an
+/// array when every key is an array index and the largest is below twice their count, and a leaf with a priority
+/// is written `{".value": v, ".priority": p}` although `.priority` comes first. An object whose first key is an
+/// index therefore writes its children into an `ArrayFrame` (memory up to a budget, then an unnamed temporary
+/// file) and copies them out as an array or an object when it closes; one that meets a key that is not an index
+/// turns into a streamed object at once. A priority waits for its node's next child. The work and the memory per
+/// child are constant either way, so any shape of keys exports in time linear in its children.
+final class TreeEmitter {
+    /// The output options.
+    let options: JSONTextWriter.Options
+    private var writer: JSONTextWriter
+    private let sink: (UnsafeBufferPointer<UInt8>) throws -> Void
+    /// The open nodes, the root first (once there is any part).
+    private var levels: [Level] = []
+    /// Indexes in `levels` of the open nodes writing into array frames, innermost last.
+    private var frameLevels: [Int] = []
+    /// The last part added, held until it is known that no later part falls inside it.
+    private var pending: (path: [String], value: TreeValue)?
+    /// Bytes the frames held in memory at most, and wrote to temporary files in all (for tests and reports).
+    private(set) var peakFrameBytes = 0
+    private(set) var spilledBytes = 0
+
+    /// Bytes the main writer collects before handing them to `sink`.
+    static let chunkSize = 1 << 18
+    private struct Level {
+        /// The node's key in its parent; nil for the root.
+        var key: String?
+        var state: State
+        /// The node's children that came with a record (in export order), written as the parts pass them.
+        var overlay: ArraySlice<(key: String, value: TreeValue)> = []
     }
 
-    init(options: JSONTextWriter.Options) {
+    private enum State {
+        /// Nothing written yet: the first child decides the layout.
+        case fresh
+        /// Written as an object into the enclosing writer.
+        case object
+        /// Children go to a frame until the layout is known.
+        case deferred(ArrayFrame)
+        /// Only `.priority` so far; it is written once the next child shows whether the node is a leaf.
+        case priority(TreeValue)
+        /// Written whole (a leaf, or a leaf with a priority).
+        case written
+    }
+
+    /// Bytes of children an array frame keeps in memory before it moves them to its temporary file.
+    let frameMemoryBudget: Int
+
+    /// An emitter handing its JSON to `sink` in chunks.
+    init(
+        options: JSONTextWriter.Options, frameMemoryBudget: Int = 1 << 20,
+        sink: @escaping (UnsafeBufferPointer<UInt8>) throws -> Void
+    ) {
+        self.options = options
+        self.frameMemoryBudget = frameMemoryBudget
         writer = JSONTextWriter(options: options)
+        self.sink = sink
     }
 
-    /// Adds the subtree `value` at `path`. Paths must come in RTDB order; a part at or below the previous one's
-    /// path is merged into it.
-    mutating func add(_ path: [String], _ value: TreeValue) throws {
-        try add(path, .tree(value))
-    }
+    // MARK: Parts
 
-    /// Adds a part at `path`; see `add(_:_:)`.
-    mutating func add(_ path: [String], _ part: ExportPart) throws {
+    /// Adds the subtree `value` at `path`. Paths come in export order; a part at or below the previous one's path
+    /// merges into it (objects child by child, a later leaf replacing what was there).
+    func add(_ path: [String], _ value: TreeValue) throws {
         var path = path
-        if !writer.options.keepsPriorities {
+        var value = value
+        if !options.keepsPriorities {
             if path.last == FirebaseKey.priority { return }
             if path.last == FirebaseKey.value { path.removeLast() }
-        }
-        var part = part
-        if case .row(let table, let row) = part, !table.writesDirectly(row) {
-            guard let value = try table.part(from: row).value else { return }
-            part = .tree(value)
-        }
-        if let last = pending, path.starts(with: last.path) {
-            var merged = try last.part.tree()
-            if path.count == last.path.count {
-                merged = merged.merging(try part.tree())
-            } else {
-                merged.set(try part.tree(), at: path[last.path.count...])
+            if case .object(var children) = value, children[FirebaseKey.priority] != nil || children[FirebaseKey.value] != nil {
+                if let leaf = children[FirebaseKey.value] {
+                    value = leaf
+                } else {
+                    children[FirebaseKey.priority] = nil
+                    guard !children.isEmpty else { return }
+                    value = .object(children)
+                }
             }
-            pending = (last.path, .tree(merged))
-            return
         }
-        if let last = pending { try write(last.path, last.part) }
-        pending = (path, part)
+        if let held = pending {
+            if Self.lies(path[...], atOrBelow: held.path[...]) {
+                pending = nil
+                if path.count == held.path.count {
+                    pending = (path, held.value.merging(value))
+                    return
+                }
+                // Later parts fall inside the held one: it becomes an open node whose fields interleave with them
+                // (a leaf there is replaced).
+                if case .object(let children) = held.value {
+                    if held.path.isEmpty {
+                        if levels.isEmpty { levels.append(Level(key: nil, state: .fresh)) }
+                        levels[0].overlay = Self.ordered(children)
+                    } else {
+                        try navigate(toParentOf: held.path)
+                        try open(held.path.last!, in: levels.count - 1, overlay: children)
+                    }
+                }
+            } else {
+                pending = nil
+                try write(held.path, held.value)
+            }
+        }
+        pending = (path, value)
     }
 
     /// Writes a typed table's row, whose path is `parent` and its last key column, straight from the row's text,
-    /// as `add` would, and returns true; false when the row must be added the general way: a row `writesDirectly`
-    /// refuses, one inside the pending part, a priority, or one that an object held or about to be opened may
-    /// have to hold. The caller guarantees that no later part lies at or below the row, so it need not be kept
-    /// pending.
-    mutating func addDirectly(_ row: some ExportRow, of table: TreeTable, under parent: [String]) throws -> Bool {
-        guard root == .objectOpen, table.writesDirectly(row) else { return false }
-        let leafColumn = table.keyDepth - 1
-        if let last = pending {
-            guard !Self.lies(parent, row[leafColumn]!, atOrBelow: last.path) else { return false }
+    /// and returns true; false when the row must be added the general way (`table.part(from:)`): a row
+    /// `writesDirectly` refuses, or one `addDirectly(key:under:_:)` refuses.
+    func addDirectly(_ row: some ExportRow, of table: TreeTable, under parent: [String]) throws -> Bool {
+        guard table.writesDirectly(row) else { return false }
+        return try row.withText(table.keyDepth - 1) { key in
+            try addDirectly(key: key!, under: parent) { table.writeValue(of: row, to: &$0) }
+        }
+    }
+
+    /// Writes the child `key` of the node at `parent` with `writeValue`, straight from bytes, and returns true;
+    /// false, having written nothing, when the child must be added the general way: its key starts with `.`, or
+    /// a record's field is at the same path. The caller guarantees that no later part lies at or below the child.
+    func addDirectly(
+        key: UnsafeBufferPointer<UInt8>, under parent: [String], _ writeValue: (inout JSONTextWriter) -> Void
+    ) throws -> Bool {
+        guard key.first != UInt8(ascii: ".") else { return false }
+        if let held = pending {
             pending = nil
-            try write(last.path, last.part)
+            try write(held.path, held.value)
         }
-        guard held == nil, !row.withText(leafColumn, { $0!.first == UInt8(ascii: ".") }) else { return false }
-        var common = 0
-        while common < open.count, common < parent.count, open[common] == parent[common] { common += 1 }
-        if common < parent.count {
-            // The objects about to open, each checked with its first child.
-            for depth in (common + 1)..<parent.count where mayHold(.object([:]), whenAdding: parent[depth]) { return false }
-            let leafMayBeIndex = row.withText(leafColumn) { FirebaseKey.arrayIndex(utf8: $0!) != nil }
-            if writer.options.rendersArrays && leafMayBeIndex { return false }
+        try navigate(toParentOf: parent, leafIsParent: true)
+        let level = levels.count - 1
+        if !levels[level].overlay.isEmpty {
+            try flushOverlay(of: level, before: String(decoding: key, as: UTF8.self))
+            if let first = levels[level].overlay.first, Self.same(first.key, key) { return false }
         }
-        if common < parent.count || open.count > parent.count { try navigate(to: parent[...]) }
-        row.withText(leafColumn) { writer.key(utf8: $0!) }
-        table.writeValue(of: row, to: &writer)
+        try beginChild(key, of: level)
+        withWriter(forContentOf: level, writeValue)
+        try relieve()
         return true
     }
 
-    /// Whether the path `parent` + `leaf` lies at or below `path`.
-    private static func lies(_ parent: [String], _ leaf: String, atOrBelow path: [String]) -> Bool {
-        guard path.count <= parent.count + 1 else { return false }
-        if path.count <= parent.count { return parent.starts(with: path) }
-        return parent[...] == path.dropLast() && leaf == path.last
-    }
-
-    /// Writes what is held and closes every open object; `null` when there were no parts at all.
-    mutating func finish() throws {
-        if let last = pending { try write(last.path, last.part) }
-        pending = nil
-        try completeHeld()
-        while !open.isEmpty { close() }
-        switch root {
-        case .objectOpen: writer.endObject()
-        case .notStarted: writer.null()
-        case .held, .written: break
+    /// Writes what is held and closes every open node; `null` when there were no parts at all. Hands the rest
+    /// of the JSON to the sink.
+    func finish() throws {
+        if let held = pending {
+            pending = nil
+            try write(held.path, held.value)
         }
+        while !levels.isEmpty { try close() }
+        if !hasWrittenRoot { writer.null() }
         writer.finish()
+        try writer.drain(sink)
     }
 
-    /// Hands over the JSON written so far.
-    mutating func drain(_ body: (UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
-        try writer.drain(body)
-    }
+    private var hasWrittenRoot = false
 
-    /// Bytes written and not yet drained.
-    var bufferedByteCount: Int { writer.bytes.count }
+    // MARK: Placing parts
 
-    private mutating func write(_ path: [String], _ part: ExportPart) throws {
-        if let current = held {
-            if path.count > current.path.count, path.starts(with: current.path) {
-                let childKey = path[current.path.count]
-                if mayHold(current.value, whenAdding: childKey) {
-                    var merged = current.value
-                    merged.set(try part.tree(), at: path[current.path.count...])
-                    held = (current.path, merged)
-                    return
-                }
-                // A key that is not an index: the held object is an object after all, and streams from here.
-                held = nil
-                if let key = current.path.last {
-                    try navigate(to: current.path.dropLast())
-                    writer.key(key)
-                    writer.beginObject()
-                    open.append(key)
-                } else {
-                    writer.beginObject()
-                    root = .objectOpen
-                }
-                for key in current.value.orderedKeys {
-                    writer.key(key)
-                    writer.value(current.value[key]!)
-                }
-            } else {
-                try completeHeld()
-            }
-        }
-        guard !path.isEmpty else {
-            // The whole tree as one part (a `get` of a single record).
-            writer.value(try part.tree())
-            root = .written
+    /// Writes the part `value` at `path` now.
+    private func write(_ path: [String], _ value: TreeValue) throws {
+        guard let key = path.last else {
+            // The whole document as one part (a `get` of a record).
+            if levels.isEmpty { levels.append(Level(key: nil, state: .fresh)) }
+            try writeWhole(value, at: 0)
             return
         }
-        try navigate(to: path.dropLast(), firstChild: path.last!, holding: part, at: path)
-        guard held == nil else { return }
-        writer.key(path.last!)
-        switch part {
-        case .tree(let value): writer.value(value)
-        case .row(let table, let row): table.writeValue(of: row, to: &writer)
-        }
+        try navigate(toParentOf: path)
+        try writeChild(key, value, of: levels.count - 1)
     }
 
-    /// Writes the held object now that nothing more can fall inside it.
-    private mutating func completeHeld() throws {
-        guard let current = held else { return }
-        held = nil
-        if current.path.isEmpty {
-            writer.value(current.value)
-            root = .written
-            return
-        }
-        try navigate(to: current.path.dropLast())
-        writer.key(current.path.last!)
-        writer.value(current.value)
-    }
-
-    /// Closes and opens streamed objects until `target` is the innermost open one. When `firstChild` is given
-    /// and an object about to open would start with an array index, the part is held instead.
-    private mutating func navigate(
-        to target: ArraySlice<String>, firstChild: String? = nil, holding part: ExportPart? = nil, at path: [String] = []
-    ) throws {
+    /// Closes the open nodes that do not lead to `path`'s parent and opens those that do (for `leafIsParent`,
+    /// `path` is the parent itself).
+    private func navigate(toParentOf path: [String], leafIsParent: Bool = false) throws {
+        let target = leafIsParent ? path.count : path.count - 1
+        if levels.isEmpty { levels.append(Level(key: nil, state: .fresh)) }
         var common = 0
-        while common < open.count, common < target.count, open[common] == target[target.startIndex + common] {
+        while common < target, common + 1 < levels.count, Self.same(levels[common + 1].key!, path[common]) {
             common += 1
         }
-        while open.count > common { close() }
-        if root == .notStarted {
-            let first = target.first ?? firstChild
-            if let part, let first, mayHold(.object([:]), whenAdding: first) {
-                var tree = TreeValue.object([:])
-                tree.set(try part.tree(), at: path[...])
-                held = ([], tree)
-                root = .held
-                return
-            }
-            writer.beginObject()
-            root = .objectOpen
-        }
-        for depth in open.count..<target.count {
-            let key = target[target.startIndex + depth]
-            let next = depth + 1 < target.count ? target[target.startIndex + depth + 1] : firstChild
-            if let part, let next, mayHold(.object([:]), whenAdding: next) {
-                let heldPath = Array(target.prefix(depth + 1))
-                var tree = TreeValue.object([:])
-                tree.set(try part.tree(), at: path[heldPath.count...])
-                held = (heldPath, tree)
-                return
-            }
-            writer.key(key)
-            writer.beginObject()
-            open.append(key)
+        while levels.count > common + 1 { try close() }
+        for depth in common..<target {
+            try open(path[depth], in: depth, overlay: [:])
         }
     }
 
-    /// Whether an object holding `value` must stay in memory when `key` is added: it can still be an array (all
-    /// keys indexes, no priority) or a leaf with a priority.
-    private func mayHold(_ value: TreeValue, whenAdding key: String) -> Bool {
-        let children = value.children ?? [:]
-        if key == FirebaseKey.value { return true }
-        if key == FirebaseKey.priority { return children.keys.allSatisfy { $0 == FirebaseKey.value } }
-        return writer.options.rendersArrays && FirebaseKey.arrayIndex(key) != nil
-            && children[FirebaseKey.priority] == nil
+    /// Opens the child `key` of the node at `level` (which must be innermost), with `overlay` as fields already
+    /// known; a record field of the parent at that key joins them.
+    private func open(_ key: String, in level: Int, overlay: [String: TreeValue]) throws {
+        try flushOverlay(of: level, before: key)
+        var fields = overlay
+        if let first = levels[level].overlay.first, Self.same(first.key, key) {
+            levels[level].overlay.removeFirst()
+            if case .object(let children) = first.value {
+                fields = TreeValue.object(children).merging(.object(overlay)).children ?? [:]
+            }
+        }
+        levels.append(Level(key: key, state: .fresh, overlay: Self.ordered(fields)))
     }
 
-    private mutating func close() {
-        writer.endObject()
-        open.removeLast()
+    /// Closes the innermost node: writes its remaining fields, then its end, or the array or object its frame
+    /// held.
+    private func close() throws {
+        let level = levels.count - 1
+        try flushOverlay(of: level, before: nil)
+        switch levels[level].state {
+        case .fresh, .written:
+            break
+        case .object:
+            try withWriter(forContentOf: level) { $0.endObject() }
+        case .deferred(let frame):
+            frameLevels.removeLast()
+            try writeOut(frame, of: level, asArray: frame.isArray)
+        case .priority(let priority):
+            // A node holding nothing but a priority.
+            try startObject(level)
+            try withWriter(forContentOf: level) {
+                $0.key(FirebaseKey.priority)
+                $0.value(priority)
+                $0.endObject()
+            }
+        }
+        levels.removeLast()
+        try relieve()
+    }
+
+    /// Writes a child of the node at `level` (innermost), merged with a record field at the same key.
+    private func writeChild(_ key: String, _ value: TreeValue, of level: Int) throws {
+        try flushOverlay(of: level, before: key)
+        var value = value
+        if let first = levels[level].overlay.first, Self.same(first.key, key) {
+            levels[level].overlay.removeFirst()
+            value = first.value.merging(value)
+        }
+        if key == FirebaseKey.priority {
+            guard options.keepsPriorities else { return }
+            if case .fresh = levels[level].state {
+                levels[level].state = .priority(value)
+                return
+            }
+        } else if key == FirebaseKey.value {
+            // A leaf with a priority (or a lone `.value`): the node itself is `{".value": v, ".priority": p}`.
+            switch levels[level].state {
+            case .fresh:
+                return try writeWhole(options.keepsPriorities ? .object([key: value]) : value, at: level)
+            case .priority(let priority):
+                return try writeWhole(
+                    options.keepsPriorities ? .object([key: value, FirebaseKey.priority: priority]) : value, at: level)
+            default:
+                break
+            }
+        }
+        try beginChild(key, of: level)
+        try withWriter(forContentOf: level) { $0.value(value) }
+        try relieve()
+    }
+
+    /// Writes the node at `level` whole as `value`, in place of any children.
+    private func writeWhole(_ value: TreeValue, at level: Int) throws {
+        try announce(level)
+        try withWriter(forContentOf: level - 1) { $0.value(value) }
+        levels[level].state = .written
+        if level == 0 { hasWrittenRoot = true }
+        try relieve()
+    }
+
+    /// Writes the record fields of the node at `level` that come before `key` (all of them for nil).
+    private func flushOverlay(of level: Int, before key: String?) throws {
+        while let first = levels[level].overlay.first,
+            key.map({ FirebaseKey.exportPrecedes(first.key, $0) }) ?? true
+        {
+            levels[level].overlay.removeFirst()
+            try writeChild(first.key, first.value, of: level)
+        }
+    }
+
+    // MARK: Layout
+
+    /// Makes the node at `level` ready for its child `key`: decides its layout on its first child, turns a frame
+    /// into an object when `key` is no array index, then writes the key (or starts the frame's next element).
+    private func beginChild(_ key: String, of level: Int) throws {
+        var key = key
+        try key.withUTF8 { try beginChild($0, of: level) }
+    }
+
+    /// `beginChild(_:of:)` of a key given as UTF-8.
+    private func beginChild(_ key: UnsafeBufferPointer<UInt8>, of level: Int) throws {
+        let index = FirebaseKey.arrayIndex(utf8: key).flatMap { $0 <= ArrayFrame.maximumIndex ? $0 : nil }
+        switch levels[level].state {
+        case .fresh:
+            if options.rendersArrays, let index {
+                let frame = ArrayFrame(options: options, objectDepth: depthOfContent(level), memoryBudget: frameMemoryBudget)
+                levels[level].state = .deferred(frame)
+                frameLevels.append(level)
+                try frame.begin(index)
+                return
+            }
+            try startObject(level)
+        case .priority(let priority):
+            try startObject(level)
+            try withWriter(forContentOf: level) {
+                $0.key(FirebaseKey.priority)
+                $0.value(priority)
+            }
+        case .deferred(let frame):
+            if let index {
+                try frame.begin(index)
+                return
+            }
+            // A key that is no index: an object after all, streamed from here on.
+            frameLevels.removeLast()
+            try writeOut(frame, of: level, asArray: false, keepsOpen: true)
+            levels[level].state = .object
+        case .object, .written:
+            break
+        }
+        withWriter(forContentOf: level) { $0.key(utf8: key) }
+    }
+
+    /// Writes the node at `level`'s key into its parent and opens it as a streamed object.
+    private func startObject(_ level: Int) throws {
+        try announce(level)
+        try withWriter(forContentOf: level - 1) { $0.beginObject() }
+        levels[level].state = .object
+    }
+
+    /// Writes the key of the node at `level` into its parent (whose layout its key may decide), or nothing for
+    /// the root.
+    private func announce(_ level: Int) throws {
+        guard level > 0 else {
+            hasWrittenRoot = true
+            return
+        }
+        try beginChild(levels[level].key!, of: level - 1)
+    }
+
+    /// Copies a frame's children into the enclosing writer as an array (holes as null) or an object, closing
+    /// it unless `keepsOpen` (an object that goes on streaming).
+    private func writeOut(_ frame: ArrayFrame, of level: Int, asArray: Bool, keepsOpen: Bool = false) throws {
+        try frame.end()
+        try announce(level)
+        let parent = level - 1
+        try withWriter(forContentOf: parent) { asArray ? $0.beginArray() : $0.beginObject() }
+        var next = 0
+        try frame.forEachElement { index, read in
+            if asArray {
+                try withWriter(forContentOf: parent) { writer in
+                    while next < index {
+                        writer.null()
+                        next += 1
+                    }
+                    writer.beginRawValue()
+                }
+                next = index + 1
+            } else {
+                try withWriter(forContentOf: parent) { writer in
+                    writer.key(String(index))
+                    writer.beginRawValue()
+                }
+            }
+            var pendingSpaces = 0
+            try read { piece in
+                try withWriter(forContentOf: parent) { writer in
+                    if asArray && options.isPretty {
+                        writer.appendRawOneLevelShallower(piece, pendingSpaces: &pendingSpaces)
+                    } else {
+                        writer.appendRaw(piece)
+                    }
+                }
+                try relieve()
+            }
+        }
+        spilledBytes += frame.spilledBytes
+        if keepsOpen { return }
+        try withWriter(forContentOf: parent) { asArray ? $0.endArray() : $0.endObject() }
+    }
+
+    /// How many objects enclose the children of the node at `level` when every open node is laid out as one.
+    private func depthOfContent(_ level: Int) -> Int { level + 1 }
+
+    // MARK: Writers
+
+    /// Runs `body` on the writer that receives the content of the node at `level`: the innermost frame at or
+    /// above it, else the main writer.
+    private func withWriter<R>(forContentOf level: Int, _ body: (inout JSONTextWriter) throws -> R) rethrows -> R {
+        if let owner = frameLevels.last(where: { $0 <= level }), case .deferred(let frame) = levels[owner].state {
+            return try body(&frame.writer)
+        }
+        return try body(&writer)
+    }
+
+    /// Hands the main writer's bytes to the sink, and frames' bytes to their files, once they are large.
+    private func relieve() throws {
+        var held = 0
+        for owner in frameLevels {
+            guard case .deferred(let frame) = levels[owner].state else { continue }
+            try frame.relieve()
+            held += frame.heldByteCount
+        }
+        peakFrameBytes = max(peakFrameBytes, held)
+        if writer.bytes.count >= Self.chunkSize { try writer.drain(sink) }
+    }
+
+    // MARK: Helpers
+
+    /// Keys compared as bytes: Swift's `==` on strings is canonical equivalence, and `"é"` and `"e\u{301}"`
+    /// are two Firebase keys.
+    @inline(__always)
+    static func same(_ a: String, _ b: String) -> Bool {
+        var b = b
+        return b.withUTF8 { same(a, $0) }
+    }
+
+    /// Whether the key `a` has exactly the bytes `b`.
+    @inline(__always)
+    static func same(_ a: String, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        var a = a
+        return a.withUTF8 { a in
+            a.count == b.count && (a.count == 0 || a.baseAddress == b.baseAddress || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+        }
+    }
+
+    /// Whether `path` is `base` or lies below it.
+    private static func lies(_ path: ArraySlice<String>, atOrBelow base: ArraySlice<String>) -> Bool {
+        path.count >= base.count && zip(path, base).allSatisfy { same($0, $1) }
+    }
+
+    private static func ordered(_ fields: [String: TreeValue]) -> ArraySlice<(key: String, value: TreeValue)> {
+        ArraySlice(fields.map { (key: $0.key, value: $0.value) }.sorted { FirebaseKey.exportPrecedes($0.key, $1.key) })
     }
 }
 
-/// A piece of the exported tree: an in-memory subtree, or a table row written straight from its columns.
-enum ExportPart {
-    case tree(TreeValue)
-    case row(TreeTable, Row)
+/// The children of an object that may still be an array, written while its layout is unknown: each child's
+/// JSON (laid out as an object member would be) goes to a `SpillBuffer`, and a table of (index, end offset)
+/// entries to another, so that memory holds at most their budgets whatever the number and size of the children.
+final class ArrayFrame {
+    /// Writes the current child's JSON; drained into `data` as it grows.
+    var writer: JSONTextWriter
+    private let data: SpillBuffer
+    /// 12 bytes per child: its index (4, little-endian) and where its JSON ends in `data` (8).
+    private let table: SpillBuffer
+    private var count = 0
+    private var largestIndex = -1
+    private var current: Int?
 
-    /// The part as a tree (for merging and holding).
-    func tree() throws -> TreeValue {
-        switch self {
-        case .tree(let value): return value
-        case .row(let table, let row): return try table.part(from: row).value ?? .object([:])
+    /// Keys above this are taken as object keys at once: an array needs more than half as many children as its
+    /// largest index, so such a node would have over a billion children.
+    static let maximumIndex = Int(Int32.max)
+
+    init(options: JSONTextWriter.Options, objectDepth: Int, memoryBudget: Int) {
+        writer = JSONTextWriter(options: options, objectDepth: objectDepth)
+        data = SpillBuffer(memoryBudget: memoryBudget)
+        table = SpillBuffer(memoryBudget: max(12, memoryBudget / 4))
+    }
+
+    /// Whether the SDKs render these children as an array: the largest index is below twice their count.
+    var isArray: Bool { largestIndex < 2 * count }
+
+    /// Bytes held in memory now.
+    var heldByteCount: Int { data.heldByteCount + writer.bytes.count + table.heldByteCount }
+
+    /// Bytes moved to temporary files.
+    var spilledBytes: Int { data.spilledByteCount + table.spilledByteCount }
+
+    /// Starts the child at `index` (indexes come in increasing order).
+    func begin(_ index: Int) throws {
+        try endElement()
+        current = index
+        count += 1
+        largestIndex = max(largestIndex, index)
+    }
+
+    /// Ends the last child.
+    func end() throws {
+        try endElement()
+    }
+
+    private func endElement() throws {
+        guard let index = current else { return }
+        current = nil
+        try relieve()
+        var entry = [UInt8](repeating: 0, count: 12)
+        withUnsafeBytes(of: UInt32(index).littleEndian) { entry.replaceSubrange(0..<4, with: $0) }
+        withUnsafeBytes(of: UInt64(data.count + writer.bytes.count).littleEndian) { entry.replaceSubrange(4..<12, with: $0) }
+        try table.append(entry)
+    }
+
+    /// Moves the writer's bytes into `data` once there are many of them (all of them with `force`).
+    func relieve(force: Bool = false) throws {
+        guard writer.bytes.count >= (force ? 1 : min(1 << 16, data.memoryBudget)) else { return }
+        try writer.drain { try data.append($0) }
+    }
+
+    /// Calls `body` for each child in order with its index and a function that reads its JSON in pieces. Both
+    /// buffers are read front to back in large pieces, however small the children.
+    func forEachElement(
+        _ body: (_ index: Int, _ read: ((UnsafeBufferPointer<UInt8>) throws -> Void) throws -> Void) throws -> Void
+    ) throws {
+        try relieve(force: true)
+        var json = SequentialReader(data)
+        var carry: [UInt8] = []
+        try table.read(0..<table.count, pieceSize: 12 << 12) { piece in
+            carry.append(contentsOf: piece)
+            let whole = carry.count / 12 * 12
+            var entries: [(index: Int, end: Int)] = []
+            carry.withUnsafeBytes { raw in
+                for offset in stride(from: 0, to: whole, by: 12) {
+                    let index = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+                    let end = Int(UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt64.self)))
+                    entries.append((index, end))
+                }
+            }
+            carry.removeFirst(whole)
+            for entry in entries {
+                try body(entry.index) { reader in try json.read(upTo: entry.end, reader) }
+            }
+        }
+    }
+}
+
+/// Reads a `SpillBuffer` front to back in pieces of 1 MB, handing out any range that starts where the last ended.
+private struct SequentialReader {
+    let buffer: SpillBuffer
+    private var piece: [UInt8] = []
+    /// Where `piece` starts in the buffer, and how much of it was handed out.
+    private var pieceStart = 0
+    private var used = 0
+
+    init(_ buffer: SpillBuffer) {
+        self.buffer = buffer
+    }
+
+    /// Hands the bytes from the last end up to `end` to `body`, in pieces.
+    mutating func read(upTo end: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+        while pieceStart + used < end {
+            if used == piece.count {
+                pieceStart += piece.count
+                used = 0
+                piece.removeAll(keepingCapacity: true)
+                let stop = min(buffer.count, pieceStart + (1 << 20))
+                try buffer.read(pieceStart..<stop) { piece.append(contentsOf: $0) }
+            }
+            let stop = min(piece.count, end - pieceStart)
+            try piece.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[used..<stop])) }
+            used = stop
         }
     }
 }

@@ -84,7 +84,8 @@ public enum FirebaseKey {
         return value
     }
 
-    /// RTDB's key order: integer keys first, numerically (ties by length), then the rest by UTF-16 code units.
+    /// RTDB's key order: integer keys first, numerically (ties by length, then bytes), then the rest by UTF-16
+    /// code units.
     public static func precedes(_ a: String, _ b: String) -> Bool {
         compare(a, b) < 0
     }
@@ -110,11 +111,106 @@ public enum FirebaseKey {
         switch (aInteger, bInteger) {
         case let (x?, y?):
             if x != y { return x < y ? -1 : 1 }
-            return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
+            // One value spelled two ways: the shorter first, as the SDKs order them; then by bytes ("-0", "00"),
+            // which RTDB leaves undefined and exports need defined.
+            if a.count != b.count { return a.count < b.count ? -1 : 1 }
+            return compareUTF16(a, b)
         case (.some, nil): return -1
         case (nil, .some): return 1
         case (nil, nil): return compareUTF16(a, b)
         }
+    }
+
+    /// Appends the key's position in export order as bytes that compare as the keys do (migration 0008's
+    /// `rtdb_key_order`, byte for byte): `.priority` as nothing; a 32-bit integer as 2, then "1", its digits'
+    /// count (as the byte "0" plus the count) and digits for a value of 0 or more, or "0", ten less the count and
+    /// the digits' nines' complement for a negative one, with its length in four digits and the key itself after
+    /// a sign or leading zeros (so that "-0" and "00", one value of one length, still have an order); any other key as 3 and its UTF-8, with U+E001 before each character from U+E000 to U+FFFF and U+E000
+    /// before each astral one (their UTF-16 surrogates sort lower). Never holds the byte 1, which ends each element
+    /// of a path's order.
+    static func appendOrder(of key: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+        if key.elementsEqual(priority.utf8) { return }
+        if mayBeInteger(key), let value = integerValue(key) {
+            let digits = Array(String(abs(Int(value))).utf8)
+            bytes.append(2)
+            if value >= 0 {
+                bytes.append(UInt8(ascii: "1"))
+                bytes.append(UInt8(ascii: "0") + UInt8(digits.count))
+                bytes.append(contentsOf: digits)
+                if key.count != digits.count {
+                    appendDigits(key.count, width: 4, to: &bytes)
+                    bytes.append(contentsOf: key)
+                }
+            } else {
+                bytes.append(UInt8(ascii: "0"))
+                bytes.append(UInt8(ascii: "0") + UInt8(10 - digits.count))
+                bytes.append(contentsOf: digits.map { UInt8(ascii: "9") - ($0 - UInt8(ascii: "0")) })
+                appendDigits(key.count, width: 4, to: &bytes)
+                bytes.append(contentsOf: key)
+            }
+            return
+        }
+        bytes.append(3)
+        for byte in key {
+            // Lead bytes: 0xEE and 0xEF start U+E000..U+FFFF, 0xF0 and up astral characters.
+            if byte >= 0xEE, byte <= 0xF4 { bytes.append(contentsOf: [0xEE, 0x80, byte >= 0xF0 ? 0x80 : 0x81]) }
+            bytes.append(byte)
+        }
+    }
+
+    /// Appends the order of the path `keys` (root first), as migration 0008's `rtdb_path_order`: each key's order
+    /// and the byte 1. A node's descendants sort after its own order and before `pathOrderUpperBound` of it.
+    static func appendOrder(ofPath keys: some Sequence<String>, to bytes: inout [UInt8]) {
+        for var key in keys {
+            key.withUTF8 { appendOrder(of: $0, to: &bytes) }
+            bytes.append(1)
+        }
+    }
+
+    /// The order of the path `keys` as `appendOrder(ofPath:to:)` writes it.
+    static func pathOrder(_ keys: some Sequence<String>) -> [UInt8] {
+        var bytes: [UInt8] = []
+        appendOrder(ofPath: keys, to: &bytes)
+        return bytes
+    }
+
+    /// The order of one key as `appendOrder(of:to:)` writes it.
+    static func orderBytes(of key: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var key = key
+        key.withUTF8 { appendOrder(of: $0, to: &bytes) }
+        return bytes
+    }
+
+    /// The order of one key as text (its bytes are UTF-8), as migration 0008's `rtdb_key_order` returns it.
+    static func order(of key: String) -> String {
+        String(decoding: orderBytes(of: key), as: UTF8.self)
+    }
+
+    /// Whether the key may sit elsewhere in RTDB order than in byte order, as migration 0008's
+    /// `rtdb_key_needs_order`: digit-led keys (`0`-`9`, or `-` and a digit) and keys with a character from U+E000 up.
+    static func needsOrder(_ key: String) -> Bool {
+        let bytes = key.utf8
+        guard let first = bytes.first else { return false }
+        if first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9") { return true }
+        if first == UInt8(ascii: "-"), let second = bytes.dropFirst().first, second >= UInt8(ascii: "0"),
+            second <= UInt8(ascii: "9")
+        {
+            return true
+        }
+        return bytes.contains { $0 >= 0xEE && $0 <= 0xF4 }
+    }
+
+    /// The least order above every descendant of the path whose order is `order`: its last byte (1) raised to 2.
+    static func pathOrderUpperBound(_ order: [UInt8]) -> [UInt8] {
+        precondition(order.last == 1, "a path order ends with the byte 1")
+        return order.dropLast() + [2]
+    }
+
+    private static func appendDigits(_ value: Int, width: Int, to bytes: inout [UInt8]) {
+        let digits = Array(String(value).utf8)
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: max(0, width - digits.count)))
+        bytes.append(contentsOf: digits)
     }
 
     /// A cheap test that rules out most keys before parsing: integers start with a digit or `-`.

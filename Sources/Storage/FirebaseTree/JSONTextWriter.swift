@@ -1,3 +1,5 @@
+import Foundation
+
 /// Writes JSON text the way Firebase exports look: strings escaped as `JSON.stringify` does (non-ASCII as UTF-8),
 /// numbers as JavaScript writes them, and with `pretty` the console's layout (two-space indents, `"key" : value`,
 /// arrays on one line as `[ a, b ]`).
@@ -41,6 +43,16 @@ public struct JSONTextWriter {
         self.options = options
         bytes.reserveCapacity(1 << 16)
     }
+
+    /// A writer of values that will be copied into another writer's output inside `objectDepth` open objects,
+    /// laid out (with `isPretty`) as they would be there.
+    init(options: Options, objectDepth: Int) {
+        self.options = options
+        self.objectDepth = objectDepth
+    }
+
+    /// How many objects enclose what is written next (the indentation level of a pretty layout).
+    var currentObjectDepth: Int { objectDepth }
 
     /// Lets `body` read what has been written, then clears it without giving up the buffer.
     public mutating func drain(_ body: (UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
@@ -174,6 +186,38 @@ public struct JSONTextWriter {
             bytes.append(contentsOf: laidOut.utf8)
         } else {
             bytes.append(contentsOf: text)
+        }
+    }
+
+    /// Starts a value whose text the caller appends with `appendRaw`, as already written JSON.
+    mutating func beginRawValue() {
+        beforeValue()
+    }
+
+    /// Appends JSON text as it is (a value begun with `beginRawValue`, in pieces).
+    mutating func appendRaw(_ text: UnsafeBufferPointer<UInt8>) {
+        bytes.append(contentsOf: text)
+    }
+
+    /// Appends pretty-printed JSON text laid out one object deeper than where it lands: after each newline, two
+    /// fewer spaces. `pendingSpaces` carries a cut between two pieces (start with 0).
+    mutating func appendRawOneLevelShallower(_ text: UnsafeBufferPointer<UInt8>, pendingSpaces: inout Int) {
+        var index = 0
+        while index < text.count {
+            if pendingSpaces > 0 {
+                if text[index] == UInt8(ascii: " ") {
+                    pendingSpaces -= 1
+                    index += 1
+                    continue
+                }
+                pendingSpaces = 0
+            }
+            let rest = text.count - index
+            let newline = memchr(text.baseAddress! + index, Int32(UInt8(ascii: "\n")), rest)
+            let stop = newline.map { $0.assumingMemoryBound(to: UInt8.self) - UnsafeMutablePointer(mutating: text.baseAddress!) + 1 } ?? text.count
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[index..<stop]))
+            index = stop
+            if newline != nil { pendingSpaces = 2 }
         }
     }
 

@@ -32,7 +32,7 @@ enum TreeTable: Int, CaseIterable {
         case .chats:
             ["uid", "chat_key", "title", "member_hash", "members", "last_message", "last_message_sent", "extra"]
         case .messages: ["chat_key", "message_key", "content", "timestamp", "sender_uid", "sender_username", "extra"]
-        case .unmappedValues: ["root", "path", "string_value", "number_value", "boolean_value"]
+        case .unmappedValues: ["root", "path", "string_value", "number_value", "boolean_value", "sort_key"]
         }
     }
 

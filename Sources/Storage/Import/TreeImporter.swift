@@ -24,6 +24,8 @@ final class TreeImporter {
     private var emittedRows = 0
     private var recordStart: Int?
     private var deletedRows: [TreeTable: Int] = [:]
+    /// The sort key of the unmapped value being written (reused, row after row).
+    private var orderBytes: [UInt8] = []
 
     private static let maximumDepth = 32
     private static let maximumPathBytes = 768
@@ -237,6 +239,9 @@ final class TreeImporter {
             case .object:
                 preconditionFailure("leaves only")
             }
+            orderBytes.removeAll(keepingCapacity: true)
+            FirebaseKey.appendOrder(ofPath: leafPath, to: &orderBytes)
+            try orderBytes.withUnsafeBufferPointer { try row.append(utf8: $0) }
         }
     }
 

@@ -49,7 +49,9 @@ extension Store {
                 UPDATE messages SET chat_key = \(keep) WHERE chat_key = \(drop)
                 """),
             Step(table: "unmapped_values", action: "updated", query: """
-                UPDATE unmapped_values SET path[1] = \(keep) WHERE root = 'messages' AND path[1] = \(drop)
+                UPDATE unmapped_values SET path[1] = \(keep),
+                    sort_key = rtdb_path_order(root, ARRAY[\(keep)]::text[] || path[2:])
+                WHERE root = 'messages' AND path[1] = \(drop)
                 """),
             Step(table: "chats", action: "deleted", query: "DELETE FROM chats WHERE chat_key = \(drop)"),
             Step(table: "unmapped_values", action: "deleted", query: """

@@ -99,8 +99,8 @@ extension Store {
             deleted[table, default: 0] += try connection.execute(Query(stringInterpolation: query))
         }
         var unmapped = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 2)
-        unmapped.appendLiteral("DELETE FROM unmapped_values WHERE ")
-        TreeTable.appendUnmappedCondition(root: root, below: below[...], to: &unmapped)
+        unmapped.appendLiteral("DELETE FROM unmapped_values WHERE true")
+        TreeTable.appendUnmappedRange(at: path, to: &unmapped)
         deleted[.unmappedValues, default: 0] += try connection.execute(Query(stringInterpolation: unmapped))
         return deleted
     }

@@ -2,88 +2,306 @@ import Foundation
 
 extension Store {
     /// Streams the children of the node at `path` that `query` selects, as one JSON object in RTDB key order (as
-    /// `firebase database:get` with query options prints them), from one snapshot. Children are read in key
-    /// order one at a time: without a limit each selected child is written as soon as it is complete; with a
-    /// limit at most that many are held, and a first-N in key order stops reading once it has them. A leaf node
-    /// is printed as it is, a missing one or no selected child as `null`.
+    /// `firebase database:get` with query options prints them), from one snapshot. A leaf node is printed as it
+    /// is, a missing one or no selected child as `null`.
+    ///
+    /// Children stream from the store and are never held: ordered by key, bounds become index ranges, the first N
+    /// stop reading after N children and the last N are found by reading backwards first, so a limit costs rows in
+    /// proportion to N whatever the node's size. Ordered by value or by a child, a first pass computes each
+    /// child's order value (keeping at most the limit's number of them) and a second writes the selected children.
+    /// A node inside a record is small, and is read whole.
     public func exportTree(
         at path: [String], query: TreeQuery, options: JSONTextWriter.Options = .init(),
         to write: (UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws -> ExportReport {
         let clock = ContinuousClock()
         let started = clock.now
-        var report = ExportReport()
+        let tally = ExportTally()
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
-            var emitter = TreeEmitter(options: options)
-            // The last N by key: read from the end and stop after N, when the node lies above every record (a
-            // node inside one is read whole anyway, and its rows would come child before parent).
-            let reversed = try query.order == .key && query.limitToLast != nil && !path.isEmpty
-                && recordPath(holding: path, orIs: true) == nil
-            var selection = QuerySelection(query: query, readsBackwards: reversed)
-            var child: (key: String, value: TreeValue)?
-            var node: TreeValue?
-            var bytes = 0
-            defer { report.bytes = bytes }
-            func offerChild() throws {
-                guard let complete = child else { return }
-                child = nil
-                for (key, value) in selection.offer(key: complete.key, value: complete.value) {
-                    try emitter.add([key], value)
+            try withoutActuallyEscaping(write) { write in
+                let emitter = TreeEmitter(options: options) { bytes in
+                    tally.report.bytes += bytes.count
+                    try write(bytes)
                 }
-                if emitter.bufferedByteCount >= 1 << 18 { try emitter.drain { bytes += $0.count; try write($0) } }
-            }
-            var merge = try openRows(at: path, reversed: reversed, report: &report)
-            defer { merge.close() }
-            /// Takes in one row; false once a first-N by key has its N.
-            func take(_ rowPath: [String], _ stream: PartStream) throws -> Bool {
-                let part = try stream.table.part(from: stream.currentRow).value
-                guard rowPath.count > path.count else {
-                    // The node lies inside this row's record (or is it): small, so it is read whole, with the
-                    // unmapped values below it that follow.
-                    if let value = part?.descendant(at: path[rowPath.count...]) { node = node?.merging(value) ?? value }
-                    return true
-                }
-                if node != nil {
-                    if let part { node!.set(part, at: rowPath[path.count...]) }
-                    return true
-                }
-                let key = rowPath[path.count]
-                if child?.key != key {
-                    try offerChild()
-                    if selection.isComplete { return false }
-                }
-                guard let part else { return true }
-                var value = child?.value ?? .object([:])
-                if rowPath.count == path.count + 1 {
-                    value = child == nil ? part : value.merging(part)
+                let ordered = try tablesWithOrderedRows()
+                if !path.isEmpty, try recordPath(holding: path, orIs: true) != nil {
+                    try selectInRecord(at: path, query: query, ordered: ordered, into: emitter, tally: tally)
+                } else if case .key = query.order {
+                    try selectByKey(at: path, query: query, ordered: ordered, into: emitter, tally: tally)
                 } else {
-                    value.set(part, at: rowPath[(path.count + 1)...])
+                    try selectByValue(at: path, query: query, ordered: ordered, into: emitter, tally: tally)
                 }
-                child = (key, value)
+                try emitter.finish()
+                tally.report.peakHeldBytes = emitter.peakFrameBytes
+                tally.report.spilledBytes = emitter.spilledBytes
+            }
+        }
+        tally.report.seconds = (clock.now - started).seconds
+        return tally.report
+    }
+
+    /// Key order: the bounds as a key range of every table's reads, the last N found backwards.
+    private func selectByKey(
+        at path: [String], query: TreeQuery, ordered: Set<TreeTable>, into emitter: TreeEmitter, tally: ExportTally
+    ) throws {
+        func key(_ value: TreeValue?) -> String? {
+            if case .string(let key)? = value { return key }
+            return nil
+        }
+        var range = ChildKeyRange(lower: key(query.equal ?? query.start), upper: key(query.equal ?? query.end))
+        if let limit = query.limitToLast {
+            // The N-th child from the end is where the forward read starts.
+            var first: String?
+            var seen = 0
+            try forEachChildRow(at: path, reversed: true, children: range, ordered: ordered, tally: tally) { key, _, _ in
+                if key != first {
+                    seen += 1
+                    if seen > limit { return false }
+                    first = key
+                }
                 return true
             }
-            while let stream = merge.next() {
-                report.rows += 1
-                guard try take(stream.currentPath!, stream) else { break }
-                try merge.advance()
-            }
-            try offerChild()
-            if let node {
-                guard let children = node.children else {
-                    try emitter.add([], node)
-                    try emitter.finish()
-                    try emitter.drain { bytes += $0.count; try write($0) }
-                    return
-                }
-                for (key, value) in children.sorted(by: { PartMerge.precedes([$0.key], [$1.key]) }) {
-                    for (key, value) in selection.offer(key: key, value: value) { try emitter.add([key], value) }
-                }
-            }
-            for (key, value) in selection.heldInKeyOrder { try emitter.add([key], value) }
-            try emitter.finish()
-            try emitter.drain { bytes += $0.count; try write($0) }
+            guard let first else { return }
+            range.lower = first
         }
-        report.seconds = (clock.now - started).seconds
-        return report
+        var current: String?
+        var count = 0
+        try forEachChildRow(at: path, children: range, ordered: ordered, tally: tally) { key, stream, mayGrow in
+            if key != current {
+                count += 1
+                if let limit = query.limitToFirst, count > limit { return false }
+                current = key
+            }
+            try Self.add(stream, below: path, shallow: false, mayGrow: mayGrow, to: emitter)
+            return true
+        } onLeaf: { stream in
+            try Self.add(stream, below: path, shallow: false, mayGrow: true, to: emitter)
+        }
+    }
+
+    /// Value or child order: a pass that finds each child's order value and keeps the selected children's
+    /// positions, then a pass that writes those children.
+    private func selectByValue(
+        at path: [String], query: TreeQuery, ordered: Set<TreeTable>, into emitter: TreeEmitter, tally: ExportTally
+    ) throws {
+        var selection = OrderSelection(query: query)
+        var child: (key: String, value: OrderValue)?
+        let target: [String] = if case .child(let below) = query.order { below } else { [] }
+        try forEachChildRow(at: path, ordered: ordered, tally: tally) { key, stream, _ in
+            if child?.key != key {
+                if let done = child { selection.offer(key: done.key, value: done.value.treeValue) }
+                child = (key, .missing)
+            }
+            let below = stream.currentPath![(path.count + 1)...]
+            child!.value.take(row: stream, below: below, target: target[...])
+            return true
+        } onLeaf: { stream in
+            try Self.add(stream, below: path, shallow: false, mayGrow: true, to: emitter)
+        }
+        if let done = child { selection.offer(key: done.key, value: done.value.treeValue) }
+        guard !selection.isEmpty else { return }
+        var ordinal = -1
+        var current: String?
+        try forEachChildRow(at: path, ordered: ordered, tally: tally) { key, stream, mayGrow in
+            if key != current {
+                ordinal += 1
+                current = key
+            }
+            if selection.contains(ordinal) {
+                try Self.add(stream, below: path, shallow: false, mayGrow: mayGrow, to: emitter)
+            }
+            return true
+        }
+    }
+
+    /// Reads the rows below the node at `path` child by child (children whose key starts with `.`, the node's
+    /// priority, are skipped), handing each with its child's key to `body` until it returns false. A row that
+    /// is the node itself (a leaf) goes to `onLeaf`.
+    private func forEachChildRow(
+        at path: [String], reversed: Bool = false, children: ChildKeyRange = .all, ordered: Set<TreeTable>,
+        tally: ExportTally, _ body: (_ key: String, _ stream: PartStream, _ mayGrow: Bool) throws -> Bool,
+        onLeaf: (PartStream) throws -> Void = { _ in }
+    ) throws {
+        var merge = try openRows(at: path, reversed: reversed, children: children, ordered: ordered)
+        defer {
+            merge.close()
+            tally.report.rowsFetched += merge.rowsFetched
+            tally.report.largestBatchBytes = max(tally.report.largestBatchBytes, merge.largestBatchBytes)
+        }
+        while let stream = merge.next() {
+            tally.report.rows += 1
+            let rowPath = stream.currentPath!
+            if rowPath.count <= path.count {
+                try onLeaf(stream)
+            } else if !rowPath[path.count].hasPrefix(".") {
+                guard try body(rowPath[path.count], stream, merge.nextRowMayGrow) else { break }
+            }
+            try merge.advance()
+        }
+    }
+
+    /// A node inside a record (or a record): read whole, then selected in memory.
+    private func selectInRecord(
+        at path: [String], query: TreeQuery, ordered: Set<TreeTable>, into emitter: TreeEmitter, tally: ExportTally
+    ) throws {
+        var node: TreeValue?
+        var merge = try openRows(at: path, ordered: ordered)
+        defer {
+            merge.close()
+            tally.report.rowsFetched += merge.rowsFetched
+            tally.report.largestBatchBytes = max(tally.report.largestBatchBytes, merge.largestBatchBytes)
+        }
+        while let stream = merge.next() {
+            tally.report.rows += 1
+            let rowPath = stream.currentPath!
+            if let part = try stream.table.part(from: stream.currentRow!).value {
+                if rowPath.count <= path.count {
+                    if let value = part.descendant(at: path[rowPath.count...]) { node = node?.merging(value) ?? value }
+                } else {
+                    var tree = node ?? .object([:])
+                    tree.set(part, at: rowPath[path.count...])
+                    node = tree
+                }
+            }
+            try merge.advance()
+        }
+        guard let node else { return }
+        guard let children = node.children else { return try emitter.add([], node) }
+        var selection = QuerySelection(query: query)
+        for (key, value) in children.sorted(by: { PartMerge.precedes([$0.key], [$1.key]) }) {
+            for (key, value) in selection.offer(key: key, value: value) { try emitter.add([key], value) }
+        }
+        for (key, value) in selection.heldInKeyOrder { try emitter.add([key], value) }
+    }
+}
+
+/// What a child's rows say of its order value, row by row: nothing yet, a leaf, or an object.
+enum OrderValue {
+    case missing
+    case leaf(TreeValue)
+    case object
+
+    /// The value `TreeQuery` compares: nil for a missing value; objects all compare equal.
+    var treeValue: TreeValue? {
+        switch self {
+        case .missing: nil
+        case .leaf(let value): value
+        case .object: .object([:])
+        }
+    }
+
+    /// Takes in a row of the child, at `below` (its path under the child), where the order value lies at `target`
+    /// under the child.
+    mutating func take(row stream: PartStream, below: ArraySlice<String>, target: ArraySlice<String>) {
+        let leads = zip(below, target).allSatisfy { TreeEmitter.same($0, $1) }
+        guard leads else { return }
+        if below.count > target.count {
+            // A row inside the value: it is an object, or a leaf with a priority.
+            let rest = below.dropFirst(target.count)
+            if rest.count == 1, rest.first == FirebaseKey.value {
+                take(try? stream.table.part(from: stream.currentRow!).value)
+            } else if !(rest.count == 1 && rest.first == FirebaseKey.priority) {
+                self = .object
+            }
+        } else {
+            // The row is the value, or a record holding it.
+            take((try? stream.table.part(from: stream.currentRow!).value)?.descendant(at: target.dropFirst(below.count)))
+        }
+    }
+
+    /// Takes in the value found at the target, as an in-memory tree.
+    private mutating func take(_ value: TreeValue?) {
+        guard let value else { return }
+        guard let children = value.children else { return self = .leaf(value) }
+        if let leaf = children[FirebaseKey.value] {
+            self = .leaf(leaf)
+        } else if children.keys.contains(where: { $0 != FirebaseKey.priority }) {
+            self = .object
+        }
+    }
+}
+
+/// The children a value-ordered query selects, by their position in key order: every admitted one without a
+/// limit (a bit each), else the best N kept in a heap.
+struct OrderSelection {
+    let query: TreeQuery
+    private var ordinal = -1
+    private var admitted: [UInt64] = []
+    private var best: Heap<(key: String, value: TreeValue?, ordinal: Int)>
+    private var chosen: Set<Int>?
+
+    init(query: TreeQuery) {
+        self.query = query
+        // The heap's top is the candidate to drop: the last kept for a first N, the first kept for a last N.
+        let keepsFirst = query.limitToFirst != nil
+        best = Heap { a, b in
+            let aFirst = query.precedes((a.key, a.value), (b.key, b.value))
+            return keepsFirst ? !aFirst : aFirst
+        }
+    }
+
+    /// Offers the next child in key order.
+    mutating func offer(key: String, value: TreeValue?) {
+        ordinal += 1
+        guard query.admits(value) else { return }
+        guard let limit = query.limitToFirst ?? query.limitToLast else {
+            while admitted.count <= ordinal / 64 { admitted.append(0) }
+            admitted[ordinal / 64] |= 1 << UInt64(ordinal % 64)
+            return
+        }
+        best.insert((key, value, ordinal))
+        if best.count > limit { best.removeTop() }
+    }
+
+    /// Whether no child was selected.
+    var isEmpty: Bool { best.count == 0 && admitted.allSatisfy { $0 == 0 } }
+
+    /// Whether the child at `ordinal` (in key order) is selected.
+    mutating func contains(_ ordinal: Int) -> Bool {
+        if query.limitToFirst == nil && query.limitToLast == nil {
+            return ordinal / 64 < admitted.count && admitted[ordinal / 64] & (1 << UInt64(ordinal % 64)) != 0
+        }
+        if chosen == nil { chosen = Set(best.elements.map(\.ordinal)) }
+        return chosen!.contains(ordinal)
+    }
+}
+
+/// A binary heap whose top is the element `isAbove` puts above all others.
+struct Heap<Element> {
+    private(set) var elements: [Element] = []
+    private let isAbove: (Element, Element) -> Bool
+
+    init(isAbove: @escaping (Element, Element) -> Bool) {
+        self.isAbove = isAbove
+    }
+
+    var count: Int { elements.count }
+
+    mutating func insert(_ element: Element) {
+        elements.append(element)
+        var child = elements.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard isAbove(elements[child], elements[parent]) else { break }
+            elements.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func removeTop() {
+        guard !elements.isEmpty else { return }
+        elements.swapAt(0, elements.count - 1)
+        elements.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var top = parent
+            if left < elements.count, isAbove(elements[left], elements[top]) { top = left }
+            if right < elements.count, isAbove(elements[right], elements[top]) { top = right }
+            guard top != parent else { return }
+            elements.swapAt(parent, top)
+            parent = top
+        }
     }
 }

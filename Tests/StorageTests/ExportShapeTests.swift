@@ -1,0 +1,136 @@
+import Foundation
+import PostgresTestSupport
+import Testing
+@testable import Storage
+
+/// Shapes real exports have and generated ones do not: nodes keyed by integers (arrays, numeric uids, epoch
+/// timestamps), keys of every RTDB ordering class side by side, and values of hundreds of KB. Export must give the
+/// same text as writing the tree at once, reading only what it must.
+@Suite("Export at any shape")
+struct ExportShapeTests {
+    /// Keys of every ordering class: integers with signs and leading zeros, the 32-bit edges, digit-led text,
+    /// push IDs, non-ASCII text below and above U+E000.
+    static let mixedKeys = [
+        "-2147483648", "-10", "-9", "-07", "-7", "-0", "0", "00", "7", "07", "10", "2147483647", "2147483648",
+        "12345678901", "1497918951912", "1a", "1-2", "-0abc", "-KmT0UpNzWDunZO_uttl", "0Ukcg3IZ0t7TTqAVm8YRhXOxAlVC",
+        "alice", "a b", "é", "Москва", "😀", "\u{E000}", "\u{FFFD}",
+    ]
+
+    static func object(_ keys: some Sequence<String>, _ value: (String) -> TreeValue) -> TreeValue {
+        .object(Dictionary(uniqueKeysWithValues: keys.map { ($0, value($0)) }))
+    }
+
+    static func shapes() -> [TreeValue] {
+        let indexes = (0..<3000).map(String.init)
+        return [
+            .object(["arr": object(indexes) { .object(["v": .number(Double($0)!), "s": .string("x" + $0)]) }]),
+            .object(["holes": object((0..<500).map { String($0 * 2) } + ["999"]) { .string($0) },
+                     "not": object((0..<500).map { String($0 * 2) } + ["1000"]) { .string($0) }]),
+            .object(["logs": object((0..<2000).map { String(1_497_918_951_912 + $0 * 1000) }) { _ in
+                .object(["t": .number(20.5), "h": .number(40)])
+            }]),
+            .object(["users": object((1...1000).map(String.init)) { .object(["username": .string("u" + $0)]) }]),
+            .object([
+                "users": object(mixedKeys) { .object(["username": .string("user " + $0)]) },
+                "posts": object(mixedKeys.prefix(8)) { owner in
+                    object(mixedKeys.suffix(12)) { .object(["image_url": .string(owner + "/" + $0)]) }
+                },
+                "followers": object(mixedKeys) { _ in object(mixedKeys.suffix(6)) { _ in .bool(true) } },
+                "messages": object(["c1", "7"]) { _ in object(mixedKeys) { .object(["content": .string($0)]) } },
+                "other": object(mixedKeys) { _ in object(mixedKeys.prefix(9)) { .string($0) } },
+            ]),
+        ]
+    }
+
+    @Test(arguments: 0..<5)
+    func everyShapeExportsAsTheTreeWritesWhole(shape: Int) throws {
+        let tree = Self.shapes()[shape]
+        let store = try makeStore()
+        var writer = JSONTextWriter(options: .init(rendersArrays: false))
+        writer.value(tree)
+        #expect(try importJSON(String(decoding: writer.bytes, as: UTF8.self), into: store).rejects.isEmpty)
+        for options in TreeEmitterTests.optionSets {
+            expectSameText(try exportJSON(store, options: options), TreeEmitterTests.reference(tree, options))
+        }
+        // Each node alone, as get prints it, and its first and last children by key.
+        for key in tree.children!.keys {
+            var bytes: [UInt8] = []
+            _ = try store.exportTree(at: [key]) { bytes.append(contentsOf: $0) }
+            expectSameText(String(decoding: bytes, as: UTF8.self), render(tree[key]))
+            for query in [TreeQuery(order: .key, limitToFirst: 3), TreeQuery(order: .key, limitToLast: 3),
+                          TreeQuery(order: .key, start: .string("1"), end: .string("a"))] {
+                bytes = []
+                _ = try store.exportTree(at: [key], query: query) { bytes.append(contentsOf: $0) }
+                #expect(String(decoding: bytes, as: UTF8.self) == render(ReferenceQuery.run(query, on: tree[key]!)),
+                        "\(key) \(query)")
+            }
+        }
+        #expect(try store.connection.query(
+            "SELECT count(*) FROM unmapped_values WHERE sort_key <> rtdb_path_order(root, path)")[0].decode(Int.self, at: 0) == 0)
+    }
+
+    /// The first or last N children by key cost rows in proportion to N, not to the node's size, whatever the keys.
+    @Test func limitsReadRowsInProportionToTheLimit() throws {
+        let letters = (0..<5000).map { "k" + String($0) }
+        let numbers = (0..<5000).map { String(100_000_000 + $0 * 7) }
+        let store = try makeStore()
+        let tree = TreeValue.object([
+            "logs": Self.object((0..<5000).map { String(1_497_918_951_912 + $0 * 1000) }) { _ in .number(1) },
+            "arr": Self.object((0..<5000).map(String.init)) { .string($0) },
+            "users": Self.object(numbers + letters.prefix(100) + Self.mixedKeys) { .object(["username": .string($0)]) },
+            "posts": .object(["alice": Self.object(numbers) { .object(["image_url": .string($0)]) }]),
+        ])
+        try importJSON(render(tree, options: .init(rendersArrays: false)), into: store)
+        for path in [["logs"], ["arr"], ["users"], ["posts", "alice"]] {
+            let node = tree.descendant(at: path)!
+            for query in [TreeQuery(order: .key, limitToFirst: 2), TreeQuery(order: .key, limitToLast: 2),
+                          TreeQuery(order: .key, start: .string("100000700"), limitToFirst: 2)] {
+                var bytes: [UInt8] = []
+                let report = try store.exportTree(at: path, query: query) { bytes.append(contentsOf: $0) }
+                #expect(String(decoding: bytes, as: UTF8.self) == render(ReferenceQuery.run(query, on: node)), "\(path) \(query)")
+                // A first batch per stream and cursor (32 rows), never the node's thousands.
+                #expect(report.rowsFetched <= 300, "\(path) \(query): \(report.rowsFetched) rows")
+            }
+        }
+    }
+
+    /// Rows whose values are large come without them and are completed one by one, so no batch holds more than
+    /// its budget however large the values.
+    @Test func largeValuesKeepBatchesBoundedInBytes() throws {
+        let photo = String(repeating: "iVBORw0KGgo", count: 30_000)
+        let tree = TreeValue.object([
+            "photos": Self.object((0..<40).map { "p\($0)" }) { .string($0 + photo) },
+            "users": Self.object((0..<30).map { "u\($0)" }) { .object(["username": .string($0 + photo)]) },
+            "small": Self.object((0..<3000).map { "s\($0)" }) { .string($0) },
+        ])
+        let store = try makeStore()
+        try importJSON(render(tree), into: store)
+        var bytes: [UInt8] = []
+        let report = try store.exportTree(at: []) { bytes.append(contentsOf: $0) }
+        expectSameText(String(decoding: bytes, as: UTF8.self), render(tree))
+        for path in [["photos"], ["users"]] {
+            var bytes: [UInt8] = []
+            let report = try store.exportTree(at: path) { bytes.append(contentsOf: $0) }
+            expectSameText(String(decoding: bytes, as: UTF8.self), render(tree.descendant(at: path)))
+            #expect(report.largestBatchBytes <= PartStream.batchBytes, "\(path): \(report.largestBatchBytes)")
+            #expect(report.largestBatchBytes < photo.utf8.count, "\(path): \(report.largestBatchBytes)")
+        }
+        #expect(report.largestBatchBytes <= PartStream.batchBytes)
+    }
+
+    /// Ordering by a child's value holds the limit's number of order values, and gives what a sort of the whole
+    /// node would.
+    @Test func valueOrderOnANumericNode() throws {
+        let tree = TreeValue.object(["logs": Self.object((0..<2000).map { String(1_497_918_951_912 + $0) }) { key in
+            .object(["t": .number(Double(Int(key)! % 97)), "h": .number(40)])
+        }])
+        let store = try makeStore()
+        try importJSON(render(tree), into: store)
+        for query in [TreeQuery(order: .child(["t"]), limitToLast: 3), TreeQuery(order: .child(["t"]), equal: .number(5)),
+                      TreeQuery(order: .value, limitToFirst: 2)] {
+            var bytes: [UInt8] = []
+            _ = try store.exportTree(at: ["logs"], query: query) { bytes.append(contentsOf: $0) }
+            #expect(String(decoding: bytes, as: UTF8.self) == render(ReferenceQuery.run(query, on: tree["logs"]!)), "\(query)")
+        }
+    }
+}
