@@ -11,18 +11,11 @@ struct ImportExportBenchmark {
     /// A Python with psycopg, for the peer; nil leaves it out.
     let python: String?
 
-    /// Wall seconds and peak RSS (MB) of one child process.
-    struct Measurement {
-        var seconds: Double
-        var peakMB: Double
-    }
-
     func run() throws {
         try? FileManager.default.removeItem(atPath: work)
         let (cluster, parameters, conninfo) = try openBenchmarkServer(work: work)
         defer { cluster.close() }
-        let admin = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
-            .appendingPathComponent("admin").path
+        let admin = adminBinary()
         let psql = cluster.binaries.directory + "/psql"
         let psqlEnvironment = ["PGHOST=\(parameters["host"]!)", "PGDATABASE=\(parameters["dbname"]!)",
                                "PGUSER=\(parameters["user"]!)", "PGPORT=\(parameters["port"] ?? "5432")"]
@@ -81,29 +74,5 @@ struct ImportExportBenchmark {
     private func createFile(_ path: String) -> String {
         _ = FileManager.default.createFile(atPath: path, contents: nil)
         return path
-    }
-
-    /// Runs a program, waits for it and measures its wall time and peak RSS (wait4's rusage).
-    private func spawn(_ program: String, _ arguments: [String], environment: [String] = [],
-                       stdout: String? = nil) throws -> Measurement {
-        var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if let stdout { posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY, 0) }
-        let argv = ([program] + arguments).map { strdup($0) } + [nil]
-        let env = (ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }.map { "\($0.key)=\($0.value)" }
-            + environment).map { strdup($0) } + [nil]
-        defer { (argv + env).forEach { free($0) } }
-        var pid: pid_t = 0
-        let start = DispatchTime.now().uptimeNanoseconds
-        guard posix_spawn(&pid, program, &actions, nil, argv, env) == 0 else {
-            throw StorageError(.invalidValue, "cannot run \(program)")
-        }
-        var status: Int32 = 0
-        var usage = rusage()
-        wait4(pid, &status, 0, &usage)
-        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        guard status == 0 else { throw StorageError(.invalidValue, "\(program) \(arguments) exited with \(status)") }
-        return Measurement(seconds: seconds, peakMB: Double(usage.ru_maxrss) / 1024)
     }
 }

@@ -11,6 +11,12 @@
 //
 //   swift build -c release && .build/release/AdminBenchmarks operations [--followers N] [--clients N] [--seconds S]
 //
+//   swift build -c release && .build/release/AdminBenchmarks export-shapes [--children N] [--large-mb MB] [--runs N]
+//
+// export-shapes times export and get on nodes keyed by integers (epoch timestamps, an array, numeric uids) beside
+// the same trees with letter-prefixed keys, and on large values (300 KB leaves, an array of 50 KB strings), with
+// peak RSS and the milliseconds of get --order-by-key --limit-to-last 2 (see ExportShapesBenchmark).
+//
 // operations times post create/delete for a user with --followers followers and the likes, unlikes and chat
 // messages --clients connections get through per second (see OperationsBenchmark).
 //
@@ -90,6 +96,41 @@ func openBenchmarkServer(work: String) throws -> (cluster: EmbeddedCluster, para
     let cluster = try EmbeddedCluster.open(directory: work + "/cluster")
     let parameters = Dictionary(cluster.connectionParameters, uniquingKeysWith: { $1 })
     return (cluster, parameters, parameters.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+}
+
+/// Wall seconds and peak RSS (MB) of one child process.
+struct Measurement {
+    var seconds: Double
+    var peakMB: Double
+}
+
+/// Runs a program, waits for it and measures its wall time and peak RSS (wait4's rusage).
+func spawn(_ program: String, _ arguments: [String], environment: [String] = [], stdout: String? = nil) throws -> Measurement {
+    var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    if let stdout { posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644) }
+    let argv = ([program] + arguments).map { strdup($0) } + [nil]
+    let env = (ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }.map { "\($0.key)=\($0.value)" }
+        + environment).map { strdup($0) } + [nil]
+    defer { (argv + env).forEach { free($0) } }
+    var pid: pid_t = 0
+    let start = DispatchTime.now().uptimeNanoseconds
+    guard posix_spawn(&pid, program, &actions, nil, argv, env) == 0 else {
+        throw StorageError(.invalidValue, "cannot run \(program)")
+    }
+    var status: Int32 = 0
+    var usage = rusage()
+    wait4(pid, &status, 0, &usage)
+    let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    guard status == 0 else { throw StorageError(.invalidValue, "\(program) \(arguments) exited with \(status)") }
+    return Measurement(seconds: seconds, peakMB: Double(usage.ru_maxrss) / 1024)
+}
+
+/// The release `admin` binary built beside this one.
+func adminBinary() -> String {
+    URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        .appendingPathComponent("admin").path
 }
 
 /// How many users make a generated export of at least `megabytes` MB (about 3.5 KB of JSON per user).
@@ -201,6 +242,12 @@ case "operations":
         duration: Double(option("--seconds", default: "10")) ?? 10,
         work: option("--work", default: "/tmp/admin-bench-operations")).run()
 
+case "export-shapes":
+    try ExportShapesBenchmark(children: Int(option("--children", default: "1000000")) ?? 1_000_000,
+                              largeMegabytes: Int(option("--large-mb", default: "1000")) ?? 1000,
+                              runs: Int(option("--runs", default: "3")) ?? 3,
+                              work: option("--work", default: "/tmp/admin-bench-shapes")).run()
+
 case "suite":
     // Everything BENCHMARKS.md reports, in one run on one machine: per size, generation, the reader, import and
     // export beside their peers; then checks and repairs, and the app's operations.
@@ -237,6 +284,6 @@ case "suite":
                             work: "/tmp/admin-bench-operations").run()
 
 default:
-    print("usage: AdminBenchmarks suite|reader|import-export|maintenance|operations [--size MB] [--runs N] [--file PATH]")
+    print("usage: AdminBenchmarks suite|reader|import-export|maintenance|operations|export-shapes [--size MB] [--runs N] [--file PATH]")
     exit(64)
 }

@@ -15,7 +15,7 @@ struct AdminMain: ParsableCommand {
             admin [options] -f FILE
             """,
         discussion: """
-            Without a command, admin starts an interactive console on a terminal, and otherwise reads commands from standard input, one per line (# starts a comment).
+            Without a command, admin starts an interactive console on a terminal, and otherwise reads commands from standard input, one per line (a line starting with # is a comment).
 
             \(Help.overview)
             The database is --db, else $DATABASE_URL, else libpq's PG* variables (PGHOST, PGSERVICE, ...). With none of them, admin runs a private PostgreSQL cluster in --data-dir, $ADMIN_DATA_DIR or a per-user data directory, created on first use and reachable only through its own Unix socket.
@@ -25,6 +25,12 @@ struct AdminMain: ParsableCommand {
         version: "0.1.0")
 
     @OptionGroup var options: GlobalOptions
+
+    /// Parses `admin`'s arguments with its own options lifted from after the command (psql takes them anywhere),
+    /// then runs.
+    static func main() {
+        main(CommandSpec.liftingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
+    }
 
     @Argument(parsing: .captureForPassthrough, help: "A command and its arguments (see the list above).")
     var command: [String] = []
@@ -40,6 +46,10 @@ struct AdminMain: ParsableCommand {
         if let first = command.first, first.hasPrefix("-") {
             if first == "--help" || first == "-h" {
                 print(Self.helpMessage())
+                return
+            }
+            if first == "--version" {
+                print(Self.configuration.version)
                 return
             }
             throw ValidationError("Unknown option '\(first)'.")

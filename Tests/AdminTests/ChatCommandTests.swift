@@ -82,9 +82,9 @@ struct ChatCommandTests {
             (["chat", "send", "--from", "alice", "--to", "alice", "hi"], 1, "cannot message themselves"),
             (["chat", "send", "--from", "alice", "--to", "bob", ""], 1, "the message is empty"),
             (["chat", "send", "--from", "alice", "--to", "bob"], 64, "missing TEXT"),
-            (["messages"], 64, "missing CHATKEY"),
+            (["messages"], 64, "Missing expected argument '<chat-key>'"),
             (["messages", "-Nope"], 1, "no chat -Nope"),
-            (["chat", "merge", "-Ch1"], 64, "missing DROP"),
+            (["chat", "merge", "-Ch1"], 64, "Missing expected argument '<drop>'"),
             (["chat", "merge", "-Ch1", "-Nope", "--dry-run"], 1, "no chat -Nope"),
         ]
         for (arguments, status, message) in cases {

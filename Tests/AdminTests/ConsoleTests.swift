@@ -63,11 +63,11 @@ struct ConsoleTests {
         let stopped = try AdminProcess.run(["--db", database.conninfo, "-f", script])
         #expect(stopped.status == 64)
         #expect(stopped.stderr.contains("admin:\(script):4: bogus: unknown command \"bogus\""))
-        #expect(stopped.stdout.components(separatedBy: "setting,value").count == 2)
+        #expect(stopped.stdout.components(separatedBy: "kind,name,value").count == 2)
 
         let continued = try AdminProcess.run(["--db", database.conninfo, "--on-error", "continue", "-f", script])
         #expect(continued.status == 64)
-        #expect(continued.stdout.components(separatedBy: "setting,value").count == 3)
+        #expect(continued.stdout.components(separatedBy: "kind,name,value").count == 3)
     }
 
     @Test func commandsFromStdinAndDashC() throws {

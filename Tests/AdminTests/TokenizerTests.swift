@@ -17,9 +17,14 @@ struct TokenizerTests {
         #expect(try Tokenizer.split("emoji 😀 ñandú") == ["emoji", "😀", "ñandú"])
     }
 
-    @Test func commentsStartAWord() throws {
+    /// Only a line that starts with `#` is a comment: text after a command is kept, whatever it holds.
+    @Test func commentsStartALine() throws {
         #expect(try Tokenizer.split("# a comment") == [])
-        #expect(try Tokenizer.split("status # trailing") == ["status"])
+        #expect(try Tokenizer.split("   #indented comment") == [])
+        #expect(try Tokenizer.split("chat send --from a --to b I love #sunsets") == [
+            "chat", "send", "--from", "a", "--to", "b", "I", "love", "#sunsets",
+        ])
+        #expect(try Tokenizer.split("status # not a comment") == ["status", "#", "not", "a", "comment"])
         #expect(try Tokenizer.split("get /a#b '#kept'") == ["get", "/a#b", "#kept"])
     }
 

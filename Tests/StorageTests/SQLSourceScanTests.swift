@@ -39,7 +39,7 @@ struct SQLSourceScanTests {
          "guard try !connection.query(\"SELECT FROM users WHERE uid = \\(uid) \\(unsafeSQL: lock.rawValue)\").isEmpty else {",
          "an enum's row-lock clause; uid is bound"),
         ("Storage/Store/Store+Export.swift",
-         "blocks.append(CopyBlock(table: table, statement: Query(unsafeSQL: \"COPY (\\(select)) TO STDOUT\")))",
+         "blocks.append(CopyBlock(table: table, statement: Query(unsafeSQL: \"COPY (\\(select)) TO STDOUT\"), rowCount: rowCount))",
          "a whole-table SELECT of quoted identifiers and constants"),
         ("Storage/Export/PartStream.swift",
          "Query(unsafeSQL: \"FETCH FORWARD \\(fetchSize) FROM \\(Query.quoted(identifier: cursor!))\")",

@@ -20,12 +20,17 @@ struct TreeEmitterTests {
         return String(decoding: writer.bytes, as: UTF8.self)
     }
 
-    /// What the emitter gives for `parts`, in export order, with a frame budget of `budget` bytes.
+    /// What the emitter gives for `parts`, in export order, with a frame budget of `budget` bytes, told the
+    /// number of children of any node it asks about.
     static func emit(
         _ parts: [(path: [String], value: TreeValue)], _ options: JSONTextWriter.Options, budget: Int = 1 << 20
     ) throws -> (text: String, emitter: TreeEmitter) {
         var bytes: [UInt8] = []
         let emitter = TreeEmitter(options: options, frameMemoryBudget: budget) { bytes.append(contentsOf: $0) }
+        emitter.childCountBound = { path in
+            Set(parts.filter { $0.path.count > path.count && Array($0.path.prefix(path.count)) == path }
+                .map { $0.path[path.count] }).count
+        }
         for part in parts.sorted(by: { PartMerge.precedes($0.path, $1.path) }) { try emitter.add(part.path, part.value) }
         try emitter.finish()
         return (String(decoding: bytes, as: UTF8.self), emitter)
@@ -93,6 +98,27 @@ struct TreeEmitterTests {
         #expect(emitter.spilledBytes > 2_000_000)
         // The writer's current piece and the two buffers, each drained past its budget.
         #expect(emitter.peakFrameBytes <= 3 * budget)
+    }
+
+    /// Numeric ids far apart look like array indexes one by one; once the frame spills, the node's child count
+    /// shows they cannot be an array, and the rest streams as an object instead of going to the file.
+    @Test func sparseNumericIdsStopWaitingOnceTheCountIsKnown() throws {
+        let ids = TreeValue.object(Dictionary(uniqueKeysWithValues: (0..<5000).map {
+            (String(100_000_000 + $0 * 7), TreeValue.object(["username": .string("u\($0)")]))
+        }))
+        let tree = TreeValue.object(["users": ids])
+        var bytes: [UInt8] = []
+        var asked: [[String]] = []
+        let emitter = TreeEmitter(options: .init(), frameMemoryBudget: 4096) { bytes.append(contentsOf: $0) }
+        emitter.childCountBound = { path in
+            asked.append(path)
+            return path == ["users"] ? 5000 : nil
+        }
+        for part in tree.leaves() { try emitter.add(part.path, part.value) }
+        try emitter.finish()
+        #expect(String(decoding: bytes, as: UTF8.self) == Self.reference(tree, .init()))
+        #expect(asked == [["users"]])
+        #expect(emitter.spilledBytes < 10_000, "\(emitter.spilledBytes)")
     }
 
     @Test func recordsMergeWithThePartsBelowThem() throws {

@@ -75,7 +75,7 @@ struct ChatSend: ConsoleCommand {
 
     @Option(help: "The sender's uid.") var from: String
     @Option(help: "The recipient's uid.") var to: String
-    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The message.", valueName: "text"))
+    @Argument(help: ArgumentHelp("The message; words are joined with spaces.", valueName: "text"))
     var words: [String] = []
     @Option(help: "Output format (default: the session's).") var format: OutputFormat?
 
@@ -108,14 +108,11 @@ struct ChatMerge: ConsoleCommand {
               chat merge -NxQ3bH0Jb2Sc5HWq5nQ -NxQ4cI1Kc3Td6IXr6oR
             """)
 
-    // Push IDs begin with "-", which the parser would take for an option; see PositionalKeys.
-    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The chat that stays and the one merged into it.", valueName: "keep drop"))
-    var keys: [String] = []
+    @Argument(help: "The chat that stays.") var keep: String
+    @Argument(help: "The chat merged into it and deleted.") var drop: String
     @OptionGroup var options: RepairRunOptions
 
-    func validate() throws { try PositionalKeys.validate(keys, names: ["KEEP", "DROP"]) }
-
     func run(in session: Session) throws {
-        try options.run(.chatMerge, in: session, options: RepairOptions(mergedChats: (keys[0], keys[1])))
+        try options.run(.chatMerge, in: session, options: RepairOptions(mergedChats: (keep, drop)))
     }
 }

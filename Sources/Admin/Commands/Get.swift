@@ -91,8 +91,8 @@ struct Get: ConsoleCommand {
         }
         guard let output else {
             session.output.flush()
-            // nil: `get / | head`, the reader has what it wanted.
-            if try OutputFile.writingStandardOutput(read) != nil { session.output.line() }
+            // nil: `get / | head`, the reader has what it wanted. Pretty JSON ends with its own newline.
+            if try OutputFile.writingStandardOutput(read) != nil, !pretty { session.output.line() }
             return
         }
         let report = try OutputFile.writing(to: output, replacing: force, read)

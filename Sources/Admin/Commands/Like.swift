@@ -13,13 +13,9 @@ struct Like: ConsoleCommand {
               like alice -NxQ3bH0Jb2Sc5HWq5nQ
             """)
 
-    // Push IDs begin with "-", which the parser would take for an option; see PositionalKeys.
-    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The liker's uid and the post's key.", valueName: "uid post-key"))
-    var keys: [String] = []
-
-    func validate() throws { try PositionalKeys.validate(keys, names: ["UID", "POSTKEY"]) }
-    private var uid: String { keys[0] }
-    private var postKey: String { keys[1] }
+    @Argument(help: "The liker's uid.") var uid: String
+    @Argument(help: ArgumentHelp("The post's key (a push ID such as -NxQ3bH0Jb2Sc5HWq5nQ).", valueName: "post-key"))
+    var postKey: String
 
     func run(in session: Session) throws {
         let result = try session.store().like(uid, post: postKey)

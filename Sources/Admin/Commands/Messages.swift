@@ -16,22 +16,19 @@ struct Messages: ConsoleCommand {
               messages -NxQ3bH0Jb2Sc5HWq5nQ --follow
             """)
 
-    // Push IDs begin with "-", which the parser would take for an option; see PositionalKeys.
-    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The chat's key.", valueName: "chat-key"))
-    var keys: [String] = []
+    @Argument(help: ArgumentHelp("The chat's key (a push ID such as -NxQ3bH0Jb2Sc5HWq5nQ).", valueName: "chat-key"))
+    var chatKey: String
     @Option(help: "How many messages to show.") var limit = 20
     @Option(parsing: .unconditional, help: "Show messages older than this key.") var before: String?
     @Flag(help: "Print new messages as they commit, until Ctrl-C.") var follow = false
     @Option(help: "Output format (default: the session's).") var format: OutputFormat?
 
     func validate() throws {
-        try PositionalKeys.validate(keys, names: ["CHATKEY"])
         guard limit > 0 else { throw ValidationError("--limit must be positive") }
     }
 
     func run(in session: Session) throws {
         let format = format ?? session.format
-        let chatKey = keys[0]
         guard follow else {
             let messages = try session.store().messages(in: chatKey, limit: limit, before: before)
             session.output.write(TableRenderer.render(DomainViews.messages(messages), as: format))

@@ -8,7 +8,8 @@ struct Migrate: ConsoleCommand {
         discussion: """
             Migrations come from sql/ and are built into admin. Each is applied in its own transaction and recorded \
             with its checksum in schema_migrations; admin refuses a database whose applied migrations were changed. \
-            The console migrates on connect unless started with --no-migrate.
+            Only this command changes the schema of a database named by --db or the environment; the embedded \
+            cluster is migrated on first use (unless --no-migrate). --list changes nothing.
 
             Examples:
               migrate
@@ -23,7 +24,7 @@ struct Migrate: ConsoleCommand {
     var format: OutputFormat?
 
     func run(in session: Session) throws {
-        let connection = try session.store().connection
+        let connection = try session.store(requiringSchema: false, migratingEmbedded: false).connection
         let migrator = Migrator()
         if list {
             let state = try migrator.state(on: connection)
@@ -35,6 +36,7 @@ struct Migrate: ConsoleCommand {
             return
         }
         let applied = try migrator.migrate(on: connection)
+        session.schemaIsCurrent()
         let version = try migrator.state(on: connection).schemaVersion
         if applied.isEmpty {
             session.inform("The schema is up to date (version \(version)).")

@@ -53,14 +53,10 @@ struct PostDelete: ConsoleCommand {
               post delete alice -NxQ3bH0Jb2Sc5HWq5nQ
             """)
 
-    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The owner's uid and the post's key.", valueName: "uid key"))
-    var keys: [String] = []
+    @Argument(help: "The owner's uid.") var uid: String
+    @Argument(help: "The post's key (a push ID such as -NxQ3bH0Jb2Sc5HWq5nQ).") var key: String
     @Option(help: "Output format (default: the session's).") var format: OutputFormat?
     @OptionGroup var confirmation: Confirmation
-
-    func validate() throws { try PositionalKeys.validate(keys, names: ["UID", "KEY"]) }
-    private var uid: String { keys[0] }
-    private var key: String { keys[1] }
 
     func run(in session: Session) throws {
         guard confirmation.confirm("Delete post \(key) of \(uid) with its likes and timeline entries?", in: session)

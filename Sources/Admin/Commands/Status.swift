@@ -17,7 +17,7 @@ struct Status: ConsoleCommand {
     var format: OutputFormat?
 
     func run(in session: Session) throws {
-        let store = try session.store()
+        let store = try session.store(requiringSchema: false)
         let status = try store.status()
         let format = format ?? session.format
         let connection = connectionDescription(status.endpoint, session: session)
@@ -33,7 +33,15 @@ struct Status: ConsoleCommand {
                 ("pending_migrations", JSONWriter.array(status.pendingMigrations.map(JSONWriter.string))),
                 ("tables", JSONWriter.object(tables)),
             ]))
-        case .table, .expanded, .csv:
+        case .csv:
+            // One document: each setting, then each table's rows.
+            let rows: [[Cell]] = [
+                [.text("setting"), .text("server"), .text("PostgreSQL \(status.serverVersion)")],
+                [.text("setting"), .text("connection"), .text(connection)],
+                [.text("setting"), .text("schema"), .text(schema)],
+            ] + status.tableRows.map { [.text("rows"), .text($0.table), .integer($0.rows)] }
+            session.output.write(TableRenderer.render(ResultTable(columns: ["kind", "name", "value"], rows: rows), as: .csv))
+        case .table, .expanded:
             let summary = ResultTable(
                 columns: ["setting", "value"],
                 rows: [

@@ -6,7 +6,7 @@ import Storage
 final class Session {
     /// The database this console uses.
     let target: DatabaseTarget
-    /// Whether to apply pending migrations when connecting.
+    /// Whether the embedded cluster is migrated on first use (`--no-migrate` turns it off).
     let migratesOnConnect: Bool
     /// The format commands print in unless they are given `--format`.
     var format: OutputFormat
@@ -42,26 +42,53 @@ final class Session {
         openStore?.connection.isConnected == true ? openStore : nil
     }
 
-    /// The store, connecting (and migrating) on first use; reconnects when the server went away.
-    func store() throws -> Store {
-        if let openStore {
-            if openStore.connection.isConnected { return openStore }
+    /// Whether the open store's schema is known to be current (checked once per connection).
+    private var hasCurrentSchema = false
+
+    /// The store, connecting on first use; reconnects when the server went away. The embedded cluster is migrated
+    /// on first use (unless `--no-migrate`, or not `migratingEmbedded`: `migrate` does it itself); a database named
+    /// by --db or the environment is never changed behind the operator's back. With `requiringSchema` (the
+    /// default) the schema must then be current, or the command fails saying to run `admin migrate`; `status` and
+    /// `migrate` take the store as it is. A database whose applied migrations were edited is refused either way.
+    func store(requiringSchema: Bool = true, migratingEmbedded: Bool = true) throws -> Store {
+        if let openStore, !openStore.connection.isConnected {
             inform("The connection to the server was lost; reconnecting.")
             self.openStore = nil
+            hasCurrentSchema = false
         }
-        let store = Store(connection: try connect())
-        Interrupt.cancels(store.connection.makeCancelHandle())
+        let store: Store
+        if let openStore {
+            store = openStore
+        } else {
+            store = Store(connection: try connect())
+            Interrupt.cancels(store.connection.makeCancelHandle())
+            openStore = store
+        }
+        guard !hasCurrentSchema else { return store }
         let migrator = Migrator()
-        if migratesOnConnect {
+        var state = try migrator.state(on: store.connection)
+        if !state.pending.isEmpty, migratesOnConnect, migratingEmbedded, embeddedDirectory != nil {
             for migration in try migrator.migrate(on: store.connection) {
                 inform("Applied migration \(migration.fileName).")
             }
-        } else {
-            // Even without migrating, refuse a database whose applied migrations were changed.
-            _ = try migrator.state(on: store.connection)
+            state = try migrator.state(on: store.connection)
         }
-        openStore = store
+        guard requiringSchema else { return store }
+        guard state.pending.isEmpty else {
+            let have = state.applied.isEmpty ? "has no admin schema" : "has schema version \(state.schemaVersion)"
+            throw ConsoleError(.commandFailed, """
+                the database \(store.connection.endpoint) \(have); this admin needs version \(migrator.migrations.last!.version) \
+                (\(state.pending.count) pending migration\(state.pending.count == 1 ? "" : "s"))
+                HINT:  Run `admin migrate` with a role that may change the schema (`admin migrate --list` shows them).
+                """)
+        }
+        hasCurrentSchema = true
         return store
+    }
+
+    /// Records that the schema was just brought up to date (by `migrate`).
+    func schemaIsCurrent() {
+        hasCurrentSchema = true
     }
 
     private func connect() throws -> Connection {
@@ -134,6 +161,7 @@ final class Session {
         output.flush()
         Interrupt.cancels(nil)
         openStore = nil
+        hasCurrentSchema = false
         cluster?.close()
         cluster = nil
     }

@@ -1,6 +1,7 @@
 /// Splits a console line into arguments the way a POSIX shell would for simple words: whitespace separates,
-/// single quotes are literal, double quotes allow `\"` and `\\`, a backslash escapes the next character, and
-/// `#` at the start of a word begins a comment.
+/// single quotes are literal, double quotes allow `\"` and `\\`, a backslash escapes the next character, and a
+/// line whose first word starts with `#` is a comment. Elsewhere `#` is text (`chat send … I love #sunsets`):
+/// nothing the operator typed is ever dropped.
 enum Tokenizer {
     /// A line the tokenizer cannot split.
     struct Failure: Error, CustomStringConvertible, Equatable {
@@ -19,7 +20,7 @@ enum Tokenizer {
                 if inWord { words.append(current) }
                 current = ""
                 inWord = false
-            case "#" where !inWord:
+            case "#" where !inWord && words.isEmpty:
                 return words
             case "'":
                 inWord = true

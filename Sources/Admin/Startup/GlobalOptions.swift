@@ -21,7 +21,7 @@ struct GlobalOptions: ParsableArguments {
         valueName: "dir"))
     var dataDirectory: String?
 
-    @Flag(name: .customLong("no-migrate"), help: "Do not apply pending schema migrations on connect.")
+    @Flag(name: .customLong("no-migrate"), help: "Do not migrate the embedded cluster on first use (other databases change only by migrate).")
     var skipMigrations = false
 
     @Option(name: .customShort("c"), parsing: .singleValue, help: ArgumentHelp(

@@ -16,6 +16,10 @@ import Foundation
 final class TreeEmitter {
     /// The output options.
     let options: JSONTextWriter.Options
+    /// At most how many children the node at a path (relative to the emitter's root) has, when known: asked once
+    /// of an object that may be an array and has filled its frame's memory, so that one whose indexes run past
+    /// twice that many streams as an object instead of going on to a temporary file.
+    var childCountBound: (([String]) throws -> Int?)?
     private var writer: JSONTextWriter
     private let sink: (UnsafeBufferPointer<UInt8>) throws -> Void
     /// The open nodes, the root first (once there is any part).
@@ -307,11 +311,12 @@ final class TreeEmitter {
                 $0.value(priority)
             }
         case .deferred(let frame):
-            if let index {
+            if let index, try !frame.cannotBeArray(reaching: index, bound: { try childCountBound?(path(of: level)) }) {
                 try frame.begin(index)
                 return
             }
-            // A key that is no index: an object after all, streamed from here on.
+            // A key that is no index, or an index too large for the node's children to make an array: an object
+            // after all, streamed from here on.
             frameLevels.removeLast()
             try writeOut(frame, of: level, asArray: false, keepsOpen: true)
             levels[level].state = .object
@@ -377,6 +382,11 @@ final class TreeEmitter {
         spilledBytes += frame.spilledBytes
         if keepsOpen { return }
         try withWriter(forContentOf: parent) { asArray ? $0.endArray() : $0.endObject() }
+    }
+
+    /// The keys of the node at `level`, from the emitter's root.
+    private func path(of level: Int) -> [String] {
+        levels.dropFirst().prefix(level).map { $0.key! }
     }
 
     /// How many objects enclose the children of the node at `level` when every open node is laid out as one.
@@ -465,6 +475,18 @@ final class ArrayFrame {
 
     /// Bytes moved to temporary files.
     var spilledBytes: Int { data.spilledByteCount + table.spilledByteCount }
+
+    private var hasAskedForBound = false
+
+    /// Whether a child at `index` would leave these children no way to be an array: asked once the frame has
+    /// moved children to its file, of `bound`, at most how many children the node has (when known). An array
+    /// needs its largest index below twice its count.
+    func cannotBeArray(reaching index: Int, bound: () throws -> Int?) throws -> Bool {
+        guard data.spilledByteCount > 0, !hasAskedForBound else { return false }
+        hasAskedForBound = true
+        guard let bound = try bound() else { return false }
+        return max(largestIndex, index) >= 2 * bound
+    }
 
     /// Starts the child at `index` (indexes come in increasing order).
     func begin(_ index: Int) throws {

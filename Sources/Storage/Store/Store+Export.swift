@@ -76,6 +76,13 @@ extension Store {
         // read as COPY blocks when the merge reaches their root.
         var blocks = path.isEmpty && !shallow ? try copyBlocks(ordered: ordered) : []
         var merge = try openRows(at: path, excluding: Set(blocks.map(\.table)), ordered: ordered)
+        var copying: CopyBlock?
+        emitter.childCountBound = { relative in
+            // During a COPY the connection is busy: the block's own count was taken before.
+            if let block = copying { return relative == [block.table.rootKey!] ? block.rowCount : nil }
+            try merge.collectFetchInFlight()
+            return try self.childCountBound(of: path + relative)
+        }
         defer {
             merge.close()
             tally.report.rowsFetched += merge.rowsFetched
@@ -88,7 +95,9 @@ extension Store {
             {
                 blocks.removeFirst()
                 try merge.collectFetchInFlight()
+                copying = block
                 try copy(block, into: emitter, tally: tally)
+                copying = nil
                 continue
             }
             guard let stream = next else { break }
@@ -96,6 +105,26 @@ extension Store {
             try Self.add(stream, below: path, shallow: shallow, mayGrow: merge.nextRowMayGrow, to: emitter)
             try merge.advance()
         }
+    }
+
+    /// At most how many children the node at `path` has: the rows under it (each child has one at least); nil
+    /// for the root and for a node inside a record (small, and not worth a query).
+    func childCountBound(of path: [String]) throws -> Int? {
+        guard let root = path.first else { return nil }
+        var total = 0
+        for table in TreeTable.tables(under: root) {
+            guard path.count - 1 < table.keyDepth else { return nil }
+            var query = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 2)
+            query.appendLiteral("SELECT count(*) FROM ")
+            query.appendInterpolation(identifier: table.name)
+            query.appendLiteral(" WHERE true")
+            table.appendKeyConditions(path.dropFirst(), to: &query)
+            total += try connection.query(Query(stringInterpolation: query))[0].decode(Int.self, at: 0)
+        }
+        var unmapped = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 2)
+        unmapped.appendLiteral("SELECT count(*) FROM unmapped_values WHERE true")
+        TreeTable.appendUnmappedRange(at: path, to: &unmapped)
+        return total + (try connection.query(Query(stringInterpolation: unmapped))[0].decode(Int.self, at: 0))
     }
 
     /// The typed tables holding a key that needs `rtdb_key_order` (each asked of its partial index).
@@ -116,6 +145,8 @@ extension Store {
 struct CopyBlock {
     var table: TreeTable
     var statement: Query
+    /// The table's rows, counted when its keys include array indexes (see `TreeEmitter.childCountBound`).
+    var rowCount: Int?
 }
 
 extension Store {
@@ -141,7 +172,8 @@ extension Store {
             let order = table.keyColumns.map { sorts ? table.orderExpression($0) : Query.quoted(identifier: $0) }
                 .joined(separator: ", ")
             let select = "SELECT \(columns) FROM \(Query.quoted(identifier: table.name)) ORDER BY \(order)"
-            blocks.append(CopyBlock(table: table, statement: Query(unsafeSQL: "COPY (\(select)) TO STDOUT")))
+            let rowCount = sorts ? try connection.query("SELECT count(*) FROM \(identifier: table.name)")[0].decode(Int.self, at: 0) : nil
+            blocks.append(CopyBlock(table: table, statement: Query(unsafeSQL: "COPY (\(select)) TO STDOUT"), rowCount: rowCount))
         }
         return blocks.sorted { FirebaseKey.exportPrecedes($0.table.rootKey!, $1.table.rootKey!) }
     }

@@ -66,7 +66,7 @@ extension Store {
         }
         var current: String?
         var count = 0
-        try forEachChildRow(at: path, children: range, ordered: ordered, tally: tally) { key, stream, mayGrow in
+        try forEachChildRow(at: path, children: range, ordered: ordered, tally: tally, emitter: emitter) { key, stream, mayGrow in
             if key != current {
                 count += 1
                 if let limit = query.limitToFirst, count > limit { return false }
@@ -102,7 +102,7 @@ extension Store {
         guard !selection.isEmpty else { return }
         var ordinal = -1
         var current: String?
-        try forEachChildRow(at: path, ordered: ordered, tally: tally) { key, stream, mayGrow in
+        try forEachChildRow(at: path, ordered: ordered, tally: tally, emitter: emitter) { key, stream, mayGrow in
             if key != current {
                 ordinal += 1
                 current = key
@@ -119,11 +119,17 @@ extension Store {
     /// is the node itself (a leaf) goes to `onLeaf`.
     private func forEachChildRow(
         at path: [String], reversed: Bool = false, children: ChildKeyRange = .all, ordered: Set<TreeTable>,
-        tally: ExportTally, _ body: (_ key: String, _ stream: PartStream, _ mayGrow: Bool) throws -> Bool,
+        tally: ExportTally, emitter: TreeEmitter? = nil,
+        _ body: (_ key: String, _ stream: PartStream, _ mayGrow: Bool) throws -> Bool,
         onLeaf: (PartStream) throws -> Void = { _ in }
     ) throws {
         var merge = try openRows(at: path, reversed: reversed, children: children, ordered: ordered)
+        emitter?.childCountBound = { relative in
+            try merge.collectFetchInFlight()
+            return try self.childCountBound(of: path + relative)
+        }
         defer {
+            emitter?.childCountBound = nil
             merge.close()
             tally.report.rowsFetched += merge.rowsFetched
             tally.report.largestBatchBytes = max(tally.report.largestBatchBytes, merge.largestBatchBytes)

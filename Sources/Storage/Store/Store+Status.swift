@@ -18,7 +18,7 @@ public struct StoreStatus: Sendable {
 extension Store {
     /// Whether no table of the tree holds a row; quick on any size.
     public func isEmpty() throws -> Bool {
-        let exists = Store.treeTables.map { "EXISTS (SELECT FROM \(Query.quoted(identifier: $0)))" }
+        let exists = Store.treeTables.map { "EXISTS (SELECT 1 FROM \(Query.quoted(identifier: $0)))" }
         return try !connection.query(Query(unsafeSQL: "SELECT " + exists.joined(separator: " OR ")))[0].decode(Bool.self, at: 0)
     }
 
