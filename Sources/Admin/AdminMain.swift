@@ -62,6 +62,10 @@ struct AdminMain: ParsableCommand {
         let loop = MainLoop(session: session, errorPolicy: options.onError, echoesCommands: options.echo)
         session.asksForConfirmation = options.commands.isEmpty && options.file == nil
             && isatty(STDIN_FILENO) == 1 && isatty(STDERR_FILENO) == 1
+        session.isInteractive = options.commands.isEmpty && options.file == nil
+            && (!command.isEmpty || isatty(STDIN_FILENO) == 1)
+        session.promptsForPassword = options.promptsForPassword
+        if !options.skipsStartupFile { loop.runStartupFile(environment: ProcessInfo.processInfo.environment) }
         let status: ExitStatus
         if !command.isEmpty {
             status = loop.run(arguments: command)

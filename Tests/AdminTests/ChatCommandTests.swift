@@ -84,7 +84,7 @@ struct ChatCommandTests {
             (["chat", "send", "--from", "alice", "--to", "bob"], 64, "missing TEXT"),
             (["messages"], 64, "Missing expected argument '<chat-key>'"),
             (["messages", "-Nope"], 1, "no chat -Nope"),
-            (["chat", "merge", "-Ch1"], 64, "Missing expected argument '<drop>'"),
+            (["chat", "merge", "-Ch1"], 64, "missing DROP (or --all)"),
             (["chat", "merge", "-Ch1", "-Nope", "--dry-run"], 1, "no chat -Nope"),
         ]
         for (arguments, status, message) in cases {

@@ -47,13 +47,13 @@ struct ChatOpen: ConsoleCommand {
                 """)
         }
         let stable = ChatMemberHash.stableText(a, b)
-        session.output.write(DomainViews.record([
+        session.showRecord([
             ("key", .text(chat.key)), ("path", .text("/chats/\(chat.uid)/\(chat.key)")), ("title", DomainViews.cell(chat.title)),
             ("members", .text(chat.members.joined(separator: ", "))), ("member_hash", DomainViews.cell(chat.memberHash)),
             ("stable_hash", .boolean(chat.memberHash == stable)), ("last_message", DomainViews.cell(chat.lastMessage)),
             ("last_message_sent", chat.lastMessageSent.map(Cell.number) ?? .null),
             ("time", DomainViews.cell(DomainViews.time(seconds: chat.lastMessageSent))),
-        ], format: format ?? session.format))
+        ], as: format ?? session.format)
     }
 }
 
@@ -85,12 +85,12 @@ struct ChatSend: ConsoleCommand {
 
     func run(in session: Session) throws {
         let sent = try session.store().sendMessage(from: from, to: to, text: words.joined(separator: " "))
-        session.output.write(DomainViews.record([
+        session.showRecord([
             ("chat", .text(sent.chat.key)), ("created_chat", .boolean(sent.createdChat)),
             ("message", .text(sent.message.key)), ("path", .text("/messages/\(sent.chat.key)/\(sent.message.key)")),
             ("timestamp", sent.message.timestamp.map(Cell.number) ?? .null),
             ("last_message", DomainViews.cell(sent.chat.lastMessage)),
-        ], format: format ?? session.format))
+        ], as: format ?? session.format)
     }
 }
 
@@ -103,16 +103,37 @@ struct ChatMerge: ConsoleCommand {
             Both chats must have the same members and no message key in common. KEEP's copies then describe the \
             newest message of the two. One transaction; --dry-run shows the rows it would change.
 
+            --all merges every group of duplicates at once, keeping the newest chat of each (by creation time, \
+            which a push ID holds) or with --keep oldest the first; one transaction, refused whole if any \
+            merge is.
+
             Examples:
               chat merge -NxQ3bH0Jb2Sc5HWq5nQ -NxQ4cI1Kc3Td6IXr6oR --dry-run
               chat merge -NxQ3bH0Jb2Sc5HWq5nQ -NxQ4cI1Kc3Td6IXr6oR
+              chat merge --all --dry-run
+              chat merge --all --keep oldest
             """)
 
-    @Argument(help: "The chat that stays.") var keep: String
-    @Argument(help: "The chat merged into it and deleted.") var drop: String
+    @Argument(help: ArgumentHelp("The chat that stays.", valueName: "keep")) var kept: String?
+    @Argument(help: "The chat merged into it and deleted.") var drop: String?
+    @Flag(help: "Merge every group of duplicate chats (same two members), keeping one of each.") var all = false
+    @Option(name: .customLong("keep"), help: "With --all, the chat each group keeps: newest or oldest (by creation time).")
+    var keeping: ChatToKeep = .newest
     @OptionGroup var options: RepairRunOptions
 
+    func validate() throws {
+        if all, kept != nil { throw ValidationError("give KEEP DROP or --all, not both") }
+        if !all, drop == nil { throw ValidationError("missing \(kept == nil ? "KEEP DROP" : "DROP") (or --all)") }
+    }
+
     func run(in session: Session) throws {
-        try options.run(.chatMerge, in: session, options: RepairOptions(mergedChats: (keep, drop)))
+        guard all else {
+            return try options.run(.chatMerge, in: session, options: RepairOptions(mergedChats: (kept!, drop!)))
+        }
+        guard options.dryRun || options.confirmation.confirm(
+            "Merge every group of duplicate chats, keeping the \(keeping.rawValue) of each (try --dry-run first)?",
+            in: session) else { return }
+        let report = try session.store().mergeDuplicateChats(keeping: keeping, isDryRun: options.dryRun)
+        RepairReportView(format: options.format ?? session.format).print([report], to: session)
     }
 }

@@ -28,7 +28,7 @@ struct Chats: ConsoleCommand {
         let format = format ?? session.format
         guard follow else {
             let chats = try session.store().chats(of: uid, limit: limit)
-            session.output.write(TableRenderer.render(DomainViews.chats(chats), as: format))
+            session.show(DomainViews.chats(chats), as: format)
             return
         }
         let view = FollowView<ChatChange>(

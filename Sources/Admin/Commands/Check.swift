@@ -125,7 +125,7 @@ struct CheckReportView {
         }
         let shown = quiet ? results.filter { !$0.isClean } : results
         guard !shown.isEmpty else { return }
-        session.output.write(TableRenderer.render(table(shown), as: format))
+        session.show(table(shown), as: format)
         if !quiet, format != .csv { session.output.line(summary(results)) }
     }
 
@@ -142,13 +142,13 @@ struct CheckReportView {
         let failing = before.filter { !$0.isClean }
         var beforeTable = table(failing)
         beforeTable.title = "Before repairs:"
-        session.output.write(TableRenderer.render(beforeTable, as: format))
+        session.show(beforeTable, as: format)
         session.output.line()
         RepairReportView(format: format).print(repairs, to: session)
         session.output.line()
         var afterTable = table(quiet ? after.filter { !$0.isClean } : after)
         afterTable.title = repairs.first?.isDryRun == true ? "After repairs (rolled back):" : "After repairs:"
-        session.output.write(TableRenderer.render(afterTable, as: format))
+        session.show(afterTable, as: format)
         if format != .csv { session.output.line(summary(after)) }
     }
 

@@ -21,6 +21,7 @@ struct CommandGroup {
     static let all: [CommandGroup] = [
         CommandGroup(title: "Status and schema", commands: [Status.self, Migrate.self]),
         CommandGroup(title: "Import and export", commands: [Import.self, Export.self, Get.self, Generate.self]),
+        CommandGroup(title: "Firebase's writes", commands: [SetCommand.self, Update.self, Push.self, Remove.self]),
         CommandGroup(title: "Users, posts and follows", commands: [
             UserCommand.self, Users.self, PostCommand.self, Posts.self, Follow.self, Unfollow.self, Like.self,
             Unlike.self, Timeline.self, Feed.self,
@@ -29,6 +30,6 @@ struct CommandGroup {
         CommandGroup(title: "Integrity", commands: [
             Check.self, Backfill.self, Denormalize.self, Rehash.self, RepairCommand.self,
         ]),
-        CommandGroup(title: "Console", commands: [Help.self, SetCommand.self, Timing.self, WatchCommand.self, Quit.self]),
+        CommandGroup(title: "Console", commands: [Help.self, SettingsCommand.self, Timing.self, WatchCommand.self, Quit.self]),
     ]
 }

@@ -31,7 +31,7 @@ struct FeedOptions: ParsableArguments {
 
     func show(_ page: Store.FeedPage, in session: Session) throws {
         let posts = try session.store().feed(page, limit: limit)
-        session.output.write(TableRenderer.render(DomainViews.feed(posts), as: format ?? session.format))
+        session.show(DomainViews.feed(posts), as: format ?? session.format)
     }
 }
 

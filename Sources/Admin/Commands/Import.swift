@@ -148,7 +148,7 @@ struct ImportReportView {
         case .json:
             session.output.line(json)
         case .table, .expanded, .csv:
-            session.output.write(TableRenderer.render(table, as: format))
+            session.show(table, as: format)
             if format != .csv { session.output.line(summary) }
         }
     }

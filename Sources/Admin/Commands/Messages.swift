@@ -31,7 +31,7 @@ struct Messages: ConsoleCommand {
         let format = format ?? session.format
         guard follow else {
             let messages = try session.store().messages(in: chatKey, limit: limit, before: before)
-            session.output.write(TableRenderer.render(DomainViews.messages(messages), as: format))
+            session.show(DomainViews.messages(messages), as: format)
             return
         }
         let view = FollowView<Message>(

@@ -32,7 +32,7 @@ struct Migrate: ConsoleCommand {
                 [.integer($0.version), .text($0.fileName), .text("applied"), .text($0.appliedAt)]
             } + state.pending.map { [.integer($0.version), .text($0.fileName), .text("pending"), .null] }
             let table = ResultTable(columns: ["version", "file", "state", "applied_at"], rows: rows)
-            session.output.write(TableRenderer.render(table, as: format ?? session.format))
+            session.show(table, as: format ?? session.format)
             return
         }
         let applied = try migrator.migrate(on: connection)

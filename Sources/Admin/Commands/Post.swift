@@ -37,10 +37,10 @@ struct PostCreate: ConsoleCommand {
 
     func run(in session: Session) throws {
         let (post, entries) = try session.store().createPost(owner: uid, imageURL: imageURL, imageHeight: imageHeight)
-        session.output.write(DomainViews.record([
+        session.showRecord([
             ("key", .text(post.key)), ("path", .text("/posts/\(post.ownerUID)/\(post.key)")),
             ("created_at", post.createdAt.map(Cell.number) ?? .null), ("timeline_entries", .integer(entries)),
-        ], format: format ?? session.format))
+        ], as: format ?? session.format)
     }
 }
 
@@ -62,8 +62,8 @@ struct PostDelete: ConsoleCommand {
         guard confirmation.confirm("Delete post \(key) of \(uid) with its likes and timeline entries?", in: session)
         else { return }
         let removed = try session.store().deletePost(owner: uid, key: key)
-        session.output.write(TableRenderer.render(
+        session.show(
             ResultTable(columns: ["table", "deleted"], rows: removed.map { [.text($0.table), .integer($0.rows)] }),
-            as: format ?? session.format))
+            as: format ?? session.format)
     }
 }

@@ -24,6 +24,6 @@ struct Posts: ConsoleCommand {
 
     func run(in session: Session) throws {
         let posts = try session.store().posts(of: uid, limit: limit, before: before)
-        session.output.write(TableRenderer.render(DomainViews.posts(posts), as: format ?? session.format))
+        session.show(DomainViews.posts(posts), as: format ?? session.format)
     }
 }

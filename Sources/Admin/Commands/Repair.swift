@@ -2,6 +2,7 @@ import ArgumentParser
 import Storage
 
 extension FollowPreference: ExpressibleByArgument {}
+extension ChatToKeep: ExpressibleByArgument {}
 
 /// `repair follows|chats|orphans`.
 struct RepairCommand: ConsoleCommand {

@@ -1,74 +1,43 @@
 import ArgumentParser
+import Storage
 
-/// `set [NAME VALUE]`: the session's settings.
+/// `set PATH JSON`, as `firebase database:set`.
 struct SetCommand: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "set",
-        abstract: "Show or change a setting of this session: format, timing, quiet.",
+        abstract: "Write a JSON value at a path, replacing what was there (firebase database:set).",
         discussion: """
-            format   table, expanded, json or csv: how commands print unless given --format \
-            timing   on or off: print each command's duration on stderr (also: timing on|off) \
-            quiet    on or off: informational messages on stderr
+            One transaction, with import's rules: keys and values Firebase would refuse are refused, known nodes \
+            are stored in their tables, and null removes the node. A path inside a record (a post's poster/username) \
+            rewrites that record. JSON is one argument: quote it for the shell. Replacing the whole tree (/) asks \
+            first on a terminal.
 
             Examples:
-              set
-              set format expanded
-              set timing on
+              set /users/alice '{"username": "alice"}'
+              set /posts/alice/-NxQ3bH0Jb2Sc5HWq5nQ/image_height 320
+              set /config/motd '"closed for maintenance"'
             """)
 
-    @Argument(help: "The setting.") var name: Setting?
-    @Argument(help: "Its new value.") var value: String?
+    @Argument(help: "The Firebase path, such as /users/alice.") var path: String
+    @Argument(help: "The value, as JSON.") var json: String
+    @OptionGroup var confirmation: Confirmation
 
-    enum Setting: String, CaseIterable, ExpressibleByArgument {
-        case format, timing, quiet
-    }
-
-    func validate() throws {
-        if name != nil, value == nil { throw ValidationError("missing VALUE (set \(name!.rawValue) VALUE)") }
-    }
+    func validate() throws { _ = try FirebasePath.keys(of: path) }
 
     func run(in session: Session) throws {
-        guard let name, let value else {
-            session.output.write(DomainViews.record([
-                ("format", .text(session.format.rawValue)), ("timing", .text(session.isTiming ? "on" : "off")),
-                ("quiet", .text(session.isQuiet ? "on" : "off")),
-            ], format: session.format))
-            return
-        }
-        switch name {
-        case .format:
-            guard let format = OutputFormat(rawValue: value) else {
-                throw ConsoleError(.usage, "format must be one of \(OutputFormat.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            session.format = format
-        case .timing: session.isTiming = try Self.onOff(value)
-        case .quiet: session.isQuiet = try Self.onOff(value)
-        }
-    }
-
-    static func onOff(_ value: String) throws -> Bool {
-        switch value {
-        case "on", "true", "1": return true
-        case "off", "false", "0": return false
-        default: throw ConsoleError(.usage, "expected on or off, not \(value)")
-        }
+        try FirebaseWrite.run(.set(json: json), at: path, confirmation: confirmation, in: session)
     }
 }
 
-/// `timing [on|off]`, like psql's `\timing`.
-struct Timing: ConsoleCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Print each command's duration on stderr: on, off, or toggle.",
-        discussion: """
-            Examples:
-              timing on
-              timing
-            """)
-
-    @Argument(help: "on or off; without it, toggles.") var value: String?
-
-    func run(in session: Session) throws {
-        session.isTiming = try value.map(SetCommand.onOff) ?? !session.isTiming
-        session.inform("Timing is \(session.isTiming ? "on" : "off").")
+/// What the write verbs share: the question before replacing the whole tree, and the report.
+enum FirebaseWrite {
+    static func run(_ write: TreeWrite, at path: String, confirmation: Confirmation, in session: Session) throws {
+        let keys = try FirebasePath.keys(of: path)
+        if keys.isEmpty, !confirmation.confirm("Replace the whole tree?", in: session) { return }
+        let report = try session.store().write(write, at: keys)
+        let written = "/" + report.path.joined(separator: "/")
+        if case .push = write { session.output.line(TerminalText.escaped(written)) }
+        session.inform("\(written): \(DomainViews.count(report.rowsWritten, "row")) written, "
+            + "\(DomainViews.count(report.rowsRemoved, "row")) removed.")
     }
 }

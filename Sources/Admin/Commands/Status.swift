@@ -40,7 +40,7 @@ struct Status: ConsoleCommand {
                 [.text("setting"), .text("connection"), .text(connection)],
                 [.text("setting"), .text("schema"), .text(schema)],
             ] + status.tableRows.map { [.text("rows"), .text($0.table), .integer($0.rows)] }
-            session.output.write(TableRenderer.render(ResultTable(columns: ["kind", "name", "value"], rows: rows), as: .csv))
+            session.show(ResultTable(columns: ["kind", "name", "value"], rows: rows), as: .csv)
         case .table, .expanded:
             let summary = ResultTable(
                 columns: ["setting", "value"],
@@ -51,9 +51,9 @@ struct Status: ConsoleCommand {
                 ])
             let tables = ResultTable(
                 columns: ["table", "rows"], rows: status.tableRows.map { [.text($0.table), .integer($0.rows)] })
-            session.output.write(TableRenderer.render(summary, as: format))
+            session.show(summary, as: format)
             session.output.line()
-            session.output.write(TableRenderer.render(tables, as: format))
+            session.show(tables, as: format)
         }
     }
 

@@ -25,7 +25,7 @@ struct Timeline: ConsoleCommand {
 
     func run(in session: Session) throws {
         let entries = try session.store().timeline(of: uid, limit: limit, before: before)
-        session.output.write(TableRenderer.render(
-            DomainViews.posts(entries.map(\.post), liked: entries.map(\.isLiked)), as: format ?? session.format))
+        session.show(
+            DomainViews.posts(entries.map(\.post), liked: entries.map(\.isLiked)), as: format ?? session.format)
     }
 }

@@ -36,8 +36,8 @@ struct UserAdd: ConsoleCommand {
 
     func run(in session: Session) throws {
         let user = try session.store().addUser(uid: uid, username: username)
-        session.output.write(DomainViews.record(
-            [("uid", .text(user.uid)), ("username", DomainViews.cell(user.username))], format: format ?? session.format))
+        session.showRecord(
+            [("uid", .text(user.uid)), ("username", DomainViews.cell(user.username))], as: format ?? session.format)
     }
 }
 
@@ -58,11 +58,11 @@ struct UserShow: ConsoleCommand {
         guard let summary = try session.store().user(uid) else {
             throw ConsoleError(.commandFailed, "no user \(uid)")
         }
-        session.output.write(DomainViews.record([
+        session.showRecord([
             ("uid", .text(summary.user.uid)), ("username", DomainViews.cell(summary.user.username)),
             ("posts", .integer(summary.posts)), ("followers", .integer(summary.followers)),
             ("following", .integer(summary.following)), ("timeline", .integer(summary.timelineEntries)),
-        ], format: format ?? session.format))
+        ], as: format ?? session.format)
     }
 }
 
@@ -84,6 +84,6 @@ struct UserRename: ConsoleCommand {
 
     func run(in session: Session) throws {
         let posts = try session.store().renameUser(uid: uid, to: username, propagate: propagate)
-        session.output.line("Renamed \(uid) to \(username)" + (propagate ? "; updated \(DomainViews.count(posts, "post"))." : "."))
+        session.output.line(TerminalText.escaped("Renamed \(uid) to \(username)") + (propagate ? "; updated \(DomainViews.count(posts, "post"))." : "."))
     }
 }

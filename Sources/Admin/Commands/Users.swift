@@ -23,6 +23,6 @@ struct Users: ConsoleCommand {
 
     func run(in session: Session) throws {
         let users = try session.store().users(limit: limit, after: after)
-        session.output.write(TableRenderer.render(DomainViews.users(users), as: format ?? session.format))
+        session.show(DomainViews.users(users), as: format ?? session.format)
     }
 }

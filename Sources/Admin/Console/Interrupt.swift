@@ -7,11 +7,17 @@ import Synchronization
 /// commands that wait on their own (`--follow`, `watch`) look at `isPending` between waits. The command then
 /// fails with the server's "canceling statement due to user request", its transaction rolls back, and the
 /// console returns to the prompt or, in a script, stops. A third Ctrl-C before the console got back ends the
-/// process at once; the server rolls back whatever was open.
+/// process at once; the server rolls back whatever was open. SIGTERM and SIGHUP cancel the running statement,
+/// close the session (stopping the embedded server if no other console uses it) and exit with 128 + the signal.
 enum Interrupt {
     private static let count = Atomic<Int>(0)
     private static let cancelHandle = Mutex<CancelHandle?>(nil)
     private static let isCommandRunning = Atomic<Bool>(false)
+    /// SIGTERM or SIGHUP received (its number), 0 for none.
+    private static let termination = Atomic<Int32>(0)
+    /// What ends the console cleanly from the watcher thread: closes the session (and stops the embedded server
+    /// when this was its last console).
+    private static let terminationHandler = Mutex<(@Sendable () -> Void)?>(nil)
     nonisolated(unsafe) private static var wakeDescriptor: Int32 = -1
 
     /// Catches SIGINT for the rest of the process; call once, before any command runs.
@@ -24,6 +30,13 @@ enum Interrupt {
         let watcher = Thread {
             var byte: UInt8 = 0
             while read(readDescriptor, &byte, 1) >= 0 || errno == EINTR {
+                if let signal = Optional(termination.load(ordering: .relaxed)), signal != 0 {
+                    // `timeout`, `systemctl stop`, a closed terminal: cancel what runs (its transaction rolls
+                    // back), close the session, and leave with the shell's status for the signal.
+                    cancelHandle.withLock { $0?.cancel() }
+                    terminationHandler.withLock { $0?() }
+                    _exit(128 + signal)
+                }
                 // A cancel request only stops a statement that is running when it arrives; between two
                 // statements it is lost. So ask again until the command has ended.
                 // The lock is held across the request, so that `consume()` returns only once no request is
@@ -47,11 +60,22 @@ enum Interrupt {
         }
         sigemptyset(&action.sa_mask)
         sigaction(SIGINT, &action, nil)
+        var terminate = sigaction()
+        terminate.__sigaction_handler.sa_handler = { signal in
+            Interrupt.termination.store(signal, ordering: .relaxed)
+            var byte: UInt8 = 2
+            _ = write(Interrupt.wakeDescriptor, &byte, 1)
+        }
+        sigemptyset(&terminate.sa_mask)
+        sigaction(SIGTERM, &terminate, nil)
+        sigaction(SIGHUP, &terminate, nil)
         // A parent may have started us with SIGINT blocked (the mask survives exec), which would leave Ctrl-C
         // pending forever.
         var unblocked = sigset_t()
         sigemptyset(&unblocked)
         sigaddset(&unblocked, SIGINT)
+        sigaddset(&unblocked, SIGTERM)
+        sigaddset(&unblocked, SIGHUP)
         pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
     }
 
@@ -72,6 +96,11 @@ enum Interrupt {
     /// The command ended: Ctrl-C no longer has a statement to cancel.
     static func commandEnded() {
         isCommandRunning.store(false, ordering: .relaxed)
+    }
+
+    /// What SIGTERM and SIGHUP run (on the watcher thread) before the process exits.
+    static func onTermination(_ handler: (@Sendable () -> Void)?) {
+        terminationHandler.withLock { $0 = handler }
     }
 
     /// The connection whose running statement Ctrl-C cancels (the session's, once it connected).

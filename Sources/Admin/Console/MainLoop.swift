@@ -19,28 +19,34 @@ struct MainLoop {
         execute(arguments, text: arguments.joined(separator: " "), location: nil)
     }
 
-    /// Runs script lines in order, honoring the error policy; returns the most serious failure's status.
+    /// Runs script lines in order, honoring the error policy; returns the most serious outcome's status. A line
+    /// ending in a backslash, or with a quote still open, goes on on the next line. `check` finding violations
+    /// (status 3) is a finding, not an error: the script goes on, and ends with status 3.
     func run(lines: some Sequence<SourceLine>) -> ExitStatus {
         var worst = ExitStatus.success
+        var pending: SourceLine?
         for line in lines {
-            let arguments: [String]
-            do {
-                arguments = try Tokenizer.split(line.text)
-            } catch {
-                report(ConsoleError(.usage, error.description), command: nil, location: line.location)
-                worst = max(worst, .usage)
-                if errorPolicy == .stop { return worst }
+            let statement = pending.map { SourceLine(text: $0.text + "\n" + line.text, location: $0.location) } ?? line
+            guard Self.isComplete(statement.text) else {
+                pending = statement
                 continue
             }
-            guard !arguments.isEmpty else { continue }
-            let status = execute(arguments, text: line.text, location: line.location)
+            pending = nil
+            let status = execute(line: Self.joiningContinuations(statement.text), location: statement.location)
             worst = max(worst, status)
-            if session.wantsToQuit || (status != .success && errorPolicy == .stop) { break }
+            if session.wantsToQuit || (status != .success && status != .violationsFound && errorPolicy == .stop) {
+                break
+            }
             // Ctrl-C that the command did not take as its way to end (as --follow does) stops the script.
             if Interrupt.isPending {
                 report(ConsoleError(.commandFailed, "interrupted"), command: nil, location: line.location)
                 return max(worst, .commandFailed)
             }
+        }
+        if let pending {
+            report(ConsoleError(.usage, "the script ends inside a command (an open quote or a trailing backslash)"),
+                   command: nil, location: pending.location)
+            worst = max(worst, .usage)
         }
         return worst
     }
@@ -48,7 +54,7 @@ struct MainLoop {
     /// The interactive console: prompt, read, run, until `quit` or end of input. Errors never end it. Lines are
     /// edited with libedit when it is installed, with history kept in `historyFile` across sessions.
     func runInteractive(historyFile: String?) -> ExitStatus {
-        session.inform("admin console. Type help for commands, quit or Ctrl-D to leave.")
+        session.inform("admin console. Type help for commands, \\? for backslash commands, quit or Ctrl-D to leave.")
         // Connect now, as psql does: the prompt names the connection, and Tab can offer uids at once.
         do {
             _ = try session.store()
@@ -58,16 +64,24 @@ struct MainLoop {
         let completer = Completer(session: session)
         let editor = LineEditor.load(historyFile: historyFile) { completer.complete(wordsBefore: $0, word: $1) }
         while !session.wantsToQuit {
-            let prompt = "admin@\(session.promptName)=> "
-            let text: String?
-            if let editor {
-                text = editor.readLine(prompt: prompt)
-            } else {
-                session.output.write(prompt)
-                session.output.flush()
-                text = readLine(strippingNewline: true)
+            var statement: String?
+            var prompt = "admin@\(session.promptName)=> "
+            while true {
+                let text: String?
+                if let editor {
+                    text = editor.readLine(prompt: prompt)
+                } else {
+                    session.output.write(prompt)
+                    session.output.flush()
+                    text = readLine(strippingNewline: true)
+                }
+                guard let text else { break }
+                statement = statement.map { $0 + "\n" + text } ?? text
+                if Self.isComplete(statement!) { break }
+                // psql's continuation prompt: the command goes on.
+                prompt = "admin@\(session.promptName)-> "
             }
-            guard let text else {
+            guard let statement else {
                 session.output.line()
                 session.output.flush()
                 // Ctrl-C at the prompt abandons the line, as in psql; only Ctrl-D (end of input) leaves.
@@ -77,16 +91,22 @@ struct MainLoop {
                 }
                 break
             }
-            editor?.remember(text)
-            do {
-                let arguments = try Tokenizer.split(text)
-                _ = execute(arguments, text: text, location: nil)
-            } catch {
-                report(ConsoleError(.usage, error.description), command: nil, location: nil)
-            }
+            editor?.remember(statement)
+            _ = execute(line: Self.joiningContinuations(statement), location: nil)
         }
         session.output.flush()
         return .success
+    }
+
+    /// Runs the startup file (`$ADMINRC`, else `~/.adminrc`) when there is one: console lines such as
+    /// `\set format expanded`. Its errors are reported and do not stop the console.
+    func runStartupFile(environment: [String: String]) {
+        let path = environment["ADMINRC"] ?? environment["HOME"].map { $0 + "/.adminrc" }
+        guard let path, FileManager.default.isReadableFile(atPath: path),
+            let lines = try? SourceLine.lines(ofFile: path)
+        else { return }
+        let startup = MainLoop(session: session, errorPolicy: .continue, echoesCommands: false)
+        _ = startup.run(lines: lines)
     }
 
     /// Where the interactive console keeps its history: $ADMIN_HISTORY, else ~/.admin_history (like psql's
@@ -97,10 +117,49 @@ struct MainLoop {
         return home + "/.admin_history"
     }
 
+    /// Whether `text` is a whole command: no quote left open and no backslash at the end (which continues a long
+    /// command on the next line).
+    static func isComplete(_ text: String) -> Bool {
+        if text.hasSuffix("\\") && !text.trimmingCharacters(in: .whitespaces).hasPrefix("\\") { return false }
+        do {
+            _ = try Tokenizer.split(text)
+            return true
+        } catch {
+            return !error.description.hasPrefix("unterminated")
+        }
+    }
+
+    /// A command written over several lines as one line: a backslash and the newline after it are a space.
+    static func joiningContinuations(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\\n", with: " ")
+    }
+
+    /// Runs one line: a backslash command, a comment, or a console command.
+    func execute(line text: String, location: String?) -> ExitStatus {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.hasPrefix("\\") {
+            if echoesCommands { session.output.line(TerminalText.escaped(text, keepingNewlines: true)) }
+            do {
+                return try MetaCommand.run(trimmed, loop: self, location: location)
+            } catch {
+                report(error, command: String(trimmed.prefix { !$0.isWhitespace }), location: location)
+                return error.status
+            }
+        }
+        let arguments: [String]
+        do {
+            arguments = try Tokenizer.split(text)
+        } catch {
+            report(ConsoleError(.usage, error.description), command: nil, location: location)
+            return .usage
+        }
+        return execute(arguments, text: text, location: location)
+    }
+
     private func execute(_ arguments: [String], text: String, location: String?) -> ExitStatus {
         guard !arguments.isEmpty else { return .success }
         if echoesCommands {
-            session.output.line(text)
+            session.output.line(TerminalText.escaped(text, keepingNewlines: true))
         }
         defer { session.output.flush() }
         Interrupt.commandStarted()
@@ -126,11 +185,12 @@ struct MainLoop {
     }
 
     /// `admin:FILE:LINE: COMMAND: message`, the way psql names the place of a script error.
-    private func report(_ error: ConsoleError, command: String?, location: String?) {
+    func report(_ error: ConsoleError, command: String?, location: String?) {
         var prefix = "admin:"
         if let location { prefix += "\(location):" }
         if let command { prefix += " \(command):" }
-        session.diagnostics.line(session.colored(prefix, .red) + " " + error.message)
+        session.diagnostics.line(
+            session.colored(TerminalText.escaped(prefix), .red) + " " + TerminalText.escaped(error.message, keepingNewlines: true))
         session.diagnostics.flush()
     }
 }

@@ -14,8 +14,15 @@ final class Session {
     var isQuiet: Bool
     /// Whether each command's duration is printed (`timing on`).
     var isTiming = false
-    /// Data goes here.
-    let output: TextOutput
+    /// psql's `\x auto`: tables that would not fit the terminal print as records.
+    var expandedMode = ExpandedMode.off
+    /// Whether long tables go through the pager on a terminal.
+    var usesPager = true
+    /// Whether an operator is at the terminal (the interactive console, or one command from argv): the pager and
+    /// questions are for them, never for scripts.
+    var isInteractive = false
+    /// Data goes here (stdout, or the file `\o` named).
+    private(set) var output: TextOutput
     /// Diagnostics go here.
     let diagnostics: TextOutput
     /// Set by `quit`; the main loop stops after the current command.
@@ -24,6 +31,10 @@ final class Session {
     var asksForConfirmation = false
 
     private var cluster: EmbeddedCluster?
+    /// A password typed for this session (never written anywhere).
+    private var password: String?
+    /// `-W`: ask for the password before connecting, as psql's -W does.
+    var promptsForPassword = false
     private var openStore: Store?
 
     init(target: DatabaseTarget, migratesOnConnect: Bool, format: OutputFormat, isQuiet: Bool,
@@ -94,21 +105,48 @@ final class Session {
     private func connect() throws -> Connection {
         switch target {
         case .conninfo(let conninfo):
-            return try Connection(conninfo: conninfo)
+            return try connect(conninfo: conninfo)
         case .environment:
-            return try Connection(conninfo: "")
+            return try connect(conninfo: "")
         case .embedded(let directory):
             let cluster = try self.cluster ?? EmbeddedCluster.open(directory: directory)
             self.cluster = cluster
+            let closing = UncheckedSendable(cluster)
+            Interrupt.onTermination { closing.value.close() }
             do {
                 return try Connection(conninfo: "", parameters: cluster.connectionParameters)
             } catch let error as StorageError where error.kind == .connectionFailed {
                 // The server may have been stopped under us: open the cluster again, which restarts it.
                 cluster.close()
                 self.cluster = try EmbeddedCluster.open(directory: directory)
+                let reopened = UncheckedSendable(self.cluster!)
+                Interrupt.onTermination { reopened.value.close() }
                 return try Connection(conninfo: "", parameters: self.cluster!.connectionParameters)
             }
         }
+    }
+
+    /// Connects as libpq would, asking for the password on the terminal when the server wants one and none was
+    /// given (psql's behaviour), or before connecting with `-W`. A password typed once is kept for reconnects.
+    private func connect(conninfo: String) throws -> Connection {
+        if promptsForPassword, password == nil { password = Self.readPassword() }
+        let parameters = password.map { [("password", $0)] } ?? []
+        do {
+            return try Connection(conninfo: conninfo, parameters: parameters)
+        } catch let error as StorageError where error.needsPassword && password == nil && canAskForPassword {
+            password = Self.readPassword()
+            guard let password else { throw error }
+            return try Connection(conninfo: conninfo, parameters: [("password", password)])
+        }
+    }
+
+    /// Whether a password may be asked for: the terminal is there to answer.
+    private var canAskForPassword: Bool { isatty(STDIN_FILENO) == 1 && isInteractive }
+
+    /// The password typed at the terminal without echo, or nil when none could be read.
+    private static func readPassword() -> String? {
+        guard let typed = getpass("Password: ") else { return nil }
+        return String(cString: typed)
     }
 
     /// A short name of the connection for the prompt: `embedded`, or `host/db` once connected.
@@ -128,16 +166,17 @@ final class Session {
         return nil
     }
 
-    /// An informational message to stderr, unless quiet.
+    /// An informational message to stderr, unless quiet. Messages quote keys, paths and file names from the
+    /// data: their control characters show as escapes (`TerminalText.escaped`).
     func inform(_ message: String) {
         guard !isQuiet else { return }
-        diagnostics.line(message)
+        diagnostics.line(TerminalText.escaped(message, keepingNewlines: true))
         diagnostics.flush()
     }
 
     /// A warning to stderr, shown even when quiet: it tells of something that happened to the data.
     func warn(_ message: String) {
-        diagnostics.line(colored("WARNING:", .yellow) + "  " + message)
+        diagnostics.line(colored("WARNING:", .yellow) + "  " + TerminalText.escaped(message, keepingNewlines: true))
         diagnostics.flush()
     }
 
@@ -156,6 +195,28 @@ final class Session {
         diagnostics.isTerminal && (ProcessInfo.processInfo.environment["NO_COLOR"] ?? "").isEmpty
     }
 
+    /// Sends command output to the file at `path` (created, or replaced; mode 0600, since it may hold user data),
+    /// or back to stdout for nil: psql's `\o`.
+    func redirectOutput(to path: String?) throws(ConsoleError) {
+        output.flush()
+        guard let path else {
+            output = TextOutput(descriptor: STDOUT_FILENO)
+            return
+        }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard descriptor >= 0 else {
+            throw ConsoleError(.commandFailed, "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        output = TextOutput(descriptor: descriptor, closesWhenDone: true)
+    }
+
+    /// Closes the connection (the embedded cluster stays up); the next command connects again: psql's `\c`.
+    func disconnect() {
+        output.flush()
+        openStore = nil
+        hasCurrentSchema = false
+    }
+
     /// Closes the connection and releases the embedded cluster (stopping it if this was its last console).
     func close() {
         output.flush()
@@ -165,4 +226,11 @@ final class Session {
         cluster?.close()
         cluster = nil
     }
+}
+
+/// A value handed to code that runs on another thread at a moment the console controls (the termination
+/// handler, which runs as the process ends).
+struct UncheckedSendable<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

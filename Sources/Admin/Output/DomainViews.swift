@@ -76,17 +76,6 @@ enum DomainViews {
         return "\(time(seconds: chat.lastMessageSent) ?? "-")  \(chat.key)  \(chat.title ?? "(no title)"): \(chat.lastMessage ?? "")"
     }
 
-    /// One record: `field | value` rows in the table format, one JSON object, one CSV row under its header, or
-    /// one expanded record.
-    static func record(_ fields: [(String, Cell)], format: OutputFormat) -> String {
-        switch format {
-        case .json: JSONWriter.object(fields.map { ($0.0, $0.1.json) }) + "\n"
-        case .csv, .expanded: TableRenderer.render(ResultTable(columns: fields.map(\.0), rows: [fields.map(\.1)]), as: format)
-        case .table:
-            TableRenderer.render(ResultTable(columns: ["field", "value"], rows: fields.map { [.text($0.0), $0.1] }), as: format)
-        }
-    }
-
     /// "1 post", "2 posts".
     static func count(_ number: Int, _ singular: String) -> String {
         "\(number) \(singular)\(number == 1 ? "" : "s")"

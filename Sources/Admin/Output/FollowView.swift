@@ -36,7 +36,7 @@ struct FollowView<Change> {
         switch format {
         case .json: TableRenderer.jsonObject(columns: columns, row: row(change))
         case .csv: TableRenderer.csvLine(row(change).map(\.display))
-        case .table, .expanded: logLine(change)
+        case .table, .expanded: TerminalText.escaped(logLine(change))
         }
     }
 }

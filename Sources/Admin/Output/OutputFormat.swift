@@ -32,6 +32,9 @@ enum Cell: Equatable {
         }
     }
 
+    /// The value as a table or expanded record shows it on a terminal: control characters escaped.
+    var shown: String { TerminalText.escaped(display) }
+
     var isNumeric: Bool {
         switch self {
         case .integer, .number: true

@@ -15,8 +15,8 @@ struct RepairReportView {
         let rows: [[Cell]] = reports.flatMap { report in
             report.changes.map { [.text(report.repair.rawValue), .text($0.table), .text($0.action), .integer($0.rows)] }
         }
-        session.output.write(TableRenderer.render(
-            ResultTable(columns: ["repair", "table", "action", "rows"], rows: rows), as: format))
+        session.show(
+            ResultTable(columns: ["repair", "table", "action", "rows"], rows: rows), as: format)
         guard format != .csv else { return }
         for report in reports {
             let seconds = String(format: "%.3f", report.seconds)

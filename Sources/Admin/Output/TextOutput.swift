@@ -8,9 +8,17 @@ final class TextOutput {
     /// Whether the descriptor is a terminal (progress and color only then).
     let isTerminal: Bool
 
-    init(descriptor: Int32) {
+    private let closesWhenDone: Bool
+
+    init(descriptor: Int32, closesWhenDone: Bool = false) {
         self.descriptor = descriptor
+        self.closesWhenDone = closesWhenDone
         isTerminal = isatty(descriptor) == 1
+    }
+
+    deinit {
+        flush()
+        if closesWhenDone { close(descriptor) }
     }
 
     /// Appends text; sends it once the buffer is large.

@@ -43,4 +43,12 @@ struct GlobalOptions: ParsableArguments {
 
     @Flag(name: [.customShort("e"), .customLong("echo")], help: "Print each command before running it.")
     var echo = false
+
+    @Flag(name: [.customShort("W"), .customLong("password")], help: "Ask for the password before connecting.")
+    var promptsForPassword = false
+
+    @Flag(name: [.customShort("X"), .customLong("no-rc")], help: ArgumentHelp(
+        "Do not read the startup file (~/.adminrc, or $ADMINRC).",
+        discussion: "The startup file holds console lines run before anything else, such as \\set format expanded or \\timing on."))
+    var skipsStartupFile = false
 }

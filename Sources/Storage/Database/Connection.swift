@@ -29,8 +29,12 @@ public final class Connection {
         // finished with it ... even if the connection attempt fails."
         guard PQstatus(handle) == CONNECTION_OK else {
             let message = Self.scrubbed(Self.errorMessage(of: handle), conninfo: conninfo)
+            var error = StorageError(.connectionFailed, message)
+            // libpq: "Returns true if the connection authentication method required a password, but none was
+            // available" — the caller may ask the operator for one and try again.
+            error.needsPassword = PQconnectionNeedsPassword(handle) == 1
             PQfinish(handle)
-            throw StorageError(.connectionFailed, message)
+            throw error
         }
         self.handle = handle
         installNoticeReceiver()

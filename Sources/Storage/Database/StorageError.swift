@@ -50,6 +50,8 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
     public var context: String?
     /// Where in the input a `.malformedInput` error was found.
     public var inputPosition: JSONReader.Position?
+    /// A `.connectionFailed` because the server asked for a password and none was given: one may be asked for.
+    public var needsPassword = false
 
     /// Creates an error; only `kind` and `message` are required.
     public init(

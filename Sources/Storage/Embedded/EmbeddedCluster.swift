@@ -82,13 +82,15 @@ public final class EmbeddedCluster {
         } else {
             try cluster.checkOwnership(serverUser: serverUser)
         }
-        if try !cluster.isServerRunning() {
+        let started = try !cluster.isServerRunning()
+        if started {
             try cluster.startServer()
         }
         try cluster.createDatabaseIfMissing()
         let sessionLock = try FileLock(path: directory + "/sessions.lock")
         _ = try sessionLock.lock(exclusive: false, wait: true)
         cluster.sessionLock = sessionLock
+        if started { try cluster.startWatchdog() }
         return cluster
     }
 
@@ -263,6 +265,32 @@ public final class EmbeddedCluster {
                 .cluster, "the embedded PostgreSQL server in \(dataDirectory) did not start",
                 detail: [outcome.output, tail].filter { !$0.isEmpty }.joined(separator: "\n"),
                 hint: "See \(logFile).")
+        }
+    }
+
+    /// Starts a small shell process beside the server that stops it once no console uses it: a console killed
+    /// with SIGKILL (or a machine's OOM killer) cannot close itself, and its server would otherwise run on. Each
+    /// second the watchdog takes the startup lock and tries the sessions lock exclusively, both without waiting,
+    /// exactly as a closing console does; when it gets both, no console is open and none is starting, so it stops
+    /// the server. It exits when the server is gone, whoever stopped it. It runs in its own session, detached
+    /// from the terminal, so that closing the terminal does not take it down first.
+    private func startWatchdog() throws {
+        var stop = [binaries.path(of: "pg_ctl"), "--pgdata=\(dataDirectory)", "--mode=fast", "--wait", "--silent", "stop"]
+        if let user = runner.user { stop = [try ProcessRunner.runuserPath(), "-u", user, "--", "/usr/bin/env", "--chdir=/"] + stop }
+        let script = """
+            dir=$1; shift
+            while sleep 1; do
+              [ -f "$dir/pgdata/postmaster.pid" ] || exit 0
+              ( flock -x -n 4 && flock -x -n 3 && "$@" ) 3<"$dir/sessions.lock" 4<"$dir/startup.lock" && exit 0
+            done
+            """
+        let quoted = ([script, "admin-watchdog", directory] + stop).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        // The outer shell returns at once; the watchdog, in a session of its own, outlives it and this console.
+        let outcome = try ProcessRunner(user: nil).run("/bin/sh", [
+            "-c", "setsid /bin/sh -c \(quoted.joined(separator: " ")) </dev/null >/dev/null 2>&1 &",
+        ])
+        guard outcome.succeeded else {
+            throw StorageError(.cluster, "cannot start the embedded server's watchdog", detail: outcome.output)
         }
     }
 

@@ -1,11 +1,47 @@
 import Foundation
 
+/// Which chat of a group of duplicates stays, by the creation time its push ID holds.
+public enum ChatToKeep: String, CaseIterable, Sendable {
+    /// The most recently created.
+    case newest
+    /// The first created.
+    case oldest
+}
+
 extension Store {
     /// `chat merge KEEP DROP`: the messages of `drop` move into `keep`, `drop`'s copies go, and `keep`'s copies
     /// describe the newest message of the two; one transaction, rolled back in a dry run. Refused unless both
     /// chats exist with the same members and no message key is in both.
     public func mergeChats(keep: String, drop: String, isDryRun: Bool = false) throws -> RepairReport {
         try repair(.chatMerge, options: RepairOptions(isDryRun: isDryRun, mergedChats: (keep, drop)))
+    }
+
+    /// `chat merge --all`: every group of two-person chats with the same members becomes one chat, the newest or
+    /// the oldest of the group by key (push IDs sort by creation time), each merge as `mergeChats` does it; all
+    /// in one transaction, rolled back in a dry run. Any merge that is refused (a message key in two chats of a
+    /// group) refuses them all.
+    public func mergeDuplicateChats(keeping: ChatToKeep, isDryRun: Bool = false) throws -> RepairReport {
+        let clock = ContinuousClock()
+        let started = clock.now
+        var report = RepairReport(repair: .chatMerge, isDryRun: isDryRun)
+        try connection.withTransaction(rollback: isDryRun) {
+            try lockMaintenance()
+            let groups = try connection.query("""
+                SELECT array_agg(chat_key ORDER BY chat_key) FROM chat_members
+                WHERE cardinality(members) = 2 GROUP BY members HAVING count(*) > 1 ORDER BY members
+                """).map { try $0.decode([String].self, at: 0) }
+            for keys in groups {
+                let keep = keeping == .newest ? keys.last! : keys.first!
+                for drop in keys where drop != keep {
+                    for step in try chatMergeSteps((keep, drop)) {
+                        let rows = try connection.execute(step.query)
+                        if let table = step.table { report.add(.init(table: table, action: step.action, rows: rows)) }
+                    }
+                }
+            }
+        }
+        report.seconds = (clock.now - started).seconds
+        return report
     }
 
     /// Checks the two chats, then returns the statements of the merge; runs inside the repair's transaction.

@@ -1,0 +1,86 @@
+import ArgumentParser
+
+/// `settings [NAME VALUE]` (psql's `\set`): the session's settings.
+struct SettingsCommand: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "settings",
+        abstract: "Show or change a setting of this session: format, timing, quiet, pager, expanded (also: \\set).",
+        discussion: """
+            format    table, expanded, json or csv: how commands print unless given --format
+            timing    on or off: print each command's duration on stderr (also: \\timing)
+            quiet     on or off: informational messages on stderr
+            pager     on or off: long tables through $PAGER on a terminal (also: \\pset pager)
+            expanded  on, off or auto: records instead of columns, always or when columns would not fit (also: \\x)
+
+            A startup file (~/.adminrc, or $ADMINRC; skipped with -X) can hold such lines, run before anything \
+            else: \\set format expanded, \\timing on.
+
+            Examples:
+              settings
+              settings format expanded
+              \\set timing on
+              \\x auto
+            """)
+
+    @Argument(help: "The setting.") var name: Setting?
+    @Argument(help: "Its new value.") var value: String?
+
+    enum Setting: String, CaseIterable, ExpressibleByArgument {
+        case format, timing, quiet, pager, expanded
+    }
+
+    func validate() throws {
+        if name != nil, value == nil { throw ValidationError("missing VALUE (settings \(name!.rawValue) VALUE)") }
+    }
+
+    func run(in session: Session) throws {
+        guard let name, let value else {
+            session.showRecord([
+                ("format", .text(session.format.rawValue)), ("timing", .text(session.isTiming ? "on" : "off")),
+                ("quiet", .text(session.isQuiet ? "on" : "off")), ("pager", .text(session.usesPager ? "on" : "off")),
+                ("expanded", .text(session.expandedMode == .auto ? "auto" : session.format == .expanded ? "on" : "off")),
+            ], as: session.format)
+            return
+        }
+        switch name {
+        case .format:
+            guard let format = OutputFormat(rawValue: value) else {
+                throw ConsoleError(.usage, "format must be one of \(OutputFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            session.format = format
+        case .timing: session.isTiming = try Self.onOff(value)
+        case .quiet: session.isQuiet = try Self.onOff(value)
+        case .pager: session.usesPager = try Self.onOff(value)
+        case .expanded:
+            session.expandedMode = value == "auto" ? .auto : .off
+            if value != "auto" { session.format = try Self.onOff(value) ? .expanded : .table }
+        }
+    }
+
+    /// on/off (true/false, 1/0) as a Bool.
+    static func onOff(_ value: String) throws(ConsoleError) -> Bool {
+        switch value {
+        case "on", "true", "1": return true
+        case "off", "false", "0": return false
+        default: throw ConsoleError(.usage, "expected on or off, not \(value)")
+        }
+    }
+}
+
+/// `timing [on|off]`, like psql's `\timing`.
+struct Timing: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print each command's duration on stderr: on, off, or toggle.",
+        discussion: """
+            Examples:
+              timing on
+              timing
+            """)
+
+    @Argument(help: "on or off; without it, toggles.") var value: String?
+
+    func run(in session: Session) throws {
+        session.isTiming = try value.map { value throws(ConsoleError) in try SettingsCommand.onOff(value) } ?? !session.isTiming
+        session.inform("Timing is \(session.isTiming ? "on" : "off").")
+    }
+}
