@@ -82,7 +82,7 @@ struct CheckCommandTests {
         let dryRun = try AdminProcess.run(["--db", database.conninfo, "check", "--fix", "--dry-run"])
         #expect(dryRun.status == 0, "\(dryRun.stderr)")
         #expect(dryRun.stdout.contains("After repairs (rolled back):"))
-        #expect(dryRun.stdout.contains("backfill like-counts: dry run, would change 1 row "))
+        #expect(dryRun.stderr.contains("backfill like-counts: dry run, would change 1 row "))
         #expect(try AdminProcess.run(["--db", database.conninfo, "check", "--quiet"]).status == 3)
 
         let fix = try AdminProcess.run(["--db", database.conninfo, "check", "--fix", "--format", "json"])
@@ -103,7 +103,7 @@ struct CheckCommandTests {
         #expect(dryRun.status == 0, "\(dryRun.stderr)")
         #expect(dryRun.stdout.contains(" orphans |          1 | /postLikes/-Gone/bob\n"))
         #expect(dryRun.stdout.contains(" repair orphans | post_likes      | deleted |    1\n"))
-        #expect(dryRun.stdout.contains("rolled back"))
+        #expect(dryRun.stderr.contains("rolled back"))
 
         let repair = try AdminProcess.run(
             ["--db", database.conninfo, "-c", "repair follows --prefer following", "-c", "backfill like-counts --format json"])

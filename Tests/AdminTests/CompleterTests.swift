@@ -29,6 +29,12 @@ struct CompleterTests {
         #expect(words(completer.complete(wordsBefore: "timeline alice ", word: "--")).contains("--limit"))
         #expect(words(completer.complete(wordsBefore: "users --format ", word: "")) == ["csv", "expanded", "json", "table"])
         #expect(completer.complete(wordsBefore: "import ", word: "back") == .files)
+        #expect(words(completer.complete(wordsBefore: "check --only ", word: "like")).contains("like_count"))
+        #expect(words(completer.complete(wordsBefore: "check --only ", word: "poster,time"))
+            .contains("poster,timeline_missing"))
+        #expect(words(completer.complete(wordsBefore: "", word: "\\")).contains("\\timing"))
+        #expect(completer.complete(wordsBefore: "\\i ", word: "scr") == .files)
+        #expect(words(completer.complete(wordsBefore: "chat merge ", word: "--k")).contains("--keep"))
     }
 
     @Test func uidsAndPathsFromTheStore() throws {
@@ -39,9 +45,12 @@ struct CompleterTests {
         #expect(words(completer.complete(wordsBefore: "timeline --limit 5 ", word: "al")) == ["albert", "alice"])
         #expect(words(completer.complete(wordsBefore: "timeline alice ", word: "al")).isEmpty)
         #expect(completer.complete(wordsBefore: "get ", word: "/") == .prefixes(["/settings", "/users"]))
+        // A unique node with children completes as a directory does, so that Tab again lists them.
+        #expect(completer.complete(wordsBefore: "get ", word: "/us") == .prefixes(["/users/"]))
+        #expect(completer.complete(wordsBefore: "set ", word: "/set") == .prefixes(["/settings/"]))
         #expect(words(completer.complete(wordsBefore: "get ", word: "/users/al")) == ["/users/albert", "/users/alice"])
-        #expect(words(completer.complete(wordsBefore: "get ", word: "users/b")) == ["users/bob"])
-        #expect(words(completer.complete(wordsBefore: "get ", word: "se")) == ["settings"])
+        #expect(words(completer.complete(wordsBefore: "get ", word: "users/b")) == ["users/bob/"])
+        #expect(words(completer.complete(wordsBefore: "get ", word: "se")) == ["settings/"])
         #expect(words(completer.complete(wordsBefore: "export x.json --path ", word: "/settings/")) == ["/settings/theme"])
         #expect(words(completer.complete(wordsBefore: "get ", word: "/users/alice/")) == ["/users/alice/username"])
     }

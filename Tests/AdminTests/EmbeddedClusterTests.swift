@@ -42,6 +42,33 @@ struct EmbeddedClusterTests {
         #expect(again.stdout.contains("\"embedded\": true"))
     }
 
+    /// `timeout`, `systemctl stop` and a closed terminal end a console with SIGTERM or SIGHUP: it closes its
+    /// session, stops the server it started, and exits with the shell's status for the signal.
+    @Test(arguments: [SIGTERM, SIGHUP])
+    func aSignalledConsoleStopsItsServer(signal: Int32) throws {
+        let directory = try makeTemporaryDirectory("admin-e7")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (console, _) = try startConsoleWithItsServer(in: directory)
+        #expect(serverIsRunning(in: directory))
+        kill(console.processIdentifier, signal)
+        console.waitUntilExit()
+        #expect(console.terminationStatus == 128 + signal)
+        #expect(!serverIsRunning(in: directory))
+    }
+
+    /// A console killed outright (SIGKILL, the OOM killer) cannot stop anything; its server's watchdog notices
+    /// that no console is left and stops it within a couple of seconds.
+    @Test func aServerLeftByKillNineIsStoppedByItsWatchdog() throws {
+        let directory = try makeTemporaryDirectory("admin-e8")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (console, _) = try startConsoleWithItsServer(in: directory)
+        kill(console.processIdentifier, SIGKILL)
+        console.waitUntilExit()
+        let deadline = Date().addingTimeInterval(10)
+        while serverIsRunning(in: directory) && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        #expect(!serverIsRunning(in: directory), "the server outlived its killed console by 10 s")
+    }
+
     @Test func killingAConsoleLosesNothingCommitted() throws {
         let directory = try makeTemporaryDirectory("admin-e2")
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -60,9 +60,13 @@ struct FaultTests {
         // kill -9 while the export writes its file: no file where the export was going.
         let target = directory + "/out.json"
         let (exporting, _, _, _) = try AdminProcess.start(db + ["export", target])
-        let temporary = "\(directory)/.out.json.\(exporting.processIdentifier).tmp"
         try waitUntil("the export is writing") {
-            ((try? FileManager.default.attributesOfItem(atPath: temporary))?[.size] as? Int ?? 0) > 0 || !exporting.isRunning
+            // The temporary file's name is random: any `.out.json.*.tmp` beside the target.
+            let temporary = (try? FileManager.default.contentsOfDirectory(atPath: directory))?
+                .first { $0.hasPrefix(".out.json.") && $0.hasSuffix(".tmp") }
+            return temporary.flatMap {
+                (try? FileManager.default.attributesOfItem(atPath: directory + "/" + $0))?[.size] as? Int
+            } ?? 0 > 0 || !exporting.isRunning
         }
         kill(exporting.processIdentifier, SIGKILL)
         exporting.waitUntilExit()

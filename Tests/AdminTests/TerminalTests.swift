@@ -1,6 +1,7 @@
 import Foundation
 import PostgresTestSupport
 import Testing
+@testable import Admin
 @testable import Storage
 
 /// The console in a real terminal: tmux runs it in a pseudo-terminal, `send-keys` types, `capture-pane` reads the
@@ -10,10 +11,11 @@ final class Terminal {
 
     static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") }
 
-    /// Starts `command` (a shell command line) in a new detached session, with `environment` added to it.
-    init(_ command: String, environment: [String: String]) throws {
+    /// Starts `command` (a shell command line) in a new detached session of `columns` × `rows`, with
+    /// `environment` added to it.
+    init(_ command: String, environment: [String: String], columns: Int = 160, rows: Int = 50) throws {
         let assignments = environment.map { "\($0.key)=\(shellQuoted($0.value))" }.joined(separator: " ")
-        try tmux(["new-session", "-d", "-x", "160", "-y", "50", "exec env \(assignments) \(command)"])
+        try tmux(["new-session", "-d", "-x", String(columns), "-y", String(rows), "exec env \(assignments) \(command)"])
         panePID = Int32((try? tmux(["display-message", "-p", "#{pane_pid}"]))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "")
     }
 
@@ -22,7 +24,7 @@ final class Terminal {
 
     deinit {
         if let panePID { kill(panePID, SIGKILL) }
-        try? tmux(["kill-server"])
+        _ = try? tmux(["kill-server"])
     }
 
     /// Types keys: text, or tmux key names such as Enter, Tab, Up, C-c, C-u.
@@ -67,7 +69,7 @@ func shellQuoted(_ text: String) -> String {
 
 /// A Firebase export of `users` users, about 36 bytes each, written in chunks.
 private func writeUsersExport(_ path: String, users: Int) throws {
-    FileManager.default.createFile(atPath: path, contents: nil)
+    _ = FileManager.default.createFile(atPath: path, contents: nil)
     let file = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
     defer { try? file.close() }
     file.write(Data(#"{"users": {"#.utf8))
@@ -91,6 +93,54 @@ private func expectScreen(_ terminal: Terminal, _ text: String, sourceLocation: 
 
 @Suite("The console in a real terminal", .enabled(if: Terminal.isAvailable))
 struct TerminalTests {
+    /// On an 80 × 24 terminal: a long table goes through the pager, fitted to 80 columns with cut cells; a
+    /// username that holds terminal escapes shows them as text; wide names keep the columns aligned; \x auto
+    /// prints records when columns would not fit; -W asks for the password without echoing it.
+    @Test func pagerWidthEscapesAndPassword() throws {
+        let database = try TestPostgres.makeDatabase()
+        var users: [String] = (0..<60).map { #""user\#($0)": {"username": "name \#($0)"}"# }
+        users.append(#""mallory": {"username": "\u001b]0;pwned\u0007\u001b[2J\u202eevil"}"#)
+        users.append(#""wide": {"username": "김민준 ✓"}"#)
+        users.append(#""zlong": {"username": "\#(String(repeating: "long ", count: 60))"}"#)
+        let seed = #"{"users": {"# + users.joined(separator: ", ") + "}}"
+        #expect(try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: seed).status == 0)
+        let directory = try makeTemporaryDirectory("admin-pager")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let paged = directory + "/paged.txt"
+        let environment = ["ADMIN_HISTORY": directory + "/history", "TERM": "xterm", "ADMIN_PAGER": "cat > \(paged)"]
+        let command = "\(shellQuoted(AdminProcess.executable.path)) -W --db \(shellQuoted(database.conninfo))"
+        let terminal = try Terminal(command, environment: environment, columns: 80, rows: 24)
+        try expectScreen(terminal, "Password:")
+        try terminal.send("not-shown-secret", "Enter")
+        try expectScreen(terminal, "=>")
+        #expect(try !terminal.screen().contains("not-shown-secret"))
+
+        try terminal.send("users --limit 100", "Enter")
+        let deadline = Date().addingTimeInterval(10)
+        while (try? String(contentsOfFile: paged, encoding: .utf8))?.contains("(63 rows)") != true && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        let table = try String(contentsOfFile: paged, encoding: .utf8)
+        #expect(table.contains("(63 rows)"))
+        for line in table.split(separator: "\n") {
+            #expect(TerminalText.width(String(line)) <= 80, "wider than the terminal: \(line)")
+        }
+        #expect(table.contains("…"))
+        #expect(table.contains(#"\u001b]0;pwned\u0007\u001b[2J\u202eevil"#))
+        #expect(!table.contains("\u{1B}"))
+        let wide = try #require(table.split(separator: "\n").first { $0.contains("김민준") })
+        let header = try #require(table.split(separator: "\n").first { $0.contains("username") })
+        #expect(TerminalText.width(String(wide).components(separatedBy: "|")[0]) == TerminalText.width(header.components(separatedBy: "|")[0]))
+        // The table went to the pager, not to the screen.
+        #expect(try !terminal.screen().contains("(63 rows)"))
+
+        // \x auto: a record per row when the columns would not fit; short output is not paged.
+        try terminal.send("\\x auto", "Enter")
+        try terminal.send("user show zlong", "Enter")
+        try expectScreen(terminal, "-[ RECORD 1 ]")
+        try terminal.send("C-d")
+    }
+
     @Test func historyCompletionConfirmationCancelAndProgress() throws {
         let database = try TestPostgres.makeDatabase()
         let seed = #"{"users": {"alice": {"username": "alice"}, "bob": {"username": "bob"}}}"#
@@ -123,8 +173,8 @@ struct TerminalTests {
         try terminal.send("C-u", "user show al", "Tab")
         try expectScreen(terminal, "=> user show alice")
         try terminal.send("C-u", "get /us", "Tab")
-        try expectScreen(terminal, "=> get /users")
-        try terminal.send("/al", "Tab")
+        try expectScreen(terminal, "=> get /users/")
+        try terminal.send("al", "Tab")
         try expectScreen(terminal, "=> get /users/alice")
         try terminal.send("C-u")
 

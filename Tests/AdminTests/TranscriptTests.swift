@@ -12,9 +12,11 @@ struct TranscriptTests {
         .filter { $0.hasSuffix(".script") }.map { String($0.dropLast(".script".count)) }.sorted()
 
     /// Options a transcript runs with, besides -q and -f.
-    static let options: [String: [String]] = ["errors": ["--on-error", "continue"]]
+    static let options: [String: [String]] = [
+        "errors": ["--on-error", "continue"], "keys": ["--on-error", "continue"], "writes": ["--on-error", "continue"],
+    ]
     /// The exit status each transcript ends with.
-    static let statuses: [String: Int32] = ["errors": 64, "formats": 3]
+    static let statuses: [String: Int32] = ["errors": 64, "formats": 3, "keys": 64, "writes": 1]
 
     @Test func thereAreTranscripts() {
         #expect(Self.transcripts.count >= 2)

@@ -88,8 +88,8 @@ struct ConnectionTests {
 
     @Test func doublesComeBackBitForBit() throws {
         let connection = try TestPostgres.makeDatabase().connect()
-        var values = [0.1, 374.9999999999999, 1497918951.91262, 5e-324, 4.9e-324, 1.7976931348623157e308, -0.0,
-                      1e21, 2.0.squareRoot(), 9007199254740993, -1.5e-300]
+        var values = [0.1, 374.9999999999999, 1497918951.91262, Double("5e-324")!, Double("4.9e-324")!, 1.7976931348623157e308, -0.0,
+                      1e21, 2.0.squareRoot(), Double("9007199254740993")!, -1.5e-300]
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<200 { values.append(Double(bitPattern: generator.next() & ~(0x7FF << 52) | (UInt64.random(in: 1...0x7FE) << 52))) }
         for (index, value) in values.enumerated() {

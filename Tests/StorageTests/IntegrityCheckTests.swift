@@ -233,7 +233,7 @@ struct IntegrityCheckTests {
         ] {
             let store = try makeStore()
             try importJSON(damaged.json, into: store)
-            try store.repair(.follows, options: RepairOptions(followPreference: preference))
+            _ = try store.repair(.follows, options: RepairOptions(followPreference: preference))
             let followingEdges = try edges(store, "SELECT uid, followee_uid FROM following")
             let followerEdges = try edges(store, "SELECT uid, follower_uid FROM followers")
             #expect(followingEdges == following, "\(preference)")

@@ -27,7 +27,7 @@ private func export(_ store: Store, at path: [String], shallow: Bool = false, op
     throws -> String
 {
     var bytes: [UInt8] = []
-    try store.exportTree(at: path, options: options, shallow: shallow) { bytes.append(contentsOf: $0) }
+    _ = try store.exportTree(at: path, options: options, shallow: shallow) { bytes.append(contentsOf: $0) }
     return String(decoding: bytes, as: UTF8.self)
 }
 
@@ -69,9 +69,9 @@ struct PathExportTests {
         let store = try consistentStore()
         var compressed: [UInt8] = []
         let gzip = try GzipWriter { compressed.append(contentsOf: $0) }
-        try store.exportTree { try gzip.write($0) }
+        _ = try store.exportTree { try gzip.write($0) }
         try gzip.finish()
-        var source = try GzipSource(MemorySource(compressed), name: "export.json.gz")
+        let source = try GzipSource(MemorySource(compressed), name: "export.json.gz")
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var text: [UInt8] = []
         while case let count = try buffer.withUnsafeMutableBytes({ try source.read(into: $0) }), count > 0 {
@@ -196,7 +196,7 @@ struct QueryExportTests {
             default: break
             }
             var bytes: [UInt8] = []
-            try store.exportTree(at: path, query: query) { bytes.append(contentsOf: $0) }
+            _ = try store.exportTree(at: path, query: query) { bytes.append(contentsOf: $0) }
             let got = String(decoding: bytes, as: UTF8.self)
             let expected = render(ReferenceQuery.run(query, on: node))
             #expect(got == expected, "get /\(path.joined(separator: "/")) with \(query)")
@@ -207,7 +207,7 @@ struct QueryExportTests {
         let store = try consistentStore()
         func get(_ path: [String], _ query: TreeQuery) throws -> String {
             var bytes: [UInt8] = []
-            try store.exportTree(at: path, query: query) { bytes.append(contentsOf: $0) }
+            _ = try store.exportTree(at: path, query: query) { bytes.append(contentsOf: $0) }
             return String(decoding: bytes, as: UTF8.self)
         }
         #expect(try get(["timeline", "alice"], TreeQuery(order: .key, limitToLast: 2))

@@ -14,7 +14,7 @@ func importJSON(_ json: String, into store: Store, options: ImportOptions = Impo
 /// The store's export as text.
 func exportJSON(_ store: Store, options: JSONTextWriter.Options = .init()) throws -> String {
     var bytes: [UInt8] = []
-    try store.exportTree(options: options) { bytes.append(contentsOf: $0) }
+    _ = try store.exportTree(options: options) { bytes.append(contentsOf: $0) }
     return String(decoding: bytes, as: UTF8.self)
 }
 

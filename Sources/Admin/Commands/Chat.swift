@@ -49,7 +49,7 @@ struct ChatOpen: ConsoleCommand {
         let stable = ChatMemberHash.stableText(a, b)
         session.showRecord([
             ("key", .text(chat.key)), ("path", .text("/chats/\(chat.uid)/\(chat.key)")), ("title", DomainViews.cell(chat.title)),
-            ("members", .text(chat.members.joined(separator: ", "))), ("member_hash", DomainViews.cell(chat.memberHash)),
+            ("members", .list(chat.members)), ("member_hash", DomainViews.cell(chat.memberHash)),
             ("stable_hash", .boolean(chat.memberHash == stable)), ("last_message", DomainViews.cell(chat.lastMessage)),
             ("last_message_sent", chat.lastMessageSent.map(Cell.number) ?? .null),
             ("time", DomainViews.cell(DomainViews.time(seconds: chat.lastMessageSent))),

@@ -63,13 +63,13 @@ struct Export: ConsoleCommand {
         }
         // nil: `export - | head`, the reader has what it wanted.
         guard let report = try OutputFile.writing(
-            toFileOrStandardOutput: destination, replacing: force, session: session, export)
+            toFileOrStandardOutput: destination, replacing: force, createsDirectory: file == nil, session: session, export)
         else { return }
         progress?.finish()
         let megabytes = Double(report.bytes) / 1_000_000
         let rate = report.seconds > 0 ? megabytes / report.seconds : 0
         session.inform(
-            "Exported \(report.rows) rows as \(report.bytes) bytes"
+            "Exported \(DomainViews.count(report.rows, "row")) as \(DomainViews.count(report.bytes, "byte"))"
                 + (destination == "-" ? "" : " to \(destination)")
                 + " in \(String(format: "%.3f", report.seconds)) s (\(String(format: "%.1f", rate)) MB/s).")
     }

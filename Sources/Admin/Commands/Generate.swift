@@ -72,7 +72,9 @@ struct Generate: ConsoleCommand {
             users: users, seed: seed, dialect: dialect, plantsAnomalies: anomalies,
             output: JSONTextWriter.Options(isPretty: pretty))
         let toTerminal = file == "-" && session.output.isTerminal
-        let progress = toTerminal ? nil : ProgressBar("generate", total: nil, session: session)
+        let progress = toTerminal ? nil : ProgressBar(
+            "generate", total: session.diagnostics.isTerminal ? try ExportGenerator.estimatedBytes(options) : nil,
+            session: session)
         defer { progress?.finish() }
         let generate = { (write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> GeneratorReport in
             try ExportGenerator.write(options, onProgress: { progress?.update(done: $0) }, to: write)

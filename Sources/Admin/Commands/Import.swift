@@ -182,11 +182,12 @@ struct ImportReportView {
     private var summary: String {
         let megabytes = Double(report.inputBytes) / 1_000_000
         let rate = report.seconds > 0 ? Double(report.rowsImported) / report.seconds : 0
-        var text = "\(report.isDryRun ? "Dry run: would import" : "Imported") \(report.rowsImported) rows from "
+        var text = "\(report.isDryRun ? "Dry run: would import" : "Imported") \(DomainViews.count(report.rowsImported, "row")) from "
             + "\(file) (\(String(format: "%.1f", megabytes)) MB) in \(Self.seconds(report.seconds)) s: "
             + "\(String(format: "%.1f", report.bytesPerSecond / 1_000_000)) MB/s, \(Int(rate)) rows/s."
         if report.mode == .merge {
-            text += " Merged: \(report.rowsReplaced) rows of the store's nodes of the same names were replaced."
+            text += " Merged: \(DomainViews.count(report.rowsReplaced, "row")) of the store's nodes of the same names "
+                + (report.rowsReplaced == 1 ? "was" : "were") + " replaced."
         }
         if report.isDryRun { text += " Rolled back; nothing was changed." }
         return text

@@ -33,7 +33,7 @@ enum Interrupt {
                 if let signal = Optional(termination.load(ordering: .relaxed)), signal != 0 {
                     // `timeout`, `systemctl stop`, a closed terminal: cancel what runs (its transaction rolls
                     // back), close the session, and leave with the shell's status for the signal.
-                    cancelHandle.withLock { $0?.cancel() }
+                    _ = cancelHandle.withLock { $0?.cancel() }
                     terminationHandler.withLock { $0?() }
                     _exit(128 + signal)
                 }

@@ -44,8 +44,8 @@ struct MainLoop {
             }
         }
         if let pending {
-            report(ConsoleError(.usage, "the script ends inside a command (an open quote or a trailing backslash)"),
-                   command: nil, location: pending.location)
+            let reason = Self.incompleteness(of: pending.text)
+            report(ConsoleError(.usage, "the script ends inside a command (\(reason))"), command: nil, location: pending.location)
             worst = max(worst, .usage)
         }
         return worst
@@ -126,6 +126,16 @@ struct MainLoop {
             return true
         } catch {
             return !error.description.hasPrefix("unterminated")
+        }
+    }
+
+    /// Why `text` is not a whole command: the tokenizer's complaint, or the trailing backslash.
+    static func incompleteness(of text: String) -> String {
+        do {
+            _ = try Tokenizer.split(text)
+            return "a trailing backslash"
+        } catch {
+            return error.description
         }
     }
 

@@ -2,14 +2,20 @@ import Foundation
 import Storage
 
 /// A file written under a temporary name beside it and renamed into place by `commit()`.
+///
+/// The temporary file is safe in a directory others can write to: its name is unpredictable, it is created
+/// exclusively and never through a symbolic link (`O_CREAT | O_EXCL | O_NOFOLLOW`), mode 0600 from the start, and
+/// the final rename replaces a link planted at the destination rather than writing through it. Without `--force`
+/// the rename itself refuses an existing destination (`RENAME_NOREPLACE`), so nothing created meanwhile is lost.
 final class OutputFile {
     /// Runs `body` with a writer into the file at `path` (gzip-compressed when the name ends in `.gz`), and puts
-    /// the file in place when `body` returns; when anything throws, no file is left.
+    /// the file in place when `body` returns; when anything throws, no file is left. `createsDirectory`: the
+    /// directory may be made (the default `exports/`); a path the operator typed must name one that exists.
     static func writing<Result>(
-        to path: String, replacing: Bool,
+        to path: String, replacing: Bool, createsDirectory: Bool = false,
         _ body: (_ write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> Result
     ) throws -> Result {
-        let file = try OutputFile(path: path, replacing: replacing)
+        let file = try OutputFile(path: path, replacing: replacing, createsDirectory: createsDirectory)
         do {
             let gzip = path.hasSuffix(".gz") ? try GzipWriter { try file.write($0) } : nil
             let result = try body { bytes in
@@ -25,12 +31,14 @@ final class OutputFile {
     }
 
     /// Runs `body` with a writer to `destination`: stdout for `-` (nil when the reader closed the pipe), else the
-    /// file, as `writing(to:replacing:_:)` writes it.
+    /// file, as `writing(to:replacing:createsDirectory:_:)` writes it.
     static func writing<Result>(
-        toFileOrStandardOutput destination: String, replacing: Bool, session: Session,
+        toFileOrStandardOutput destination: String, replacing: Bool, createsDirectory: Bool = false, session: Session,
         _ body: (_ write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> Result
     ) throws -> Result? {
-        guard destination == "-" else { return try writing(to: destination, replacing: replacing, body) }
+        guard destination == "-" else {
+            return try writing(to: destination, replacing: replacing, createsDirectory: createsDirectory, body)
+        }
         session.output.flush()
         return try writingStandardOutput(body)
     }
@@ -47,25 +55,54 @@ final class OutputFile {
     }
 
     let path: String
+    private let replacing: Bool
     private let temporaryPath: String
     private let descriptor: Int32
     private var isOpen = true
 
-    init(path: String, replacing: Bool) throws {
+    init(path: String, replacing: Bool, createsDirectory: Bool) throws {
         self.path = path
+        self.replacing = replacing
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        if !FileManager.default.fileExists(atPath: directory) {
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            guard createsDirectory else {
+                throw ConsoleError(.commandFailed, "cannot write \(path): the directory \(directory) does not exist")
+            }
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } else if !isDirectory.boolValue {
+            throw ConsoleError(.commandFailed, "cannot write \(path): \(directory) is not a directory")
         }
-        if !replacing, FileManager.default.fileExists(atPath: path) {
+        var info = stat()
+        if !replacing, lstat(path, &info) == 0 {
             throw ConsoleError(.commandFailed, "\(path) exists; use --force to replace it")
         }
-        temporaryPath = "\(directory)/.\(URL(fileURLWithPath: path).lastPathComponent).\(getpid()).tmp"
-        // 0600: exports hold the users' data.
-        descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw ConsoleError(.commandFailed, "cannot create \(temporaryPath): \(String(cString: strerror(errno)))")
+        let name = URL(fileURLWithPath: path).lastPathComponent
+        var opened: (String, Int32)?
+        for _ in 0..<16 {
+            let candidate = "\(directory)/.\(name).\(Self.randomSuffix()).tmp"
+            // 0600: exports hold the users' data.
+            let descriptor = open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            if descriptor >= 0 {
+                opened = (candidate, descriptor)
+                break
+            }
+            guard errno == EEXIST else {
+                throw ConsoleError(.commandFailed, "cannot create \(candidate): \(String(cString: strerror(errno)))")
+            }
         }
+        guard let (temporaryPath, descriptor) = opened else {
+            throw ConsoleError(.commandFailed, "cannot create a temporary file in \(directory)")
+        }
+        self.temporaryPath = temporaryPath
+        self.descriptor = descriptor
+    }
+
+    /// Twelve random letters and digits: a name nobody can guess and plant in advance.
+    private static func randomSuffix() -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        var generator = SystemRandomNumberGenerator()
+        return String((0..<12).map { _ in alphabet.randomElement(using: &generator)! })
     }
 
     func write(_ bytes: UnsafeBufferPointer<UInt8>) throws {
@@ -79,12 +116,29 @@ final class OutputFile {
         }
         Foundation.close(descriptor)
         isOpen = false
-        guard rename(temporaryPath, path) == 0 else {
-            let reason = String(cString: strerror(errno))
+        // rename(2) replaces the destination's directory entry, a symbolic link included, and never writes
+        // through it.
+        guard Self.rename(temporaryPath, to: path, replacing: replacing) == 0 else {
+            let reason = errno == EEXIST ? "it was created meanwhile; use --force to replace it" : String(cString: strerror(errno))
             unlink(temporaryPath)
             throw ConsoleError(.commandFailed, "cannot rename \(temporaryPath) to \(path): \(reason)")
         }
     }
+
+    /// rename(2), or renameat2 with RENAME_NOREPLACE when an existing file must not be replaced (where the C
+    /// library has it; else a plain rename after the existence check).
+    private static func rename(_ from: String, to: String, replacing: Bool) -> Int32 {
+        if !replacing, let renameat2 = renameat2Function {
+            let result = renameat2(AT_FDCWD, from, AT_FDCWD, to, 1)
+            if result == 0 || errno != EINVAL && errno != ENOSYS { return result }
+        }
+        return Foundation.rename(from, to)
+    }
+
+    private static let renameat2Function: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32)? = {
+        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "renameat2") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32).self)
+    }()
 
     /// Removes the temporary file after a failure.
     func discard() {

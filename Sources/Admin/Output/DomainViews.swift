@@ -43,7 +43,7 @@ enum DomainViews {
     static let chatColumns = ["key", "title", "members", "last_message", "last_message_sent", "time", "member_hash"]
 
     static func chatRow(_ chat: Chat) -> [Cell] {
-        [.text(chat.key), cell(chat.title), .text(chat.members.joined(separator: ", ")), cell(chat.lastMessage),
+        [.text(chat.key), cell(chat.title), .list(chat.members), cell(chat.lastMessage),
          chat.lastMessageSent.map(Cell.number) ?? .null, cell(time(seconds: chat.lastMessageSent)),
          cell(chat.memberHash)]
     }

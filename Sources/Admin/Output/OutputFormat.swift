@@ -19,6 +19,8 @@ enum Cell: Equatable {
     case integer(Int)
     case number(Double)
     case boolean(Bool)
+    /// Several texts (a chat's members): joined with commas in tables and CSV, an array in JSON.
+    case list([String])
     case null
 
     /// The value as a table or CSV shows it.
@@ -28,6 +30,7 @@ enum Cell: Equatable {
         case .integer(let value): String(value)
         case .number(let value): JSONWriter.number(value)
         case .boolean(let value): value ? "true" : "false"
+        case .list(let values): values.joined(separator: ", ")
         case .null: ""
         }
     }
@@ -48,6 +51,7 @@ enum Cell: Equatable {
         case .integer(let value): String(value)
         case .number(let value): JSONWriter.number(value)
         case .boolean(let value): value ? "true" : "false"
+        case .list(let values): JSONWriter.array(values.map(JSONWriter.string))
         case .null: "null"
         }
     }

@@ -65,7 +65,8 @@ final class ProgressBar {
         let rate = elapsed > 0 ? Double(done) / elapsed : 0
         var line = "\(label)  "
         if let total {
-            let fraction = min(1, Double(done) / Double(total))
+            // A total that was estimated (generate) may be passed: stay short of 100 % until done.
+            let fraction = min(0.99, Double(done) / Double(total))
             let width = 24
             let filled = Int(fraction * Double(width))
             line += "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "

@@ -18,10 +18,11 @@ struct RepairReportView {
         session.show(
             ResultTable(columns: ["repair", "table", "action", "rows"], rows: rows), as: format)
         guard format != .csv else { return }
+        // The summary is for the operator (stderr, unless quiet); the rows above are the data.
         for report in reports {
             let seconds = String(format: "%.3f", report.seconds)
             let rows = report.rowsChanged == 1 ? "1 row" : "\(report.rowsChanged) rows"
-            session.output.line(report.isDryRun
+            session.inform(report.isDryRun
                 ? "\(report.repair.rawValue): dry run, would change \(rows) (\(seconds) s); rolled back."
                 : "\(report.repair.rawValue): changed \(rows) in \(seconds) s.")
         }

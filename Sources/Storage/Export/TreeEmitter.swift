@@ -215,14 +215,14 @@ final class TreeEmitter {
         case .fresh, .written:
             break
         case .object:
-            try withWriter(forContentOf: level) { $0.endObject() }
+            withWriter(forContentOf: level) { $0.endObject() }
         case .deferred(let frame):
             frameLevels.removeLast()
             try writeOut(frame, of: level, asArray: frame.isArray)
         case .priority(let priority):
             // A node holding nothing but a priority.
             try startObject(level)
-            try withWriter(forContentOf: level) {
+            withWriter(forContentOf: level) {
                 $0.key(FirebaseKey.priority)
                 $0.value(priority)
                 $0.endObject()
@@ -259,14 +259,14 @@ final class TreeEmitter {
             }
         }
         try beginChild(key, of: level)
-        try withWriter(forContentOf: level) { $0.value(value) }
+        withWriter(forContentOf: level) { $0.value(value) }
         try relieve()
     }
 
     /// Writes the node at `level` whole as `value`, in place of any children.
     private func writeWhole(_ value: TreeValue, at level: Int) throws {
         try announce(level)
-        try withWriter(forContentOf: level - 1) { $0.value(value) }
+        withWriter(forContentOf: level - 1) { $0.value(value) }
         levels[level].state = .written
         if level == 0 { hasWrittenRoot = true }
         try relieve()
@@ -306,7 +306,7 @@ final class TreeEmitter {
             try startObject(level)
         case .priority(let priority):
             try startObject(level)
-            try withWriter(forContentOf: level) {
+            withWriter(forContentOf: level) {
                 $0.key(FirebaseKey.priority)
                 $0.value(priority)
             }
@@ -329,7 +329,7 @@ final class TreeEmitter {
     /// Writes the node at `level`'s key into its parent and opens it as a streamed object.
     private func startObject(_ level: Int) throws {
         try announce(level)
-        try withWriter(forContentOf: level - 1) { $0.beginObject() }
+        withWriter(forContentOf: level - 1) { $0.beginObject() }
         levels[level].state = .object
     }
 
@@ -349,11 +349,11 @@ final class TreeEmitter {
         try frame.end()
         try announce(level)
         let parent = level - 1
-        try withWriter(forContentOf: parent) { asArray ? $0.beginArray() : $0.beginObject() }
+        withWriter(forContentOf: parent) { asArray ? $0.beginArray() : $0.beginObject() }
         var next = 0
         try frame.forEachElement { index, read in
             if asArray {
-                try withWriter(forContentOf: parent) { writer in
+                withWriter(forContentOf: parent) { writer in
                     while next < index {
                         writer.null()
                         next += 1
@@ -362,14 +362,14 @@ final class TreeEmitter {
                 }
                 next = index + 1
             } else {
-                try withWriter(forContentOf: parent) { writer in
+                withWriter(forContentOf: parent) { writer in
                     writer.key(String(index))
                     writer.beginRawValue()
                 }
             }
             var pendingSpaces = 0
             try read { piece in
-                try withWriter(forContentOf: parent) { writer in
+                withWriter(forContentOf: parent) { writer in
                     if asArray && options.isPretty {
                         writer.appendRawOneLevelShallower(piece, pendingSpaces: &pendingSpaces)
                     } else {
@@ -381,7 +381,7 @@ final class TreeEmitter {
         }
         spilledBytes += frame.spilledBytes
         if keepsOpen { return }
-        try withWriter(forContentOf: parent) { asArray ? $0.endArray() : $0.endObject() }
+        withWriter(forContentOf: parent) { asArray ? $0.endArray() : $0.endObject() }
     }
 
     /// The keys of the node at `level`, from the emitter's root.
