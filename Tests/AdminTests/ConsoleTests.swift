@@ -29,13 +29,25 @@ struct ConsoleTests {
         #expect((object?["connection"] as? String)?.contains(database.name) == true)
     }
 
-    @Test func theConsoleMigratesAnEmptyDatabaseUnlessTold() throws {
+    /// Only migrate changes the schema of a database the operator named: status and migrate --list read it,
+    /// and other commands say what to run.
+    @Test func onlyMigrateChangesANamedDatabasesSchema() throws {
         let database = try TestPostgres.makeEmptyDatabase()
-        let untouched = try AdminProcess.run(["--db", database.conninfo, "--no-migrate", "status"])
-        #expect(untouched.status == 0, "\(untouched.stderr)")
         let all = Migration.embedded.map(\.fileName)
-        #expect(untouched.stdout.contains("version 0, \(all.count) pending: \(all.joined(separator: ", "))"))
-        let migrated = try AdminProcess.run(["--db", database.conninfo, "--no-migrate", "migrate"])
+        for _ in 0..<2 {
+            let untouched = try AdminProcess.run(["--db", database.conninfo, "status"])
+            #expect(untouched.status == 0, "\(untouched.stderr)")
+            #expect(untouched.stdout.contains("version 0, \(all.count) pending: \(all.joined(separator: ", "))"))
+            let listed = try AdminProcess.run(["--db", database.conninfo, "migrate", "--list", "--format", "csv"])
+            #expect(listed.status == 0, "\(listed.stderr)")
+            #expect(listed.stdout.contains("1,0001_firebase_tree.sql,pending,"))
+        }
+        let refused = try AdminProcess.run(["--db", database.conninfo, "check"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("has no admin schema"))
+        #expect(refused.stderr.contains("Run `admin migrate`"))
+        #expect(!refused.stderr.contains("does not exist"))
+        let migrated = try AdminProcess.run(["--db", database.conninfo, "migrate"])
         #expect(migrated.status == 0)
         #expect(migrated.stderr.contains("Applied 0001_firebase_tree.sql."))
         let again = try AdminProcess.run(["--db", database.conninfo, "migrate"])
