@@ -226,7 +226,7 @@ struct HostileValueTests {
                     "image_url": .string(text), "image_height": .number(1), "created_at": .number(1_700_000_000),
                     "like_count": .number(0), "poster": .object(["uid": .string(uid), "username": .string(text)]),
                 ]))
-            let members: [String: TreeValue] = ["alice": .bool(true), uid: .bool(true)]
+            let members: [TreeKey: TreeValue] = ["alice": .bool(true), TreeKey(uid): .bool(true)]
             let copy = json([
                 "title": .string("\(text), alice"), "memberHash": .string(ChatMemberHash.stableText(uid, "alice")),
                 "members": .object(members), "lastMessage": .string("\(text): \(text)"),
@@ -243,7 +243,7 @@ struct HostileValueTests {
     }
 
     /// A tree value as JSON text, for `TreeValue.setting`.
-    private func json(_ children: [String: TreeValue]) -> String {
+    private func json(_ children: [TreeKey: TreeValue]) -> String {
         var writer = JSONTextWriter()
         writer.value(.object(children))
         writer.finish()

@@ -113,12 +113,12 @@ struct GeneratorTests {
         let generated = try generate(GeneratorOptions(users: 600, seed: 9))
         let tree = try #require(try TreeValue.parse(json: generated.json))
         let root = try #require(tree.children)
-        #expect(root.keys.sorted() == ["chats", "followers", "following", "messages", "postLikes", "posts", "timeline", "users"])
+        #expect(root.keys.map(\.string).sorted() == ["chats", "followers", "following", "messages", "postLikes", "posts", "timeline", "users"])
 
         // Firebase Auth-like uids, and usernames in many scripts.
         let users = try #require(root["users"]?.children)
         #expect(users.count == 600)
-        #expect(users.keys.allSatisfy { $0.utf8.count == 28 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } })
+        #expect(users.keys.map(\.string).allSatisfy { $0.utf8.count == 28 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } })
         let names = users.values.compactMap { $0.children?["username"]?.stringValue }
         #expect(Set(names).count == 600)
         #expect(names.filter { !$0.allSatisfy(\.isASCII) }.count > 100)
@@ -129,7 +129,7 @@ struct GeneratorTests {
             for (key, post) in try #require(posts.children) {
                 postCount += 1
                 let createdAt = try #require(post.children?["created_at"]?.numberValue)
-                let keyTime = try #require(PushIDGenerator.timestamp(of: key)).timeIntervalSince1970
+                let keyTime = try #require(PushIDGenerator.timestamp(of: key.string)).timeIntervalSince1970
                 #expect(abs(keyTime - (createdAt * 1000).rounded(.down) / 1000) < 0.0005, "\(key) \(createdAt)")
                 #expect(createdAt.rounded() != createdAt)
             }

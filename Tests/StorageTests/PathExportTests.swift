@@ -6,7 +6,7 @@ import Testing
 /// Every node's path in `tree`, parents first, without priority pseudo-children (a console path cannot name them).
 private func paths(in tree: TreeValue, prefix: [String] = []) -> [[String]] {
     guard let children = tree.children else { return [prefix] }
-    return [prefix] + children.filter { !$0.key.hasPrefix(".") }.flatMap { paths(in: $0.value, prefix: prefix + [$0.key]) }
+    return [prefix] + children.filter { !$0.key.hasPrefix(".") }.flatMap { paths(in: $0.value, prefix: prefix + [$0.key.string]) }
 }
 
 /// The REST API's shallow=true, on an in-memory tree: a leaf as it is, an object's children as `true` unless
@@ -141,7 +141,7 @@ enum ReferenceQuery {
             case .child(let path): plain(value.descendant(at: path))
             }
         }
-        var items = children.filter { !$0.key.hasPrefix(".") }.map { (key: $0.key, value: $0.value, order: orderValue($0.key, $0.value)) }
+        var items = children.filter { !$0.key.hasPrefix(".") }.map { (key: $0.key.string, value: $0.value, order: orderValue($0.key.string, $0.value)) }
         items = items.filter { item in
             (query.equal.map { compare(item.order, $0, byKey: byKey) == 0 } ?? true)
                 && (query.start.map { compare(item.order, $0, byKey: byKey) >= 0 } ?? true)
@@ -153,7 +153,7 @@ enum ReferenceQuery {
         }
         if let first = query.limitToFirst { items = Array(items.prefix(first)) }
         if let last = query.limitToLast { items = Array(items.suffix(last)) }
-        return items.isEmpty ? nil : .object(Dictionary(uniqueKeysWithValues: items.map { ($0.key, $0.value) }))
+        return items.isEmpty ? nil : .object(Dictionary(uniqueKeysWithValues: items.map { (TreeKey($0.key), $0.value) }))
     }
 }
 
@@ -172,6 +172,7 @@ struct QueryExportTests {
             let node = tree.descendant(at: path)!
             let children = node.children!.filter { !$0.key.hasPrefix(".") }
             let grandchildKeys = children.values.compactMap(\.children).flatMap(\.keys).filter { !$0.hasPrefix(".") }
+                .map(\.string)
             let order: TreeQuery.Order = switch Int.random(in: 0..<3, using: &generator) {
             case 0: .key
             case 1: .value
@@ -180,7 +181,7 @@ struct QueryExportTests {
             // Bounds taken from the children's own ordered values, so that filters cut somewhere.
             let samples: [TreeValue?] = children.map { key, value in
                 switch order {
-                case .key: .string(key)
+                case .key: .string(key.string)
                 case .value: ReferenceQuery.plain(value)
                 case .child(let sub): ReferenceQuery.plain(value.descendant(at: sub))
                 }

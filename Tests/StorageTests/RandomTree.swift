@@ -44,10 +44,10 @@ struct RandomTree {
     mutating func tree(depth: Int, maximumDepth: Int) -> TreeValue {
         if depth >= maximumDepth || (depth > 1 && chance(35)) {
             let value = leaf()
-            if chance(5) { return .object([FirebaseKey.value: value, FirebaseKey.priority: priority()]) }
+            if chance(5) { return .object([TreeKey(FirebaseKey.value): value, TreeKey(FirebaseKey.priority): priority()]) }
             return value
         }
-        var children: [String: TreeValue] = [:]
+        var children: [TreeKey: TreeValue] = [:]
         if chance(15) {
             // An array-like object, dense or with holes.
             for index in 0..<int(1...6) where chance(80) {
@@ -67,7 +67,7 @@ struct RandomTree {
 
     /// A whole database: the app's top-level nodes with shapes both right and wrong, and unknown nodes.
     mutating func database() -> TreeValue {
-        var root: [String: TreeValue] = [:]
+        var root: [TreeKey: TreeValue] = [:]
         let roots = ["users", "posts", "postLikes", "followers", "following", "timeline", "chats", "messages"]
         for name in roots where chance(70) {
             root[name] = appNode(name)
@@ -80,7 +80,7 @@ struct RandomTree {
 
     private mutating func deepChain(levels: Int) -> TreeValue {
         var value = leaf()
-        for _ in 0..<levels { value = .object([key(): value]) }
+        for _ in 0..<levels { value = .object([TreeKey(key()): value]) }
         return value
     }
 
@@ -90,7 +90,7 @@ struct RandomTree {
     /// A top-level node of the app: mostly well-formed records, some with unknown or mistyped fields, some
     /// not shaped at all.
     private mutating func appNode(_ name: String) -> TreeValue {
-        var node: [String: TreeValue] = [:]
+        var node: [TreeKey: TreeValue] = [:]
         for _ in 0..<int(1...6) {
             let first = chance(90) ? uid() : key()
             switch (name, int(0...9)) {
@@ -104,7 +104,7 @@ struct RandomTree {
                     "votes": .number(Double(int(0...50))), "timestamp": .number(1.5e12 + Double(int(0...1000))),
                 ])
             case ("posts", _):
-                var posts: [String: TreeValue] = [:]
+                var posts: [TreeKey: TreeValue] = [:]
                 for _ in 0..<int(1...3) {
                     posts[pushID()] = record([
                         "image_url": .string("https://x/" + key()), "image_height": .number(374.9999999999999),
@@ -114,19 +114,19 @@ struct RandomTree {
                 }
                 node[first] = .object(posts)
             case ("postLikes", _), ("followers", _), ("following", _):
-                var edges: [String: TreeValue] = [:]
+                var edges: [TreeKey: TreeValue] = [:]
                 for _ in 0..<int(1...4) { edges[uid()] = chance(90) ? .bool(true) : leaf() }
                 node[name == "postLikes" ? pushID() : first] = .object(edges)
             default:
-                var records: [String: TreeValue] = [:]
+                var records: [TreeKey: TreeValue] = [:]
                 for _ in 0..<int(1...3) {
-                    let fields: [String: TreeValue]
+                    let fields: [TreeKey: TreeValue]
                     switch name {
                     case "timeline": fields = ["poster_uid": .string(uid())]
                     case "chats":
                         fields = [
                             "title": .string(key()), "memberHash": .string(String(int(-99999...99999))),
-                            "members": .object([first: .bool(true)].merging([uid(): chance(90) ? .bool(true) : leaf()]) { $1 }),
+                            "members": .object([TreeKey(first): .bool(true)].merging([TreeKey(uid()): chance(90) ? .bool(true) : leaf()]) { $1 }),
                             "lastMessage": .string("a: b"), "lastMessageSent": .number(1497918951.5),
                         ]
                     default:
@@ -144,7 +144,7 @@ struct RandomTree {
     }
 
     /// A record with its fields, sometimes with a field missing, mistyped, unknown, or a priority.
-    private mutating func record(_ fields: [String: TreeValue]) -> TreeValue {
+    private mutating func record(_ fields: [TreeKey: TreeValue]) -> TreeValue {
         var fields = fields
         if chance(15), let key = fields.keys.sorted().first { fields[key] = nil }
         if chance(15), let key = fields.keys.sorted().last { fields[key] = chance(50) ? leaf() : tree(depth: 4, maximumDepth: 6) }
@@ -171,7 +171,7 @@ struct RandomTree {
         case .number(let number): out += chance(50) ? JavaScriptNumber.format(number) : "\(number)"
         case .bool(let flag): out += flag ? "true" : "false"
         case .object(let children):
-            let indices = children.keys.compactMap(FirebaseKey.arrayIndex)
+            let indices = children.keys.compactMap { FirebaseKey.arrayIndex($0.string) }
             if indices.count == children.count, indices.max()! < 2 * children.count + 8, chance(70) {
                 let elements = (0...indices.max()!).map { children[String($0)] }
                 out += "[" + space()
@@ -183,7 +183,7 @@ struct RandomTree {
                 out += space() + "]"
                 return
             }
-            var keys = children.keys.sorted(by: FirebaseKey.exportPrecedes)
+            var keys = children.keys.map(\.string).sorted(by: FirebaseKey.exportPrecedes)
             if chance(30) { keys.shuffle(using: &generator) }
             out += "{" + space()
             var first = true

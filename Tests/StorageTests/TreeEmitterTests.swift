@@ -55,7 +55,7 @@ struct TreeEmitterTests {
 
     @Test func arraysOfEveryShape() throws {
         func indexed(_ keys: some Sequence<Int>, _ value: (Int) -> TreeValue = { .number(Double($0)) }) -> TreeValue {
-            .object(Dictionary(uniqueKeysWithValues: keys.map { (String($0), value($0)) }))
+            .object(Dictionary(uniqueKeysWithValues: keys.map { (TreeKey(String($0)), value($0)) }))
         }
         let shapes: [TreeValue] = [
             indexed(0..<3000),
@@ -68,7 +68,7 @@ struct TreeEmitterTests {
             indexed(0..<50) { i in indexed(0..<(i % 4 + 1)) { j in indexed(0..<2) { .number(Double($0 + j + i)) } } },
             // Records inside an array, one with a priority (never an array then).
             indexed(0..<300) { i in .object(["v": .number(Double(i)), "s": .string("x\(i)")]) },
-            .object(indexed(0..<10).children!.merging([FirebaseKey.priority: .number(1)]) { a, _ in a }),
+            .object(indexed(0..<10).children!.merging([TreeKey(FirebaseKey.priority): .number(1)]) { a, _ in a }),
         ]
         for shape in shapes {
             try Self.expectStreamsLikeReference(.object(["a": shape, "b": .bool(true)]))
@@ -77,7 +77,7 @@ struct TreeEmitterTests {
     }
 
     @Test func epochKeysNeverWaitForALayout() throws {
-        var logs: [String: TreeValue] = [:]
+        var logs: [TreeKey: TreeValue] = [:]
         for index in 0..<10_000 {
             logs[String(1_497_918_951_912 + index * 1000)] = .object(["t": .number(20.5), "h": .number(40)])
         }
@@ -91,7 +91,9 @@ struct TreeEmitterTests {
     @Test func aLargeArrayIsHeldWithinTheBudget() throws {
         let budget = 1 << 16
         let long = String(repeating: "z", count: 100)
-        let array = TreeValue.object(Dictionary(uniqueKeysWithValues: (0..<20_000).map { (String($0), TreeValue.string(long)) }))
+        let array = TreeValue.object(Dictionary(uniqueKeysWithValues: (0..<20_000).map {
+            (TreeKey(String($0)), TreeValue.string(long))
+        }))
         let tree = TreeValue.object(["photos": array])
         let (text, emitter) = try Self.emit(tree.leaves(), .init(), budget: budget)
         #expect(text == Self.reference(tree, .init()))
@@ -104,7 +106,7 @@ struct TreeEmitterTests {
     /// shows they cannot be an array, and the rest streams as an object instead of going to the file.
     @Test func sparseNumericIdsStopWaitingOnceTheCountIsKnown() throws {
         let ids = TreeValue.object(Dictionary(uniqueKeysWithValues: (0..<5000).map {
-            (String(100_000_000 + $0 * 7), TreeValue.object(["username": .string("u\($0)")]))
+            (TreeKey(String(100_000_000 + $0 * 7)), TreeValue.object(["username": .string("u\($0)")]))
         }))
         let tree = TreeValue.object(["users": ids])
         var bytes: [UInt8] = []

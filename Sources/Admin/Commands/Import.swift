@@ -86,7 +86,7 @@ struct Import: ConsoleCommand {
         do {
             report = try store.importTree(
                 from: input.source(progress: progress), options: options, onReject: { try rejectsFile.write($0) },
-                onRows: { progress?.update(rows: $0) })
+                onRows: { progress?.update(rows: $0) }, isCancelled: { Interrupt.isPending })
             progress?.finish()
         } catch let error as StorageError {
             throw ConsoleError.from(error.adding(context: "importing \(file)"))

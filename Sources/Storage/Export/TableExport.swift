@@ -11,8 +11,8 @@ extension TreeTable {
             return .number(value)
         }
         func object(_ fields: [(String, TreeValue?)]) -> TreeValue? {
-            var children: [String: TreeValue] = [:]
-            for (key, value) in fields { children[key] = value }
+            var children: [TreeKey: TreeValue] = [:]
+            for (key, value) in fields { children[TreeKey(key)] = value }
             return children.isEmpty ? nil : .object(children)
         }
         func withExtra(_ value: TreeValue?, column: Int) throws -> TreeValue? {

@@ -194,7 +194,7 @@ final class TreeEmitter {
 
     /// Opens the child `key` of the node at `level` (which must be innermost), with `overlay` as fields already
     /// known; a record field of the parent at that key joins them.
-    private func open(_ key: String, in level: Int, overlay: [String: TreeValue]) throws {
+    private func open(_ key: String, in level: Int, overlay: [TreeKey: TreeValue]) throws {
         try flushOverlay(of: level, before: key)
         var fields = overlay
         if let first = levels[level].overlay.first, Self.same(first.key, key) {
@@ -250,10 +250,11 @@ final class TreeEmitter {
             // A leaf with a priority (or a lone `.value`): the node itself is `{".value": v, ".priority": p}`.
             switch levels[level].state {
             case .fresh:
-                return try writeWhole(options.keepsPriorities ? .object([key: value]) : value, at: level)
+                return try writeWhole(options.keepsPriorities ? .object([TreeKey(key): value]) : value, at: level)
             case .priority(let priority):
                 return try writeWhole(
-                    options.keepsPriorities ? .object([key: value, FirebaseKey.priority: priority]) : value, at: level)
+                    options.keepsPriorities ? .object([TreeKey(key): value, TreeKey(FirebaseKey.priority): priority]) : value,
+                    at: level)
             default:
                 break
             }
@@ -439,8 +440,8 @@ final class TreeEmitter {
         path.count >= base.count && zip(path, base).allSatisfy { same($0, $1) }
     }
 
-    private static func ordered(_ fields: [String: TreeValue]) -> ArraySlice<(key: String, value: TreeValue)> {
-        ArraySlice(fields.map { (key: $0.key, value: $0.value) }.sorted { FirebaseKey.exportPrecedes($0.key, $1.key) })
+    private static func ordered(_ fields: [TreeKey: TreeValue]) -> ArraySlice<(key: String, value: TreeValue)> {
+        ArraySlice(fields.map { (key: $0.key.string, value: $0.value) }.sorted { FirebaseKey.exportPrecedes($0.key, $1.key) })
     }
 }
 

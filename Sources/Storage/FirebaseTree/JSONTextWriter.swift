@@ -315,15 +315,15 @@ public struct JSONTextWriter {
 
     /// The elements, with nil in the holes, when the SDKs would render `children` as an array: every key is
     /// `0` or `[1-9][0-9]*` and the largest is less than twice the count.
-    static func arrayElements(of children: [String: TreeValue]) -> [TreeValue?]? {
+    static func arrayElements(of children: [TreeKey: TreeValue]) -> [TreeValue?]? {
         var maximum = -1
         for key in children.keys {
-            guard let index = FirebaseKey.arrayIndex(key) else { return nil }
+            guard let index = FirebaseKey.arrayIndex(key.string) else { return nil }
             maximum = max(maximum, index)
         }
         guard maximum >= 0, maximum < 2 * children.count else { return nil }
         var elements = [TreeValue?](repeating: nil, count: maximum + 1)
-        for (key, value) in children { elements[FirebaseKey.arrayIndex(key)!] = value }
+        for (key, value) in children { elements[FirebaseKey.arrayIndex(key.string)!] = value }
         return elements
     }
 }

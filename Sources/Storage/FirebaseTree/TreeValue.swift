@@ -1,3 +1,35 @@
+/// A Firebase key compared and hashed as the Realtime Database compares keys: by its code units. Swift's `String`
+/// equality is canonical equivalence (`"é" == "e\u{301}"`), under which two keys Firebase holds apart would merge
+/// into one child.
+public struct TreeKey: Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    /// The key.
+    public let string: String
+
+    /// The key `string`.
+    public init(_ string: String) {
+        self.string = string
+    }
+
+    /// A key written as a literal.
+    public init(stringLiteral value: String) {
+        string = value
+    }
+
+    /// The key itself.
+    public var description: String { string }
+
+    /// Equal when the UTF-8 bytes are, which is when the UTF-16 code units are.
+    public static func == (a: TreeKey, b: TreeKey) -> Bool {
+        a.string.utf8.count == b.string.utf8.count && a.string.utf8.elementsEqual(b.string.utf8)
+    }
+
+    /// Hashes the UTF-8 bytes.
+    public func hash(into hasher: inout Hasher) {
+        var string = string
+        string.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+}
+
 /// A small Firebase subtree held in memory: a record being imported or exported, an `extra` column, a test's
 /// expected tree. Large trees are never built this way; they stream.
 ///
@@ -11,17 +43,17 @@ public indirect enum TreeValue: Equatable, Sendable {
     /// A boolean leaf.
     case bool(Bool)
     /// An object; never empty in a normalized tree.
-    case object([String: TreeValue])
+    case object([TreeKey: TreeValue])
 
     /// The children when this is an object, else nil.
-    public var children: [String: TreeValue]? {
+    public var children: [TreeKey: TreeValue]? {
         if case .object(let children) = self { return children }
         return nil
     }
 
     /// The child at `key`, when this is an object that has one.
     public subscript(key: String) -> TreeValue? {
-        children?[key]
+        children?[TreeKey(key)]
     }
 
     /// The node at `path` below this one, if there is one.
@@ -47,9 +79,9 @@ public indirect enum TreeValue: Equatable, Sendable {
             return
         }
         var children = self.children ?? [:]
-        var child = children[key] ?? .object([:])
+        var child = children[TreeKey(key)] ?? .object([:])
         child.set(value, at: path.dropFirst())
-        children[key] = child
+        children[TreeKey(key)] = child
         self = .object(children)
     }
 
@@ -57,16 +89,16 @@ public indirect enum TreeValue: Equatable, Sendable {
     /// with a priority is written `{".value": v, ".priority": p}` as the SDKs' `exportVal()` does.
     public var orderedKeys: [String] {
         guard let children else { return [] }
-        if children[FirebaseKey.value] != nil {
-            return [FirebaseKey.value, FirebaseKey.priority].filter { children[$0] != nil }
+        if children[TreeKey(FirebaseKey.value)] != nil {
+            return [FirebaseKey.value, FirebaseKey.priority].filter { children[TreeKey($0)] != nil }
         }
-        return children.keys.sorted(by: FirebaseKey.exportPrecedes)
+        return children.keys.map(\.string).sorted(by: FirebaseKey.exportPrecedes)
     }
 
     /// Every leaf below this value with its path, in RTDB order.
     public func leaves(prefix: [String] = []) -> [(path: [String], value: TreeValue)] {
         guard let children else { return [(prefix, self)] }
-        return orderedKeys.flatMap { children[$0]!.leaves(prefix: prefix + [$0]) }
+        return orderedKeys.flatMap { children[TreeKey($0)]!.leaves(prefix: prefix + [$0]) }
     }
 }
 
@@ -100,15 +132,47 @@ extension TreeValue {
             guard reader.depth <= 64 else {
                 throw StorageError(.malformedInput, "more than 64 levels of nesting at \(reader.position)")
             }
-            var children: [String: TreeValue] = [:]
+            var children: [TreeKey: TreeValue] = [:]
             while let key = try reader.nextChild() {
-                children[key] = try read(&reader, normalizing: normalizing)
+                children[TreeKey(key)] = try read(&reader, normalizing: normalizing)
             }
             if children.isEmpty { return nil }
-            if normalizing, children.count == 1, children[FirebaseKey.priority] != nil { return nil }
+            if normalizing, children.count == 1, children[TreeKey(FirebaseKey.priority)] != nil { return nil }
             return .object(children)
         default:
             preconditionFailure("a value token")
         }
+    }
+}
+
+extension Dictionary where Key == TreeKey {
+    /// The value at the key `string`, compared by code units.
+    public subscript(key: String) -> Value? {
+        get { self[TreeKey(key)] }
+        set { self[TreeKey(key)] = newValue }
+    }
+}
+
+extension TreeKey {
+    /// Whether the key is `string`, compared by code units.
+    public static func == (key: TreeKey, string: String) -> Bool {
+        key == TreeKey(string)
+    }
+
+    /// Whether the key is not `string`, compared by code units.
+    public static func != (key: TreeKey, string: String) -> Bool {
+        !(key == string)
+    }
+
+    /// Whether the key starts with `prefix`.
+    public func hasPrefix(_ prefix: String) -> Bool {
+        string.utf8.starts(with: prefix.utf8)
+    }
+}
+
+extension TreeKey: Comparable {
+    /// Byte order (UTF-8, which is code point order).
+    public static func < (a: TreeKey, b: TreeKey) -> Bool {
+        a.string.utf8.lexicographicallyPrecedes(b.string.utf8)
     }
 }

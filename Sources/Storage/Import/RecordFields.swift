@@ -1,9 +1,9 @@
 /// A record's children while they are sorted into typed columns: each `take…` removes a field of the expected
 /// type, and whatever is left (unknown fields, fields of an unexpected type, `.priority`) becomes `extra`.
 struct RecordFields {
-    private(set) var rest: [String: TreeValue]
+    private(set) var rest: [TreeKey: TreeValue]
 
-    init(_ fields: [String: TreeValue]) {
+    init(_ fields: [TreeKey: TreeValue]) {
         rest = fields
     }
 
@@ -41,7 +41,7 @@ struct RecordFields {
     /// Takes the keys of a `{uid: true, …}` map, sorted by byte order; entries of any other value stay.
     mutating func trueKeys(_ key: String) -> [String]? {
         guard case .object(var children)? = rest[key] else { return nil }
-        let keys = children.filter { $0.value == .bool(true) }.map(\.key)
+        let keys = children.filter { $0.value == .bool(true) }.map(\.key.string)
             .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         for key in keys { children[key] = nil }
         rest[key] = children.isEmpty ? nil : .object(children)
@@ -59,7 +59,7 @@ struct RecordFields {
 
 extension TreeTable {
     /// Encodes the row of a record at `keys` (below the table's root) whose children are `fields`.
-    func encodeRecord(keys: [String], fields: [String: TreeValue], into row: inout CopyRowEncoder) throws {
+    func encodeRecord(keys: [String], fields: [TreeKey: TreeValue], into row: inout CopyRowEncoder) throws {
         for key in keys { try row.append(key) }
         var fields = RecordFields(fields)
         switch self {

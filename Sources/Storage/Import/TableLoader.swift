@@ -87,6 +87,8 @@ final class TableLoader {
     private(set) var counts: [Counts]
     /// Hears the number of rows encoded so far, every few thousand rows (for a progress display).
     var onRows: ((Int) -> Void)?
+    /// Asked every few thousand rows; true stops the load with a cancellation error.
+    var isCancelled: () -> Bool = { false }
     private var totalRows = 0
 
     /// COPY data goes out in messages of about this size. The server reads a whole CopyData message before it
@@ -111,7 +113,12 @@ final class TableLoader {
         encoders[table.rawValue].endRow()
         counts[table.rawValue].rows += 1
         totalRows += 1
-        if totalRows & 4095 == 0 { onRows?(totalRows) }
+        if totalRows & 4095 == 0 {
+            onRows?(totalRows)
+            if isCancelled() {
+                throw StorageError(.server, "canceling statement due to user request", sqlState: .queryCanceled)
+            }
+        }
         counts[table.rawValue].bytes += encoders[table.rawValue].bytes.count - before
         let size = encoders[table.rawValue].bytes.count
         if table == active {

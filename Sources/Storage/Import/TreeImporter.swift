@@ -148,7 +148,7 @@ final class TreeImporter {
     private func postsChild(_ id: String) throws {
         guard isContainerToken else { return try unmapped() }
         var isFeedPost: Bool?
-        var fields: [String: TreeValue] = [:]
+        var fields: [TreeKey: TreeValue] = [:]
         var priority: TreeValue?
         let rowsBefore = emittedRows
         recordStart = reader.bytesRead
@@ -285,7 +285,7 @@ final class TreeImporter {
     /// rejected.
     private func readTree() throws -> TreeValue? {
         guard isContainerToken else { return try leafValue() }
-        var children: [String: TreeValue] = [:]
+        var children: [TreeKey: TreeValue] = [:]
         try forEachChild(onDuplicate: { children[$0] = nil }) { key in
             if let recordStart = self.recordStart,
                 self.reader.bytesRead - recordStart > self.options.maximumRecordBytes
@@ -302,7 +302,7 @@ final class TreeImporter {
     }
 
     /// An object that only has a priority is an empty node, which vanishes.
-    private static func normalized(_ children: [String: TreeValue]) -> TreeValue? {
+    private static func normalized(_ children: [TreeKey: TreeValue]) -> TreeValue? {
         if children.isEmpty || (children.count == 1 && children[FirebaseKey.priority] != nil) { return nil }
         return .object(children)
     }

@@ -288,8 +288,8 @@ extension Store {
         else { return [] }
         guard let children = node.children else { return [(nil, node)] }
         return children.filter { !$0.key.hasPrefix(".") }
-            .sorted { PartMerge.precedes([$0.key], [$1.key]) }
-            .map { key, value in (key, value.children == nil ? value : value[FirebaseKey.value] ?? .bool(true)) }
+            .sorted { PartMerge.precedes([$0.key.string], [$1.key.string]) }
+            .map { key, value in (key.string, value.children == nil ? value : value[FirebaseKey.value] ?? .bool(true)) }
     }
 }
 
@@ -309,7 +309,7 @@ extension Store {
                     var json: [UInt8] = []
                     _ = try exportTree(at: path, shallow: true) { json.append(contentsOf: $0) }
                     let children = try TreeValue.parse(json: String(decoding: json, as: UTF8.self))?.children ?? [:]
-                    keys.formUnion(children.keys.filter { $0.hasPrefix(prefix) })
+                    keys.formUnion(children.keys.filter { $0.hasPrefix(prefix) }.map(\.string))
                     break
                 }
                 var query = Query.StringInterpolation(literalCapacity: 128, interpolationCount: below.count + 3)

@@ -11,11 +11,13 @@ extension Store {
     /// ```
     /// `onReject` sees each rejected value as it is met (to write a rejects file); the import aborts once more
     /// than `options.maximumRejects` were rejected. A failure carries how far the import got in its context.
-    /// `onRows` hears the number of rows mapped so far, every few thousand rows.
+    /// `onRows` hears the number of rows mapped so far, every few thousand rows. `isCancelled`, asked as often, stops
+    /// the import (rolled back, as a cancelled statement): during COPY the server's answer to a cancel request is
+    /// only read at the end, so the reading must stop by itself.
     public func importTree(
         from source: some ByteSource, options: ImportOptions = ImportOptions(),
         onReject: @escaping (ImportReject) throws -> Void = { _ in },
-        onRows: @escaping (Int) -> Void = { _ in }
+        onRows: @escaping (Int) -> Void = { _ in }, isCancelled: @escaping () -> Bool = { false }
     ) throws -> ImportReport {
         for key in options.at {
             if let problem = FirebaseKey.problem(with: key) ?? (key.hasPrefix(".") ? "a priority is not a node" : nil) {
@@ -44,6 +46,7 @@ extension Store {
             // COPY FREEZE needs tables truncated in the same transaction.
             let loader = TableLoader(connection: connection, usesFreeze: wholeTree)
             loader.onRows = onRows
+            loader.isCancelled = isCancelled
             let importer = TreeImporter(
                 source: source, loader: loader, options: options,
                 deleteRows: { [connection] path in try Store.deleteRows(under: path, on: connection) },

@@ -174,8 +174,8 @@ extension Store {
         guard let node else { return }
         guard let children = node.children else { return try emitter.add([], node) }
         var selection = QuerySelection(query: query)
-        for (key, value) in children.sorted(by: { PartMerge.precedes([$0.key], [$1.key]) }) {
-            for (key, value) in selection.offer(key: key, value: value) { try emitter.add([key], value) }
+        for (key, value) in children.sorted(by: { PartMerge.precedes([$0.key.string], [$1.key.string]) }) {
+            for (key, value) in selection.offer(key: key.string, value: value) { try emitter.add([key], value) }
         }
         for (key, value) in selection.heldInKeyOrder { try emitter.add([key], value) }
     }

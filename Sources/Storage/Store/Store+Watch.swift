@@ -93,7 +93,7 @@ extension Store {
                     """).first.map(Self.chat(from:))
                 return ChatChange(uid: uid, key: keys[0], chat: chat)
             }
-            let members = data["members"]?.children?.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            let members = data["members"]?.children?.keys.map(\.string).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
             return ChatChange(uid: uid, key: keys[0], chat: Chat(
                 uid: uid, key: keys[0], title: data["title"]?.text, memberHash: data["memberHash"]?.text,
                 members: members ?? [], lastMessage: data["lastMessage"]?.text,
