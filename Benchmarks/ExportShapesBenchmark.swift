@@ -66,11 +66,8 @@ struct ExportShapesBenchmark {
     }
 
     func run() throws {
-        try? FileManager.default.removeItem(atPath: work)
-        let (cluster, _, conninfo) = try openBenchmarkServer(work: work)
+        let (cluster, conninfo, admin) = try openFreshServer(work: work)
         defer { cluster.close() }
-        let admin = adminBinary()
-        _ = try spawn(admin, ["--db", conninfo, "-q", "migrate"])
         print("children per node: \(children); large values: about \(largeMegabytes) MB of 300 KB leaves, "
             + "\(largeMegabytes / 5) MB of 50 KB array elements; runs: \(runs)")
         print("| shape | export s (median, min–max) | export MB/s | export peak RSS MB | get s | get MB/s | get peak RSS MB | get --limit-to-last 2 ms |")
@@ -102,20 +99,5 @@ struct ExportShapesBenchmark {
                                   ("users, numeric uids", "users, letter-prefixed uids")] {
             print("\(digits) / \(letters): \(String(format: "%.2f×", exportSeconds[digits]! / exportSeconds[letters]!)) (export)")
         }
-    }
-
-    private func writeFile(_ path: String, _ body: ((String) -> Void) -> Void) {
-        _ = FileManager.default.createFile(atPath: path, contents: nil)
-        let handle = FileHandle(forWritingAtPath: path)!
-        var buffer = ""
-        body { piece in
-            buffer += piece
-            if buffer.utf8.count >= 1 << 20 {
-                handle.write(Data(buffer.utf8))
-                buffer = ""
-            }
-        }
-        handle.write(Data(buffer.utf8))
-        try? handle.close()
     }
 }

@@ -1,9 +1,11 @@
 import Foundation
 import Storage
 
-/// `import-export`: loads one export with `admin import`, the same rows with `psql \copy` from pre-made files and
-/// with a Python peer (`json.load` + psycopg COPY), then writes it back with `admin export` and with
-/// `COPY … TO STDOUT`, all against one embedded server, and prints wall times, ratios and each process's peak RSS.
+/// `import-export`: loads one export with `admin import`, the same rows with `psql \copy` from pre-made files (into
+/// the same tables and indexes, and into tables with primary keys only), the same store with `pg_restore -j2` of
+/// a `pg_dump -Fd` of it into a fresh database, and with a Python peer (`json.load` + psycopg COPY), then writes it
+/// back with `admin export` and with `COPY … TO STDOUT`, all against one embedded server, and prints wall times,
+/// ratios and each process's peak RSS.
 struct ImportExportBenchmark {
     let file: String
     let runs: Int
@@ -17,12 +19,26 @@ struct ImportExportBenchmark {
         defer { cluster.close() }
         let admin = adminBinary()
         let psql = cluster.binaries.directory + "/psql"
-        let psqlEnvironment = ["PGHOST=\(parameters["host"]!)", "PGDATABASE=\(parameters["dbname"]!)",
-                               "PGUSER=\(parameters["user"]!)", "PGPORT=\(parameters["port"] ?? "5432")"]
+        let server = ["PGHOST=\(parameters["host"]!)", "PGUSER=\(parameters["user"]!)", "PGPORT=\(parameters["port"] ?? "5432")"]
+        let psqlEnvironment = server + ["PGDATABASE=\(parameters["dbname"]!)"]
         _ = try spawn(admin, ["--db", conninfo, "-q", "migrate"])
+        // The primary-keys-only yardstick: the same schema without its other indexes.
+        _ = try spawn(psql, ["-q", "-c", "CREATE DATABASE pk_only"], environment: psqlEnvironment)
+        let pkOnly = server + ["PGDATABASE=pk_only"]
+        _ = try spawn(admin, ["--db", conninfo.replacingOccurrences(of: "dbname=\(parameters["dbname"]!)", with: "dbname=pk_only"),
+                              "-q", "migrate"])
+        _ = try spawn(psql, ["-q", "-v", "ON_ERROR_STOP=1", "-c", """
+            DO $$ DECLARE index regclass; BEGIN
+              FOR index IN SELECT indexrelid::regclass FROM pg_index JOIN pg_class ON pg_class.oid = indrelid
+                  WHERE relnamespace = 'public'::regnamespace AND NOT indisprimary LOOP
+                EXECUTE format('DROP INDEX %s', index);
+              END LOOP;
+            END $$
+            """], environment: pkOnly)
 
         var imports: [Measurement] = [], copies: [Measurement] = [], exports: [Measurement] = [],
-            copyOuts: [Measurement] = [], peers: [Measurement] = []
+            copyOuts: [Measurement] = [], peers: [Measurement] = [], restores: [Measurement] = [],
+            pkOnlyCopies: [Measurement] = []
         let peerScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("python_peer_import.py").path
         let tables = Store.treeTables
@@ -40,7 +56,15 @@ struct ImportExportBenchmark {
                 let script = ["BEGIN;", "TRUNCATE \(tables.joined(separator: ", "));"]
                     + tables.map { "\\copy \($0) FROM '\(work)/\($0).tsv'" } + ["COMMIT;"]
                 try script.joined(separator: "\n").write(toFile: "\(work)/load.sql", atomically: true, encoding: .utf8)
+                _ = try spawn(cluster.binaries.directory + "/pg_dump", ["-Fd", "-f", "\(work)/dump"],
+                              environment: psqlEnvironment)
             }
+            _ = try spawn(psql, ["-q", "-c", "DROP DATABASE IF EXISTS restored", "-c", "CREATE DATABASE restored"],
+                          environment: psqlEnvironment)
+            restores.append(try spawn(cluster.binaries.directory + "/pg_restore", ["-j", "2", "-d", "restored", "\(work)/dump"],
+                                      environment: psqlEnvironment))
+            pkOnlyCopies.append(try spawn(psql, ["-q", "-v", "ON_ERROR_STOP=1", "-f", "\(work)/load.sql"],
+                                          environment: pkOnly))
             exports.append(try spawn(admin, ["--db", conninfo, "-q", "export", "\(work)/export.json", "--force"]))
             copies.append(try spawn(psql, ["-q", "-v", "ON_ERROR_STOP=1", "-f", "\(work)/load.sql"],
                                     environment: psqlEnvironment))
@@ -64,6 +88,10 @@ struct ImportExportBenchmark {
         print("|---|---|---|---|---|---|---|")
         row("admin import (one transaction)", imports, megabytes: inputMB, baseline: copies)
         row("psql \\copy of the same rows (one transaction)", copies, megabytes: inputMB, baseline: nil)
+        row("pg_restore -j2 of a pg_dump -Fd of the store, into a new database", restores, megabytes: inputMB, baseline: nil)
+        row("admin import / pg_restore -j2", imports, megabytes: inputMB, baseline: restores)
+        row("psql \\copy into tables with primary keys only", pkOnlyCopies, megabytes: inputMB, baseline: nil)
+        row("admin import / \\copy, primary keys only", imports, megabytes: inputMB, baseline: pkOnlyCopies)
         if !peers.isEmpty {
             row("Python json.load + psycopg COPY (one transaction)", peers, megabytes: inputMB, baseline: copies)
         }

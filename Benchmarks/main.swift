@@ -13,6 +13,12 @@
 //
 //   swift build -c release && .build/release/AdminBenchmarks export-shapes [--children N] [--large-mb MB] [--runs N]
 //
+//   swift build -c release && .build/release/AdminBenchmarks hostile-import [--record-mb MB] [--rejects N]
+//
+// hostile-import imports what one hostile or careless file can hold (one record of --record-mb MB in three
+// layouts, --rejects rejected values of 1 MB, a storm of one repeated key) with admin's peak RSS beside Python's
+// json.load of the same file, the memory a hand-written migration script needs (see HostileImportBenchmark).
+//
 // export-shapes times export and get on nodes keyed by integers (epoch timestamps, an array, numeric uids) beside
 // the same trees with letter-prefixed keys, and on large values (300 KB leaves, an array of 50 KB strings), with
 // peak RSS and the milliseconds of get --order-by-key --limit-to-last 2 (see ExportShapesBenchmark).
@@ -81,6 +87,22 @@ func runChild(_ childArguments: [String]) throws -> String {
     return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
 }
 
+/// Writes a file from pieces of text, in 1 MB writes.
+func writeFile(_ path: String, _ body: ((String) -> Void) -> Void) {
+    _ = FileManager.default.createFile(atPath: path, contents: nil)
+    let handle = FileHandle(forWritingAtPath: path)!
+    var buffer = ""
+    body { piece in
+        buffer += piece
+        if buffer.utf8.count >= 1 << 20 {
+            handle.write(Data(buffer.utf8))
+            buffer = ""
+        }
+    }
+    handle.write(Data(buffer.utf8))
+    try? handle.close()
+}
+
 func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
@@ -98,6 +120,16 @@ func openBenchmarkServer(work: String) throws -> (cluster: EmbeddedCluster, para
     return (cluster, parameters, parameters.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
 }
 
+/// A fresh private embedded server in `work` (what was there goes), migrated by the release `admin` binary,
+/// which is returned too.
+func openFreshServer(work: String) throws -> (cluster: EmbeddedCluster, conninfo: String, admin: String) {
+    try? FileManager.default.removeItem(atPath: work)
+    let (cluster, _, conninfo) = try openBenchmarkServer(work: work)
+    let admin = adminBinary()
+    _ = try spawn(admin, ["--db", conninfo, "-q", "migrate"])
+    return (cluster, conninfo, admin)
+}
+
 /// Wall seconds and peak RSS (MB) of one child process.
 struct Measurement {
     var seconds: Double
@@ -105,11 +137,14 @@ struct Measurement {
 }
 
 /// Runs a program, waits for it and measures its wall time and peak RSS (wait4's rusage).
-func spawn(_ program: String, _ arguments: [String], environment: [String] = [], stdout: String? = nil) throws -> Measurement {
+func spawn(
+    _ program: String, _ arguments: [String], environment: [String] = [], stdout: String? = nil, stderr: String? = nil
+) throws -> Measurement {
     var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
     if let stdout { posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644) }
+    if let stderr { posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644) }
     let argv = ([program] + arguments).map { strdup($0) } + [nil]
     let env = (ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }.map { "\($0.key)=\($0.value)" }
         + environment).map { strdup($0) } + [nil]
@@ -248,6 +283,15 @@ case "export-shapes":
                               runs: Int(option("--runs", default: "3")) ?? 3,
                               work: option("--work", default: "/tmp/admin-bench-shapes")).run()
 
+case "hostile-write":
+    HostileImportBenchmark(recordMegabytes: Int(arguments[3])!, rejects: Int(arguments[4])!, work: "")
+        .write(case: Int(arguments[1])!, to: arguments[2])
+
+case "hostile-import":
+    try HostileImportBenchmark(recordMegabytes: Int(option("--record-mb", default: "60")) ?? 60,
+                               rejects: Int(option("--rejects", default: "1000")) ?? 1000,
+                               work: option("--work", default: "/tmp/admin-bench-hostile")).run()
+
 case "suite":
     // Everything BENCHMARKS.md reports, in one run on one machine: per size, generation, the reader, import and
     // export beside their peers; then checks and repairs, and the app's operations.
@@ -284,6 +328,6 @@ case "suite":
                             work: "/tmp/admin-bench-operations").run()
 
 default:
-    print("usage: AdminBenchmarks suite|reader|import-export|maintenance|operations|export-shapes [--size MB] [--runs N] [--file PATH]")
+    print("usage: AdminBenchmarks suite|reader|import-export|maintenance|operations|export-shapes|hostile-import [--size MB] [--runs N] [--file PATH]")
     exit(64)
 }

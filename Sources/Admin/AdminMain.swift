@@ -65,6 +65,10 @@ struct AdminMain: ParsableCommand {
         session.isInteractive = options.commands.isEmpty && options.file == nil
             && (!command.isEmpty || isatty(STDIN_FILENO) == 1)
         session.promptsForPassword = options.promptsForPassword
+        if let database = options.database, ConnectionOptions.parse(database)?["password"]?.isEmpty == false {
+            session.warn("a password given in --db is visible to every user of this machine (ps, /proc); put it in "
+                + "~/.pgpass (or the file PGPASSFILE names), or in PGPASSWORD, or type it after -W")
+        }
         if !options.skipsStartupFile { loop.runStartupFile(environment: ProcessInfo.processInfo.environment) }
         let status: ExitStatus
         if !command.isEmpty {

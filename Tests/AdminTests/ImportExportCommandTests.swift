@@ -88,9 +88,17 @@ struct ImportExportCommandTests {
         #expect(aborted.stderr.contains("rejected /a/bad.key: key contains '.'"))
         #expect(aborted.stderr.contains("--max-rejects"))
 
-        let run = try AdminProcess.run(
+        // The first run's file is not silently replaced.
+        let refused = try AdminProcess.run(
             ["--db", database.conninfo, "import", "-", "--max-rejects", "5", "--rejects", rejects], input: input)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("the rejects file \(rejects) exists"))
+        #expect(refused.stderr.contains("--force"))
+
+        let run = try AdminProcess.run(
+            ["--db", database.conninfo, "import", "-", "--max-rejects", "5", "--rejects", rejects, "--force"], input: input)
         #expect(run.status == 0, "\(run.stderr)")
+        #expect(try FileManager.default.attributesOfItem(atPath: rejects)[.posixPermissions] as? Int == 0o600)
         #expect(run.stderr.contains("2 rejected values written to \(rejects)"))
         let lines = try String(contentsOfFile: rejects, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 2)
@@ -100,5 +108,79 @@ struct ImportExportCommandTests {
         #expect((first?["value"] as? [String: Any])?["x"] as? Int == 1)
         let export = try AdminProcess.run(["--db", database.conninfo, "-q", "export", "-"])
         #expect(export.stdout == #"{"a":{"ok":2}}"#)
+
+        // --force with nothing rejected removes the earlier import's file.
+        let clean = try AdminProcess.run(
+            ["--db", database.conninfo, "-q", "import", "-", "--rejects", rejects, "--force", "--yes"], input: #"{"a": 1}"#)
+        #expect(clean.status == 0, "\(clean.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: rejects))
+    }
+
+    @Test func aRejectedValueOverOneMegabyteIsCutIntoAFieldOfItsOwn() throws {
+        let database = try TestPostgres.makeDatabase()
+        let directory = try makeTemporaryDirectory("admin-ir")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let rejects = directory + "/rejects.jsonl"
+        let big = String(repeating: "é", count: 700_000)
+        let input = #"{"a": {"b.c": {"text": "\#(big)"}, "d$": [1, 2]}, "ok": true}"#
+        let run = try AdminProcess.run(
+            ["--db", database.conninfo, "-q", "import", "-", "--max-rejects", "2", "--rejects", rejects], input: input)
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = try String(contentsOfFile: rejects, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 2)
+        let cut = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+        #expect(cut["path"] as? String == "/a/b.c")
+        #expect(cut["truncated"] as? Bool == true)
+        #expect(cut["value"] == nil)
+        #expect((cut["value_bytes"] as? Int ?? 0) > 1_400_000)
+        let prefix = try #require(cut["value_prefix"] as? String)
+        #expect(prefix.hasPrefix(#"{"text":"ééé"#))
+        #expect(prefix.utf8.count <= 1 << 20 && prefix.utf8.count > (1 << 20) - 4)
+        let whole = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
+        #expect(whole["value"] as? [Int] == [1, 2])
+        #expect(whole["truncated"] == nil)
+    }
+
+    @Test func aScriptThatImportsNullDoesNotWipeTheStore() throws {
+        let database = try TestPostgres.makeDatabase()
+        _ = try AdminProcess.run(["--db", database.conninfo, "import", "-"], input: #"{"kept": 1}"#)
+        for empty in ["null", "{}"] {
+            let refused = try AdminProcess.run(["--db", database.conninfo, "import", "-"], input: empty)
+            #expect(refused.status == 1)
+            #expect(refused.stderr.contains("the file holds nothing"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("--allow-empty"))
+        }
+        let kept = try AdminProcess.run(["--db", database.conninfo, "-q", "export", "-"])
+        #expect(kept.stdout == #"{"kept":1}"#)
+        let emptied = try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-", "--allow-empty"], input: "null")
+        #expect(emptied.status == 0, "\(emptied.stderr)")
+        let export = try AdminProcess.run(["--db", database.conninfo, "-q", "export", "-"])
+        #expect(export.stdout == "null")
+    }
+
+    @Test func aPasswordInDBIsWarnedAbout() throws {
+        let database = try TestPostgres.makeDatabase()
+        let run = try AdminProcess.run(["--db", database.conninfo + " password=secret", "-q", "get", "/"])
+        #expect(run.stdout == "null\n")
+        #expect(run.stderr.contains("a password given in --db is visible"))
+        #expect(run.stderr.contains("~/.pgpass"))
+        #expect(!run.stderr.contains("secret"))
+        let quiet = try AdminProcess.run(["--db", database.conninfo, "-q", "get", "/"])
+        #expect(quiet.stderr.isEmpty, "\(quiet.stderr)")
+    }
+
+    @Test func vacuumGivesBackARolledBackImportsSpace() throws {
+        let database = try TestPostgres.makeDatabase()
+        let users = (0..<20000).map { #""u\#($0)": {"username": "user \#($0) \#(String(repeating: "x", count: 100))"}"# }
+        let input = #"{"users": {"# + users.joined(separator: ",") + "}, \"broken\": tru}"
+        let failed = try AdminProcess.run(["--db", database.conninfo, "import", "-", "--mode", "merge"], input: input)
+        #expect(failed.status == 1)
+        let run = try AdminProcess.run(["--db", database.conninfo, "vacuum", "--format", "csv"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = run.stdout.split(separator: "\n")
+        #expect(lines.first == "table,bytes before,bytes after")
+        let usersRow = try #require(lines.first { $0.hasPrefix("users,") }).split(separator: ",")
+        #expect(Int(usersRow[2])! < Int(usersRow[1])!, "\(usersRow)")
+        #expect(run.stderr.contains("Gave back"))
     }
 }

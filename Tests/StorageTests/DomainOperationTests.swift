@@ -197,34 +197,11 @@ struct DomainOperationTests {
     }
 
     /// Runs `first` in a transaction on one connection and, while it is still open, `second` on another, which
-    /// must wait for the first's row lock; then commits the first and lets the second finish.
+    /// must wait for the first's row lock; then commits the first and lets the second finish, without error.
     private func interleave(
         in database: TestDatabase, _ first: @escaping (Store) throws -> Void, _ second: @escaping @Sendable (Store) throws -> Void
     ) throws {
-        let one = Store(connection: try database.connect())
-        let two = Store(connection: try database.connect())
-        let twoPID = try two.connection.query("SELECT pg_backend_pid()")[0].decode(Int.self, at: 0)
-        nonisolated(unsafe) let sendableTwo = two
-        let secondError = Mutex<String?>(nil)
-        let finished = DispatchSemaphore(value: 0)
-        try one.connection.withTransaction {
-            try first(one)
-            DispatchQueue.global().async {
-                do { try second(sendableTwo) } catch { secondError.withLock { $0 = "\(error)" } }
-                finished.signal()
-            }
-            // The second operation must really wait for the first one's lock, or the test proves nothing.
-            var waiting = false
-            for _ in 0..<200 where !waiting {
-                Thread.sleep(forTimeInterval: 0.02)
-                waiting = try one.connection.query("""
-                    SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = \(twoPID)
-                    """).first?.decode(Bool?.self, at: 0) == true
-            }
-            #expect(waiting, "the second operation did not wait for the first one's lock")
-        }
-        finished.wait()
-        #expect(secondError.withLock { $0 } == nil)
+        #expect(try whileHolding(database, first, then: second) == nil)
     }
 
     @Test func aFollowAndAPostOfTheFolloweeAtOnceMissNothing() throws {

@@ -139,6 +139,31 @@ struct TreeEmitterTests {
         }
     }
 
+    @Test func leavesWrittenDirectlyInsideAHeldRecordMergeWithIt() throws {
+        // As the export adds unmapped leaves that no later row lies below: straight from bytes when it can.
+        let record = TreeValue.object(["username": .string("a"), "photo": .string("p"), ".priority": .number(7)])
+        let leaves: [(path: [String], value: TreeValue)] = [
+            (["users", "u1", "big", "a"], .string("x")), (["users", "u1", "big", "b"], .number(2)),
+            (["users", "u1", "zz"], .bool(true)), (["users", "u2", "k"], .number(1)),
+        ]
+        var tree = TreeValue.object([:]).setting(record, at: ["users", "u1"])
+        for leaf in leaves { tree = tree.merging(TreeValue.object([:]).setting(leaf.value, at: leaf.path)) }
+        for options in Self.optionSets {
+            var bytes: [UInt8] = []
+            let emitter = TreeEmitter(options: options) { bytes.append(contentsOf: $0) }
+            try emitter.add(["users", "u1"], record)
+            for (path, value) in leaves {
+                var key = path.last!
+                let written = try key.withUTF8 { key in
+                    try emitter.addDirectly(key: key, under: Array(path.dropLast())) { $0.value(value) }
+                }
+                if !written { try emitter.add(path, value) }
+            }
+            try emitter.finish()
+            #expect(String(decoding: bytes, as: UTF8.self) == Self.reference(tree, options), "\(options)")
+        }
+    }
+
     @Test func anEmptyEmitterWritesNull() throws {
         for options in Self.optionSets {
             #expect(try Self.emit([], options).text == Self.reference(nil, options))

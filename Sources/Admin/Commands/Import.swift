@@ -20,10 +20,22 @@ struct Import: ConsoleCommand {
             whole, a null one deletes it, and the store's other children stay. --at PATH takes the file as the \
             node at PATH (an export of /posts alone): replace replaces that node, merge updates its children.
 
+            An import is one serializable step: it locks the store's tables against writes until it commits, so \
+            two merges run one after the other, never mixed, and the app's writes wait for it; a replace of the \
+            whole store locks reads out too (check, get, export). A waiting command fails after \
+            `settings lock_timeout` (5 s) with a message naming the import; the import itself waits as long as \
+            it takes for other imports and the app's open transactions.
+
+            A file that holds nothing (null or {}) does not replace a store (or, with --at, a node) that holds \
+            something unless --allow-empty or --yes says so, even when a terminal asked first: a failed backup \
+            job that saved null must not wipe production.
+
             Values Firebase would refuse (bad keys, paths deeper than 32 levels or longer than 768 bytes, strings \
             over 10 MB) and strings PostgreSQL cannot hold (NUL) are rejects: the first aborts the import unless \
-            --max-rejects lets some through. Each reject is written as a JSON line (path, reason, value) to the \
-            rejects file, by default FILE.rejects.jsonl in the current directory.
+            --max-rejects lets some through. Each reject is written as a JSON line (path, reason, value; a value over \
+            1 MB as "truncated": true and its first megabyte as "value_prefix") to the rejects file, by default \
+            FILE.rejects.jsonl in the current directory, created mode 0600; an existing one is replaced only with \
+            --force.
 
             A malformed byte, a lost connection or Ctrl-C leave the store exactly as it was.
 
@@ -56,8 +68,14 @@ struct Import: ConsoleCommand {
     @Option(help: "Let up to N rejected values through instead of aborting on the first.")
     var maxRejects = 0
 
+    @Flag(help: "Let a file that holds nothing (null or {}) empty the store, or the node at --at (also: --yes).")
+    var allowEmpty = false
+
     @Option(help: "Where to write rejected values as JSON lines (default: FILE.rejects.jsonl).")
     var rejects: String?
+
+    @Flag(help: "Replace an existing rejects file.")
+    var force = false
 
     @Option(help: "Output format of the report: table or json (default: the session's).")
     var format: OutputFormat?
@@ -77,9 +95,9 @@ struct Import: ConsoleCommand {
             guard confirmation.confirm(
                 "import --mode replace deletes \(what) and loads \(file) instead. Go on?", in: session) else { return }
         }
-        let rejectsFile = RejectsFile(path: rejects ?? Self.defaultRejectsPath(for: file))
-        defer { rejectsFile.close() }
-        let options = ImportOptions(mode: mode, isDryRun: dryRun, maximumRejects: maxRejects, at: keys)
+        let rejectsFile = try RejectsFile(path: rejects ?? Self.defaultRejectsPath(for: file), replacing: force)
+        let options = ImportOptions(mode: mode, isDryRun: dryRun, maximumRejects: maxRejects, at: keys,
+                                    allowsEmptying: allowEmpty || confirmation.yes)
         let report: ImportReport
         let progress = ProgressBar("import", total: input.size, session: session)
         defer { progress?.finish() }
@@ -88,15 +106,22 @@ struct Import: ConsoleCommand {
                 from: input.source(progress: progress), options: options, onReject: { try rejectsFile.write($0) },
                 onRows: { progress?.update(rows: $0) }, isCancelled: { Interrupt.isPending })
             progress?.finish()
+            try rejectsFile.finish()
         } catch let error as StorageError {
+            try? rejectsFile.finish()
             throw ConsoleError.from(error.adding(context: "importing \(file)"))
                 .appending(rejectsFile.count > 0 ? "rejected values were written to \(rejectsFile.path)" : nil)
+        } catch {
+            try? rejectsFile.finish()
+            throw error
         }
         for warning in report.warnings { session.warn("\(warning.path): \(warning.message)") }
         if report.warningCount > report.warnings.count {
             session.warn("… and \(report.warningCount - report.warnings.count) more warnings")
         }
-        if rejectsFile.count > 0 { session.warn("\(rejectsFile.count) rejected values written to \(rejectsFile.path)") }
+        if rejectsFile.count > 0 {
+            session.warn("\(DomainViews.count(rejectsFile.count, "rejected value")) written to \(rejectsFile.path)")
+        }
         ImportReportView(report: report, file: file).print(to: session, format: format ?? session.format)
     }
 
@@ -106,35 +131,51 @@ struct Import: ConsoleCommand {
     }
 }
 
-/// The rejects file: created on the first reject, one JSON object per line.
+/// The rejects file: one JSON object per line, `{"path", "reason", "value"}`, or for a value over 1 MB
+/// `{"path", "reason", "truncated": true, "value_bytes", "value_prefix"}` with its first megabyte as a string.
+/// Created on the first reject, as exports are (mode 0600, exclusively, never through a link) since rejects are
+/// user data too; an existing file is only replaced with `--force`.
 final class RejectsFile {
     let path: String
-    private var handle: FileHandle?
+    private let replacing: Bool
+    private var file: OutputFile?
     private(set) var count = 0
 
-    init(path: String) {
+    /// Refuses an existing file at `path` unless `replacing`, before anything is imported.
+    init(path: String, replacing: Bool) throws {
         self.path = path
+        self.replacing = replacing
+        var info = stat()
+        if !replacing, lstat(path, &info) == 0 {
+            throw ConsoleError(
+                .commandFailed,
+                "the rejects file \(path) exists (from an earlier import?): --force replaces it, --rejects FILE writes another")
+        }
     }
 
     func write(_ reject: ImportReject) throws {
-        if handle == nil {
-            guard FileManager.default.createFile(atPath: path, contents: nil) else {
-                throw ConsoleError(.commandFailed, "cannot create the rejects file \(path)")
-            }
-            handle = FileHandle(forWritingAtPath: path)
+        if file == nil { file = try OutputFile(path: path, replacing: replacing, createsDirectory: false) }
+        var fields = [("path", JSONWriter.string(reject.path)), ("reason", JSONWriter.string(reject.reason))]
+        if reject.isTruncated {
+            fields += [("truncated", "true"), ("value_bytes", String(reject.valueBytes)),
+                       ("value_prefix", JSONWriter.string(reject.value))]
+        } else {
+            fields.append(("value", reject.value))
         }
-        let line = JSONWriter.object([
-            ("path", JSONWriter.string(reject.path)),
-            ("reason", JSONWriter.string(reject.reason)),
-            ("value", reject.value),
-        ]) + "\n"
-        try handle?.write(contentsOf: Data(line.utf8))
+        var line = JSONWriter.object(fields) + "\n"
+        try line.withUTF8 { try file!.write($0) }
         count += 1
     }
 
-    func close() {
-        try? handle?.close()
-        handle = nil
+    /// Puts the file in place, whether the import succeeded or not (its rejects say why it failed). With
+    /// `--force` and no reject, an earlier file goes: it described another import.
+    func finish() throws {
+        if let file {
+            self.file = nil
+            try file.commit()
+        } else if replacing {
+            unlink(path)
+        }
     }
 }
 
@@ -172,7 +213,7 @@ struct ImportReportView {
         }
         rows.append([
             .text("total"), .null, .integer(report.lines.reduce(0) { $0 + $1.rowsRead }), .integer(report.rowsImported),
-            .integer(report.rejects.count), .integer(report.lines.reduce(0) { $0 + $1.bytes }),
+            .integer(report.rejectCount), .integer(report.lines.reduce(0) { $0 + $1.bytes }),
             .text(Self.seconds(report.seconds)),
         ])
         return ResultTable(
@@ -215,7 +256,8 @@ struct ImportReportView {
             ("dry_run", report.isDryRun ? "true" : "false"), ("input_bytes", String(report.inputBytes)),
             ("seconds", JSONWriter.number(report.seconds)), ("rows_imported", String(report.rowsImported)),
             ("rows_replaced", String(report.rowsReplaced)), ("tables", JSONWriter.array(lines)), ("nodes", JSONWriter.array(nodes)),
-            ("rejects", JSONWriter.array(rejects)), ("warnings", String(report.warningCount)),
+            ("rejected", String(report.rejectCount)), ("rejects", JSONWriter.array(rejects)),
+            ("warnings", String(report.warningCount)),
         ])
     }
 

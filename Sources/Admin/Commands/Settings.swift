@@ -4,13 +4,16 @@ import ArgumentParser
 struct SettingsCommand: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "settings",
-        abstract: "Show or change a setting of this session: format, timing, quiet, pager, expanded (also: \\set).",
+        abstract: "Show or change a setting of this session: format, timing, quiet, pager, expanded, lock_timeout (also: \\set).",
         discussion: """
             format    table, expanded, json or csv: how commands print unless given --format
             timing    on or off: print each command's duration on stderr (also: \\timing)
             quiet     on or off: informational messages on stderr
             pager     on or off: long tables through $PAGER on a terminal (also: \\pset pager)
             expanded  on, off or auto: records instead of columns, always or when columns would not fit (also: \\x)
+            lock_timeout  seconds a command waits for a lock before it fails (default 5; 0 waits forever): an \
+            import or a merge holds the tables it writes until it commits, and the app's writes, check and \
+            export then fail after this long saying so, rather than hang
 
             A startup file (~/.adminrc, or $ADMINRC; skipped with -X) can hold such lines, run before anything \
             else: \\set format expanded, \\timing on.
@@ -27,6 +30,7 @@ struct SettingsCommand: ConsoleCommand {
 
     enum Setting: String, CaseIterable, ExpressibleByArgument {
         case format, timing, quiet, pager, expanded
+        case lockTimeout = "lock_timeout"
     }
 
     func validate() throws {
@@ -39,6 +43,7 @@ struct SettingsCommand: ConsoleCommand {
                 ("format", .text(session.format.rawValue)), ("timing", .text(session.isTiming ? "on" : "off")),
                 ("quiet", .text(session.isQuiet ? "on" : "off")), ("pager", .text(session.usesPager ? "on" : "off")),
                 ("expanded", .text(session.expandedMode == .auto ? "auto" : session.format == .expanded ? "on" : "off")),
+                ("lock_timeout", .text(session.lockTimeout.map { "\(Self.seconds($0))" } ?? "0")),
             ], as: session.format)
             return
         }
@@ -54,7 +59,18 @@ struct SettingsCommand: ConsoleCommand {
         case .expanded:
             session.expandedMode = value == "auto" ? .auto : .off
             if value != "auto" { session.format = try Self.onOff(value) ? .expanded : .table }
+        case .lockTimeout:
+            guard let seconds = Double(value), seconds >= 0, seconds.isFinite else {
+                throw ConsoleError(.usage, "lock_timeout takes seconds (0 waits forever), not \(value)")
+            }
+            session.lockTimeout = seconds == 0 ? nil : .milliseconds(Int64((seconds * 1000).rounded(.up)))
         }
+    }
+
+    /// A duration in seconds, without a fraction when it has none.
+    static func seconds(_ duration: Duration) -> String {
+        let value = duration / .seconds(1)
+        return value == value.rounded() ? String(Int(value)) : String(value)
     }
 
     /// on/off (true/false, 1/0) as a Bool.

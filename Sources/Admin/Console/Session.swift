@@ -29,6 +29,10 @@ final class Session {
     var wantsToQuit = false
     /// Whether destructive commands ask first: an operator at a terminal, not a script.
     var asksForConfirmation = false
+    /// How long a command waits for a lock (an import holding the tables) before it fails; nil waits forever.
+    var lockTimeout: Duration? = .seconds(5) {
+        didSet { try? connectedStore?.setLockTimeout(lockTimeout) }
+    }
 
     private var cluster: EmbeddedCluster?
     /// A password typed for this session (never written anywhere).
@@ -72,6 +76,7 @@ final class Session {
             store = openStore
         } else {
             store = Store(connection: try connect())
+            try store.setLockTimeout(lockTimeout)
             Interrupt.cancels(store.connection.makeCancelHandle())
             openStore = store
         }

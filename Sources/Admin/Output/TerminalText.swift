@@ -6,16 +6,15 @@ enum TerminalText {
     /// `text` with every character a terminal would obey written as an escape instead: C0 controls (`\n`, `\t`,
     /// `\r` and `\u001b` for the rest), DEL, C1 controls (`\u009b`, which some terminals read as ESC [), bidi
     /// embeddings, overrides and isolates, and line and paragraph separators. A username that holds `ESC ]0;…`
-    /// then shows as text instead of retitling the operator's terminal. `keepingNewlines` leaves `\n` alone, for
-    /// messages of several lines.
+    /// then shows as text instead of retitling the operator's terminal. `keepingNewlines` leaves `\n` and `\t`
+    /// alone, for messages of several lines (libpq indents its second lines with a tab).
     static func escaped(_ text: String, keepingNewlines: Bool = false) -> String {
-        guard text.unicodeScalars.contains(where: { needsEscape($0) && !(keepingNewlines && $0 == "\n") }) else {
-            return text
-        }
+        let isKept = { (scalar: Unicode.Scalar) in keepingNewlines && (scalar == "\n" || scalar == "\t") }
+        guard text.unicodeScalars.contains(where: { needsEscape($0) && !isKept($0) }) else { return text }
         var result = ""
         result.reserveCapacity(text.utf8.count + 8)
         for scalar in text.unicodeScalars {
-            guard needsEscape(scalar), !(keepingNewlines && scalar == "\n") else {
+            guard needsEscape(scalar), !isKept(scalar) else {
                 result.unicodeScalars.append(scalar)
                 continue
             }

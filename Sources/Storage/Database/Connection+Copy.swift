@@ -229,6 +229,13 @@ public struct CopyRowEncoder {
     public mutating func removeAllBytes() {
         bytes.removeAll(keepingCapacity: true)
     }
+
+    /// Drops the rows encoded after the first `byteCount` bytes, `rows` of them (all ended).
+    mutating func truncate(toByteCount byteCount: Int, droppingRows rows: Int) {
+        precondition(fieldsInRow == 0 && byteCount <= bytes.count)
+        bytes.removeSubrange(byteCount...)
+        rowCount -= rows
+    }
 }
 
 /// Encodes rows in COPY's text format and sends them in large chunks.

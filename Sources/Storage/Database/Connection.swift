@@ -208,7 +208,8 @@ public final class Connection {
         let severity = field("V") ?? field("S")
         let lost = !isConnected || sqlState?.isConnectionException == true || severity == "FATAL" || severity == "PANIC"
         return StorageError(
-            lost ? .connectionLost : .server, message, sqlState: sqlState, detail: field("D"), hint: field("H"),
+            lost ? .connectionLost : .server, message, sqlState: sqlState, detail: field("D"),
+            hint: field("H") ?? sqlState.flatMap(StorageError.hint(for:)),
             constraint: field("n"), statement: statement, context: field("W"))
     }
 

@@ -79,6 +79,17 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         return text
     }
 
+    /// What to do about a server error that came without a hint of its own.
+    static func hint(for sqlState: SQLState) -> String? {
+        switch sqlState {
+        case .diskFull:
+            "The transaction was rolled back, but what it wrote keeps its disk space until VACUUM gives it back: "
+                + "free some space, then run VACUUM on the tables (admin: `vacuum`), and CHECKPOINT as a superuser "
+                + "to recycle the write-ahead log it filled."
+        default: nil
+        }
+    }
+
     /// Returns a copy with `context` set, keeping an inner context after the new one.
     public func adding(context outer: String) -> StorageError {
         var copy = self
@@ -125,6 +136,8 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let readOnlySQLTransaction = SQLState(rawValue: "25006")
     /// `55P03`: a lock could not be taken without waiting (another maintenance run holds it).
     public static let lockNotAvailable = SQLState(rawValue: "55P03")
+    /// `53100`: the server's disk is full.
+    public static let diskFull = SQLState(rawValue: "53100")
     /// `42501`: the role lacks a privilege.
     public static let insufficientPrivilege = SQLState(rawValue: "42501")
 

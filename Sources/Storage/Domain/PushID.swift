@@ -6,6 +6,8 @@ import Foundation
 public final class PushIDGenerator: @unchecked Sendable {
     /// Firebase's alphabet, in ASCII order.
     static let alphabet = Array("-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz".utf8)
+    /// The length of a push ID.
+    static let keyLength = 20
 
     /// The process's generator: keys made through it increase strictly even within one millisecond, which
     /// generators made per call could not promise.
@@ -39,7 +41,7 @@ public final class PushIDGenerator: @unchecked Sendable {
             }
             return lastRandom
         }
-        var characters = [UInt8](repeating: 0, count: 20)
+        var characters = [UInt8](repeating: 0, count: Self.keyLength)
         var time = milliseconds
         for position in stride(from: 7, through: 0, by: -1) {
             characters[position] = Self.alphabet[Int(time % 64)]

@@ -189,16 +189,16 @@ final class PartStream {
         if let rootRank, let otherRank = other.rootRank, rootRank != otherRank { return rootRank < otherRank }
         let mine = parentPath
         let theirs = other.parentPath
-        for depth in 0..<min(mine.count, theirs.count) where !TreeEmitter.same(mine[depth], theirs[depth]) {
+        for depth in 0..<min(mine.count, theirs.count) where !FirebaseKey.same(mine[depth], theirs[depth]) {
             return FirebaseKey.exportPrecedes(mine[depth], theirs[depth])
         }
         if mine.count == theirs.count { return FirebaseKey.exportPrecedes(leafKey, other.leafKey) }
         if mine.count < theirs.count {
             let key = leafKey
-            return TreeEmitter.same(key, theirs[mine.count]) || FirebaseKey.exportPrecedes(key, theirs[mine.count])
+            return FirebaseKey.same(key, theirs[mine.count]) || FirebaseKey.exportPrecedes(key, theirs[mine.count])
         }
         let key = other.leafKey
-        return !TreeEmitter.same(mine[theirs.count], key) && FirebaseKey.exportPrecedes(mine[theirs.count], key)
+        return !FirebaseKey.same(mine[theirs.count], key) && FirebaseKey.exportPrecedes(mine[theirs.count], key)
     }
 
     /// Whether `other`'s row lies at or below this row's path.
@@ -206,10 +206,10 @@ final class PartStream {
         if let rootRank, let otherRank = other.rootRank, rootRank != otherRank { return false }
         let mine = parentPath
         let theirs = other.parentPath
-        guard theirs.count >= mine.count, zip(mine, theirs).allSatisfy({ TreeEmitter.same($0, $1) }) else {
+        guard theirs.count >= mine.count, zip(mine, theirs).allSatisfy({ FirebaseKey.same($0, $1) }) else {
             return false
         }
-        return TreeEmitter.same(theirs.count == mine.count ? other.leafKey : theirs[mine.count], leafKey)
+        return FirebaseKey.same(theirs.count == mine.count ? other.leafKey : theirs[mine.count], leafKey)
     }
 }
 
@@ -298,7 +298,7 @@ struct PartMerge {
     /// The order exports write paths in: key by key (`.priority` first, then RTDB order), a parent before its
     /// children.
     static func precedes(_ a: [String], _ b: [String]) -> Bool {
-        for (x, y) in zip(a, b) where !TreeEmitter.same(x, y) {
+        for (x, y) in zip(a, b) where !FirebaseKey.same(x, y) {
             return FirebaseKey.exportPrecedes(x, y)
         }
         return a.count < b.count

@@ -157,11 +157,11 @@ extension TreeTable {
                 guard !keys.isEmpty else { continue }
                 writer.key(name)
                 writer.beginObject()
-                var previous: String?
-                for key in keys.sorted(by: FirebaseKey.precedes) where key != previous {
+                var previous: TreeKey?
+                for key in keys.sorted(by: FirebaseKey.precedes) where TreeKey(key) != previous {
                     writer.key(key)
                     writer.bool(true)
-                    previous = key
+                    previous = TreeKey(key)
                 }
                 writer.endObject()
             }

@@ -90,7 +90,7 @@ final class TreeEmitter {
             }
         }
         if let held = pending {
-            if Self.lies(path[...], atOrBelow: held.path[...]) {
+            if FirebaseKey.isPath(path[...], atOrBelow: held.path[...]) {
                 pending = nil
                 if path.count == held.path.count {
                     pending = (path, held.value.merging(value))
@@ -126,13 +126,15 @@ final class TreeEmitter {
     }
 
     /// Writes the child `key` of the node at `parent` with `writeValue`, straight from bytes, and returns true;
-    /// false, having written nothing, when the child must be added the general way: its key starts with `.`, or
-    /// a record's field is at the same path. The caller guarantees that no later part lies at or below the child.
+    /// false, having written nothing, when the child must be added the general way: its key starts with `.`, it
+    /// lies inside the record held last, or a record's field is at the same path. The caller guarantees that no
+    /// later part lies at or below the child.
     func addDirectly(
         key: UnsafeBufferPointer<UInt8>, under parent: [String], _ writeValue: (inout JSONTextWriter) -> Void
     ) throws -> Bool {
         guard key.first != UInt8(ascii: ".") else { return false }
         if let held = pending {
+            if FirebaseKey.isPath(parent[...], atOrBelow: held.path[...]) { return false }
             pending = nil
             try write(held.path, held.value)
         }
@@ -140,7 +142,7 @@ final class TreeEmitter {
         let level = levels.count - 1
         if !levels[level].overlay.isEmpty {
             try flushOverlay(of: level, before: String(decoding: key, as: UTF8.self))
-            if let first = levels[level].overlay.first, Self.same(first.key, key) { return false }
+            if let first = levels[level].overlay.first, FirebaseKey.same(first.key, key) { return false }
         }
         try beginChild(key, of: level)
         withWriter(forContentOf: level, writeValue)
@@ -183,7 +185,7 @@ final class TreeEmitter {
         let target = leafIsParent ? path.count : path.count - 1
         if levels.isEmpty { levels.append(Level(key: nil, state: .fresh)) }
         var common = 0
-        while common < target, common + 1 < levels.count, Self.same(levels[common + 1].key!, path[common]) {
+        while common < target, common + 1 < levels.count, FirebaseKey.same(levels[common + 1].key!, path[common]) {
             common += 1
         }
         while levels.count > common + 1 { try close() }
@@ -197,7 +199,7 @@ final class TreeEmitter {
     private func open(_ key: String, in level: Int, overlay: [TreeKey: TreeValue]) throws {
         try flushOverlay(of: level, before: key)
         var fields = overlay
-        if let first = levels[level].overlay.first, Self.same(first.key, key) {
+        if let first = levels[level].overlay.first, FirebaseKey.same(first.key, key) {
             levels[level].overlay.removeFirst()
             if case .object(let children) = first.value {
                 fields = TreeValue.object(children).merging(.object(overlay)).children ?? [:]
@@ -236,7 +238,7 @@ final class TreeEmitter {
     private func writeChild(_ key: String, _ value: TreeValue, of level: Int) throws {
         try flushOverlay(of: level, before: key)
         var value = value
-        if let first = levels[level].overlay.first, Self.same(first.key, key) {
+        if let first = levels[level].overlay.first, FirebaseKey.same(first.key, key) {
             levels[level].overlay.removeFirst()
             value = first.value.merging(value)
         }
@@ -417,28 +419,6 @@ final class TreeEmitter {
     }
 
     // MARK: Helpers
-
-    /// Keys compared as bytes: Swift's `==` on strings is canonical equivalence, and `"é"` and `"e\u{301}"`
-    /// are two Firebase keys.
-    @inline(__always)
-    static func same(_ a: String, _ b: String) -> Bool {
-        var b = b
-        return b.withUTF8 { same(a, $0) }
-    }
-
-    /// Whether the key `a` has exactly the bytes `b`.
-    @inline(__always)
-    static func same(_ a: String, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        var a = a
-        return a.withUTF8 { a in
-            a.count == b.count && (a.count == 0 || a.baseAddress == b.baseAddress || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
-        }
-    }
-
-    /// Whether `path` is `base` or lies below it.
-    private static func lies(_ path: ArraySlice<String>, atOrBelow base: ArraySlice<String>) -> Bool {
-        path.count >= base.count && zip(path, base).allSatisfy { same($0, $1) }
-    }
 
     private static func ordered(_ fields: [TreeKey: TreeValue]) -> ArraySlice<(key: String, value: TreeValue)> {
         ArraySlice(fields.map { (key: $0.key.string, value: $0.value) }.sorted { FirebaseKey.exportPrecedes($0.key, $1.key) })

@@ -32,7 +32,7 @@ enum UnmappedPath {
                 var index = 1
                 for key in parentBytes.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
                     let bytes = UnsafeBufferPointer(rebasing: key)
-                    if index < previous.count, TreeEmitter.same(previous[index], bytes) {
+                    if index < previous.count, FirebaseKey.same(previous[index], bytes) {
                         path.append(previous[index])
                     } else {
                         path.append(String(decoding: bytes, as: UTF8.self))
@@ -71,7 +71,7 @@ enum UnmappedPath {
         while true {
             guard index < previous.count else { return false }
             let end = parentBytes[start...].firstIndex(of: UInt8(ascii: ",")) ?? parentBytes.endIndex
-            guard TreeEmitter.same(previous[index], UnsafeBufferPointer(rebasing: parentBytes[start..<end])) else {
+            guard FirebaseKey.same(previous[index], UnsafeBufferPointer(rebasing: parentBytes[start..<end])) else {
                 return false
             }
             index += 1

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Firebase's rules for keys: which are valid, which read as integers, and the order RTDB sorts them in
 /// (firebase-js-sdk `core/util/util.ts`, `nameCompare` and `tryParseInt`).
 public enum FirebaseKey {
@@ -5,6 +7,31 @@ public enum FirebaseKey {
     public static let priority = ".priority"
     /// The pseudo-child that carries a leaf's value when the leaf has a priority.
     public static let value = ".value"
+    /// Firebase's limit on a path's length: its keys' UTF-8 bytes, each with its `/`.
+    public static let maximumPathBytes = 768
+    /// Firebase's limit on a string value's UTF-8 bytes.
+    public static let maximumStringBytes = 10 << 20
+
+    /// Why the node at `path` (keys from the root) cannot exist in Firebase, as import would refuse it; nil when
+    /// it can. `.priority` and `.value` are no nodes.
+    public static func problem(withPath path: some Collection<String>) -> String? {
+        var bytes = 0
+        for key in path {
+            if let problem = problem(with: key) ?? (key == priority || key == value ? "a priority is not a node" : nil) {
+                return "\"\(key)\" cannot be a Firebase key: \(problem)"
+            }
+            bytes += key.utf8.count + 1
+        }
+        return bytes > maximumPathBytes ? "a path longer than Firebase's \(maximumPathBytes) bytes" : nil
+    }
+
+    /// Why `text` cannot be a Firebase string value (over 10 MB, or with a NUL, which PostgreSQL text cannot
+    /// hold), or nil when it can.
+    public static func problem(withString text: String) -> String? {
+        if text.utf8.count > maximumStringBytes { return "a string of \(text.utf8.count) bytes, over Firebase's 10 MB limit" }
+        if text.utf8.contains(0) { return "a string with a NUL character (U+0000), which PostgreSQL text cannot hold" }
+        return nil
+    }
 
     /// Why `key` cannot be a Firebase key, or nil when it can. `.priority` and `.value` are allowed here; the
     /// tree reader gives them their meaning.
@@ -95,6 +122,28 @@ public enum FirebaseKey {
         if a == priority { return b != priority }
         if b == priority { return false }
         return compare(a, b) < 0
+    }
+
+    /// Whether `path` is `base` or lies below it, keys compared as bytes.
+    public static func isPath(_ path: ArraySlice<String>, atOrBelow base: ArraySlice<String>) -> Bool {
+        path.count >= base.count && zip(path, base).allSatisfy { same($0, $1) }
+    }
+
+    /// Keys compared as bytes: Swift's `==` on strings is canonical equivalence, and `"é"` and `"e\u{301}"`
+    /// are two Firebase keys.
+    @inline(__always)
+    public static func same(_ a: String, _ b: String) -> Bool {
+        var b = b
+        return b.withUTF8 { same(a, $0) }
+    }
+
+    /// Whether the key `a` has exactly the bytes `b`.
+    @inline(__always)
+    public static func same(_ a: String, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        var a = a
+        return a.withUTF8 { a in
+            a.count == b.count && (a.count == 0 || a.baseAddress == b.baseAddress || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+        }
     }
 
     /// -1, 0 or 1 as `a` sorts before, with or after `b` in RTDB's key order.

@@ -126,6 +126,9 @@ public struct JSONReader: ~Copyable {
     /// Bytes consumed so far.
     public var bytesRead: Int { discarded + cursor }
 
+    /// The offset of the current token's first byte.
+    public var tokenStart: Int { tokenOffset }
+
     /// Reads the next token. After the document's last token it returns `.end`, and then `.end` again.
     @discardableResult
     public mutating func next() throws -> Token {

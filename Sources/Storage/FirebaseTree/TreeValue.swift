@@ -20,7 +20,7 @@ public struct TreeKey: Hashable, Sendable, ExpressibleByStringLiteral, CustomStr
 
     /// Equal when the UTF-8 bytes are, which is when the UTF-16 code units are.
     public static func == (a: TreeKey, b: TreeKey) -> Bool {
-        a.string.utf8.count == b.string.utf8.count && a.string.utf8.elementsEqual(b.string.utf8)
+        FirebaseKey.same(a.string, b.string)
     }
 
     /// Hashes the UTF-8 bytes.

@@ -14,22 +14,28 @@ public struct ImportOptions: Sendable {
     public var isDryRun: Bool
     /// How many value-level rejects are let through before the import aborts; 0 aborts on the first.
     public var maximumRejects: Int
-    /// A record (one typed row's subtree, e.g. `/posts/UID/KEY`) larger than this many bytes of input aborts
-    /// the import rather than being held in memory.
-    public var maximumRecordBytes: Int
 
     /// `--at`: the file is the node at this path (keys from the root) rather than the whole tree; `replace`
     /// replaces that node, `merge` updates its children.
     public var at: [String]
+    /// Whether a `replace` may leave empty a store (or, with `at`, a node) that held something: a file holding
+    /// nothing (`null`, `{}`) is refused otherwise, since a failed backup job that saved `null` must not wipe
+    /// production.
+    public var allowsEmptying = false
+    /// Bytes of JSON a record may hold in memory besides its typed fields (its `extra`, at most); the rest of a
+    /// larger record is kept as unmapped values. Tests lower it.
+    var recordMemoryBudget = 4 << 20
 
     /// Options; the defaults replace the store and abort on the first reject.
-    public init(mode: Mode = .replace, isDryRun: Bool = false, maximumRejects: Int = 0,
-                maximumRecordBytes: Int = 64 << 20, at: [String] = []) {
+    public init(
+        mode: Mode = .replace, isDryRun: Bool = false, maximumRejects: Int = 0, at: [String] = [],
+        allowsEmptying: Bool = false
+    ) {
+        self.allowsEmptying = allowsEmptying
         self.at = at
         self.mode = mode
         self.isDryRun = isDryRun
         self.maximumRejects = maximumRejects
-        self.maximumRecordBytes = maximumRecordBytes
     }
 }
 
@@ -39,8 +45,32 @@ public struct ImportReject: Sendable, Equatable {
     public var path: String
     /// Why it was rejected.
     public var reason: String
-    /// The value as JSON text, cut at 1 MB.
+    /// The value as JSON text; when `isTruncated`, only its first bytes (not JSON on their own).
     public var value: String
+    /// Whether `value` was cut (at 1 MB as `onReject` sees it, shorter as the report keeps it).
+    public var isTruncated = false
+    /// Bytes the whole value took in the input.
+    public var valueBytes: Int
+
+    /// A reject of the value whose JSON text is `value`.
+    public init(path: String, reason: String, value: String, isTruncated: Bool = false, valueBytes: Int? = nil) {
+        self.path = path
+        self.reason = reason
+        self.value = value
+        self.isTruncated = isTruncated
+        self.valueBytes = valueBytes ?? value.utf8.count
+    }
+
+    /// This reject with its value cut to at most `maximumBytes` bytes (at a character's boundary).
+    func cut(to maximumBytes: Int) -> ImportReject {
+        guard value.utf8.count > maximumBytes else { return self }
+        var end = value.utf8.index(value.utf8.startIndex, offsetBy: maximumBytes)
+        while end > value.utf8.startIndex, UTF8.isContinuation(value.utf8[end]) { end = value.utf8.index(before: end) }
+        var copy = self
+        copy.value = String(value[..<end])
+        copy.isTruncated = true
+        return copy
+    }
 }
 
 /// Something the import did that the operator should hear about but that loses nothing, such as a duplicate key

@@ -30,8 +30,13 @@ public struct ImportReport: Sendable {
     public var lines: [Line] = []
     /// Node totals, in the order the nodes were met.
     public var nodes: [Node] = []
-    /// Every reject, in input order.
+    /// The first rejects (at most `rejectsKept`), in input order, their values cut at 4 KB; `rejectCount`
+    /// counts them all, and `onReject` sees each whole.
     public var rejects: [ImportReject] = []
+    /// How many values were rejected.
+    public var rejectCount = 0
+    /// How many rejects the report lists.
+    public static let rejectsKept = 100
     /// Every warning, in input order (at most 1,000 are kept; `warningCount` counts all).
     public var warnings: [ImportWarning] = []
     /// How many warnings there were.

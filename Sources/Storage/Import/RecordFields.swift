@@ -58,6 +58,25 @@ struct RecordFields {
 }
 
 extension TreeTable {
+    /// Whether `key` is one of the fields `encodeRecord` takes into typed columns (compared by bytes, as keys
+    /// are), which a record always holds in memory.
+    func isTypedField(_ key: String) -> Bool {
+        Self.typedFieldNames[rawValue].contains { FirebaseKey.same($0, key) }
+    }
+
+    /// Made once: the importer asks for every field it reads. Indexed by raw value, which is the case's index.
+    private static let typedFieldNames: [[String]] = allCases.map { table in
+        switch table {
+        case .users: ["username"]
+        case .posts: ["image_url", "image_height", "created_at", "like_count", "poster"]
+        case .feedPosts: ["imageFileURL", "user", "votes", "timestamp"]
+        case .timeline: ["poster_uid"]
+        case .chats: ["title", "memberHash", "members", "lastMessage", "lastMessageSent"]
+        case .messages: ["content", "timestamp", "sender"]
+        case .postLikes, .followers, .following, .unmappedValues: []
+        }
+    }
+
     /// Encodes the row of a record at `keys` (below the table's root) whose children are `fields`.
     func encodeRecord(keys: [String], fields: [TreeKey: TreeValue], into row: inout CopyRowEncoder) throws {
         for key in keys { try row.append(key) }

@@ -90,6 +90,13 @@ final class TableLoader {
     /// Asked every few thousand rows; true stops the load with a cancellation error.
     var isCancelled: () -> Bool = { false }
     private var totalRows = 0
+    /// COPY messages sent so far: a mark is good while none was.
+    private var sends = 0
+
+    /// Where the buffers stood at marks, one slot per nesting depth: the sends so far, then each buffer's bytes
+    /// and rows. Kept flat and reused, since the importer marks every child it reads.
+    private var markSlots: [Int] = []
+    private var markStride: Int { 1 + 2 * encoders.count }
 
     /// COPY data goes out in messages of about this size. The server reads a whole CopyData message before it
     /// parses any of it, so messages larger than the socket buffer stall the pipeline: with 256 KB messages
@@ -129,6 +136,35 @@ final class TableLoader {
         }
     }
 
+    /// Remembers in `slot` (the importer uses the nesting depth) where the buffers stand, for `rollBack(toMarkIn:)`.
+    func mark(in slot: Int) {
+        let base = slot * markStride
+        if markSlots.count < base + markStride {
+            markSlots.append(contentsOf: repeatElement(0, count: base + markStride - markSlots.count))
+        }
+        markSlots[base] = sends
+        for index in encoders.indices {
+            markSlots[base + 1 + 2 * index] = encoders[index].bytes.count
+            markSlots[base + 2 + 2 * index] = encoders[index].rowCount
+        }
+    }
+
+    /// Drops every row encoded since the mark in `slot` and returns how many per table, when none of them was
+    /// sent yet; nil (dropping nothing) otherwise.
+    func rollBack(toMarkIn slot: Int) -> [TreeTable: Int]? {
+        let base = slot * markStride
+        guard base + markStride <= markSlots.count, markSlots[base] == sends else { return nil }
+        var dropped: [TreeTable: Int] = [:]
+        for table in TreeTable.allCases {
+            let index = table.rawValue
+            let rows = encoders[index].rowCount - markSlots[base + 2 + 2 * index]
+            guard rows > 0 else { continue }
+            encoders[index].truncate(toByteCount: markSlots[base + 1 + 2 * index], droppingRows: rows)
+            dropped[table] = rows
+        }
+        return dropped
+    }
+
     /// Sends every buffered row and ends the open COPY, so that other statements can run.
     func flush() throws {
         for table in TreeTable.allCases where !encoders[table.rawValue].bytes.isEmpty {
@@ -157,6 +193,7 @@ final class TableLoader {
         let bytes = encoders[table.rawValue].bytes
         guard !bytes.isEmpty else { return }
         do {
+            sends += 1
             for start in stride(from: 0, to: bytes.count, by: Self.messageSize) {
                 try connection?.sendCopyData(bytes[start..<min(bytes.count, start + Self.messageSize)])
             }

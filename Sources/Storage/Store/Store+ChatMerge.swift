@@ -32,7 +32,7 @@ extension Store {
                 """).map { try $0.decode([String].self, at: 0) }
             for keys in groups {
                 let keep = keeping == .newest ? keys.last! : keys.first!
-                for drop in keys where drop != keep {
+                for drop in keys where !FirebaseKey.same(drop, keep) {
                     for step in try chatMergeSteps((keep, drop)) {
                         let rows = try connection.execute(step.query)
                         if let table = step.table { report.add(.init(table: table, action: step.action, rows: rows)) }
@@ -49,18 +49,20 @@ extension Store {
         guard let (keep, drop) = chats else {
             throw StorageError(.refused, "chat merge needs the chat to keep and the chat to drop (RepairOptions.mergedChats)")
         }
-        guard keep != drop else { throw StorageError(.refused, "a chat cannot be merged into itself") }
-        var members: [String: [String]] = [:], holders: [String: [String]] = [:]
+        guard !FirebaseKey.same(keep, drop) else { throw StorageError(.refused, "a chat cannot be merged into itself") }
+        // Keyed and compared by bytes: canonically equivalent chat keys and uids are distinct, as in Firebase.
+        var members: [TreeKey: [String]] = [:], holders: [TreeKey: [String]] = [:]
         for row in try connection.query("""
             SELECT chat_key, members, holders FROM chat_members WHERE chat_key IN (\(keep), \(drop))
             """) {
-            members[try row.decode(at: 0)] = try row.decode(at: 1)
-            holders[try row.decode(at: 0)] = try row.decode(at: 2)
+            let key = TreeKey(try row.decode(String.self, at: 0))
+            members[key] = try row.decode(at: 1)
+            holders[key] = try row.decode(at: 2)
         }
         for key in [keep, drop] where members[key] == nil {
             throw StorageError(.notFound, "no chat \(key) (no user holds a copy of it)")
         }
-        guard members[keep] == members[drop] else {
+        guard members[keep]!.map(TreeKey.init(_:)) == members[drop]!.map(TreeKey.init(_:)) else {
             throw StorageError(
                 .refused, "chats \(keep) and \(drop) have different members",
                 detail: "\(keep): \(members[keep]!.joined(separator: ", ")); \(drop): \(members[drop]!.joined(separator: ", "))")

@@ -25,10 +25,11 @@ extension Store {
         from sender: String, to recipient: String, text: String, pushIDs: PushIDGenerator = .shared,
         clock: () -> Date = Date.init
     ) throws -> SentMessage {
-        guard sender != recipient else { throw StorageError(.refused, "a chat has two members: \(sender) cannot message themselves") }
+        guard !FirebaseKey.same(sender, recipient) else { throw StorageError(.refused, "a chat has two members: \(sender) cannot message themselves") }
         guard !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             throw StorageError(.refused, "the message is empty")
         }
+        try Self.requireString(text, "the message")
         return try connection.withTransaction {
             let (senderName, recipientName) = try usernames(sender, recipient)
             // FOR KEY SHARE holds the edge until commit, so an unfollow waits instead of slipping in between.
@@ -58,7 +59,7 @@ extension Store {
                 title: existing == nil ? "\(senderName ?? sender), \(recipientName ?? recipient)" : existing?.title,
                 memberHash: existing == nil ? ChatMemberHash.stableText(sender, recipient) : existing?.memberHash)
             try connection.execute("SELECT notify_message(\(chatKey), \(message.key)), notify_chat(\(chatKey))")
-            guard let copy = copies.first(where: { $0.uid == sender }) else {
+            guard let copy = copies.first(where: { FirebaseKey.same($0.uid, sender) }) else {
                 throw StorageError(.server, "the sender's copy of chat \(chatKey) was not written")
             }
             return SentMessage(chat: copy, message: message, createdChat: existing == nil)
@@ -105,14 +106,14 @@ extension Store {
 
     /// The usernames of two users, which must both exist, locking their rows as `lock` says.
     private func usernames(_ a: String, _ b: String, lock: UserLock = .keyShare) throws -> (String?, String?) {
-        var names: [String: String?] = [:]
+        var names: [TreeKey: String?] = [:]
         for row in try connection.query("""
             SELECT uid, username FROM users WHERE uid IN (\(a), \(b)) \(unsafeSQL: lock.rawValue)
             """) {
-            names[try row.decode(at: 0)] = try row.decode(String?.self, at: 1)
+            names[TreeKey(try row.decode(String.self, at: 0))] = try row.decode(String?.self, at: 1)
         }
-        for uid in [a, b] where names[uid] == nil { throw StorageError(.notFound, "no user \(uid)") }
-        return (names[a]!, names[b]!)
+        for uid in [a, b] where names[TreeKey(uid)] == nil { throw StorageError(.notFound, "no user \(uid)") }
+        return (names[TreeKey(a)]!, names[TreeKey(b)]!)
     }
 
     private func pairChats(_ a: String, _ b: String) throws -> [Chat] {

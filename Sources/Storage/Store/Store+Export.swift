@@ -297,9 +297,9 @@ extension Store {
     /// Keys of the children of the node at `path` that start with `prefix`, in byte order, at most `limit`
     /// (console completion of Firebase paths). Each table is asked with an index range, never scanned whole.
     public func childKeys(of path: [String], startingWith prefix: String, limit: Int) throws -> [String] {
-        var keys = Set<String>()
+        var keys = Set<TreeKey>()
         func add(_ query: Query) throws {
-            for row in try connection.query(query) { keys.insert(try row.decode(String.self, at: 0)) }
+            for row in try connection.query(query) { keys.insert(TreeKey(try row.decode(String.self, at: 0))) }
         }
         let below = Array(path.dropFirst())
         if let root = path.first {
@@ -309,7 +309,7 @@ extension Store {
                     var json: [UInt8] = []
                     _ = try exportTree(at: path, shallow: true) { json.append(contentsOf: $0) }
                     let children = try TreeValue.parse(json: String(decoding: json, as: UTF8.self))?.children ?? [:]
-                    keys.formUnion(children.keys.filter { $0.hasPrefix(prefix) }.map(\.string))
+                    keys.formUnion(children.keys.filter { $0.string.utf8.starts(with: prefix.utf8) })
                     break
                 }
                 var query = Query.StringInterpolation(literalCapacity: 128, interpolationCount: below.count + 3)
@@ -340,17 +340,17 @@ extension Store {
                 """)
         } else {
             for table in TreeTable.allCases {
-                guard let root = table.rootKey, root.hasPrefix(prefix), !keys.contains(root) else { continue }
+                guard let root = table.rootKey, root.utf8.starts(with: prefix.utf8), !keys.contains(TreeKey(root)) else { continue }
                 if try !connection.query("SELECT EXISTS (SELECT 1 FROM \(identifier: table.name))")[0].decode(Bool.self, at: 0) {
                     continue
                 }
-                keys.insert(root)
+                keys.insert(TreeKey(root))
             }
             try add("""
                 SELECT DISTINCT root FROM unmapped_values WHERE root >= \(prefix) AND root < \(prefix) || chr(1114111)
                 ORDER BY 1 LIMIT \(limit)
                 """)
         }
-        return Array(keys.filter { !$0.hasPrefix(".") }.sorted().prefix(limit))
+        return keys.filter { !$0.string.hasPrefix(".") }.sorted().prefix(limit).map(\.string)
     }
 }

@@ -4,7 +4,13 @@ extension Store {
     /// Imports a Firebase JSON export in one transaction: with `.replace` the store becomes equal to the file;
     /// with `.merge`, as Firebase's `update` at the root, each top-level node of the file replaces the store's
     /// node of that name and the others stay.
-    /// Nothing is changed when it throws, or with `isDryRun`.
+    /// Nothing is changed when it throws, or with `isDryRun`. A file holding nothing does not empty a store
+    /// holding something unless `options.allowsEmptying`.
+    ///
+    /// Imports are serializable with each other and with the app's writes: a whole-tree replace truncates the
+    /// tables (no one reads them meanwhile), and any other import locks them against writes first (`lockTree()`),
+    /// so that what it replaces is exactly what the store held when it began. It waits as long as it takes for
+    /// the locks (`lock_timeout` 0); others see it as `admin import` in `pg_stat_activity`.
     ///
     /// ```swift
     /// let report = try store.importTree(from: FileDescriptorSource(descriptor: fd, name: "backup.json"))
@@ -30,10 +36,22 @@ extension Store {
         let wholeTree = options.mode == .replace && options.at.isEmpty
         var replaced = 0
         try connection.withTransaction(rollback: options.isDryRun) {
+            try connection.execute("""
+                SELECT set_config('lock_timeout', '0', true), set_config('application_name', 'admin import', true)
+                """)
+            let heldSomething: Bool
             if wholeTree {
+                // The lock TRUNCATE takes, before anything reads the tables: a weaker one first would deadlock
+                // with another import doing the same.
                 let tables = Store.treeTables.map(Query.quoted(identifier:)).joined(separator: ", ")
+                try connection.execute(Query(unsafeSQL: "LOCK TABLE \(tables) IN ACCESS EXCLUSIVE MODE"))
+                heldSomething = try !isEmpty()
                 try connection.execute(Query(unsafeSQL: "TRUNCATE \(tables)"))
-            } else if !options.at.isEmpty {
+            } else {
+                try lockTree()
+                heldSomething = false
+            }
+            if !options.at.isEmpty {
                 if let record = try recordPath(holding: options.at) {
                     throw StorageError(
                         .invalidValue, "--at /\(options.at.joined(separator: "/")) lies inside the record /\(record.joined(separator: "/"))",
@@ -63,11 +81,34 @@ extension Store {
             }
             report = importer.report
             report.rowsReplaced += replaced
+            if options.mode == .replace, !options.allowsEmptying, report.rowsImported == 0, heldSomething || replaced > 0 {
+                let node = options.at.isEmpty ? "the store" : "the node at /" + options.at.joined(separator: "/")
+                throw StorageError(
+                    .refused, "the file holds nothing (null or {}): replacing \(node) with it would delete everything there",
+                    hint: "Nothing was changed. If emptying it is what you want, allow it (admin: --allow-empty or --yes).")
+            }
         }
         report.seconds = (clock.now - started).seconds
         report.isDryRun = options.isDryRun
         report.mode = options.mode
         return report
+    }
+
+    /// Locks the tree's tables against writes (`SHARE ROW EXCLUSIVE`, which conflicts with itself and with the
+    /// app's inserts, updates and deletes, not with reads) for the rest of the transaction, so that a merge or a
+    /// write replaces what the store holds as one serializable step. A deadlock with an app transaction that
+    /// held one table and wanted another is retried.
+    func lockTree() throws {
+        let tables = Store.treeTables.map(Query.quoted(identifier:)).joined(separator: ", ")
+        for attempt in 1... {
+            do {
+                return try connection.withTransaction {
+                    try connection.execute(Query(unsafeSQL: "LOCK TABLE \(tables) IN SHARE ROW EXCLUSIVE MODE"))
+                }
+            } catch let error as StorageError where error.sqlState == .deadlockDetected && attempt < 5 {
+                continue
+            }
+        }
     }
 
     /// The path of a stored record that holds `path` inside it (`/posts/UID/KEY` for `/posts/UID/KEY/poster`),

@@ -5,7 +5,8 @@ extension Store {
     /// statement. Concurrent likes are safe: the insert decides (a second like of the same user conflicts and
     /// counts nothing) and the increment is applied under the post's row lock. `count` is the new like count.
     public func like(_ uid: String, post key: String) throws -> OperationResult {
-        try connection.withTransaction {
+        try Self.requirePath("postLikes", key, uid)
+        return try connection.withTransaction {
             try requireLiker(uid, post: key)
             let row = try connection.query("""
                 WITH liked AS (

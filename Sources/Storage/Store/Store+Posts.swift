@@ -8,6 +8,8 @@ extension Store {
         owner: String, imageURL: String, imageHeight: Double, pushIDs: PushIDGenerator = .shared,
         now: Date = Date()
     ) throws -> (post: Post, timelineEntries: Int) {
+        try Self.requireString(imageURL, "image URL")
+        guard imageHeight.isFinite else { throw StorageError(.refused, "the image height must be a finite number") }
         let key = pushIDs.next()
         let createdAt = now.timeIntervalSince1970
         return try connection.withTransaction {

@@ -54,7 +54,7 @@ extension Store {
             var first: String?
             var seen = 0
             try forEachChildRow(at: path, reversed: true, children: range, ordered: ordered, tally: tally) { key, _, _ in
-                if key != first {
+                if first.map({ !FirebaseKey.same(key, $0) }) ?? true {
                     seen += 1
                     if seen > limit { return false }
                     first = key
@@ -67,7 +67,7 @@ extension Store {
         var current: String?
         var count = 0
         try forEachChildRow(at: path, children: range, ordered: ordered, tally: tally, emitter: emitter) { key, stream, mayGrow in
-            if key != current {
+            if current.map({ !FirebaseKey.same(key, $0) }) ?? true {
                 count += 1
                 if let limit = query.limitToFirst, count > limit { return false }
                 current = key
@@ -88,7 +88,7 @@ extension Store {
         var child: (key: String, value: OrderValue)?
         let target: [String] = if case .child(let below) = query.order { below } else { [] }
         try forEachChildRow(at: path, ordered: ordered, tally: tally) { key, stream, _ in
-            if child?.key != key {
+            if child.map({ !FirebaseKey.same(key, $0.key) }) ?? true {
                 if let done = child { selection.offer(key: done.key, value: done.value.treeValue) }
                 child = (key, .missing)
             }
@@ -103,7 +103,7 @@ extension Store {
         var ordinal = -1
         var current: String?
         try forEachChildRow(at: path, ordered: ordered, tally: tally, emitter: emitter) { key, stream, mayGrow in
-            if key != current {
+            if current.map({ !FirebaseKey.same(key, $0) }) ?? true {
                 ordinal += 1
                 current = key
             }
@@ -199,7 +199,7 @@ enum OrderValue {
     /// Takes in a row of the child, at `below` (its path under the child), where the order value lies at `target`
     /// under the child.
     mutating func take(row stream: PartStream, below: ArraySlice<String>, target: ArraySlice<String>) {
-        let leads = zip(below, target).allSatisfy { TreeEmitter.same($0, $1) }
+        let leads = zip(below, target).allSatisfy { FirebaseKey.same($0, $1) }
         guard leads else { return }
         if below.count > target.count {
             // A row inside the value: it is an object, or a leaf with a priority.

@@ -3,7 +3,11 @@ import Foundation
 extension Store {
     /// `user add`: creates `/users/{uid}` with its username; fails if the uid is taken or not a valid key.
     public func addUser(uid: String, username: String) throws -> User {
-        try Self.requireKey(uid, "uid")
+        try Self.requirePath("users", uid)
+        guard uid.utf8.count <= Self.maximumUIDBytes else {
+            throw StorageError(.refused, "a uid of \(uid.utf8.count) bytes is too long: at most \(Self.maximumUIDBytes) fit in every path a user's key is part of")
+        }
+        try Self.requireString(username, "username")
         return try connection.withTransaction {
             let inserted = try connection.execute("""
                 INSERT INTO users (uid, username) VALUES (\(uid), \(username)) ON CONFLICT (uid) DO NOTHING
@@ -34,7 +38,8 @@ extension Store {
     /// `user rename`: sets the username; with `propagate`, also the `poster` copy in each of the user's posts.
     /// Returns how many posts were updated.
     public func renameUser(uid: String, to username: String, propagate: Bool) throws -> Int {
-        try connection.withTransaction {
+        try Self.requireString(username, "username")
+        return try connection.withTransaction {
             guard try connection.execute("UPDATE users SET username = \(username) WHERE uid = \(uid)") == 1 else {
                 throw StorageError(.notFound, "no user \(uid)")
             }
@@ -86,10 +91,19 @@ extension Store {
         }
     }
 
-    /// Fails unless `key` can be a Firebase key.
-    static func requireKey(_ key: String, _ what: String) throws {
-        if let problem = FirebaseKey.problem(with: key) {
-            throw StorageError(.refused, "\(what) \"\(key)\" cannot be a Firebase key: \(problem)")
+    /// Refuses a write of the node at `path` that import would refuse, so that every export can be imported.
+    static func requirePath(_ path: String...) throws {
+        if let problem = FirebaseKey.problem(withPath: path) {
+            throw StorageError(.refused, "cannot write /\(path.joined(separator: "/")): \(problem)")
         }
     }
+
+    /// Refuses a string value that import would refuse.
+    static func requireString(_ text: String, _ what: String) throws {
+        if let problem = FirebaseKey.problem(withString: text) { throw StorageError(.refused, "\(what): \(problem)") }
+    }
+
+    /// The longest uid `user add` takes: the user's node in every table that a single uid keys, with a push ID
+    /// beside it (`/postLikes/{post}/{uid}`), stays within Firebase's path limit.
+    static let maximumUIDBytes = FirebaseKey.maximumPathBytes - "/postLikes//".utf8.count - PushIDGenerator.keyLength
 }

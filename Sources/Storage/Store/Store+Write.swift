@@ -52,6 +52,8 @@ extension Store {
         case .remove: json = "null"
         }
         return try connection.withTransaction {
+            // Before the record is read: two writes into one record must not both start from its old value.
+            try lockTree()
             if !path.isEmpty, let record = try recordPath(holding: path, orIs: true) {
                 json = try rewrittenRecord(record, changing: Array(path[record.count...]), with: json, mode: mode)
                 path = record
@@ -59,7 +61,8 @@ extension Store {
             }
             let report: ImportReport
             do {
-                report = try importTree(from: MemorySource(json), options: ImportOptions(mode: mode, at: path))
+                report = try importTree(
+                    from: MemorySource(json), options: ImportOptions(mode: mode, at: path, allowsEmptying: true))
             } catch var error as StorageError {
                 // A write has no rejects to allow: the import's hint about letting some through does not apply.
                 error.hint = nil
@@ -81,7 +84,7 @@ extension Store {
             guard let children = try TreeValue.childrenKeepingNulls(json: json) else {
                 throw StorageError(.invalidValue, "an update takes a JSON object of the children to write")
             }
-            for (key, value) in children { tree = TreeValue.setting(value, at: below + [key], in: tree) }
+            for (key, value) in children { tree = TreeValue.setting(value, at: below + [key.string], in: tree) }
         } else {
             tree = TreeValue.setting(try TreeValue.parse(json: json), at: below, in: tree)
         }
@@ -94,11 +97,11 @@ extension Store {
 extension TreeValue {
     /// The children of a JSON object, a `null` one as nil ("remove it", in an update); nil when the document is
     /// not an object.
-    static func childrenKeepingNulls(json text: String) throws -> [String: TreeValue?]? {
+    static func childrenKeepingNulls(json text: String) throws -> [TreeKey: TreeValue?]? {
         var reader = JSONReader(source: MemorySource(text))
         guard try reader.next() == .objectStart else { return nil }
-        var children: [String: TreeValue?] = [:]
-        while let key = try reader.nextChild() { children[key] = .some(try read(&reader, normalizing: true)) }
+        var children: [TreeKey: TreeValue?] = [:]
+        while let key = try reader.nextChild() { children[TreeKey(key)] = .some(try read(&reader, normalizing: true)) }
         try reader.next()
         return children
     }

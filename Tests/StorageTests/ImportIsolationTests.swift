@@ -1,0 +1,124 @@
+import Foundation
+import PostgresTestSupport
+import Synchronization
+import Testing
+@testable import Storage
+
+/// Imports against their neighbours: other imports, the app's operations, `check`, and the operator's own
+/// mistakes (an empty file, a full disk).
+@Suite("Import isolation and safety")
+struct ImportIsolationTests {
+    private func users(in database: TestDatabase) throws -> [String] {
+        try Store(connection: database.connect()).connection.query("SELECT uid FROM users ORDER BY uid")
+            .map { try $0.decode(String.self, at: 0) }
+    }
+
+    @Test func twoMergesOfOneNodeRunOneAfterTheOther() throws {
+        // Each replaces /users whole: whichever order they run in, one file's users are left, never the union.
+        let database = try TestPostgres.makeDatabase()
+        try importJSON(#"{"users": {"old": {"username": "o"}}, "misc": 1}"#, into: Store(connection: database.connect()))
+        let merge = ImportOptions(mode: .merge)
+        let error = try whileHolding(database, { store in
+            try importJSON(#"{"users": {"a1": {"username": "a"}, "a2": {"username": "a"}}}"#, into: store, options: merge)
+        }, then: { store in
+            try importJSON(#"{"users": {"b1": {"username": "b"}}}"#, into: store, options: merge)
+        })
+        #expect(error == nil)
+        #expect(try users(in: database) == ["b1"])
+        #expect(try exportJSON(Store(connection: database.connect())).contains(#""misc":1"#))
+    }
+
+    @Test func aWriteIntoARecordDuringAMergeSeesTheMergedRecord() throws {
+        let database = try TestPostgres.makeDatabase()
+        try importJSON(#"{"users": {"u": {"username": "old", "bio": "x"}}}"#, into: Store(connection: database.connect()))
+        let error = try whileHolding(database, { store in
+            try importJSON(#"{"users": {"u": {"username": "merged"}}}"#, into: store, options: ImportOptions(mode: .merge))
+        }, then: { store in
+            _ = try store.write(.set(json: #""set""#), at: ["users", "u", "bio"])
+        })
+        #expect(error == nil)
+        #expect(try exportJSON(Store(connection: database.connect())) == #"{"users":{"u":{"bio":"set","username":"merged"}}}"#)
+    }
+
+    @Test func appOperationsGiveUpOnAnImportsLocksSayingSo() throws {
+        let database = try TestPostgres.makeDatabase()
+        let setup = Store(connection: try database.connect())
+        try importJSON(consistentTree.json, into: setup)
+        let error = try whileHolding(database, { store in
+            try importJSON(#"{"misc": 1}"#, into: store, options: ImportOptions(mode: .merge))
+        }, holdingUntilSecondEnds: true, then: { store in
+            try store.setLockTimeout(.milliseconds(300))
+            _ = try store.addUser(uid: "zed", username: "zed")
+        })
+        #expect(error?.contains("an import is in progress (pid ") == true, "\(error ?? "no error")")
+        #expect(error?.contains("waited 300ms") == true, "\(error ?? "no error")")
+        // A whole-tree replace locks reads out too: check gives up the same way.
+        let checkError = try whileHolding(database, { store in
+            try importJSON(consistentTree.json, into: store)
+        }, holdingUntilSecondEnds: true, then: { store in
+            try store.setLockTimeout(.milliseconds(300))
+            _ = try store.check(examples: 1)
+        })
+        #expect(checkError?.contains("an import is in progress") == true, "\(checkError ?? "no error")")
+        #expect(try setup.user("zed") == nil)
+    }
+
+    @Test func anEmptyFileDoesNotEmptyAStoreUnlessAllowed() throws {
+        let store = try makeStore()
+        try importJSON(#"{"users": {"u": {"username": "kept"}}, "posts": {"u": {"-P": {"image_url": "x"}}}}"#, into: store)
+        let before = try exportJSON(store)
+        for empty in ["null", "{}", #"{"a": null, "b": {}}"#] {
+            #expect(throws: StorageError.self) { try importJSON(empty, into: store) }
+            #expect(throws: StorageError.self) { try importJSON(empty, into: store, options: ImportOptions(at: ["posts"])) }
+            #expect(try exportJSON(store) == before)
+        }
+        do {
+            try importJSON("null", into: store)
+        } catch let error as StorageError {
+            #expect(error.kind == .refused)
+            #expect(error.message.contains("the file holds nothing"))
+        }
+        // Merges, dry runs of nothing into nothing, and explicit permission go through.
+        try importJSON("{}", into: store, options: ImportOptions(mode: .merge))
+        try importJSON("null", into: store, options: ImportOptions(at: ["posts"], allowsEmptying: true))
+        #expect(try exportJSON(store) == #"{"users":{"u":{"username":"kept"}}}"#)
+        try importJSON("null", into: store, options: ImportOptions(allowsEmptying: true))
+        #expect(try exportJSON(store) == "null")
+        try importJSON("null", into: store)
+    }
+
+    @Test func theAppsWritesRefuseWhatImportWouldRefuse() throws {
+        let store = try makeStore()
+        for uid in [".priority", ".value", String(repeating: "u", count: 740), "a/b", "tab\t"] {
+            #expect(throws: StorageError.self, "\(uid)") { try store.addUser(uid: uid, username: "x") }
+        }
+        let longest = String(repeating: "u", count: Store.maximumUIDBytes)
+        _ = try store.addUser(uid: longest, username: "x")
+        _ = try store.addUser(uid: "short", username: "y")
+        // Two uids that fit alone may not fit one path together.
+        let other = String(repeating: "v", count: 400)
+        _ = try store.addUser(uid: other, username: "z")
+        #expect(throws: StorageError.self) { try store.follow(longest, other) }
+        #expect(throws: StorageError.self) { try store.addUser(uid: "n", username: "a\u{0}b") }
+        #expect(throws: StorageError.self) { try store.createPost(owner: "short", imageURL: "u", imageHeight: .nan) }
+        // What the store holds exports and imports back.
+        let exported = try exportJSON(store)
+        let copy = try makeStore()
+        #expect(try importJSON(exported, into: copy).rejectCount == 0)
+        #expect(try exportJSON(copy) == exported)
+    }
+
+    @Test func aFullDiskSaysHowToGetTheSpaceBack() throws {
+        let store = try makeStore()
+        do {
+            try store.connection.execute("DO $$ BEGIN RAISE EXCEPTION 'could not extend file' USING ERRCODE = 'disk_full'; END $$")
+            Issue.record("the statement should have failed")
+        } catch let error as StorageError {
+            #expect(error.sqlState == .diskFull)
+            #expect(error.hint?.contains("VACUUM") == true)
+            #expect(error.hint?.contains("CHECKPOINT") == true)
+        }
+        let vacuumed = try store.vacuum()
+        #expect(vacuumed.map(\.table) == Store.treeTables)
+    }
+}
