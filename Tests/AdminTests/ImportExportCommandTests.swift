@@ -183,4 +183,50 @@ struct ImportExportCommandTests {
         #expect(Int(usersRow[2])! < Int(usersRow[1])!, "\(usersRow)")
         #expect(run.stderr.contains("Gave back"))
     }
+
+    @Test func outputFilesNeverWriteThroughALink() throws {
+        let database = try TestPostgres.makeDatabase()
+        let directory = try makeTemporaryDirectory("admin-link")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try AdminProcess.run(["--db", database.conninfo, "import", "-"], input: #"{"users": {"u": {"username": "private"}}}"#)
+        let victim = directory + "/victim"
+        try Data("keep me".utf8).write(to: URL(fileURLWithPath: victim))
+        for name in ["export.json", "get.json", "generated.json", "o.txt"] {
+            try FileManager.default.createSymbolicLink(atPath: "\(directory)/\(name)", withDestinationPath: victim)
+        }
+        // The attack on predictable temporary names (DIR/.NAME.PID.tmp): links planted for the next PIDs.
+        let lastPID = Int(try String(contentsOfFile: "/proc/sys/kernel/ns_last_pid", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        var planted: [String] = []
+        for pid in (lastPID + 1)...(lastPID + 300) {
+            for name in ["export.json", "get.json", "generated.json"] {
+                planted.append("\(directory)/.\(name).\(pid).tmp")
+                try FileManager.default.createSymbolicLink(atPath: planted.last!, withDestinationPath: victim)
+            }
+        }
+        // Refused without --force (the name is taken), replaced as a name with it: never written through.
+        let refused = try AdminProcess.run(["--db", database.conninfo, "export", directory + "/export.json"])
+        #expect(refused.status == 1)
+        let runs = [
+            ["export", directory + "/export.json", "--force"],
+            ["get", "/users", "-o", directory + "/get.json", "--force"],
+            ["generate", directory + "/generated.json", "--users", "3", "--force"],
+        ]
+        for arguments in runs {
+            let run = try AdminProcess.run(["--db", database.conninfo, "-q"] + arguments)
+            #expect(run.status == 0, "\(arguments): \(run.stderr)")
+            let path = arguments.first { $0.hasPrefix(directory) }!
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            #expect(attributes[.type] as? FileAttributeType == .typeRegular, "\(path) is still a link")
+            #expect(attributes[.posixPermissions] as? Int == 0o600)
+        }
+        #expect(try String(contentsOfFile: directory + "/get.json", encoding: .utf8).contains("private"))
+        // psql's \o opens its file without following a link.
+        let redirected = try AdminProcess.run(["--db", database.conninfo, "-c", "\\o \(directory)/o.txt", "-c", "get /"])
+        #expect(redirected.status == 1)
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "keep me")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory)
+            .filter { $0.hasPrefix(".") && !planted.contains("\(directory)/\($0)") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
 }
