@@ -22,14 +22,18 @@ public enum FirebaseKey {
             }
             bytes += key.utf8.count + 1
         }
-        return bytes > maximumPathBytes ? "a path longer than Firebase's \(maximumPathBytes) bytes" : nil
+        return bytes > maximumPathBytes ? pathTooLong : nil
     }
 
-    /// Why `text` cannot be a Firebase string value (over 10 MB, or with a NUL, which PostgreSQL text cannot
-    /// hold), or nil when it can.
-    public static func problem(withString text: String) -> String? {
-        if text.utf8.count > maximumStringBytes { return "a string of \(text.utf8.count) bytes, over Firebase's 10 MB limit" }
-        if text.utf8.contains(0) { return "a string with a NUL character (U+0000), which PostgreSQL text cannot hold" }
+    /// Why a path over `maximumPathBytes` cannot exist.
+    public static let pathTooLong = "a path longer than Firebase's \(maximumPathBytes) bytes"
+
+    /// Why the string whose UTF-8 is `text` cannot be a Firebase value (over 10 MB, or with a NUL, which
+    /// PostgreSQL text cannot hold), or nil when it can.
+    public static func problem(withString text: some Collection<UInt8>) -> String? {
+        let count = text.count
+        if count > maximumStringBytes { return "a string of \(count) bytes, over Firebase's 10 MB limit" }
+        if text.contains(0) { return "a string with a NUL character (U+0000), which PostgreSQL text cannot hold" }
         return nil
     }
 

@@ -32,7 +32,6 @@ final class TreeImporter {
 
     private static let maximumDepth = 32
     private static let maximumPathBytes = FirebaseKey.maximumPathBytes
-    private static let maximumStringBytes = FirebaseKey.maximumStringBytes
     private static let maximumRejectValueBytes = 1 << 20
     private static let maximumWarningsKept = 1000
     private static let appCodaFields: Set<String> = ["imageFileURL", "user", "votes", "timestamp"]
@@ -384,13 +383,8 @@ final class TreeImporter {
     private func leafValue() throws -> TreeValue? {
         switch reader.token {
         case .string:
-            let text = reader.text
-            if text.count > Self.maximumStringBytes {
-                try reject("a string of \(text.count) bytes, over Firebase's 10 MB limit")
-                return nil
-            }
-            if text.contains(0) {
-                try reject("a string with a NUL character (U+0000), which PostgreSQL text cannot hold")
+            if let problem = FirebaseKey.problem(withString: reader.text) {
+                try reject(problem)
                 return nil
             }
             return .string(reader.string)
@@ -448,7 +442,7 @@ final class TreeImporter {
                 continue
             }
             if pathByteCount + key.utf8.count + 1 > Self.maximumPathBytes {
-                try reject("a path longer than Firebase's \(Self.maximumPathBytes) bytes", at: path + [key])
+                try reject(FirebaseKey.pathTooLong, at: path + [key])
                 continue
             }
             switch key {

@@ -24,6 +24,13 @@ public struct ExportReport: Sendable {
 /// are being read).
 final class ExportTally {
     var report = ExportReport()
+
+    /// Closes `merge` and adds what it fetched to the report.
+    func close(_ merge: inout PartMerge) {
+        merge.close()
+        report.rowsFetched += merge.rowsFetched
+        report.largestBatchBytes = max(report.largestBatchBytes, merge.largestBatchBytes)
+    }
 }
 
 extension Store {
@@ -83,11 +90,7 @@ extension Store {
             try merge.collectFetchInFlight()
             return try self.childCountBound(of: path + relative)
         }
-        defer {
-            merge.close()
-            tally.report.rowsFetched += merge.rowsFetched
-            tally.report.largestBatchBytes = max(tally.report.largestBatchBytes, merge.largestBatchBytes)
-        }
+        defer { tally.close(&merge) }
         while true {
             let next = merge.next()
             if let block = blocks.first,

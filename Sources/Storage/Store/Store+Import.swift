@@ -43,7 +43,7 @@ extension Store {
             if wholeTree {
                 // The lock TRUNCATE takes, before anything reads the tables: a weaker one first would deadlock
                 // with another import doing the same.
-                let tables = Store.treeTables.map(Query.quoted(identifier:)).joined(separator: ", ")
+                let tables = Self.quotedTreeTables
                 try connection.execute(Query(unsafeSQL: "LOCK TABLE \(tables) IN ACCESS EXCLUSIVE MODE"))
                 heldSomething = try !isEmpty()
                 try connection.execute(Query(unsafeSQL: "TRUNCATE \(tables)"))
@@ -94,12 +94,15 @@ extension Store {
         return report
     }
 
+    /// The tree's tables as a list for LOCK and TRUNCATE.
+    private static let quotedTreeTables = treeTables.map(Query.quoted(identifier:)).joined(separator: ", ")
+
     /// Locks the tree's tables against writes (`SHARE ROW EXCLUSIVE`, which conflicts with itself and with the
     /// app's inserts, updates and deletes, not with reads) for the rest of the transaction, so that a merge or a
     /// write replaces what the store holds as one serializable step. A deadlock with an app transaction that
     /// held one table and wanted another is retried.
     func lockTree() throws {
-        let tables = Store.treeTables.map(Query.quoted(identifier:)).joined(separator: ", ")
+        let tables = Self.quotedTreeTables
         for attempt in 1... {
             do {
                 return try connection.withTransaction {

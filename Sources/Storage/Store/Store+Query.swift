@@ -130,9 +130,7 @@ extension Store {
         }
         defer {
             emitter?.childCountBound = nil
-            merge.close()
-            tally.report.rowsFetched += merge.rowsFetched
-            tally.report.largestBatchBytes = max(tally.report.largestBatchBytes, merge.largestBatchBytes)
+            tally.close(&merge)
         }
         while let stream = merge.next() {
             tally.report.rows += 1
@@ -152,11 +150,7 @@ extension Store {
     ) throws {
         var node: TreeValue?
         var merge = try openRows(at: path, ordered: ordered)
-        defer {
-            merge.close()
-            tally.report.rowsFetched += merge.rowsFetched
-            tally.report.largestBatchBytes = max(tally.report.largestBatchBytes, merge.largestBatchBytes)
-        }
+        defer { tally.close(&merge) }
         while let stream = merge.next() {
             tally.report.rows += 1
             let rowPath = stream.currentPath!

@@ -100,7 +100,7 @@ extension Store {
 
     /// Refuses a string value that import would refuse.
     static func requireString(_ text: String, _ what: String) throws {
-        if let problem = FirebaseKey.problem(withString: text) { throw StorageError(.refused, "\(what): \(problem)") }
+        if let problem = FirebaseKey.problem(withString: text.utf8) { throw StorageError(.refused, "\(what): \(problem)") }
     }
 
     /// The longest uid `user add` takes: the user's node in every table that a single uid keys, with a push ID
