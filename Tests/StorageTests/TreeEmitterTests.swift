@@ -53,6 +53,29 @@ struct TreeEmitterTests {
         try Self.expectStreamsLikeReference(random.database())
     }
 
+    /// As an export writes typed rows: most leaves straight from bytes (`addDirectly`), the rest as parts, in any
+    /// mix, so that the shortcut for children of the same parent meets every state the general way leaves.
+    @Test(arguments: 0..<40)
+    func randomTreesStreamWhenMostLeavesComeDirectly(seed: Int) throws {
+        var random = RandomTree(seed: seed + 9000)
+        let tree = random.database()
+        var coin = SeededGenerator(state: UInt64(seed) &+ 17)
+        for options in Self.optionSets {
+            var bytes: [UInt8] = []
+            let emitter = TreeEmitter(options: options, frameMemoryBudget: 64) { bytes.append(contentsOf: $0) }
+            for (path, value) in tree.leaves().sorted(by: { PartMerge.precedes($0.path, $1.path) }) {
+                var key = path.last ?? ""
+                let direct = !path.isEmpty && coin.next() % 5 != 0
+                let written = try direct && key.withUTF8 { key in
+                    try emitter.addDirectly(key: key, under: Array(path.dropLast())) { $0.value(value) }
+                }
+                if !written { try emitter.add(path, value) }
+            }
+            try emitter.finish()
+            #expect(String(decoding: bytes, as: UTF8.self) == Self.reference(tree, options), "\(options)")
+        }
+    }
+
     @Test func arraysOfEveryShape() throws {
         func indexed(_ keys: some Sequence<Int>, _ value: (Int) -> TreeValue = { .number(Double($0)) }) -> TreeValue {
             .object(Dictionary(uniqueKeysWithValues: keys.map { (TreeKey(String($0)), value($0)) }))

@@ -78,8 +78,12 @@ private enum RecordField {
 
 extension TreeTable {
     /// The record's fields in RTDB key order (the names are ASCII, so byte order), for rows without `extra`;
-    /// nil for tables that always take the general path.
-    private var recordFields: [RecordField]? {
+    /// nil for tables that always take the general path. Made once: export asks twice per row.
+    private var recordFields: [RecordField]? { Self.recordFieldsByTable[rawValue] }
+
+    private static let recordFieldsByTable = allCases.map(\.makeRecordFields)
+
+    private var makeRecordFields: [RecordField]? {
         switch self {
         case .users: [.text("username", 1)]
         case .posts:

@@ -28,6 +28,11 @@ final class TreeEmitter {
     private var frameLevels: [Int] = []
     /// The last part added, held until it is known that no later part falls inside it.
     private var pending: (path: [String], value: TreeValue)?
+    /// The parent given to the last `addDirectly`, while the next direct child under it needs nothing but its key
+    /// and value written: it is the innermost open node, a streamed object with no record fields left, and no
+    /// frame is open. Nearly every row of a typed table is such a child, and comparing a reused path array is
+    /// one pointer comparison.
+    private var directParent: [String]?
     /// Bytes the frames held in memory at most, and wrote to temporary files in all (for tests and reports).
     private(set) var peakFrameBytes = 0
     private(set) var spilledBytes = 0
@@ -74,6 +79,7 @@ final class TreeEmitter {
     /// Adds the subtree `value` at `path`. Paths come in export order; a part at or below the previous one's path
     /// merges into it (objects child by child, a later leaf replacing what was there).
     func add(_ path: [String], _ value: TreeValue) throws {
+        directParent = nil
         var path = path
         var value = value
         if !options.keepsPriorities {
@@ -133,6 +139,13 @@ final class TreeEmitter {
         key: UnsafeBufferPointer<UInt8>, under parent: [String], _ writeValue: (inout JSONTextWriter) -> Void
     ) throws -> Bool {
         guard key.first != UInt8(ascii: ".") else { return false }
+        if let known = directParent, known == parent {
+            writer.key(utf8: key)
+            writeValue(&writer)
+            if writer.bytes.count >= Self.chunkSize { try writer.drain(sink) }
+            return true
+        }
+        directParent = nil
         if let held = pending {
             if FirebaseKey.isPath(parent[...], atOrBelow: held.path[...]) { return false }
             pending = nil
@@ -147,12 +160,14 @@ final class TreeEmitter {
         try beginChild(key, of: level)
         withWriter(forContentOf: level, writeValue)
         try relieve()
+        if case .object = levels[level].state, levels[level].overlay.isEmpty, frameLevels.isEmpty { directParent = parent }
         return true
     }
 
     /// Writes what is held and closes every open node; `null` when there were no parts at all. Hands the rest
     /// of the JSON to the sink.
     func finish() throws {
+        directParent = nil
         if let held = pending {
             pending = nil
             try write(held.path, held.value)
