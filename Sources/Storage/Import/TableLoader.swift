@@ -93,10 +93,12 @@ final class TableLoader {
     /// COPY messages sent so far: a mark is good while none was.
     private var sends = 0
 
-    /// Where the buffers stood at marks, one slot per nesting depth: the sends so far, then each buffer's bytes
-    /// and rows. Kept flat and reused, since the importer marks every child it reads.
+    /// The rows encoded since the last send, in order: each one's table and where it starts in that table's
+    /// buffer. A mark is two numbers and a roll-back walks back only the rows it drops: the importer marks every
+    /// child it reads, and rolls back only on a repeated key.
+    private var journal: [(table: UInt8, start: Int)] = []
+    /// Per slot (the importer's nesting depth): the sends and the journal's length at the mark.
     private var markSlots: [Int] = []
-    private var markStride: Int { 1 + 2 * encoders.count }
 
     /// COPY data goes out in messages of about this size. The server reads a whole CopyData message before it
     /// parses any of it, so messages larger than the socket buffer stall the pipeline: with 256 KB messages
@@ -117,6 +119,7 @@ final class TableLoader {
     func appendRow(_ table: TreeTable, _ body: (inout CopyRowEncoder) throws -> Void) throws {
         let before = encoders[table.rawValue].bytes.count
         try body(&encoders[table.rawValue])
+        journal.append((UInt8(table.rawValue), before))
         encoders[table.rawValue].endRow()
         counts[table.rawValue].rows += 1
         totalRows += 1
@@ -138,29 +141,24 @@ final class TableLoader {
 
     /// Remembers in `slot` (the importer uses the nesting depth) where the buffers stand, for `rollBack(toMarkIn:)`.
     func mark(in slot: Int) {
-        let base = slot * markStride
-        if markSlots.count < base + markStride {
-            markSlots.append(contentsOf: repeatElement(0, count: base + markStride - markSlots.count))
+        let base = 2 * slot
+        if markSlots.count < base + 2 {
+            markSlots.append(contentsOf: repeatElement(0, count: base + 2 - markSlots.count))
         }
         markSlots[base] = sends
-        for index in encoders.indices {
-            markSlots[base + 1 + 2 * index] = encoders[index].bytes.count
-            markSlots[base + 2 + 2 * index] = encoders[index].rowCount
-        }
+        markSlots[base + 1] = journal.count
     }
 
     /// Drops every row encoded since the mark in `slot` and returns how many per table, when none of them was
     /// sent yet; nil (dropping nothing) otherwise.
     func rollBack(toMarkIn slot: Int) -> [TreeTable: Int]? {
-        let base = slot * markStride
-        guard base + markStride <= markSlots.count, markSlots[base] == sends else { return nil }
+        let base = 2 * slot
+        guard base + 2 <= markSlots.count, markSlots[base] == sends else { return nil }
         var dropped: [TreeTable: Int] = [:]
-        for table in TreeTable.allCases {
-            let index = table.rawValue
-            let rows = encoders[index].rowCount - markSlots[base + 2 + 2 * index]
-            guard rows > 0 else { continue }
-            encoders[index].truncate(toByteCount: markSlots[base + 1 + 2 * index], droppingRows: rows)
-            dropped[table] = rows
+        while journal.count > markSlots[base + 1] {
+            let row = journal.removeLast()
+            encoders[Int(row.table)].truncate(toByteCount: row.start, droppingRows: 1)
+            dropped[TreeTable(rawValue: Int(row.table))!, default: 0] += 1
         }
         return dropped
     }
@@ -202,6 +200,8 @@ final class TableLoader {
             throw error
         }
         encoders[table.rawValue].removeAllBytes()
+        // Every mark is stale now (`sends` moved on), and the offsets no longer hold.
+        journal.removeAll(keepingCapacity: true)
     }
 
     private func endActive() throws {
