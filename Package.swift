@@ -25,9 +25,12 @@ let package = Package(
             dependencies: ["EmbedSQL"]
         ),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        // Firebase's JSON trees without a database: the streaming reader and writer, keys and their order,
+        // JavaScript numbers, gzip.
+        .target(name: "FirebaseTree", dependencies: ["CZlib"]),
         .target(
             name: "Storage",
-            dependencies: ["CLibPQ", "CZlib"],
+            dependencies: ["CLibPQ", "FirebaseTree"],
             plugins: ["EmbedMigrations"]
         ),
         .executableTarget(
@@ -57,7 +60,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "PostgresTestSupport", "FuzzTargets"],
+            dependencies: ["Storage", "FirebaseTree", "PostgresTestSupport", "FuzzTargets"],
             exclude: ["Fixtures"]
         ),
         .testTarget(

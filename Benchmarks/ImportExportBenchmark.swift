@@ -65,12 +65,16 @@ struct ImportExportBenchmark {
                                       environment: psqlEnvironment))
             pkOnlyCopies.append(try spawn(psql, ["-q", "-v", "ON_ERROR_STOP=1", "-f", "\(work)/load.sql"],
                                           environment: pkOnly))
+            // The loads just made leave autovacuum and a checkpoint behind them, which would land on whichever
+            // read came next: both reads start on a quiet server.
+            try quiesce(conninfo)
             exports.append(try spawn(admin, ["--db", conninfo, "-q", "export", "\(work)/export.json", "--force"]))
             copies.append(try spawn(psql, ["-q", "-v", "ON_ERROR_STOP=1", "-f", "\(work)/load.sql"],
                                     environment: psqlEnvironment))
             if let python { peers.append(try spawn(python, [peerScript, file, conninfo])) }
             let copyOutScript = tables.map { "COPY \($0) TO STDOUT;" }.joined(separator: "\n")
             try copyOutScript.write(toFile: "\(work)/copy-out.sql", atomically: true, encoding: .utf8)
+            try quiesce(conninfo)
             copyOuts.append(try spawn(psql, ["-q", "-f", "\(work)/copy-out.sql"], environment: psqlEnvironment,
                                       stdout: "/dev/null"))
         }
@@ -103,4 +107,17 @@ struct ImportExportBenchmark {
         _ = FileManager.default.createFile(atPath: path, contents: nil)
         return path
     }
+}
+
+/// Waits (up to two minutes) until no autovacuum worker runs on the server, then checkpoints, so that the next
+/// measurement shares the machine with nothing the previous ones left.
+func quiesce(_ conninfo: String) throws {
+    let connection = try Connection(conninfo: conninfo)
+    for _ in 0..<120 {
+        let workers = try connection.query("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")[0]
+            .decode(Int.self, at: 0)
+        if workers == 0 { break }
+        sleep(1)
+    }
+    try connection.execute("CHECKPOINT")
 }

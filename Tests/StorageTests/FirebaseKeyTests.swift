@@ -1,3 +1,4 @@
+@testable import FirebaseTree
 import PostgresTestSupport
 @testable import Storage
 import Testing

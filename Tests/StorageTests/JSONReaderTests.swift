@@ -1,3 +1,4 @@
+@testable import FirebaseTree
 import Foundation
 import PostgresTestSupport
 @testable import Storage
@@ -62,12 +63,12 @@ func readAll(_ text: String, chunkSize: Int = .max, bufferSize: Int = 1 << 20) t
     try JSONValue.read(JSONReader(source: MemorySource(text, chunkSize: chunkSize), bufferSize: bufferSize))
 }
 
-func readError(_ bytes: [UInt8], chunkSize: Int = .max) -> StorageError? {
+func readError(_ bytes: [UInt8], chunkSize: Int = .max) -> TreeError? {
     do {
         _ = try JSONValue.read(JSONReader(source: MemorySource(bytes, chunkSize: chunkSize), bufferSize: 64))
         return nil
     } catch {
-        return error as? StorageError
+        return error as? TreeError
     }
 }
 
@@ -211,13 +212,13 @@ struct JSONReaderTests {
         ] {
             for bufferSize in [4, 5, 7, 11, 16, 29, 1 << 20] {
                 var reader = JSONReader(source: MemorySource(text), bufferSize: bufferSize)
-                var failure: StorageError?
+                var failure: TreeError?
                 do {
                     while try reader.next() != .end {}
-                } catch let error as StorageError {
+                } catch let error as TreeError {
                     failure = error
                 }
-                #expect(failure?.inputPosition?.offset == offset, "\(text) with a \(bufferSize)-byte buffer: \(String(describing: failure))")
+                #expect(failure?.position?.offset == offset, "\(text) with a \(bufferSize)-byte buffer: \(String(describing: failure))")
             }
         }
     }
@@ -261,9 +262,11 @@ struct JSONReaderTests {
         let text = "{\n  \"posts\": {\n    \"u1\": [1, 2,, 3]\n  }\n}"
         let error = try #require(readError(Array(text.utf8), chunkSize: 5))
         #expect(error.kind == .malformedInput)
-        #expect(error.inputPosition == JSONReader.Position(offset: 31, line: 3, column: 17))
+        #expect(error.position == JSONReader.Position(offset: 31, line: 3, column: 17))
         #expect(error.message.contains("byte 31 (line 3, column 17)"))
-        #expect(error.context == "reading /posts/u1/2")
+        #expect(error.path == "/posts/u1/2")
+        #expect(StorageError(error).context == "reading /posts/u1/2")
+        #expect(StorageError(error).inputPosition == error.position)
     }
 
     @Test func truncatedEmptyAndTrailingGarbage() throws {
@@ -323,7 +326,7 @@ struct JSONReaderTests {
         #expect(try reader.next() == .string)
         #expect(reader.string == big)
         #expect(try reader.next() == .objectEnd)
-        #expect(throws: StorageError.self) {
+        #expect(throws: TreeError.self) {
             try JSONValue.read(JSONReader(source: MemorySource(Array(data)), bufferSize: 65536, maximumTokenBytes: 1 << 20))
         }
     }

@@ -32,6 +32,8 @@ struct ConsoleError: Error, CustomStringConvertible {
             default:
                 return ConsoleError(.commandFailed, error.description)
             }
+        case let error as TreeError:
+            return ConsoleError(.commandFailed, error.description)
         default:
             return ConsoleError(.commandFailed, String(describing: error))
         }

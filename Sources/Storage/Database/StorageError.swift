@@ -1,3 +1,4 @@
+import FirebaseTree
 import Foundation
 
 /// The one error type of the Storage layer: a server error with its SQLSTATE and diagnostics, a failed or
@@ -66,6 +67,26 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         self.constraint = constraint
         self.statement = statement
         self.context = context
+    }
+
+    /// The storage layer's form of a tree error (malformed or unreadable input, a failed compression), keeping
+    /// where in the input it was found.
+    public init(_ error: TreeError) {
+        let kind: Kind = switch error.kind {
+        case .malformedInput, .unreadable: .malformedInput
+        case .compression: .io
+        }
+        self.init(kind, error.message, context: error.path.map { "reading \($0)" })
+        inputPosition = error.position
+    }
+
+    /// Runs `body`, turning a tree error it throws into a storage error: Storage's API throws one error type.
+    static func wrappingTreeErrors<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as TreeError {
+            throw StorageError(error)
+        }
     }
 
     /// The message in psql's layout: `ERROR:  message`, then DETAIL, HINT, CONTEXT and STATEMENT lines.

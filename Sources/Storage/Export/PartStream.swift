@@ -1,3 +1,5 @@
+import FirebaseTree
+
 /// A row of a `PartStream`: the batch's row, and for a large row its other columns, fetched on their own.
 struct StreamRow: ExportRow {
     let row: Row

@@ -1,3 +1,5 @@
+import FirebaseTree
+
 /// How each table's rows become tree parts.
 extension TreeTable {
     /// The tree part a row stands for: its path from the root and its subtree (nil when the row holds nothing).
@@ -17,7 +19,9 @@ extension TreeTable {
         }
         func withExtra(_ value: TreeValue?, column: Int) throws -> TreeValue? {
             // `extra` is a partial subtree: `{".priority": 1}` alone is a record's priority, not an empty node.
-            guard let json = row[column], let extra = try TreeValue.parse(json: json, normalizing: false) else {
+            guard let json = row[column],
+                let extra = try StorageError.wrappingTreeErrors({ try TreeValue.parse(json: json, normalizing: false) })
+            else {
                 return value
             }
             return value.map { $0.merging(extra) } ?? extra

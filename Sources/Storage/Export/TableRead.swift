@@ -1,3 +1,5 @@
+import FirebaseTree
+
 /// How a table's rows under a node are read in export order without sorting the table (migration 0008).
 ///
 /// `unmapped_values` is one range of its `sort_key` index. A typed table is read as up to two streams that the

@@ -1,3 +1,4 @@
+import FirebaseTree
 import Foundation
 
 /// Writes a tree as JSON from its parts, given in export path order: each part is a subtree at a path (a typed

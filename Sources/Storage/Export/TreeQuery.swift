@@ -1,3 +1,5 @@
+import FirebaseTree
+
 /// A Realtime Database query on the children of one node, as `firebase database:get` and the REST API take it:
 /// an order, then `startAt`/`endAt`/`equalTo` on the ordered value, then `limitToFirst`/`limitToLast`.
 public struct TreeQuery: Sendable, Equatable {

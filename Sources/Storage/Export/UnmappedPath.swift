@@ -1,3 +1,5 @@
+import FirebaseTree
+
 /// The path of an `unmapped_values` row (its `root` and `path` columns), read in place from the row's text.
 ///
 /// Consecutive rows mostly share their parent path: its keys are compared with the previous row's as bytes and

@@ -1,3 +1,5 @@
+import FirebaseTree
+
 /// Reading an export without a database: every check and mapping `import` makes, with the rows encoded and
 /// dropped. For validating a file before a migration, and for fuzzing the import.
 public enum ImportMapping {
@@ -14,7 +16,7 @@ public enum ImportMapping {
         let loader = TableLoader(connection: nil, usesFreeze: false)
         let importer = TreeImporter(
             source: source, loader: loader, options: options, deleteRows: { _ in [:] }, onReject: onReject)
-        try importer.run()
+        try StorageError.wrappingTreeErrors { try importer.run() }
         try loader.flush()
         return importer.report
     }

@@ -1,3 +1,4 @@
+import FirebaseTree
 import Foundation
 
 /// Walks a Firebase export token by token and loads it: known subtrees into typed rows, everything else leaf by

@@ -1,3 +1,4 @@
+import FirebaseTree
 import Foundation
 
 /// Which chat of a group of duplicates stays, by the creation time its push ID holds.

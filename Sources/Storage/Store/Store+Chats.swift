@@ -1,3 +1,4 @@
+import FirebaseTree
 import Foundation
 
 extension Store {

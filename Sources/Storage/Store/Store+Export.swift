@@ -1,3 +1,4 @@
+import FirebaseTree
 import Foundation
 
 /// What an export wrote.
@@ -311,7 +312,9 @@ extension Store {
                     // Inside a record: its node is small.
                     var json: [UInt8] = []
                     _ = try exportTree(at: path, shallow: true) { json.append(contentsOf: $0) }
-                    let children = try TreeValue.parse(json: String(decoding: json, as: UTF8.self))?.children ?? [:]
+                    let children = try StorageError.wrappingTreeErrors {
+                        try TreeValue.parse(json: String(decoding: json, as: UTF8.self))?.children ?? [:]
+                    }
                     keys.formUnion(children.keys.filter { $0.string.utf8.starts(with: prefix.utf8) })
                     break
                 }

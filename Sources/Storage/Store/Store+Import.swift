@@ -1,3 +1,4 @@
+import FirebaseTree
 import Foundation
 
 extension Store {
@@ -75,6 +76,9 @@ extension Store {
             } catch let error as StorageError {
                 loader.abort()
                 throw error.adding(context: "import rolled back after reading \(importer.bytesRead) bytes")
+            } catch let error as TreeError {
+                loader.abort()
+                throw StorageError(error).adding(context: "import rolled back after reading \(importer.bytesRead) bytes")
             } catch {
                 loader.abort()
                 throw error

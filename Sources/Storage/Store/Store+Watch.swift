@@ -1,3 +1,4 @@
+import FirebaseTree
 import Foundation
 
 /// Changes announced on a LISTEN/NOTIFY channel (migration 0004), read as the app's observers saw them: each

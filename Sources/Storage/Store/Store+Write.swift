@@ -1,3 +1,4 @@
+import FirebaseTree
 import Foundation
 
 /// A write of the Realtime Database's own verbs at one path, as `firebase database:set|update|push|remove` and
@@ -51,25 +52,27 @@ extension Store {
             json = text
         case .remove: json = "null"
         }
-        return try connection.withTransaction {
-            // Before the record is read: two writes into one record must not both start from its old value.
-            try lockTree()
-            if !path.isEmpty, let record = try recordPath(holding: path, orIs: true) {
-                json = try rewrittenRecord(record, changing: Array(path[record.count...]), with: json, mode: mode)
-                path = record
-                mode = .replace
+        return try StorageError.wrappingTreeErrors {
+            try connection.withTransaction {
+                // Before the record is read: two writes into one record must not both start from its old value.
+                try lockTree()
+                if !path.isEmpty, let record = try recordPath(holding: path, orIs: true) {
+                    json = try rewrittenRecord(record, changing: Array(path[record.count...]), with: json, mode: mode)
+                    path = record
+                    mode = .replace
+                }
+                let report: ImportReport
+                do {
+                    report = try importTree(
+                        from: MemorySource(json), options: ImportOptions(mode: mode, at: path, allowsEmptying: true))
+                } catch var error as StorageError {
+                    // A write has no rejects to allow: the import's hint about letting some through does not apply.
+                    error.hint = nil
+                    throw error
+                }
+                let written = report.lines.reduce(0) { $0 + $1.rowsImported }
+                return WriteReport(path: path, rowsWritten: written, rowsRemoved: report.rowsReplaced)
             }
-            let report: ImportReport
-            do {
-                report = try importTree(
-                    from: MemorySource(json), options: ImportOptions(mode: mode, at: path, allowsEmptying: true))
-            } catch var error as StorageError {
-                // A write has no rejects to allow: the import's hint about letting some through does not apply.
-                error.hint = nil
-                throw error
-            }
-            let written = report.lines.reduce(0) { $0 + $1.rowsImported }
-            return WriteReport(path: path, rowsWritten: written, rowsRemoved: report.rowsReplaced)
         }
     }
 

@@ -116,12 +116,14 @@ extension TreeValue {
     }
 
     /// The value starting at the reader's current token.
-    static func read(_ reader: inout JSONReader, normalizing: Bool) throws -> TreeValue? {
+    package static func read(_ reader: inout JSONReader, normalizing: Bool) throws -> TreeValue? {
         switch reader.token {
         case .string: return .string(reader.string)
         case .number:
             guard reader.number.isFinite else {
-                throw StorageError(.malformedInput, "a number outside the range of a double at \(reader.position)")
+                throw TreeError(
+                    .malformedInput, "a number outside the range of a double at \(reader.position)", position: reader.position,
+                    path: reader.pathDescription)
             }
             return .number(reader.number == 0 ? 0 : reader.number)
         case .true: return .bool(true)
@@ -130,7 +132,9 @@ extension TreeValue {
         case .objectStart, .arrayStart:
             // Firebase allows 32 levels; far deeper input would only exhaust the stack of this recursion.
             guard reader.depth <= 64 else {
-                throw StorageError(.malformedInput, "more than 64 levels of nesting at \(reader.position)")
+                throw TreeError(
+                    .malformedInput, "more than 64 levels of nesting at \(reader.position)", position: reader.position,
+                    path: reader.pathDescription)
             }
             var children: [TreeKey: TreeValue] = [:]
             while let key = try reader.nextChild() {

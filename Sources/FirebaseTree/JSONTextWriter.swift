@@ -46,13 +46,13 @@ public struct JSONTextWriter {
 
     /// A writer of values that will be copied into another writer's output inside `objectDepth` open objects,
     /// laid out (with `isPretty`) as they would be there.
-    init(options: Options, objectDepth: Int) {
+    package init(options: Options, objectDepth: Int) {
         self.options = options
         self.objectDepth = objectDepth
     }
 
     /// How many objects enclose what is written next (the indentation level of a pretty layout).
-    var currentObjectDepth: Int { objectDepth }
+    package var currentObjectDepth: Int { objectDepth }
 
     /// Lets `body` read what has been written, then clears it without giving up the buffer.
     public mutating func drain(_ body: (UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
@@ -134,14 +134,14 @@ public struct JSONTextWriter {
     }
 
     /// A key given as UTF-8.
-    mutating func key(utf8 key: UnsafeBufferPointer<UInt8>) {
+    package mutating func key(utf8 key: UnsafeBufferPointer<UInt8>) {
         beginKey()
         Self.appendQuoted(key, to: &bytes)
         endKey()
     }
 
     /// A key that is plain ASCII needing no escapes (a field name), copied as it is.
-    mutating func key(_ key: StaticString) {
+    package mutating func key(_ key: StaticString) {
         beginKey()
         bytes.append(UInt8(ascii: "\""))
         key.withUTF8Buffer { bytes.append(contentsOf: $0) }
@@ -171,14 +171,14 @@ public struct JSONTextWriter {
     }
 
     /// A string value given as UTF-8.
-    mutating func string(utf8 value: UnsafeBufferPointer<UInt8>) {
+    package mutating func string(utf8 value: UnsafeBufferPointer<UInt8>) {
         beforeValue()
         Self.appendQuoted(value, to: &bytes)
     }
 
     /// A number given as PostgreSQL's text for a float8 or bigint (shortest round-trip digits), re-laid out as
     /// JavaScript writes it where the two differ: exponents, and `-0`.
-    mutating func number(postgresText text: UnsafeBufferPointer<UInt8>) {
+    package mutating func number(postgresText text: UnsafeBufferPointer<UInt8>) {
         beforeValue()
         let needsLayout = text.contains(UInt8(ascii: "e")) || (text.count == 2 && text[0] == UInt8(ascii: "-")
             && text[1] == UInt8(ascii: "0"))
@@ -190,18 +190,18 @@ public struct JSONTextWriter {
     }
 
     /// Starts a value whose text the caller appends with `appendRaw`, as already written JSON.
-    mutating func beginRawValue() {
+    package mutating func beginRawValue() {
         beforeValue()
     }
 
     /// Appends JSON text as it is (a value begun with `beginRawValue`, in pieces).
-    mutating func appendRaw(_ text: UnsafeBufferPointer<UInt8>) {
+    package mutating func appendRaw(_ text: UnsafeBufferPointer<UInt8>) {
         bytes.append(contentsOf: text)
     }
 
     /// Appends pretty-printed JSON text laid out one object deeper than where it lands: after each newline, two
     /// fewer spaces. `pendingSpaces` carries a cut between two pieces (start with 0).
-    mutating func appendRawOneLevelShallower(_ text: UnsafeBufferPointer<UInt8>, pendingSpaces: inout Int) {
+    package mutating func appendRawOneLevelShallower(_ text: UnsafeBufferPointer<UInt8>, pendingSpaces: inout Int) {
         var index = 0
         while index < text.count {
             if pendingSpaces > 0 {
@@ -239,7 +239,7 @@ public struct JSONTextWriter {
     }
 
     /// Appends `text` as a JSON string literal, escaped as `JSON.stringify` escapes.
-    static func appendQuoted(_ text: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+    package static func appendQuoted(_ text: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         var runStart = 0
         var index = 0
@@ -315,7 +315,7 @@ public struct JSONTextWriter {
 
     /// The elements, with nil in the holes, when the SDKs would render `children` as an array: every key is
     /// `0` or `[1-9][0-9]*` and the largest is less than twice the count.
-    static func arrayElements(of children: [TreeKey: TreeValue]) -> [TreeValue?]? {
+    package static func arrayElements(of children: [TreeKey: TreeValue]) -> [TreeValue?]? {
         var maximum = -1
         for key in children.keys {
             guard let index = FirebaseKey.arrayIndex(key.string) else { return nil }

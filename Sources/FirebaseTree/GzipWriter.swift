@@ -14,7 +14,7 @@ public final class GzipWriter {
         // 15 + 16: the largest window, with a gzip header and trailer.
         guard deflateInit2_(stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
                             Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            throw StorageError(.invalidValue, "cannot start compressing")
+            throw TreeError(.compression, "cannot start compressing")
         }
     }
 
@@ -45,7 +45,7 @@ public final class GzipWriter {
             stream.pointee.avail_out = UInt32(output.count)
             let status = deflate(stream, flush)
             guard status == Z_OK || status == Z_STREAM_END || status == Z_BUF_ERROR else {
-                throw StorageError(.invalidValue, "compression failed (zlib status \(status))")
+                throw TreeError(.compression, "compression failed (zlib status \(status))")
             }
             let produced = output.count - Int(stream.pointee.avail_out)
             if produced > 0 { try sink(UnsafeBufferPointer(rebasing: output[..<produced])) }

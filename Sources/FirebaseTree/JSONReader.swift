@@ -592,7 +592,7 @@ public struct JSONReader: ~Copyable {
     }
 
     /// The double a JSON number denotes, or nil when the text breaks JSON's number grammar.
-    static func parseNumber(_ digits: UnsafeBufferPointer<UInt8>) -> Double? {
+    package static func parseNumber(_ digits: UnsafeBufferPointer<UInt8>) -> Double? {
         var index = 0
         let count = digits.count
         let isNegative = count > 0 && digits[0] == UInt8(ascii: "-")
@@ -661,14 +661,11 @@ public struct JSONReader: ~Copyable {
     /// `path` joined as a Firebase path (`/` for the root).
     public var pathDescription: String { "/" + path.joined(separator: "/") }
 
-    private func syntaxError(_ message: String, at index: Int? = nil) -> StorageError {
+    private func syntaxError(_ message: String, at index: Int? = nil) -> TreeError {
         let offset = index.map { discarded + $0 } ?? tokenOffset
         let position = position(ofOffset: offset)
-        var error = StorageError(
-            .malformedInput, "malformed JSON at \(position): \(message)", sqlState: nil,
-            context: "reading \(pathDescription)")
-        error.inputPosition = position
-        return error
+        return TreeError(
+            .malformedInput, "malformed JSON at \(position): \(message)", position: position, path: pathDescription)
     }
 
     private static func describe(_ byte: UInt8) -> String {

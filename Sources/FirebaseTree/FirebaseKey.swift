@@ -111,7 +111,7 @@ public enum FirebaseKey {
     }
 
     /// `arrayIndex(_:)` of a key's UTF-8 bytes.
-    static func arrayIndex(utf8: UnsafeBufferPointer<UInt8>) -> Int? {
+    package static func arrayIndex(utf8: UnsafeBufferPointer<UInt8>) -> Int? {
         guard let first = utf8.first, first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9"),
             first != UInt8(ascii: "0") || utf8.count == 1, utf8.count <= 15
         else { return nil }
@@ -190,7 +190,7 @@ public enum FirebaseKey {
     /// a sign or leading zeros (so that "-0" and "00", one value of one length, still have an order); any other key as 3 and its UTF-8, with U+E001 before each character from U+E000 to U+FFFF and U+E000
     /// before each astral one (their UTF-16 surrogates sort lower). Never holds the byte 1, which ends each element
     /// of a path's order.
-    static func appendOrder(of key: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+    package static func appendOrder(of key: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
         if key.elementsEqual(priority.utf8) { return }
         if mayBeInteger(key), let value = integerValue(key) {
             let digits = Array(String(abs(Int(value))).utf8)
@@ -222,7 +222,7 @@ public enum FirebaseKey {
 
     /// Appends the order of the path `keys` (root first), as migration 0008's `rtdb_path_order`: each key's order
     /// and the byte 1. A node's descendants sort after its own order and before `pathOrderUpperBound` of it.
-    static func appendOrder(ofPath keys: some Sequence<String>, to bytes: inout [UInt8]) {
+    package static func appendOrder(ofPath keys: some Sequence<String>, to bytes: inout [UInt8]) {
         for var key in keys {
             key.withUTF8 { appendOrder(of: $0, to: &bytes) }
             bytes.append(1)
@@ -230,14 +230,14 @@ public enum FirebaseKey {
     }
 
     /// The order of the path `keys` as `appendOrder(ofPath:to:)` writes it.
-    static func pathOrder(_ keys: some Sequence<String>) -> [UInt8] {
+    package static func pathOrder(_ keys: some Sequence<String>) -> [UInt8] {
         var bytes: [UInt8] = []
         appendOrder(ofPath: keys, to: &bytes)
         return bytes
     }
 
     /// The order of one key as `appendOrder(of:to:)` writes it.
-    static func orderBytes(of key: String) -> [UInt8] {
+    package static func orderBytes(of key: String) -> [UInt8] {
         var bytes: [UInt8] = []
         var key = key
         key.withUTF8 { appendOrder(of: $0, to: &bytes) }
@@ -245,13 +245,13 @@ public enum FirebaseKey {
     }
 
     /// The order of one key as text (its bytes are UTF-8), as migration 0008's `rtdb_key_order` returns it.
-    static func order(of key: String) -> String {
+    package static func order(of key: String) -> String {
         String(decoding: orderBytes(of: key), as: UTF8.self)
     }
 
     /// Whether the key may sit elsewhere in RTDB order than in byte order, as migration 0008's
     /// `rtdb_key_needs_order`: digit-led keys (`0`-`9`, or `-` and a digit) and keys with a character from U+E000 up.
-    static func needsOrder(_ key: String) -> Bool {
+    package static func needsOrder(_ key: String) -> Bool {
         let bytes = key.utf8
         guard let first = bytes.first else { return false }
         if first >= UInt8(ascii: "0"), first <= UInt8(ascii: "9") { return true }
@@ -264,7 +264,7 @@ public enum FirebaseKey {
     }
 
     /// The least order above every descendant of the path whose order is `order`: its last byte (1) raised to 2.
-    static func pathOrderUpperBound(_ order: [UInt8]) -> [UInt8] {
+    package static func pathOrderUpperBound(_ order: [UInt8]) -> [UInt8] {
         precondition(order.last == 1, "a path order ends with the byte 1")
         return order.dropLast() + [2]
     }
@@ -285,7 +285,7 @@ public enum FirebaseKey {
     /// UTF-16 code-unit order of two UTF-8 strings without transcoding: it equals byte order except that the
     /// lead bytes of U+E000–U+FFFF (0xEE, 0xEF) sort after those of U+10000 and above (0xF0–0xF4), whose
     /// surrogates are smaller code units.
-    static func compareUTF16(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
+    package static func compareUTF16(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
         let common = min(a.count, b.count)
         var index = 0
         while index < common, a[index] == b[index] { index += 1 }

@@ -17,7 +17,7 @@ public final class GzipSource: ByteSource {
         stream.initialize(to: z_stream())
         // 15 + 32: the largest window, and detect a gzip or zlib header.
         guard inflateInit2_(stream, 15 + 32, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            throw StorageError(.malformedInput, "cannot start decompressing \(name)")
+            throw TreeError(.malformedInput, "cannot start decompressing \(name)")
         }
     }
 
@@ -41,7 +41,7 @@ public final class GzipSource: ByteSource {
             }
             if stream.pointee.avail_in == 0, isInputEnded {
                 guard isMemberComplete else {
-                    throw StorageError(.malformedInput, "\(name) is truncated: the gzip stream ends early")
+                    throw TreeError(.malformedInput, "\(name) is truncated: the gzip stream ends early")
                 }
                 return 0
             }
@@ -59,7 +59,7 @@ public final class GzipSource: ByteSource {
             case Z_OK, Z_BUF_ERROR: break
             default:
                 let reason = stream.pointee.msg.map { String(cString: $0) } ?? "error \(status)"
-                throw StorageError(.malformedInput, "\(name) is not valid gzip data: \(reason)")
+                throw TreeError(.malformedInput, "\(name) is not valid gzip data: \(reason)")
             }
             if produced > 0 { return produced }
         }

@@ -26,7 +26,7 @@ public struct FileDescriptorSource: ByteSource {
             let count = Foundation.read(descriptor, buffer.baseAddress, buffer.count)
             if count >= 0 { return count }
             if errno == EINTR { continue }
-            throw StorageError(.malformedInput, "cannot read \(name): \(String(cString: strerror(errno)))")
+            throw TreeError(.unreadable, "cannot read \(name): \(String(cString: strerror(errno)))")
         }
     }
 }
