@@ -71,14 +71,11 @@ extension Store {
                 deleteRows: { [connection] path in try Store.deleteRows(under: path, on: connection) },
                 onReject: onReject)
             do {
-                try importer.run()
+                try StorageError.wrappingTreeErrors { try importer.run() }
                 try loader.flush()
             } catch let error as StorageError {
                 loader.abort()
                 throw error.adding(context: "import rolled back after reading \(importer.bytesRead) bytes")
-            } catch let error as TreeError {
-                loader.abort()
-                throw StorageError(error).adding(context: "import rolled back after reading \(importer.bytesRead) bytes")
             } catch {
                 loader.abort()
                 throw error
