@@ -25,12 +25,15 @@ let package = Package(
             dependencies: ["EmbedSQL"]
         ),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        // PostgreSQL through libpq: connections, statements with bind parameters, COPY, transactions,
+        // notifications, results, and DatabaseError with the server's SQLSTATE.
+        .target(name: "PostgresClient", dependencies: ["CLibPQ"]),
         // Firebase's JSON trees without a database: the streaming reader and writer, keys and their order,
         // JavaScript numbers, gzip.
         .target(name: "FirebaseTree", dependencies: ["CZlib"]),
         .target(
             name: "Storage",
-            dependencies: ["CLibPQ", "FirebaseTree"],
+            dependencies: ["PostgresClient", "FirebaseTree"],
             plugins: ["EmbedMigrations"]
         ),
         .executableTarget(
@@ -38,12 +41,15 @@ let package = Package(
             dependencies: [
                 "Storage",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            // A file sees the members of the modules it imports only: Admin imports Storage, never
+            // PostgresClient, so it cannot send SQL.
+            swiftSettings: [.enableUpcomingFeature("MemberImportVisibility")]
         ),
         // Speed and memory benchmarks, run in release mode (see BENCHMARKS.md).
         .executableTarget(
             name: "AdminBenchmarks",
-            dependencies: ["Storage"],
+            dependencies: ["Storage", "PostgresClient"],
             path: "Benchmarks",
             exclude: ["python_peer_import.py"]
         ),
@@ -55,17 +61,21 @@ let package = Package(
         // Starts the throwaway PostgreSQL cluster the integration tests run against.
         .target(
             name: "PostgresTestSupport",
-            dependencies: ["Storage"],
+            dependencies: ["Storage", "PostgresClient"],
             path: "Tests/PostgresTestSupport"
         ),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "FirebaseTree", "PostgresTestSupport", "FuzzTargets"],
+            dependencies: ["Storage", "FirebaseTree", "PostgresClient", "PostgresTestSupport", "FuzzTargets"],
             exclude: ["Fixtures"]
         ),
         .testTarget(
+            name: "PostgresClientTests",
+            dependencies: ["PostgresClient", "PostgresTestSupport"]
+        ),
+        .testTarget(
             name: "AdminTests",
-            dependencies: ["Admin", "Storage", "PostgresTestSupport"],
+            dependencies: ["Admin", "Storage", "PostgresClient", "PostgresTestSupport"],
             exclude: ["Transcripts", "HostileInputs"]
         ),
     ],

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 import Storage
 
 /// `import-export`: loads one export with `admin import`, the same rows with `psql \copy` from pre-made files (into

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 import Storage
 
 /// `maintenance`: imports one generated export, then times every check (`Store.check`, as `admin check` runs it)
@@ -123,19 +124,21 @@ struct MaintenanceBenchmark {
     func run() throws {
         let (cluster, _, conninfo) = try openBenchmarkServer(work: work)
         defer { cluster.close() }
-        let store = Store(connection: try Connection(conninfo: conninfo))
-        try Migrator().migrate(on: store.connection)
-        let posts = try store.connection.query("SELECT count(*) FROM posts")[0].decode(Int.self, at: 0)
+        let store = try Store(conninfo: conninfo)
+        try store.migrate()
+        // The benchmark's own statements (set-up, the bare SQL it compares with) go on a connection of its own.
+        let sql = try Connection(conninfo: conninfo)
+        let posts = try sql.query("SELECT count(*) FROM posts")[0].decode(Int.self, at: 0)
         if posts == 0 {
             FileHandle.standardError.write(Data("importing \(file)…\n".utf8))
             let descriptor = open(file, O_RDONLY)
             defer { close(descriptor) }
             _ = try store.importTree(from: FileDescriptorSource(descriptor: descriptor, name: file))
-            try store.connection.execute("VACUUM ANALYZE")
+            try sql.execute("VACUUM ANALYZE")
         }
         var counts: [String] = []
         for table in ["posts", "post_likes", "timeline", "following", "followers", "chats", "messages", "users"] {
-            let rows = try store.connection.query("SELECT count(*) FROM \(identifier: table)")[0].decode(Int.self, at: 0)
+            let rows = try sql.query("SELECT count(*) FROM \(identifier: table)")[0].decode(Int.self, at: 0)
             counts.append("\(table) \(rows)")
         }
         print("data: \(file): " + counts.joined(separator: ", "))
@@ -148,7 +151,7 @@ struct MaintenanceBenchmark {
             var bareCount = 0
             let bare = median(try (0..<runs).map { _ in
                 try seconds {
-                    bareCount = try store.connection.query(Query(unsafeSQL: Self.bareChecks[check]!))[0].decode(Int.self, at: 0)
+                    bareCount = try sql.query(Query(unsafeSQL: Self.bareChecks[check]!))[0].decode(Int.self, at: 0)
                 }
             })
             totalAdmin += admin
@@ -164,8 +167,8 @@ struct MaintenanceBenchmark {
             })
             let bare = median(try (0..<runs).map { _ in
                 try seconds {
-                    try store.connection.withTransaction(rollback: true) {
-                        for statement in Self.bareRepairs[repair]! { try store.connection.execute(Query(unsafeSQL: statement)) }
+                    try sql.withTransaction(rollback: true) {
+                        for statement in Self.bareRepairs[repair]! { try sql.execute(Query(unsafeSQL: statement)) }
                     }
                 }
             })

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 import Storage
 
 /// `operations`: the app's operations on an embedded server of their own (fans must number at least 1,000). `post create` and `post delete` by a
@@ -15,9 +16,11 @@ struct OperationsBenchmark {
     func run() throws {
         let (cluster, _, conninfo) = try openBenchmarkServer(work: work)
         defer { cluster.close() }
-        let store = Store(connection: try Connection(conninfo: conninfo))
-        try Migrator().migrate(on: store.connection)
-        try setUp(store)
+        let store = try Store(conninfo: conninfo)
+        try store.migrate()
+        // The benchmark's own statements (set-up, the bare SQL it compares with) go on a connection of its own.
+        let sql = try Connection(conninfo: conninfo)
+        try setUp(sql)
 
         print("data: star has \(followers) followers; \(clients) clients for the concurrent runs, \(duration) s each")
         print("| operation | runs | median ms | min ms | max ms | rows per run |")
@@ -32,8 +35,8 @@ struct OperationsBenchmark {
             })
             deleted.append(try seconds { _ = try store.deletePost(owner: "star", key: key) })
             bare.append(try seconds {
-                _ = try store.connection.withTransaction(rollback: true) {
-                    try store.connection.execute("""
+                _ = try sql.withTransaction(rollback: true) {
+                    try sql.execute("""
                         INSERT INTO timeline (uid, post_key, poster_uid)
                         SELECT follower_uid, 'bench-post', 'star' FROM followers WHERE uid = 'star'
                         """)
@@ -64,7 +67,7 @@ struct OperationsBenchmark {
             }
             print("| chat send (fans to star, 1,000 chats) | \(clientCount) | \(count) | \(format(Double(count) / duration)) |")
         }
-        let sum = try store.connection.query("""
+        let sum = try sql.query("""
             SELECT count(*) FILTER (WHERE like_count <> (SELECT count(*) FROM post_likes l WHERE l.post_key = p.post_key))
             FROM posts p
             """)[0].decode(Int.self, at: 0)
@@ -72,29 +75,29 @@ struct OperationsBenchmark {
     }
 
     /// Users `star` and `fan0`… `fan<followers - 1>`, every fan following star, and 1,000 posts of star's; once.
-    private func setUp(_ store: Store) throws {
-        let existing = try store.connection.query("SELECT count(*) FROM followers WHERE uid = 'star'")[0].decode(Int.self, at: 0)
+    private func setUp(_ sql: Connection) throws {
+        let existing = try sql.query("SELECT count(*) FROM followers WHERE uid = 'star'")[0].decode(Int.self, at: 0)
         guard existing != followers else { return }
         FileHandle.standardError.write(Data("setting up star with \(followers) followers…\n".utf8))
-        try store.connection.withTransaction {
-            for table in Store.treeTables { try store.connection.execute("TRUNCATE \(identifier: table)") }
-            try store.connection.execute("""
+        try sql.withTransaction {
+            for table in Store.treeTables { try sql.execute("TRUNCATE \(identifier: table)") }
+            try sql.execute("""
                 INSERT INTO users (uid, username)
                 SELECT 'star', 'Star' UNION ALL SELECT 'fan' || i, 'Fan ' || i FROM generate_series(0, \(followers - 1)) i
                 """)
-            try store.connection.execute("""
+            try sql.execute("""
                 INSERT INTO following (uid, followee_uid) SELECT uid, 'star' FROM users WHERE uid <> 'star'
                 """)
-            try store.connection.execute("""
+            try sql.execute("""
                 INSERT INTO followers (uid, follower_uid) SELECT 'star', uid FROM users WHERE uid <> 'star'
                 """)
-            try store.connection.execute("""
+            try sql.execute("""
                 INSERT INTO posts (owner_uid, post_key, image_url, image_height, created_at, like_count, poster_uid,
                     poster_username)
                 SELECT 'star', 'bench-' || i, 'u', 1, 0, 0, 'star', 'Star' FROM generate_series(0, 999) i
                 """)
         }
-        try store.connection.execute("VACUUM ANALYZE")
+        try sql.execute("VACUUM ANALYZE")
     }
 
     /// Runs `operation` in a loop on `count` connections for `duration` seconds; returns how many completed.
@@ -102,7 +105,7 @@ struct OperationsBenchmark {
         _ conninfo: String, _ count: Int,
         _ operation: @escaping @Sendable (Store, inout BenchmarkGenerator) throws -> Void
     ) throws -> Int {
-        let stores = try (0..<count).map { _ in Store(connection: try Connection(conninfo: conninfo)) }
+        let stores = try (0..<count).map { _ in try Store(conninfo: conninfo) }
         let totals = UnsafeMutableBufferPointer<Int>.allocate(capacity: count)
         totals.initialize(repeating: 0)
         defer { totals.deallocate() }

@@ -37,6 +37,7 @@
 // Foundation's JSONSerialization once, each in its own process so that peak RSS is its own. Prints one table row
 // per measurement.
 import Foundation
+import PostgresClient
 import Storage
 
 let arguments = Array(CommandLine.arguments.dropFirst())

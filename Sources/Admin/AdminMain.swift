@@ -65,7 +65,7 @@ struct AdminMain: ParsableCommand {
         session.isInteractive = options.commands.isEmpty && options.file == nil
             && (!command.isEmpty || isatty(STDIN_FILENO) == 1)
         session.promptsForPassword = options.promptsForPassword
-        if let database = options.database, ConnectionOptions.parse(database)?["password"]?.isEmpty == false {
+        if let database = options.database, Store.settings(ofConninfo: database)?["password"]?.isEmpty == false {
             session.warn("a password given in --db is visible to every user of this machine (ps, /proc); put it in "
                 + "~/.pgpass (or the file PGPASSFILE names), or in PGPASSWORD, or type it after -W")
         }

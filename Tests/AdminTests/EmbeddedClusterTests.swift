@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 import PostgresTestSupport
 @testable import Storage
 import Testing
@@ -107,7 +108,7 @@ struct EmbeddedClusterTests {
         }
         // Another role, even over the owner's own socket, is refused by peer authentication.
         let refusal = #expect(throws: StorageError.self) {
-            try Connection(conninfo: "", parameters: [
+            try Store(conninfo: "", parameters: [
                 ("host", directory + "/pgdata"), ("user", "someone_else"), ("dbname", "admin"),
             ])
         }

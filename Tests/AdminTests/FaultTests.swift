@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 import PostgresTestSupport
 @testable import Storage
 import Testing

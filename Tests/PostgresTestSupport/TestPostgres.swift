@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 import Storage
 
 /// The PostgreSQL server the integration tests run against.
@@ -102,7 +103,7 @@ final class TestServer: @unchecked Sendable {
         remember(database: templateName)
         do {
             let template = try connect(database: templateName)
-            try Migrator().migrate(on: template)
+            try Store(connection: template).migrate()
         }
     }
 

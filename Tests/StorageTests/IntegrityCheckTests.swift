@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 import PostgresTestSupport
 import Testing
 @testable import Storage

@@ -19,12 +19,12 @@ struct MigratorTests {
 
     @Test func appliesEachMigrationOnceAndRecordsItsChecksum() throws {
         let connection = try TestPostgres.makeEmptyDatabase().connect()
-        let migrator = Migrator()
-        #expect(try migrator.state(on: connection).schemaVersion == 0)
-        let applied = try migrator.migrate(on: connection)
+        let store = Store(connection: connection)
+        #expect(try store.migrationState().schemaVersion == 0)
+        let applied = try store.migrate()
         #expect(applied == Migration.embedded)
-        #expect(try migrator.migrate(on: connection).isEmpty)
-        let state = try migrator.state(on: connection)
+        #expect(try store.migrate().isEmpty)
+        let state = try store.migrationState()
         #expect(state.pending.isEmpty)
         #expect(state.schemaVersion == Migration.embedded.last?.version)
         #expect(state.applied.allSatisfy { $0.checksum.count == 64 })
@@ -33,34 +33,37 @@ struct MigratorTests {
 
     @Test func refusesADatabaseWhoseAppliedMigrationWasChanged() throws {
         let connection = try TestPostgres.makeEmptyDatabase().connect()
+        let store = Store(connection: connection)
         let original = Migration(fileName: "0001_first.sql", sql: "CREATE TABLE t (a int);")
-        try Migrator(migrations: [original]).migrate(on: connection)
+        try store.migrate(Migrator(migrations: [original]))
         let edited = Migration(fileName: "0001_first.sql", sql: "CREATE TABLE t (a bigint);")
-        let error = #expect(throws: StorageError.self) { try Migrator(migrations: [edited]).state(on: connection) }
+        let error = #expect(throws: StorageError.self) { try store.migrationState(Migrator(migrations: [edited])) }
         #expect(error?.kind == .migration)
         #expect(error?.message.contains("changed after it was applied") == true)
-        #expect(throws: StorageError.self) { try Migrator(migrations: [edited]).migrate(on: connection) }
+        #expect(throws: StorageError.self) { try store.migrate(Migrator(migrations: [edited])) }
     }
 
     @Test func refusesMigrationsItDoesNotKnowOrThatWereRenamed() throws {
         let connection = try TestPostgres.makeEmptyDatabase().connect()
+        let store = Store(connection: connection)
         let first = Migration(fileName: "0001_first.sql", sql: "CREATE TABLE t (a int);")
         let second = Migration(fileName: "0002_second.sql", sql: "ALTER TABLE t ADD b int;")
-        try Migrator(migrations: [first, second]).migrate(on: connection)
-        let older = #expect(throws: StorageError.self) { try Migrator(migrations: [first]).state(on: connection) }
+        try store.migrate(Migrator(migrations: [first, second]))
+        let older = #expect(throws: StorageError.self) { try store.migrationState(Migrator(migrations: [first])) }
         #expect(older?.message.contains("does not know") == true)
         let renamed = Migration(fileName: "0002_renamed.sql", sql: second.sql)
-        let error = #expect(throws: StorageError.self) { try Migrator(migrations: [first, renamed]).state(on: connection) }
+        let error = #expect(throws: StorageError.self) { try store.migrationState(Migrator(migrations: [first, renamed])) }
         #expect(error?.message.contains("not a prefix") == true)
     }
 
     @Test func aFailingMigrationLeavesNoTrace() throws {
         let connection = try TestPostgres.makeEmptyDatabase().connect()
+        let store = Store(connection: connection)
         let first = Migration(fileName: "0001_first.sql", sql: "CREATE TABLE t (a int);")
         let broken = Migration(fileName: "0002_broken.sql", sql: "CREATE TABLE u (a int); SELECT no_such_function();")
-        let error = #expect(throws: StorageError.self) { try Migrator(migrations: [first, broken]).migrate(on: connection) }
+        let error = #expect(throws: StorageError.self) { try store.migrate(Migrator(migrations: [first, broken])) }
         #expect(error?.context?.contains("0002_broken.sql") == true)
-        #expect(try Migrator(migrations: [first, broken]).state(on: connection).schemaVersion == 1)
+        #expect(try store.migrationState(Migrator(migrations: [first, broken])).schemaVersion == 1)
         #expect(try connection.query("SELECT to_regclass('u') IS NULL")[0].decode(Bool.self, at: 0))
     }
 
@@ -69,7 +72,7 @@ struct MigratorTests {
         let results = Mutex<[Result<Int, Error>]>([])
         let threads = (0..<4).map { _ in
             Thread {
-                let outcome = Result { try Migrator().migrate(on: try database.connect()).count }
+                let outcome = Result { try Store(connection: try database.connect()).migrate().count }
                 results.withLock { $0.append(outcome) }
             }
         }

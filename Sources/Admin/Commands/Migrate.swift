@@ -24,10 +24,9 @@ struct Migrate: ConsoleCommand {
     var format: OutputFormat?
 
     func run(in session: Session) throws {
-        let connection = try session.store(requiringSchema: false, migratingEmbedded: false).connection
-        let migrator = Migrator()
+        let store = try session.store(requiringSchema: false, migratingEmbedded: false)
         if list {
-            let state = try migrator.state(on: connection)
+            let state = try store.migrationState()
             let rows: [[Cell]] = state.applied.map {
                 [.integer($0.version), .text($0.fileName), .text("applied"), .text($0.appliedAt)]
             } + state.pending.map { [.integer($0.version), .text($0.fileName), .text("pending"), .null] }
@@ -35,9 +34,9 @@ struct Migrate: ConsoleCommand {
             session.show(table, as: format ?? session.format)
             return
         }
-        let applied = try migrator.migrate(on: connection)
+        let applied = try store.migrate()
         session.schemaIsCurrent()
-        let version = try migrator.state(on: connection).schemaVersion
+        let version = try store.migrationState().schemaVersion
         if applied.isEmpty {
             session.inform("The schema is up to date (version \(version)).")
         } else {

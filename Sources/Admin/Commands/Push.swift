@@ -1,4 +1,5 @@
 import ArgumentParser
+import Storage
 
 /// `push PATH JSON`, as `firebase database:push`.
 struct Push: ConsoleCommand {

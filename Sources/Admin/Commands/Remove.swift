@@ -1,4 +1,5 @@
 import ArgumentParser
+import Storage
 
 /// `remove PATH`, as `firebase database:remove`.
 struct Remove: ConsoleCommand {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Storage
 
 /// `update PATH JSON`, as `firebase database:update`.
 struct Update: ConsoleCommand {

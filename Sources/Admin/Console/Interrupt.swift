@@ -11,7 +11,7 @@ import Synchronization
 /// close the session (stopping the embedded server if no other console uses it) and exit with 128 + the signal.
 enum Interrupt {
     private static let count = Atomic<Int>(0)
-    private static let cancelHandle = Mutex<CancelHandle?>(nil)
+    private static let canceller = Mutex<(@Sendable () -> Void)?>(nil)
     private static let isCommandRunning = Atomic<Bool>(false)
     /// SIGTERM or SIGHUP received (its number), 0 for none.
     private static let termination = Atomic<Int32>(0)
@@ -33,7 +33,7 @@ enum Interrupt {
                 if let signal = Optional(termination.load(ordering: .relaxed)), signal != 0 {
                     // `timeout`, `systemctl stop`, a closed terminal: cancel what runs (its transaction rolls
                     // back), close the session, and leave with the shell's status for the signal.
-                    _ = cancelHandle.withLock { $0?.cancel() }
+                    canceller.withLock { $0?() }
                     terminationHandler.withLock { $0?() }
                     _exit(128 + signal)
                 }
@@ -41,9 +41,9 @@ enum Interrupt {
                 // statements it is lost. So ask again until the command has ended.
                 // The lock is held across the request, so that `consume()` returns only once no request is
                 // still on its way to cancel whatever the command runs next (a follow's UNLISTEN).
-                while cancelHandle.withLock({ handle in
+                while canceller.withLock({ handle in
                     guard isPending && isCommandRunning.load(ordering: .relaxed) else { return false }
-                    handle?.cancel()
+                    handle?()
                     return true
                 }) {
                     usleep(100_000)
@@ -90,7 +90,7 @@ enum Interrupt {
 
     /// Ctrl-C was handled as the way to end something (a follow, a watch, a line at the prompt).
     static func consume() {
-        cancelHandle.withLock { _ in count.store(0, ordering: .relaxed) }
+        canceller.withLock { _ in count.store(0, ordering: .relaxed) }
     }
 
     /// The command ended: Ctrl-C no longer has a statement to cancel.
@@ -104,7 +104,7 @@ enum Interrupt {
     }
 
     /// The connection whose running statement Ctrl-C cancels (the session's, once it connected).
-    static func cancels(_ handle: CancelHandle?) {
-        cancelHandle.withLock { $0 = handle }
+    static func cancels(_ handle: (@Sendable () -> Void)?) {
+        canceller.withLock { $0 = handle }
     }
 }

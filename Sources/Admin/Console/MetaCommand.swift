@@ -66,7 +66,7 @@ enum MetaCommand {
             session.disconnect()
             do {
                 let store = try session.store(requiringSchema: false)
-                session.inform("You are now connected to \(store.connection.endpoint).")
+                session.inform("You are now connected to \(store.endpoint).")
             } catch {
                 throw ConsoleError.from(error)
             }

@@ -54,7 +54,7 @@ final class Session {
 
     /// The store if it is connected, without connecting (Tab completion must not start a server).
     var connectedStore: Store? {
-        openStore?.connection.isConnected == true ? openStore : nil
+        openStore?.isConnected == true ? openStore : nil
     }
 
     /// Whether the open store's schema is known to be current (checked once per connection).
@@ -66,7 +66,7 @@ final class Session {
     /// default) the schema must then be current, or the command fails saying to run `admin migrate`; `status` and
     /// `migrate` take the store as it is. A database whose applied migrations were edited is refused either way.
     func store(requiringSchema: Bool = true, migratingEmbedded: Bool = true) throws -> Store {
-        if let openStore, !openStore.connection.isConnected {
+        if let openStore, !openStore.isConnected {
             inform("The connection to the server was lost; reconnecting.")
             self.openStore = nil
             hasCurrentSchema = false
@@ -75,25 +75,24 @@ final class Session {
         if let openStore {
             store = openStore
         } else {
-            store = Store(connection: try connect())
+            store = try connect()
             try store.setLockTimeout(lockTimeout)
-            Interrupt.cancels(store.connection.makeCancelHandle())
+            Interrupt.cancels(store.makeCanceller())
             openStore = store
         }
         guard !hasCurrentSchema else { return store }
-        let migrator = Migrator()
-        var state = try migrator.state(on: store.connection)
+        var state = try store.migrationState()
         if !state.pending.isEmpty, migratesOnConnect, migratingEmbedded, embeddedDirectory != nil {
-            for migration in try migrator.migrate(on: store.connection) {
+            for migration in try store.migrate() {
                 inform("Applied migration \(migration.fileName).")
             }
-            state = try migrator.state(on: store.connection)
+            state = try store.migrationState()
         }
         guard requiringSchema else { return store }
         guard state.pending.isEmpty else {
             let have = state.applied.isEmpty ? "has no admin schema" : "has schema version \(state.schemaVersion)"
             throw ConsoleError(.commandFailed, """
-                the database \(store.connection.endpoint) \(have); this admin needs version \(migrator.migrations.last!.version) \
+                the database \(store.endpoint) \(have); this admin needs version \(state.latestVersion) \
                 (\(state.pending.count) pending migration\(state.pending.count == 1 ? "" : "s"))
                 HINT:  Run `admin migrate` with a role that may change the schema (`admin migrate --list` shows them).
                 """)
@@ -107,7 +106,7 @@ final class Session {
         hasCurrentSchema = true
     }
 
-    private func connect() throws -> Connection {
+    private func connect() throws -> Store {
         switch target {
         case .conninfo(let conninfo):
             return try connect(conninfo: conninfo)
@@ -119,29 +118,29 @@ final class Session {
             let closing = UncheckedSendable(cluster)
             Interrupt.onTermination { closing.value.close() }
             do {
-                return try Connection(conninfo: "", parameters: cluster.connectionParameters)
+                return try Store(conninfo: "", parameters: cluster.connectionParameters)
             } catch let error as StorageError where error.kind == .connectionFailed {
                 // The server may have been stopped under us: open the cluster again, which restarts it.
                 cluster.close()
                 self.cluster = try EmbeddedCluster.open(directory: directory)
                 let reopened = UncheckedSendable(self.cluster!)
                 Interrupt.onTermination { reopened.value.close() }
-                return try Connection(conninfo: "", parameters: self.cluster!.connectionParameters)
+                return try Store(conninfo: "", parameters: self.cluster!.connectionParameters)
             }
         }
     }
 
     /// Connects as libpq would, asking for the password on the terminal when the server wants one and none was
     /// given (psql's behaviour), or before connecting with `-W`. A password typed once is kept for reconnects.
-    private func connect(conninfo: String) throws -> Connection {
+    private func connect(conninfo: String) throws -> Store {
         if promptsForPassword, password == nil { password = Self.readPassword() }
         let parameters = password.map { [("password", $0)] } ?? []
         do {
-            return try Connection(conninfo: conninfo, parameters: parameters)
+            return try Store(conninfo: conninfo, parameters: parameters)
         } catch let error as StorageError where error.needsPassword && password == nil && canAskForPassword {
             password = Self.readPassword()
             guard let password else { throw error }
-            return try Connection(conninfo: conninfo, parameters: [("password", password)])
+            return try Store(conninfo: conninfo, parameters: [("password", password)])
         }
     }
 
@@ -159,7 +158,7 @@ final class Session {
         switch target {
         case .embedded: return "embedded"
         default:
-            guard let endpoint = openStore?.connection.endpoint else { return "?" }
+            guard let endpoint = openStore?.endpoint else { return "?" }
             let host = endpoint.isUnixSocket ? "local" : endpoint.host
             return "\(host)/\(endpoint.database)"
         }

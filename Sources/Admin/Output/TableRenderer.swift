@@ -1,3 +1,5 @@
+import Foundation
+
 /// Renders a `ResultTable` in each output format.
 enum TableRenderer {
     /// The table as text in `format`, ending with a newline. Table and expanded formats are for a terminal:

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 
 /// A private PostgreSQL cluster in a directory of its own: created on first use, its server listening only on
 /// a Unix socket inside its 0700 data directory, and stopped when the last console using it closes.
@@ -306,7 +307,9 @@ public final class EmbeddedCluster {
     private func createDatabaseIfMissing() throws {
         var parameters = connectionParameters
         parameters.removeAll { $0.0 == "dbname" }
-        let maintenance = try Connection(conninfo: "", parameters: parameters + [("dbname", "postgres")])
+        let maintenance = StoreConnection(try StorageError.converting {
+            try Connection(conninfo: "", parameters: parameters + [("dbname", "postgres")])
+        })
         let exists = try maintenance.query("SELECT 1 FROM pg_database WHERE datname = \(Self.databaseName)")
         if exists.isEmpty {
             try maintenance.execute("CREATE DATABASE \(identifier: Self.databaseName)")

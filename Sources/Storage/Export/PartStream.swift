@@ -1,4 +1,5 @@
 import FirebaseTree
+import PostgresClient
 
 /// A row of a `PartStream`: the batch's row, and for a large row its other columns, fetched on their own.
 struct StreamRow: ExportRow {
@@ -22,7 +23,7 @@ final class PartStream {
     private let selects: [Query]
     private var nextSelect = 0
     private var cursor: String?
-    private let connection: Connection
+    private let connection: StoreConnection
     private let shared: Shared
     private var batch: QueryResult?
     private var index = 0
@@ -58,7 +59,7 @@ final class PartStream {
         var largestBatchBytes = 0
     }
 
-    init(_ read: TableRead, connection: Connection, shared: Shared) {
+    init(_ read: TableRead, connection: StoreConnection, shared: Shared) {
         table = read.table
         selects = read.selects
         self.connection = connection
@@ -221,11 +222,11 @@ struct PartMerge {
     private let streams: [PartStream]
     private let isReversed: Bool
     private let shared: PartStream.Shared
-    private let connection: Connection
+    private let connection: StoreConnection
     private var best: Int?
     private var runnerUp: Int?
 
-    init(streams: [PartStream], reversed: Bool, shared: PartStream.Shared, connection: Connection) throws {
+    init(streams: [PartStream], reversed: Bool, shared: PartStream.Shared, connection: StoreConnection) throws {
         self.streams = streams
         self.shared = shared
         self.connection = connection

@@ -1,4 +1,5 @@
 import FirebaseTree
+import PostgresClient
 
 /// How each table's rows become tree parts.
 extension TreeTable {
@@ -20,7 +21,7 @@ extension TreeTable {
         func withExtra(_ value: TreeValue?, column: Int) throws -> TreeValue? {
             // `extra` is a partial subtree: `{".priority": 1}` alone is a record's priority, not an empty node.
             guard let json = row[column],
-                let extra = try StorageError.wrappingTreeErrors({ try TreeValue.parse(json: json, normalizing: false) })
+                let extra = try StorageError.converting({ try TreeValue.parse(json: json, normalizing: false) })
             else {
                 return value
             }

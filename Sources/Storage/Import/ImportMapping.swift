@@ -16,7 +16,7 @@ public enum ImportMapping {
         let loader = TableLoader(connection: nil, usesFreeze: false)
         let importer = TreeImporter(
             source: source, loader: loader, options: options, deleteRows: { _ in [:] }, onReject: onReject)
-        try StorageError.wrappingTreeErrors { try importer.run() }
+        try StorageError.converting { try importer.run() }
         try loader.flush()
         return importer.report
     }

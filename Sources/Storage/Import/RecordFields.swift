@@ -1,4 +1,5 @@
 import FirebaseTree
+import PostgresClient
 
 /// A record's children while they are sorted into typed columns: each `take…` removes a field of the expected
 /// type, and whatever is left (unknown fields, fields of an unexpected type, `.priority`) becomes `extra`.

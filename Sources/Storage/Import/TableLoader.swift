@@ -1,3 +1,5 @@
+import PostgresClient
+
 /// The tables an import writes, with their COPY column lists.
 enum TreeTable: Int, CaseIterable {
     case users, posts, feedPosts, postLikes, followers, following, timeline, chats, messages, unmappedValues
@@ -79,7 +81,7 @@ final class TableLoader {
     }
 
     /// nil: rows are encoded and dropped (reading an export without a database).
-    private let connection: Connection?
+    private let connection: StoreConnection?
     private let usesFreeze: Bool
     private var encoders: [CopyRowEncoder]
     private var active: TreeTable?
@@ -108,7 +110,7 @@ final class TableLoader {
 
     /// With `usesFreeze` the COPYs write frozen rows, which PostgreSQL allows only into tables truncated in the
     /// same transaction, and which spares the first VACUUM from rewriting every page.
-    init(connection: Connection?, usesFreeze: Bool) {
+    init(connection: StoreConnection?, usesFreeze: Bool) {
         self.connection = connection
         self.usesFreeze = usesFreeze
         encoders = TreeTable.allCases.map { _ in CopyRowEncoder(capacity: 0) }

@@ -1,3 +1,5 @@
+import PostgresClient
+
 /// A repair of the app's hand-kept copies: a few set-based statements in one transaction, idempotent.
 public enum Repair: String, CaseIterable, Sendable {
     /// `like_count` = the number of likes.

@@ -39,4 +39,6 @@ public struct MigrationState: Sendable {
 
     /// The number of the last applied migration, 0 for an empty database.
     public var schemaVersion: Int { applied.last?.version ?? 0 }
+    /// The version the schema has once every pending migration is applied.
+    public var latestVersion: Int { pending.last?.version ?? schemaVersion }
 }

@@ -1,10 +1,11 @@
 import Foundation
+import PostgresClient
 /// Applies `sql/` migrations in order, each in its own transaction, and records them with a checksum in
 /// `schema_migrations`. Refuses to go on when an applied file has changed since, or when the database has
 /// migrations this binary does not know (a newer `admin` applied them).
 ///
 /// ```swift
-/// let applied = try Migrator().migrate(on: connection)
+/// let applied = try store.migrate(Migrator())
 /// ```
 public struct Migrator: Sendable {
     /// The migrations, in order.
@@ -20,7 +21,7 @@ public struct Migrator: Sendable {
     static let advisoryLockKey: Int64 = 0x6D_6967_7261_7465
 
     /// Where the database stands; throws `.migration` when it disagrees with this binary.
-    public func state(on connection: Connection) throws -> MigrationState {
+    func state(on connection: StoreConnection) throws -> MigrationState {
         let applied = try appliedMigrations(on: connection)
         let checksums = try self.checksums(on: connection)
         for (index, record) in applied.enumerated() {
@@ -49,7 +50,7 @@ public struct Migrator: Sendable {
 
     /// Applies every pending migration and returns those it applied (none when the schema is current).
     @discardableResult
-    public func migrate(on connection: Connection) throws -> [Migration] {
+    func migrate(on connection: StoreConnection) throws -> [Migration] {
         var appliedNow: [Migration] = []
         for migration in try state(on: connection).pending {
             let wasApplied = try connection.withTransaction {
@@ -75,7 +76,7 @@ public struct Migrator: Sendable {
         return appliedNow
     }
 
-    private func createBookkeeping(on connection: Connection) throws {
+    private func createBookkeeping(on connection: StoreConnection) throws {
         try connection.execute("""
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version     integer PRIMARY KEY,
@@ -86,7 +87,7 @@ public struct Migrator: Sendable {
             """)
     }
 
-    private func appliedMigrations(on connection: Connection) throws -> [AppliedMigration] {
+    private func appliedMigrations(on connection: StoreConnection) throws -> [AppliedMigration] {
         let exists = try connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL")
         guard try exists[0].decode(Bool.self, at: 0) else { return [] }
         let rows = try connection.query("""
@@ -100,7 +101,7 @@ public struct Migrator: Sendable {
     }
 
     /// SHA-256 of each migration's text, computed by the server (no crypto dependency in the client).
-    private func checksums(on connection: Connection) throws -> [String] {
+    private func checksums(on connection: StoreConnection) throws -> [String] {
         let rows = try connection.query("""
             SELECT encode(sha256(convert_to(sql, 'UTF8')), 'hex')
             FROM unnest(\(migrations.map(\.sql))::text[]) WITH ORDINALITY AS m(sql, position)

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 
 extension Store {
     /// Runs `checks` in one read-only snapshot and returns each one's violation count and first `examples` paths.

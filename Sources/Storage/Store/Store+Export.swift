@@ -1,5 +1,6 @@
 import FirebaseTree
 import Foundation
+import PostgresClient
 
 /// What an export wrote.
 public struct ExportReport: Sendable {
@@ -312,7 +313,7 @@ extension Store {
                     // Inside a record: its node is small.
                     var json: [UInt8] = []
                     _ = try exportTree(at: path, shallow: true) { json.append(contentsOf: $0) }
-                    let children = try StorageError.wrappingTreeErrors {
+                    let children = try StorageError.converting {
                         try TreeValue.parse(json: String(decoding: json, as: UTF8.self))?.children ?? [:]
                     }
                     keys.formUnion(children.keys.filter { $0.string.utf8.starts(with: prefix.utf8) })

@@ -1,5 +1,6 @@
 import FirebaseTree
 import Foundation
+import PostgresClient
 
 extension Store {
     /// `follow`: writes `/following/{follower}/{followee}` and `/followers/{followee}/{follower}` and adds the

@@ -1,5 +1,6 @@
 import FirebaseTree
 import Foundation
+import PostgresClient
 
 extension Store {
     /// Imports a Firebase JSON export in one transaction: with `.replace` the store becomes equal to the file;
@@ -71,7 +72,7 @@ extension Store {
                 deleteRows: { [connection] path in try Store.deleteRows(under: path, on: connection) },
                 onReject: onReject)
             do {
-                try StorageError.wrappingTreeErrors { try importer.run() }
+                try StorageError.converting { try importer.run() }
                 try loader.flush()
             } catch let error as StorageError {
                 loader.abort()
@@ -134,7 +135,7 @@ extension Store {
     }
 
     /// Deletes every row stored at or below an absolute Firebase path; returns the counts per table.
-    static func deleteRows(under path: [String], on connection: Connection) throws -> [TreeTable: Int] {
+    static func deleteRows(under path: [String], on connection: StoreConnection) throws -> [TreeTable: Int] {
         guard let root = path.first else { return [:] }
         let below = Array(path.dropFirst())
         var deleted: [TreeTable: Int] = [:]

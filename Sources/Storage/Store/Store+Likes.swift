@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 
 extension Store {
     /// `like`: adds `/postLikes/{post}/{uid}` and raises the post's `like_count`, only if the like is new, in one

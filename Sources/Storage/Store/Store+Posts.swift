@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 
 extension Store {
     /// `post create`: the post under its owner with a new push ID, `created_at` now, `like_count` 0 and the

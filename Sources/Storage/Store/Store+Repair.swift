@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 
 extension Store {
     /// Runs one repair in one transaction (rolled back with `options.isDryRun`) and reports the rows each of its

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 /// What `status` reports: the server, the connection, the schema and how much data each table holds.
 public struct StoreStatus: Sendable {
     /// The server's version string.

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 
 extension Store {
     /// `timeline`: the posts of a user's timeline, newest first, each with its poster, like count and whether the

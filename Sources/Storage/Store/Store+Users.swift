@@ -1,5 +1,6 @@
 import FirebaseTree
 import Foundation
+import PostgresClient
 
 extension Store {
     /// `user add`: creates `/users/{uid}` with its username; fails if the uid is taken or not a valid key.

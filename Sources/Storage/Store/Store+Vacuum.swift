@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 
 /// One table's size around a `VACUUM`.
 public struct VacuumedTable: Sendable {

@@ -1,5 +1,6 @@
 import FirebaseTree
 import Foundation
+import PostgresClient
 
 /// Changes announced on a LISTEN/NOTIFY channel (migration 0004), read as the app's observers saw them: each
 /// committed change, in commit order, as the change left it. The store's connection is given over to the watch
@@ -17,13 +18,13 @@ public final class Watch<Change> {
     /// when the event was too long to carry it, or the node is gone: the closure reads the node itself.
     typealias Decode = (_ keys: [String], _ data: TreeValue?) throws -> Change?
 
-    private let connection: Connection
+    private let connection: StoreConnection
     private let channel: String
     private let prefix: [String]
     private let decode: Decode
     private var isStopped = false
 
-    init(connection: Connection, channel: String, prefix: [String], decode: @escaping Decode) throws {
+    init(connection: StoreConnection, channel: String, prefix: [String], decode: @escaping Decode) throws {
         self.connection = connection
         self.channel = channel
         self.prefix = prefix

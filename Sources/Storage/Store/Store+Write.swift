@@ -52,7 +52,7 @@ extension Store {
             json = text
         case .remove: json = "null"
         }
-        return try StorageError.wrappingTreeErrors {
+        return try StorageError.converting {
             try connection.withTransaction {
                 // Before the record is read: two writes into one record must not both start from its old value.
                 try lockTree()

@@ -1,18 +1,56 @@
 import Foundation
+import PostgresClient
+
 /// The PostgreSQL store of the app's Firebase tree: the domain operations and the maintenance work run
 /// through it, each in one transaction.
 ///
 /// ```swift
-/// let store = Store(connection: try Connection(conninfo: url))
+/// let store = try Store(conninfo: url)
 /// let status = try store.status()
 /// ```
 public final class Store {
-    /// The connection every operation runs on.
-    public let connection: Connection
+    /// The connection every operation runs on; only Storage sends SQL.
+    let connection: StoreConnection
 
     /// A store on an open connection.
     public init(connection: Connection) {
-        self.connection = connection
+        self.connection = StoreConnection(connection)
+    }
+
+    /// Connects from a libpq conninfo string or `postgresql://` URI, libpq's environment (PGHOST, PGUSER,
+    /// ~/.pgpass …) filling in what it leaves out, as psql does; an empty string means the environment only.
+    /// `parameters` override the string's settings (the embedded cluster passes its socket this way).
+    public convenience init(conninfo: String, parameters: [(String, String)] = []) throws {
+        self.init(connection: try StorageError.converting { try Connection(conninfo: conninfo, parameters: parameters) })
+    }
+
+    /// The settings a conninfo string or URI spells out (`host`, `password`, …), without connecting; nil when
+    /// it does not parse.
+    public static func settings(ofConninfo conninfo: String) -> [String: String]? {
+        ConnectionOptions.parse(conninfo)
+    }
+
+    /// Where the store's connection goes, without any password.
+    public var endpoint: Endpoint { connection.endpoint }
+
+    /// Whether the connection is still usable, as far as can be known without a round trip.
+    public var isConnected: Bool { connection.isConnected }
+
+    /// A function that cancels whatever the store is running, safe to call from another thread (Ctrl-C).
+    public func makeCanceller() -> (@Sendable () -> Void)? {
+        guard let handle = connection.makeCancelHandle() else { return nil }
+        return { handle.cancel() }
+    }
+
+    /// Where the schema stands against `migrator`'s migrations; throws `.migration` when they disagree.
+    public func migrationState(_ migrator: Migrator = Migrator()) throws -> MigrationState {
+        try migrator.state(on: connection)
+    }
+
+    /// Applies every pending migration, each in its own transaction; returns those it applied.
+    @discardableResult
+    public func migrate(_ migrator: Migrator = Migrator()) throws -> [Migration] {
+        try migrator.migrate(on: connection)
     }
 
     /// How long a statement waits for a lock before it fails (`lock_timeout`) for this connection; nil waits

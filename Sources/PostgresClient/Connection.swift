@@ -29,7 +29,7 @@ public final class Connection {
         // finished with it ... even if the connection attempt fails."
         guard PQstatus(handle) == CONNECTION_OK else {
             let message = Self.scrubbed(Self.errorMessage(of: handle), conninfo: conninfo)
-            var error = StorageError(.connectionFailed, message)
+            var error = DatabaseError(.connectionFailed, message)
             // libpq: "Returns true if the connection authentication method required a password, but none was
             // available" — the caller may ask the operator for one and try again.
             error.needsPassword = PQconnectionNeedsPassword(handle) == 1
@@ -84,14 +84,14 @@ public final class Connection {
 
     // MARK: Describing the connection
 
-    /// Where this connection goes, without any password: user, host or socket directory, port, database.
-    public var endpoint: Endpoint {
-        Endpoint(
-            user: String(cString: PQuser(handle)),
-            host: String(cString: PQhost(handle)),
-            port: String(cString: PQport(handle)),
-            database: String(cString: PQdb(handle)))
-    }
+    /// The role connected as.
+    public var user: String { String(cString: PQuser(handle)) }
+    /// The host name, or the directory of the Unix socket.
+    public var host: String { String(cString: PQhost(handle)) }
+    /// The port (also the socket's file name suffix).
+    public var port: String { String(cString: PQport(handle)) }
+    /// The database.
+    public var database: String { String(cString: PQdb(handle)) }
 
     /// The server's version string (`15.18 (Debian 15.18-0+deb12u1)`).
     public var serverVersion: String {
@@ -129,7 +129,7 @@ public final class Connection {
 
     /// Sends a statement without waiting for its result, so the server works while the caller does; collect the
     /// result with `receive(_:)` before sending anything else.
-    func sendWithoutWaiting(_ query: Query) throws {
+    package func sendWithoutWaiting(_ query: Query) throws {
         try Self.refuseNUL(in: query)
         let sent = withCStringArray(query.binds) { values in
             PQsendQueryParams(handle, query.sql, Int32(values.count), nil, values, nil, nil, 0)
@@ -138,7 +138,7 @@ public final class Connection {
     }
 
     /// The rows of a statement sent with `sendWithoutWaiting`.
-    func receive(_ query: Query) throws -> QueryResult {
+    package func receive(_ query: Query) throws -> QueryResult {
         let result = try check(PQgetResult(handle), statement: query.sql, expecting: [PGRES_COMMAND_OK, PGRES_TUPLES_OK])
         drainResults()
         return result
@@ -153,7 +153,7 @@ public final class Connection {
     /// Runs a script of several statements through the simple query protocol (migrations); no parameters.
     public func execute(script sql: String) throws {
         guard !sql.utf8.contains(0) else {
-            throw StorageError(.invalidValue, "the script contains a NUL character", sqlState: .characterNotInRepertoire)
+            throw DatabaseError(.invalidValue, "the script contains a NUL character", sqlState: .characterNotInRepertoire)
         }
         let result = PQexec(handle, sql)
         _ = try check(result, statement: sql, expecting: [PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY])
@@ -163,13 +163,13 @@ public final class Connection {
     /// the value at the NUL: refuse before anything is sent.
     static func refuseNUL(in query: Query) throws {
         for (index, bind) in query.binds.enumerated() where bind?.utf8.contains(0) == true {
-            throw StorageError(
+            throw DatabaseError(
                 .invalidValue, "parameter $\(index + 1) contains a NUL character (U+0000), which PostgreSQL text cannot hold",
                 sqlState: .characterNotInRepertoire, statement: query.sql)
         }
     }
 
-    /// Turns a libpq result into a `QueryResult`, or into a `StorageError` carrying the server's diagnostics.
+    /// Turns a libpq result into a `QueryResult`, or into a `DatabaseError` carrying the server's diagnostics.
     func check(_ result: OpaquePointer?, statement: String, expecting accepted: [ExecStatusType]) throws -> QueryResult {
         guard let result else {
             throw connectionError(statement: statement)
@@ -185,20 +185,20 @@ public final class Connection {
         if status == PGRES_FATAL_ERROR {
             // An error of libpq's own, without a SQLSTATE: the connection failed (the server went away).
             let message = String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines()
-            throw marked(StorageError(
+            throw marked(DatabaseError(
                 .connectionLost, message.isEmpty ? "the connection to the server was lost" : message, statement: statement))
         }
         if !isConnected { throw connectionError(statement: statement) }
-        throw StorageError(.server, "unexpected result status \(String(cString: PQresStatus(status)))", statement: statement)
+        throw DatabaseError(.server, "unexpected result status \(String(cString: PQresStatus(status)))", statement: statement)
     }
 
     /// Notes a lost connection, so that `isConnected` says so from now on.
-    private func marked(_ error: StorageError) -> StorageError {
+    private func marked(_ error: DatabaseError) -> DatabaseError {
         if error.kind == .connectionLost { isBroken = true }
         return error
     }
 
-    private func serverError(_ result: OpaquePointer, statement: String) -> StorageError? {
+    private func serverError(_ result: OpaquePointer, statement: String) -> DatabaseError? {
         func field(_ code: Character) -> String? {
             PQresultErrorField(result, Int32(code.asciiValue!)).map { String(cString: $0) }
         }
@@ -207,15 +207,15 @@ public final class Connection {
         // A FATAL error ends the session on the server's side (57P01 after a shutdown, say).
         let severity = field("V") ?? field("S")
         let lost = !isConnected || sqlState?.isConnectionException == true || severity == "FATAL" || severity == "PANIC"
-        return StorageError(
+        return DatabaseError(
             lost ? .connectionLost : .server, message, sqlState: sqlState, detail: field("D"),
-            hint: field("H") ?? sqlState.flatMap(StorageError.hint(for:)),
+            hint: field("H"),
             constraint: field("n"), statement: statement, context: field("W"))
     }
 
-    func connectionError(statement: String?) -> StorageError {
+    func connectionError(statement: String?) -> DatabaseError {
         let message = Self.errorMessage(of: handle)
-        return marked(StorageError(
+        return marked(DatabaseError(
             isConnected ? .server : .connectionLost, message.isEmpty ? "the connection to the server was lost" : message,
             statement: statement))
     }
@@ -242,24 +242,6 @@ public final class CancelHandle: @unchecked Sendable {
         var buffer = [CChar](repeating: 0, count: 256)
         return PQcancel(pointer, &buffer, Int32(buffer.count)) == 1
     }
-}
-
-/// Where a connection goes, never with its password.
-public struct Endpoint: Sendable, Equatable, CustomStringConvertible {
-    /// The role connected as.
-    public var user: String
-    /// The host name, or the directory of the Unix socket.
-    public var host: String
-    /// The port (also the socket's file name suffix).
-    public var port: String
-    /// The database.
-    public var database: String
-
-    /// Whether the connection goes through a Unix socket.
-    public var isUnixSocket: Bool { host.hasPrefix("/") || host.isEmpty }
-
-    /// `user@host:port/database`; the host is the socket's directory for a Unix socket.
-    public var description: String { "\(user)@\(host):\(port)/\(database)" }
 }
 
 /// Parses libpq connection strings without connecting.
@@ -295,7 +277,7 @@ func withCStringArray<Result>(
 }
 
 extension String {
-    func trimmingTrailingNewlines() -> String {
+    package func trimmingTrailingNewlines() -> String {
         var text = self
         while text.last?.isNewline == true { text.removeLast() }
         return text

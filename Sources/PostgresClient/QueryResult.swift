@@ -64,7 +64,7 @@ public struct Row {
     }
 
     /// Lends the raw UTF-8 text of column `column` (nil for SQL NULL) without copying it; valid only in `body`.
-    func withText<R>(_ column: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R) rethrows -> R {
+    package func withText<R>(_ column: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R) rethrows -> R {
         guard PQgetisnull(result.pointer, index, Int32(column)) == 0 else { return try body(nil) }
         let length = Int(PQgetlength(result.pointer, index, Int32(column)))
         return try PQgetvalue(result.pointer, index, Int32(column)).withMemoryRebound(to: UInt8.self, capacity: length) {
@@ -73,20 +73,20 @@ public struct Row {
     }
 
     /// Whether column `column` is SQL NULL.
-    func isNull(_ column: Int) -> Bool {
+    package func isNull(_ column: Int) -> Bool {
         PQgetisnull(result.pointer, index, Int32(column)) != 0
     }
 
     /// Decodes column `column` as `T`.
     public func decode<T: QueryDecodable>(_ type: T.Type = T.self, at column: Int) throws -> T {
         guard column >= 0, column < result.columnCount else {
-            throw StorageError(.decoding, "column \(column) is out of range (the result has \(result.columnCount))",
+            throw DatabaseError(.decoding, "column \(column) is out of range (the result has \(result.columnCount))",
                                statement: result.statement)
         }
         do {
             return try T(queryText: self[column])
-        } catch let error as StorageError {
-            throw StorageError(
+        } catch let error as DatabaseError {
+            throw DatabaseError(
                 .decoding, "column \"\(result.columnNames[column])\": \(error.message)", statement: result.statement)
         }
     }
@@ -94,7 +94,7 @@ public struct Row {
     /// Decodes the column named `name` as `T`.
     public func decode<T: QueryDecodable>(_ type: T.Type = T.self, named name: String) throws -> T {
         guard let column = result.columnIndex(named: name) else {
-            throw StorageError(.decoding, "the result has no column \"\(name)\"", statement: result.statement)
+            throw DatabaseError(.decoding, "the result has no column \"\(name)\"", statement: result.statement)
         }
         return try decode(type, at: column)
     }
@@ -102,18 +102,18 @@ public struct Row {
 
 /// A Swift type that a text-format result column decodes into.
 public protocol QueryDecodable {
-    /// Decodes a column's text, `nil` being SQL NULL; throws `StorageError` of kind `.decoding`.
+    /// Decodes a column's text, `nil` being SQL NULL; throws `DatabaseError` of kind `.decoding`.
     init(queryText: String?) throws
 }
 
 extension QueryDecodable {
     static func nonNull(_ text: String?) throws -> String {
-        guard let text else { throw StorageError(.decoding, "unexpected NULL for \(Self.self)") }
+        guard let text else { throw DatabaseError(.decoding, "unexpected NULL for \(Self.self)") }
         return text
     }
 
-    static func unreadable(_ text: String) -> StorageError {
-        StorageError(.decoding, "cannot read \(Self.self) from \"\(text.prefix(40))\"")
+    static func unreadable(_ text: String) -> DatabaseError {
+        DatabaseError(.decoding, "cannot read \(Self.self) from \"\(text.prefix(40))\"")
     }
 }
 
@@ -183,16 +183,16 @@ extension Array: QueryDecodable where Element: QueryDecodable {
 }
 
 /// PostgreSQL's array output format, one dimension.
-enum ArrayLiteral {
+package enum ArrayLiteral {
     /// The elements of `{…}`, `nil` standing for NULL; `nil` overall when the text is not such an array.
-    static func parse(_ text: String) -> [String?]? {
+    package static func parse(_ text: String) -> [String?]? {
         var text = text
         return text.withUTF8 { parse(utf8: $0) }
     }
 
     /// `parse(_:)` of the literal's UTF-8 bytes. The syntax characters are ASCII, so bytes of other characters
     /// are copied as they come.
-    static func parse(utf8 text: UnsafeBufferPointer<UInt8>) -> [String?]? {
+    package static func parse(utf8 text: UnsafeBufferPointer<UInt8>) -> [String?]? {
         guard text.count >= 2, text.first == UInt8(ascii: "{"), text.last == UInt8(ascii: "}") else { return nil }
         var elements: [String?] = []
         guard text.count > 2 else { return elements }

@@ -1,7 +1,7 @@
 import Foundation
 import PostgresTestSupport
 import Testing
-@testable import Storage
+@testable import PostgresClient
 
 /// Values that have broken SQL built from strings, encodings and numeric key handling elsewhere.
 let hostileStrings = [
@@ -47,30 +47,6 @@ struct ConnectionTests {
         }
     }
 
-    @Test func copyRowsReadAsTheServerWroteThem() throws {
-        let connection = try TestPostgres.makeDatabase().connect()
-        let values: [String?] = [
-            "plain", nil, "", "tab\there", "new\nline", "back\\slash", "\\N", "NULL", "cr\r bs\u{8} ff\u{C} vt\u{B}",
-            "ünï 😀", "trailing\\", "{\"a\",\"b\\\\c\"}",
-        ]
-        try connection.execute("CREATE TABLE texts (n int, text text)")
-        try connection.execute("INSERT INTO texts SELECT n, t FROM unnest(\(values)::text[]) WITH ORDINALITY AS v(t, n)")
-        let expected = try connection.query("SELECT text FROM texts ORDER BY n").map { try $0.decode(String?.self, at: 0) }
-        #expect(expected == values)
-        var read: [String?] = []
-        var row = CopyRow()
-        try connection.copyOut("COPY (SELECT text FROM texts ORDER BY n) TO STDOUT") { line in
-            row.read(line)
-            read.append(row[0])
-        }
-        #expect(read == values)
-        try connection.copyOut(Query(unsafeSQL: "COPY (SELECT 'a', NULL, E'b\\\\c', '', E'd\\te') TO STDOUT")) { line in
-            row.read(line)
-            #expect((0..<5).map { row[$0] } == ["a", nil, "b\\c", "", "d\te"])
-            #expect(row.isNull(1) && !row.isNull(3) && row.hasText(2, equalTo: "b\\c"))
-        }
-    }
-
     @Test func tenMegabyteStringRoundTrips() throws {
         let connection = try TestPostgres.makeDatabase().connect()
         let big = String(repeating: "ab'\\😀\n", count: 10 * 1024 * 1024 / 9)
@@ -106,7 +82,7 @@ struct ConnectionTests {
 
     @Test func nulInTextIsRefusedAndNothingIsWritten() throws {
         let connection = try TestPostgres.makeDatabase().connect()
-        let error = #expect(throws: StorageError.self) {
+        let error = #expect(throws: DatabaseError.self) {
             try connection.withTransaction {
                 try connection.execute("INSERT INTO users (uid, username) VALUES ('ok', 'fine')")
                 try connection.execute("INSERT INTO users (uid, username) VALUES ('bad', \("a\u{0}b"))")
@@ -115,7 +91,7 @@ struct ConnectionTests {
         #expect(error?.kind == .invalidValue)
         #expect(error?.sqlState == .characterNotInRepertoire)
         #expect(error?.description.contains("NUL") == true)
-        let copyError = #expect(throws: StorageError.self) {
+        let copyError = #expect(throws: DatabaseError.self) {
             try connection.copyIn("COPY users (uid, username) FROM STDIN") { writer in
                 try writer.append("copy-ok"); try writer.append("fine"); try writer.endRow()
                 try writer.append("copy-bad"); try writer.append("x\u{0}"); try writer.endRow()
@@ -130,7 +106,7 @@ struct ConnectionTests {
     @Test func serverErrorsCarrySQLStateAndDiagnostics() throws {
         let connection = try TestPostgres.makeDatabase().connect()
         try connection.execute("INSERT INTO users (uid, username) VALUES ('u1', 'a')")
-        let error = #expect(throws: StorageError.self) {
+        let error = #expect(throws: DatabaseError.self) {
             try connection.execute("INSERT INTO users (uid, username) VALUES ('u1', \("secret-bind-value"))")
         }
         #expect(error?.kind == .server)
@@ -139,7 +115,7 @@ struct ConnectionTests {
         #expect(error?.detail?.contains("u1") == true)
         #expect(error?.statement == "INSERT INTO users (uid, username) VALUES ('u1', $1)")
         #expect(error?.description.contains("secret-bind-value") == false)
-        let syntax = #expect(throws: StorageError.self) { try connection.execute("SELEC 1") }
+        let syntax = #expect(throws: DatabaseError.self) { try connection.execute("SELEC 1") }
         #expect(syntax?.sqlState?.rawValue == "42601")
     }
 
@@ -155,7 +131,7 @@ struct ConnectionTests {
         try connection.withTransaction {
             try connection.execute("INSERT INTO users (uid) VALUES ('kept')")
             // A failing inner block undoes only itself.
-            #expect(throws: StorageError.self) {
+            #expect(throws: DatabaseError.self) {
                 try connection.withTransaction {
                     try connection.execute("INSERT INTO users (uid) VALUES ('inner')")
                     try connection.execute("INSERT INTO users (uid) VALUES ('kept')")
@@ -172,7 +148,7 @@ struct ConnectionTests {
 
     @Test func aCaughtFailureInsideATransactionIsNotReportedAsCommitted() throws {
         let connection = try TestPostgres.makeDatabase().connect()
-        #expect(throws: StorageError.self) {
+        #expect(throws: DatabaseError.self) {
             try connection.withTransaction(isolation: .serializable) {
                 try connection.execute("INSERT INTO users (uid) VALUES ('x')")
                 _ = try? connection.execute("SELECT 1/0")
@@ -183,7 +159,7 @@ struct ConnectionTests {
 
     @Test func readOnlyTransactionsRefuseWrites() throws {
         let connection = try TestPostgres.makeDatabase().connect()
-        let error = #expect(throws: StorageError.self) {
+        let error = #expect(throws: DatabaseError.self) {
             try connection.withTransaction(readOnly: true) {
                 try connection.execute("INSERT INTO users (uid) VALUES ('x')")
             }
@@ -203,9 +179,9 @@ struct ConnectionTests {
         #expect(try row.decode(Double.self, at: 4) == 1.5)
         #expect(try row.decode([String?].self, at: 5) == ["b", "a c", nil])
         #expect(try row.decode(Double.self, at: 6) == .infinity)
-        #expect(throws: StorageError.self) { try row.decode(Int.self, at: 2) }
-        #expect(throws: StorageError.self) { try row.decode(Int.self, at: 1) }
-        #expect(throws: StorageError.self) { try row.decode(Int.self, named: "missing") }
+        #expect(throws: DatabaseError.self) { try row.decode(Int.self, at: 2) }
+        #expect(throws: DatabaseError.self) { try row.decode(Int.self, at: 1) }
+        #expect(throws: DatabaseError.self) { try row.decode(Int.self, named: "missing") }
     }
 
     @Test func copyOutStreamsEveryRow() throws {
@@ -238,13 +214,13 @@ struct ConnectionTests {
     }
 
     @Test func failedConnectionsNameTheProblemButNeverThePassword() {
-        let error = #expect(throws: StorageError.self) {
+        let error = #expect(throws: DatabaseError.self) {
             _ = try Connection(conninfo: "postgresql://someone:hunter2-secret@/nodb?host=/nonexistent-dir&connect_timeout=2")
         }
         #expect(error?.kind == .connectionFailed)
         #expect(error?.description.contains("/nonexistent-dir") == true)
         #expect(error?.description.contains("hunter2") == false)
-        let malformed = #expect(throws: StorageError.self) {
+        let malformed = #expect(throws: DatabaseError.self) {
             _ = try Connection(conninfo: "postgresql://someone:hunter2-secret@host:notaport/db")
         }
         #expect(malformed?.description.contains("hunter2") == false)
@@ -268,14 +244,25 @@ struct ConnectionTests {
     }
 
     @Test func cancelStopsARunningStatement() throws {
-        let connection = try TestPostgres.makeDatabase().connect()
+        let database = try TestPostgres.makeDatabase()
+        let connection = try database.connect()
         let cancel = try #require(connection.makeCancelHandle())
+        // Cancel once the statement is seen running (a request that arrives before it is lost), watching from a
+        // second connection instead of guessing a delay.
+        let pid = try connection.query("SELECT pg_backend_pid()")[0].decode(Int.self, at: 0)
+        let conninfo = database.conninfo
         let thread = Thread {
-            Thread.sleep(forTimeInterval: 0.3)
+            let watcher = try? Connection(conninfo: conninfo)
+            for _ in 0..<1000 {
+                let running = try? watcher?.query(
+                    "SELECT state = 'active' FROM pg_stat_activity WHERE pid = \(pid) AND query LIKE 'SELECT pg_sleep%'")
+                if let row = running?.first, (try? row.decode(Bool.self, at: 0)) == true { break }
+                usleep(10_000)
+            }
             cancel.cancel()
         }
         thread.start()
-        let error = #expect(throws: StorageError.self) { try connection.execute("SELECT pg_sleep(30)") }
+        let error = #expect(throws: DatabaseError.self) { try connection.execute("SELECT pg_sleep(30)") }
         #expect(error?.sqlState == .queryCanceled)
         #expect(try connection.query("SELECT 1")[0].decode(Int.self, at: 0) == 1)
     }

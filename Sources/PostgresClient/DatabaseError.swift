@@ -1,13 +1,12 @@
-import FirebaseTree
 import Foundation
 
-/// The one error type of the Storage layer: a server error with its SQLSTATE and diagnostics, a failed or
-/// lost connection, a value PostgreSQL cannot hold, a migration or embedded-cluster problem.
+/// The one error type of PostgresClient: a connection that could not be made or broke, a statement the server
+/// rejected (with its SQLSTATE and diagnostics), a value PostgreSQL cannot hold, a result that does not decode.
 ///
 /// `description` never includes bind values or passwords: only the statement text (whose values travel
 /// separately as parameters) and the server's own diagnostics.
-public struct StorageError: Error, CustomStringConvertible, Sendable {
-    /// What went wrong, broadly; callers map it to exit codes and retries.
+public struct DatabaseError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong, broadly.
     public enum Kind: Sendable, Equatable {
         /// No connection could be made (bad target, server down, authentication).
         case connectionFailed
@@ -19,23 +18,11 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         case invalidValue
         /// A result column could not be decoded into the requested Swift type.
         case decoding
-        /// The schema on the server does not agree with this binary's migrations.
-        case migration
-        /// The embedded PostgreSQL cluster could not be set up, started or stopped.
-        case cluster
-        /// Input to import cannot be read or is not well-formed (malformed JSON, invalid UTF-8, a truncated file).
-        case malformedInput
-        /// A user, post or chat the operation names does not exist; nothing was written.
-        case notFound
-        /// The operation breaks a rule of the app (following oneself, an empty message); nothing was written.
-        case refused
-        /// A local file this layer works with (a temporary file) could not be written or read.
-        case io
     }
 
     /// What went wrong, broadly.
     public var kind: Kind
-    /// The SQLSTATE code, when the server (or this layer, mimicking it) supplied one.
+    /// The SQLSTATE code, when the server (or this module, mimicking it) supplied one.
     public var sqlState: SQLState?
     /// The primary, human-readable message.
     public var message: String
@@ -47,10 +34,8 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
     public var constraint: String?
     /// The statement that failed, without its bind values.
     public var statement: String?
-    /// Where this layer was when it failed (for example "applying migration 0002_likes.sql").
+    /// The server's CONTEXT field (where in a function or script the statement failed).
     public var context: String?
-    /// Where in the input a `.malformedInput` error was found.
-    public var inputPosition: JSONReader.Position?
     /// A `.connectionFailed` because the server asked for a password and none was given: one may be asked for.
     public var needsPassword = false
 
@@ -69,57 +54,26 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         self.context = context
     }
 
-    /// The storage layer's form of a tree error (malformed or unreadable input, a failed compression), keeping
-    /// where in the input it was found.
-    public init(_ error: TreeError) {
-        let kind: Kind = switch error.kind {
-        case .malformedInput, .unreadable: .malformedInput
-        case .compression: .io
-        }
-        self.init(kind, error.message, context: error.path.map { "reading \($0)" })
-        inputPosition = error.position
-    }
-
-    /// Runs `body`, turning a tree error it throws into a storage error: Storage's API throws one error type.
-    static func wrappingTreeErrors<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as TreeError {
-            throw StorageError(error)
-        }
-    }
-
-    /// The message in psql's layout: `ERROR:  message`, then DETAIL, HINT, CONTEXT and STATEMENT lines.
+    /// The message in psql's layout: `message (SQLSTATE …)`, then DETAIL, HINT, CONTEXT and STATEMENT lines.
     public var description: String {
+        Self.psqlLayout(message, sqlState: sqlState, detail: detail, hint: hint, context: context, statement: statement)
+    }
+
+    /// A message and its diagnostics laid out as psql shows them (the layers above use it too).
+    package static func psqlLayout(
+        _ message: String, sqlState: SQLState?, detail: String?, hint: String?, context: String?, statement: String?
+    ) -> String {
         var text = message
         if let sqlState { text += " (SQLSTATE \(sqlState.rawValue))" }
         if let detail { text += "\nDETAIL:  \(detail)" }
         if let hint { text += "\nHINT:  \(hint)" }
         if let context { text += "\nCONTEXT:  \(context)" }
-        if let statement { text += "\nSTATEMENT:  \(Self.abbreviated(statement))" }
+        if let statement { text += "\nSTATEMENT:  \(abbreviated(statement))" }
         return text
     }
 
-    /// What to do about a server error that came without a hint of its own.
-    static func hint(for sqlState: SQLState) -> String? {
-        switch sqlState {
-        case .diskFull:
-            "The transaction was rolled back, but what it wrote keeps its disk space until VACUUM gives it back: "
-                + "free some space, then run VACUUM on the tables (admin: `vacuum`), and CHECKPOINT as a superuser "
-                + "to recycle the write-ahead log it filled."
-        default: nil
-        }
-    }
-
-    /// Returns a copy with `context` set, keeping an inner context after the new one.
-    public func adding(context outer: String) -> StorageError {
-        var copy = self
-        copy.context = context.map { "\(outer): \($0)" } ?? outer
-        return copy
-    }
-
     /// Long statements (a whole migration) are cut so an error stays readable.
-    static func abbreviated(_ statement: String) -> String {
+    private static func abbreviated(_ statement: String) -> String {
         let trimmed = statement.trimmingCharacters(in: .whitespacesAndNewlines)
         guard trimmed.count > 500 else { return trimmed }
         return String(trimmed.prefix(500)) + " …"

@@ -30,7 +30,7 @@ extension Connection {
         guard descriptor.fd >= 0 else { throw connectionError(statement: nil) }
         let ready = poll(&descriptor, 1, Int32((timeout * 1000).rounded()))
         guard ready > 0 else {
-            if ready < 0 && errno != EINTR { throw StorageError(.connectionLost, "poll failed: errno \(errno)") }
+            if ready < 0 && errno != EINTR { throw DatabaseError(.connectionLost, "poll failed: errno \(errno)") }
             return []
         }
         received = try takeQueuedNotifications()

@@ -1,5 +1,5 @@
 import Testing
-@testable import Storage
+@testable import PostgresClient
 
 @Suite("Query rendering (no server)")
 struct QueryTests {
@@ -54,8 +54,8 @@ struct QueryTests {
         #expect(ArrayLiteral.parse(#"{"unterminated}"#) == nil)
     }
 
-    @Test func storageErrorDescriptionFollowsPsqlLayout() {
-        let error = StorageError(
+    @Test func databaseErrorDescriptionFollowsPsqlLayout() {
+        let error = DatabaseError(
             .server, "duplicate key value violates unique constraint \"users_pkey\"", sqlState: .uniqueViolation,
             detail: "Key (uid)=(u1) already exists.", hint: nil, constraint: "users_pkey", statement: "INSERT INTO users VALUES ($1)")
         #expect(error.description == """

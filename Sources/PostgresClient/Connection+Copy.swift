@@ -99,7 +99,7 @@ extension Connection {
 
     /// Reads results until libpq has none left, so the connection is ready for the next command. A COPY still
     /// under way is ended first: one into the server fails, one out of it is read to its end.
-    func drainResults() {
+    package func drainResults() {
         while let result = PQgetResult(handle) {
             let status = PQresultStatus(result)
             PQclear(result)
@@ -170,7 +170,7 @@ public struct CopyRowEncoder {
             let escape: UInt8
             switch byte {
             case 0:
-                throw StorageError(
+                throw DatabaseError(
                     .invalidValue, "a text value contains a NUL character (U+0000), which PostgreSQL text cannot hold",
                     sqlState: .characterNotInRepertoire, context: "COPY row \(rowCount + 1)")
             case UInt8(ascii: "\\"): escape = UInt8(ascii: "\\")
@@ -231,7 +231,7 @@ public struct CopyRowEncoder {
     }
 
     /// Drops the rows encoded after the first `byteCount` bytes, `rows` of them (all ended).
-    mutating func truncate(toByteCount byteCount: Int, droppingRows rows: Int) {
+    package mutating func truncate(toByteCount byteCount: Int, droppingRows rows: Int) {
         precondition(fieldsInRow == 0 && byteCount <= bytes.count)
         bytes.removeSubrange(byteCount...)
         rowCount -= rows
@@ -261,7 +261,7 @@ public final class CopyInWriter {
     private func annotated<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch var error as StorageError {
+        } catch var error as DatabaseError {
             error.statement = statement
             throw error
         }

@@ -28,9 +28,6 @@ extension Connection {
         let result: Result
         do {
             result = try body()
-        } catch let error as StorageError where error.sqlState == .lockNotAvailable && error.message.contains("lock timeout") {
-            rollbackQuietly()
-            throw describingLockWait(error)
         } catch {
             rollbackQuietly()
             throw error
@@ -42,7 +39,7 @@ extension Connection {
         // COMMIT of a transaction that failed (an error the body caught) answers ROLLBACK instead of an error.
         let tag = try commandTag(of: "COMMIT")
         guard tag == "COMMIT" else {
-            throw StorageError(.server, "the transaction was rolled back because a statement in it failed",
+            throw DatabaseError(.server, "the transaction was rolled back because a statement in it failed",
                                statement: "COMMIT")
         }
         return result
@@ -58,28 +55,6 @@ extension Connection {
             if isConnected { _ = try? execute("ROLLBACK TO SAVEPOINT admin_nested") }
             throw error
         }
-    }
-
-    /// `error`, a wait for a lock that ran out (`lock_timeout`), saying who held it when that was an import.
-    private func describingLockWait(_ error: StorageError) -> StorageError {
-        var error = error
-        let timeout = (try? query("SHOW lock_timeout").first?.decode(String.self, at: 0)) ?? "lock_timeout"
-        let holder = (try? query("""
-            SELECT pid, to_char(xact_start, 'YYYY-MM-DD HH24:MI:SS TZ') FROM pg_stat_activity
-            WHERE pid <> pg_backend_pid() AND datname = current_database() AND application_name = 'admin import'
-                AND xact_start IS NOT NULL
-            ORDER BY xact_start LIMIT 1
-            """))?.first
-        if let holder, let pid = try? holder.decode(Int.self, at: 0),
-            let start = try? holder.decode(String.self, at: 1)
-        {
-            error.message = "an import is in progress (pid \(pid), since \(start)): waited \(timeout) for the tables it writes"
-            error.hint = "Nothing was changed. Try again when the import has finished; reads go on meanwhile."
-        } else {
-            error.message = "waited \(timeout) (lock_timeout) for a lock another transaction holds"
-            error.hint = "Nothing was changed. Try again; pg_locks and pg_stat_activity show who holds it."
-        }
-        return error
     }
 
     /// Rolls back, ignoring failure: the connection may be gone, and then so is the transaction.

@@ -1,0 +1,135 @@
+import FirebaseTree
+import Foundation
+import PostgresClient
+
+/// The one error type of the Storage layer: a server error with its SQLSTATE and diagnostics, a failed or
+/// lost connection, a value PostgreSQL cannot hold, a migration or embedded-cluster problem, input that cannot
+/// be read. PostgresClient's `DatabaseError` and FirebaseTree's `TreeError` become this at Storage's edge.
+///
+/// `description` never includes bind values or passwords: only the statement text (whose values travel
+/// separately as parameters) and the server's own diagnostics.
+public struct StorageError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong, broadly; callers map it to exit codes and retries.
+    public enum Kind: Sendable, Equatable {
+        /// No connection could be made (bad target, server down, authentication).
+        case connectionFailed
+        /// The connection broke while in use; a new one may succeed.
+        case connectionLost
+        /// The server rejected a statement; `sqlState` says why.
+        case server
+        /// A value cannot be sent to PostgreSQL as it is (a NUL character in text, say).
+        case invalidValue
+        /// A result column could not be decoded into the requested Swift type.
+        case decoding
+        /// The schema on the server does not agree with this binary's migrations.
+        case migration
+        /// The embedded PostgreSQL cluster could not be set up, started or stopped.
+        case cluster
+        /// Input to import cannot be read or is not well-formed (malformed JSON, invalid UTF-8, a truncated file).
+        case malformedInput
+        /// A user, post or chat the operation names does not exist; nothing was written.
+        case notFound
+        /// The operation breaks a rule of the app (following oneself, an empty message); nothing was written.
+        case refused
+        /// A local file this layer works with (a temporary file) could not be written or read.
+        case io
+    }
+
+    /// What went wrong, broadly.
+    public var kind: Kind
+    /// The SQLSTATE code, when the server (or this layer, mimicking it) supplied one.
+    public var sqlState: SQLState?
+    /// The primary, human-readable message.
+    public var message: String
+    /// Secondary detail, as the server's DETAIL field.
+    public var detail: String?
+    /// A suggestion of what to do, as the server's HINT field.
+    public var hint: String?
+    /// The constraint that was violated, when there was one.
+    public var constraint: String?
+    /// The statement that failed, without its bind values.
+    public var statement: String?
+    /// Where this layer was when it failed (for example "applying migration 0002_likes.sql").
+    public var context: String?
+    /// Where in the input a `.malformedInput` error was found.
+    public var inputPosition: JSONReader.Position?
+    /// A `.connectionFailed` because the server asked for a password and none was given: one may be asked for.
+    public var needsPassword = false
+
+    /// Creates an error; only `kind` and `message` are required.
+    public init(
+        _ kind: Kind, _ message: String, sqlState: SQLState? = nil, detail: String? = nil, hint: String? = nil,
+        constraint: String? = nil, statement: String? = nil, context: String? = nil
+    ) {
+        self.kind = kind
+        self.message = message
+        self.sqlState = sqlState
+        self.detail = detail
+        self.hint = hint
+        self.constraint = constraint
+        self.statement = statement
+        self.context = context
+    }
+
+    /// The storage layer's form of a tree error (malformed or unreadable input, a failed compression), keeping
+    /// where in the input it was found.
+    public init(_ error: TreeError) {
+        let kind: Kind = switch error.kind {
+        case .malformedInput, .unreadable: .malformedInput
+        case .compression: .io
+        }
+        self.init(kind, error.message, context: error.path.map { "reading \($0)" })
+        inputPosition = error.position
+    }
+
+    /// The storage layer's form of a PostgresClient error, with a hint of what to do where the server gave none.
+    public init(_ error: DatabaseError) {
+        let kind: Kind = switch error.kind {
+        case .connectionFailed: .connectionFailed
+        case .connectionLost: .connectionLost
+        case .server: .server
+        case .invalidValue: .invalidValue
+        case .decoding: .decoding
+        }
+        self.init(
+            kind, error.message, sqlState: error.sqlState, detail: error.detail,
+            hint: error.hint ?? error.sqlState.flatMap(Self.hint(for:)), constraint: error.constraint,
+            statement: error.statement, context: error.context)
+        needsPassword = error.needsPassword
+    }
+
+    /// Runs `body`, turning a database or tree error it throws into a storage error: Storage's API throws one
+    /// error type.
+    static func converting<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DatabaseError {
+            throw StorageError(error)
+        } catch let error as TreeError {
+            throw StorageError(error)
+        }
+    }
+
+    /// The message in psql's layout: `ERROR:  message`, then DETAIL, HINT, CONTEXT and STATEMENT lines.
+    public var description: String {
+        DatabaseError.psqlLayout(message, sqlState: sqlState, detail: detail, hint: hint, context: context, statement: statement)
+    }
+
+    /// What to do about a server error that came without a hint of its own.
+    static func hint(for sqlState: SQLState) -> String? {
+        switch sqlState {
+        case .diskFull:
+            "The transaction was rolled back, but what it wrote keeps its disk space until VACUUM gives it back: "
+                + "free some space, then run VACUUM on the tables (admin: `vacuum`), and CHECKPOINT as a superuser "
+                + "to recycle the write-ahead log it filled."
+        default: nil
+        }
+    }
+
+    /// Returns a copy with `context` set, keeping an inner context after the new one.
+    public func adding(context outer: String) -> StorageError {
+        var copy = self
+        copy.context = context.map { "\(outer): \($0)" } ?? outer
+        return copy
+    }
+}

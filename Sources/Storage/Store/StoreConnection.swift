@@ -1,0 +1,169 @@
+import Foundation
+import PostgresClient
+
+/// The store's connection: PostgresClient's, through which every error arrives as a `StorageError`, and whose
+/// transactions explain a lock wait that ran out in the app's terms (who imports).
+///
+/// Storage code talks to the database through this alone, so no `DatabaseError` crosses Storage's API.
+final class StoreConnection {
+    /// The connection underneath.
+    let base: Connection
+
+    init(_ base: Connection) {
+        self.base = base
+    }
+
+    /// Where the connection goes, without any password.
+    var endpoint: Endpoint {
+        Endpoint(user: base.user, host: base.host, port: base.port, database: base.database)
+    }
+
+    /// The server's version string.
+    var serverVersion: String { base.serverVersion }
+
+    /// Whether the connection is still usable, as far as libpq knows without a round trip.
+    var isConnected: Bool { base.isConnected }
+
+    /// Whether a transaction block is open.
+    var isInTransaction: Bool { base.isInTransaction }
+
+    /// Returns the notices received so far and forgets them.
+    func takeNotices() -> [String] { base.takeNotices() }
+
+    /// A handle that cancels whatever this connection is running, from another thread or a signal handler.
+    func makeCancelHandle() -> CancelHandle? { base.makeCancelHandle() }
+
+    /// Runs one statement and returns its rows.
+    @discardableResult
+    func query(_ query: Query) throws -> QueryResult {
+        try StorageError.converting { try base.query(query) }
+    }
+
+    /// Runs one statement and returns the rows it affected.
+    @discardableResult
+    func execute(_ query: Query) throws -> Int {
+        try StorageError.converting { try base.execute(query) }
+    }
+
+    /// Runs a script of several statements (a migration).
+    func execute(script sql: String) throws {
+        try StorageError.converting { try base.execute(script: sql) }
+    }
+
+    /// Runs `body` in a transaction (a savepoint inside one): committed when it returns, rolled back when it
+    /// throws. A wait for a lock that ran out says who held it when that was an import.
+    @discardableResult
+    func withTransaction<Result>(
+        isolation: Connection.IsolationLevel = .readCommitted, readOnly: Bool = false, rollback: Bool = false,
+        _ body: () throws -> Result
+    ) throws -> Result {
+        do {
+            return try StorageError.converting {
+                try base.withTransaction(isolation: isolation, readOnly: readOnly, rollback: rollback, body)
+            }
+        } catch let error as StorageError
+            where error.sqlState == .lockNotAvailable && error.message.contains("lock timeout") && !isInTransaction
+        {
+            throw describingLockWait(error)
+        }
+    }
+
+    /// Streams rows into `COPY … FROM STDIN`; returns how many the server stored.
+    @discardableResult
+    func copyIn(_ statement: Query, _ body: (CopyInWriter) throws -> Void) throws -> Int {
+        try StorageError.converting { try base.copyIn(statement, body) }
+    }
+
+    /// Streams the rows of `COPY … TO STDOUT` to `body`, one row per call; returns the number of rows.
+    @discardableResult
+    func copyOut(_ statement: Query, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int {
+        try StorageError.converting { try base.copyOut(statement, body) }
+    }
+
+    /// Starts `COPY … FROM STDIN` for data sent with `sendCopyData`.
+    func beginCopyIn(_ statement: Query) throws {
+        try StorageError.converting { try base.beginCopyIn(statement) }
+    }
+
+    /// Sends COPY data begun with `beginCopyIn` as one CopyData message.
+    func sendCopyData(_ bytes: ArraySlice<UInt8>) throws {
+        try StorageError.converting { try base.sendCopyData(bytes) }
+    }
+
+    /// Ends the COPY begun with `beginCopyIn`; returns the rows the server stored.
+    @discardableResult
+    func endCopyIn() throws -> Int {
+        try StorageError.converting { try base.endCopyIn() }
+    }
+
+    /// Makes the COPY begun with `beginCopyIn` fail, storing nothing of it.
+    func abortCopyIn() { base.abortCopyIn() }
+
+    /// Sends a statement without waiting for its result (read it with `receive`).
+    func sendWithoutWaiting(_ query: Query) throws {
+        try StorageError.converting { try base.sendWithoutWaiting(query) }
+    }
+
+    /// The result of the statement sent with `sendWithoutWaiting`.
+    func receive(_ query: Query) throws -> QueryResult {
+        try StorageError.converting { try base.receive(query) }
+    }
+
+    /// Reads results until none is left, so the connection is ready for the next command.
+    func drainResults() { base.drainResults() }
+
+    /// Starts receiving notifications on `channel`.
+    func listen(_ channel: String) throws {
+        try StorageError.converting { try base.listen(channel) }
+    }
+
+    /// Stops receiving on `channel`.
+    func unlisten(_ channel: String) throws {
+        try StorageError.converting { try base.unlisten(channel) }
+    }
+
+    /// The notifications that arrived, waiting up to `timeout` seconds for the first.
+    func notifications(waitingAtMost timeout: TimeInterval) throws -> [ServerNotification] {
+        try StorageError.converting { try base.notifications(waitingAtMost: timeout) }
+    }
+
+    /// `error`, a wait for a lock that ran out (`lock_timeout`), saying who held it when that was an import.
+    private func describingLockWait(_ error: StorageError) -> StorageError {
+        var error = error
+        let timeout = (try? base.query("SHOW lock_timeout").first?.decode(String.self, at: 0)) ?? "lock_timeout"
+        let holder = (try? base.query("""
+            SELECT pid, to_char(xact_start, 'YYYY-MM-DD HH24:MI:SS TZ') FROM pg_stat_activity
+            WHERE pid <> pg_backend_pid() AND datname = current_database() AND application_name = 'admin import'
+                AND xact_start IS NOT NULL
+            ORDER BY xact_start LIMIT 1
+            """))?.first
+        if let holder, let pid = try? holder.decode(Int.self, at: 0),
+            let start = try? holder.decode(String.self, at: 1)
+        {
+            error.message = "an import is in progress (pid \(pid), since \(start)): waited \(timeout) for the tables it writes"
+            error.hint = "Nothing was changed. Try again when the import has finished; reads go on meanwhile."
+        } else {
+            error.message = "waited \(timeout) (lock_timeout) for a lock another transaction holds"
+            error.hint = "Nothing was changed. Try again; pg_locks and pg_stat_activity show who holds it."
+        }
+        return error
+    }
+}
+
+/// Where a store's connection goes, never with its password.
+public struct Endpoint: Sendable, Equatable, CustomStringConvertible {
+    /// The role connected as.
+    public var user: String
+    /// The host name, or the directory of the Unix socket.
+    public var host: String
+    /// The port (also the socket's file name suffix).
+    public var port: String
+    /// The database.
+    public var database: String
+
+    /// Whether the connection goes through a Unix socket.
+    public var isUnixSocket: Bool { host.hasPrefix("/") || host.isEmpty }
+
+    /// `user@host:port/database`; the host is the socket's directory for a Unix socket.
+    public var description: String { "\(user)@\(host):\(port)/\(database)" }
+}

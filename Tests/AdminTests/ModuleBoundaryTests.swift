@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+
+/// The layers depend one way, `CLibPQ ← PostgresClient ← Storage ← Admin`, and the compiler holds each to it
+/// once the imports do: with `MemberImportVisibility` a file sees only what the modules it imports declare, and
+/// `Store`'s connection is internal, so a console that imports Storage alone cannot send SQL.
+@Suite("Module boundaries")
+struct ModuleBoundaryTests {
+    private static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../Sources").standardized
+
+    /// Each Swift file under `Sources/<module>` with the modules it imports.
+    private static func imports(in module: String) throws -> [(file: String, modules: [String])] {
+        let root = sources.appendingPathComponent(module)
+        let enumerator = try #require(FileManager.default.enumerator(atPath: root.path))
+        return try enumerator.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }.sorted().map { file in
+            let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+            let modules = text.split(separator: "\n").compactMap { line in
+                line.firstMatch(of: /^(?:@[A-Za-z_]+\s+)*import\s+(?:[a-z]+\s+)?([A-Za-z_][A-Za-z0-9_]*)/).map { String($0.1) }
+            }
+            return (module + "/" + file, modules)
+        }
+    }
+
+    @Test func theConsoleImportsNeitherTheClientNorLibpq() throws {
+        let files = try Self.imports(in: "Admin")
+        #expect(files.count > 20)
+        for (file, modules) in files {
+            #expect(!modules.contains("PostgresClient") && !modules.contains("CLibPQ"), "\(file) imports \(modules)")
+        }
+    }
+
+    @Test func onlyTheClientImportsLibpq() throws {
+        for module in ["FirebaseTree", "Storage", "Admin"] {
+            for (file, modules) in try Self.imports(in: module) {
+                #expect(!modules.contains("CLibPQ"), "\(file) imports libpq; only PostgresClient talks to it")
+            }
+        }
+        #expect(try Self.imports(in: "PostgresClient").contains { $0.modules.contains("CLibPQ") })
+    }
+
+    @Test func theTreeKnowsNoDatabase() throws {
+        for (file, modules) in try Self.imports(in: "FirebaseTree") {
+            #expect(Set(modules).isDisjoint(with: ["CLibPQ", "PostgresClient", "Storage"]), "\(file) imports \(modules)")
+        }
+    }
+}
