@@ -1,0 +1,67 @@
+import FirebaseTree
+import Foundation
+import PostgresClient
+
+extension Store {
+    /// Keys of the children of the node at `path` that start with `prefix`, in byte order, at most `limit`
+    /// (console completion of Firebase paths). Each table is asked with an index range, never scanned whole.
+    public func childKeys(of path: [String], startingWith prefix: String, limit: Int) throws -> [String] {
+        var keys = Set<TreeKey>()
+        func add(_ query: Query) throws {
+            for row in try connection.query(query) { keys.insert(TreeKey(try row.decode(String.self, at: 0))) }
+        }
+        let below = Array(path.dropFirst())
+        if let root = path.first {
+            for table in TreeTable.tables(under: root) {
+                guard below.count < table.keyDepth else {
+                    // Inside a record: its node is small.
+                    var json: [UInt8] = []
+                    _ = try exportTree(at: path, shallow: true) { json.append(contentsOf: $0) }
+                    let children = try StorageError.converting {
+                        try TreeValue.parse(json: String(decoding: json, as: UTF8.self))?.children ?? [:]
+                    }
+                    keys.formUnion(children.keys.filter { $0.string.utf8.starts(with: prefix.utf8) })
+                    break
+                }
+                var query = Query.StringInterpolation(literalCapacity: 128, interpolationCount: below.count + 3)
+                let column = table.keyColumns[below.count]
+                query.appendLiteral("SELECT DISTINCT ")
+                query.appendInterpolation(identifier: column)
+                query.appendLiteral(" FROM ")
+                query.appendInterpolation(identifier: table.name)
+                query.appendLiteral(" WHERE true")
+                table.appendKeyConditions(below, to: &query)
+                query.appendLiteral(" AND ")
+                query.appendInterpolation(identifier: column)
+                query.appendLiteral(" >= ")
+                query.appendInterpolation(prefix)
+                query.appendLiteral(" AND ")
+                query.appendInterpolation(identifier: column)
+                query.appendLiteral(" < ")
+                query.appendInterpolation(prefix)
+                query.appendLiteral(" || chr(1114111) ORDER BY 1 LIMIT ")
+                query.appendInterpolation(limit)
+                try add(Query(stringInterpolation: query))
+            }
+            try add("""
+                SELECT DISTINCT path[\(below.count + 1)] FROM unmapped_values
+                WHERE root = \(root) AND cardinality(path) > \(below.count) AND path[1:\(below.count)] = \(below)::text[]
+                    AND path[\(below.count + 1)] >= \(prefix) AND path[\(below.count + 1)] < \(prefix) || chr(1114111)
+                ORDER BY 1 LIMIT \(limit)
+                """)
+        } else {
+            for table in TreeTable.allCases {
+                guard let root = table.rootKey, root.utf8.starts(with: prefix.utf8), !keys.contains(TreeKey(root)) else { continue }
+                if try !connection.query("SELECT EXISTS (SELECT 1 FROM \(identifier: table.name))")[0].decode(Bool.self, at: 0) {
+                    continue
+                }
+                keys.insert(TreeKey(root))
+            }
+            try add("""
+                SELECT DISTINCT root FROM unmapped_values WHERE root >= \(prefix) AND root < \(prefix) || chr(1114111)
+                ORDER BY 1 LIMIT \(limit)
+                """)
+        }
+        return keys.filter { !$0.string.hasPrefix(".") }.sorted().prefix(limit).map(\.string)
+    }
+}

@@ -1,0 +1,147 @@
+import FirebaseTree
+import Foundation
+import PostgresClient
+
+/// What an export wrote.
+public struct ExportReport: Sendable {
+    /// Rows read from the tables.
+    public var rows = 0
+    /// Rows the server sent (those read ahead included): what a query cost in rows.
+    public var rowsFetched = 0
+    /// The most bytes of row data one batch of a cursor held (rows with large values come without them).
+    public var largestBatchBytes = 0
+    /// JSON bytes written.
+    public var bytes = 0
+    /// Seconds from start to the last byte.
+    public var seconds: Double = 0
+    /// Tables that held keys needing RTDB's exact order, read in `rtdb_key_order` beside their primary key.
+    public var sortedTables: [String] = []
+    /// Bytes held at most for objects that might have been arrays while they were written.
+    public var peakHeldBytes = 0
+    /// Bytes such objects moved to temporary files.
+    public var spilledBytes = 0
+}
+
+/// The report of an export in progress, shared by reference with the emitter's sink (which runs while the rows
+/// are being read).
+final class ExportTally {
+    var report = ExportReport()
+
+    /// Closes `merge` and adds what it fetched to the report.
+    func close(_ merge: inout PartMerge) {
+        merge.close()
+        report.rowsFetched += merge.rowsFetched
+        report.largestBatchBytes = max(report.largestBatchBytes, merge.largestBatchBytes)
+    }
+}
+
+extension Store {
+    /// Streams the whole tree as Firebase JSON to `write`, from one consistent snapshot: keys in RTDB order,
+    /// numbers as JavaScript writes them, arrays and priorities as `options` say. Memory is bounded in bytes
+    /// whatever the store's size, the shape of its keys or the size of its values (see `TreeEmitter` and
+    /// `PartStream`).
+    ///
+    /// ```swift
+    /// try store.exportTree { bytes in try file.write(contentsOf: bytes) }
+    /// ```
+    ///
+    /// `path` (keys from the root, `["posts", uid]`) exports only the node there, as `firebase database:get`
+    /// prints it: a subtree, a leaf, or `null` when nothing is there.
+    /// `shallow`, as the REST API's `shallow=true`: a leaf as it is, an object with each child's value replaced
+    /// by `true` unless that child is a leaf.
+    /// `onProgress` hears the number of rows read each time a chunk is written.
+    public func exportTree(
+        at path: [String] = [], options: JSONTextWriter.Options = .init(), shallow: Bool = false,
+        onProgress: (_ rows: Int) -> Void = { _ in }, to write: (UnsafeBufferPointer<UInt8>) throws -> Void
+    ) throws -> ExportReport {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let tally = ExportTally()
+        try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
+            try withoutActuallyEscaping(write) { write in
+                try withoutActuallyEscaping(onProgress) { onProgress in
+                    let emitter = TreeEmitter(options: options) { bytes in
+                        tally.report.bytes += bytes.count
+                        try write(bytes)
+                        onProgress(tally.report.rows)
+                    }
+                    try exportRows(at: path, shallow: shallow, into: emitter, tally: tally)
+                    try emitter.finish()
+                    tally.report.peakHeldBytes = emitter.peakFrameBytes
+                    tally.report.spilledBytes = emitter.spilledBytes
+                }
+            }
+        }
+        tally.report.seconds = (clock.now - started).seconds
+        return tally.report
+    }
+
+    /// Adds the rows of the node at `path` to `emitter`, in the caller's read-only transaction.
+    private func exportRows(at path: [String], shallow: Bool, into emitter: TreeEmitter, tally: ExportTally) throws {
+        let ordered = try tablesWithOrderedRows()
+        tally.report.sortedTables = TreeTable.allCases.filter { ordered.contains($0) }.map(\.name)
+        // Typed rows go straight from libpq's buffers to the JSON when nothing can still fall inside them; that
+        // is nearly every row, and the rest take the general way. Tables with nothing else under their root are
+        // read as COPY blocks when the merge reaches their root.
+        var blocks = path.isEmpty && !shallow ? try copyBlocks(ordered: ordered) : []
+        var merge = try openRows(at: path, excluding: Set(blocks.map(\.table)), ordered: ordered)
+        var copying: CopyBlock?
+        emitter.childCountBound = { relative in
+            // During a COPY the connection is busy: the block's own count was taken before.
+            if let block = copying { return relative == [block.table.rootKey!] ? block.rowCount : nil }
+            try merge.collectFetchInFlight()
+            return try self.childCountBound(of: path + relative)
+        }
+        defer { tally.close(&merge) }
+        while true {
+            let next = merge.next()
+            if let block = blocks.first,
+                next.map({ FirebaseKey.exportPrecedes(block.table.rootKey!, $0.rootKey) }) ?? true
+            {
+                blocks.removeFirst()
+                try merge.collectFetchInFlight()
+                copying = block
+                try copy(block, into: emitter, tally: tally)
+                copying = nil
+                continue
+            }
+            guard let stream = next else { break }
+            tally.report.rows += 1
+            try Self.add(stream, below: path, shallow: shallow, mayGrow: merge.nextRowMayGrow, to: emitter)
+            try merge.advance()
+        }
+    }
+
+    /// At most how many children the node at `path` has: the rows under it (each child has one at least); nil
+    /// for the root and for a node inside a record (small, and not worth a query).
+    func childCountBound(of path: [String]) throws -> Int? {
+        guard let root = path.first else { return nil }
+        var total = 0
+        for table in TreeTable.tables(under: root) {
+            guard path.count - 1 < table.keyDepth else { return nil }
+            var query = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 2)
+            query.appendLiteral("SELECT count(*) FROM ")
+            query.appendInterpolation(identifier: table.name)
+            query.appendLiteral(" WHERE true")
+            table.appendKeyConditions(path.dropFirst(), to: &query)
+            total += try connection.query(Query(stringInterpolation: query))[0].decode(Int.self, at: 0)
+        }
+        var unmapped = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 2)
+        unmapped.appendLiteral("SELECT count(*) FROM unmapped_values WHERE true")
+        TreeTable.appendUnmappedRange(at: path, to: &unmapped)
+        return total + (try connection.query(Query(stringInterpolation: unmapped))[0].decode(Int.self, at: 0))
+    }
+
+    /// The typed tables holding a key that needs `rtdb_key_order` (each asked of its partial index).
+    func tablesWithOrderedRows() throws -> Set<TreeTable> {
+        var tables = Set<TreeTable>()
+        for table in TreeTable.allCases where table != .unmappedValues {
+            if try connection.query(table.orderedRowsQuery())[0].decode(Bool.self, at: 0) { tables.insert(table) }
+        }
+        return tables
+    }
+}
+
+/// A typed table that a whole-tree export reads with one `COPY (SELECT … ORDER BY …) TO STDOUT` instead of
+/// cursors: nothing else lies under its root (no unmapped values, no other table's rows), so its rows are one run
+/// of the output, in primary-key order, or sorted by `rtdb_key_order` when some key sits elsewhere in byte order.

@@ -1,0 +1,70 @@
+/// The tables an import writes, with their COPY column lists.
+enum TreeTable: Int, CaseIterable {
+    case users, posts, feedPosts, postLikes, followers, following, timeline, chats, messages, unmappedValues
+
+    var name: String {
+        switch self {
+        case .users: "users"
+        case .posts: "posts"
+        case .feedPosts: "feed_posts"
+        case .postLikes: "post_likes"
+        case .followers: "followers"
+        case .following: "following"
+        case .timeline: "timeline"
+        case .chats: "chats"
+        case .messages: "messages"
+        case .unmappedValues: "unmapped_values"
+        }
+    }
+
+    /// Columns in the order the importer encodes them.
+    var columns: [String] {
+        switch self {
+        case .users: ["uid", "username", "extra"]
+        case .posts:
+            ["owner_uid", "post_key", "image_url", "image_height", "created_at", "like_count", "poster_uid",
+             "poster_username", "extra"]
+        case .feedPosts: ["post_id", "image_file_url", "user_name", "votes", "timestamp_ms", "extra"]
+        case .postLikes: ["post_key", "liker_uid"]
+        case .followers: ["uid", "follower_uid"]
+        case .following: ["uid", "followee_uid"]
+        case .timeline: ["uid", "post_key", "poster_uid", "extra"]
+        case .chats:
+            ["uid", "chat_key", "title", "member_hash", "members", "last_message", "last_message_sent", "extra"]
+        case .messages: ["chat_key", "message_key", "content", "timestamp", "sender_uid", "sender_username", "extra"]
+        case .unmappedValues: ["root", "path", "string_value", "number_value", "boolean_value", "sort_key"]
+        }
+    }
+
+    /// The key columns that address a row below the table's root node, outermost first.
+    var keyColumns: [String] { Array(columns.prefix(keyDepth)) }
+
+    /// How many path levels below the root the table's key spans.
+    var keyDepth: Int {
+        switch self {
+        case .users, .feedPosts: 1
+        case .unmappedValues: 0
+        default: 2
+        }
+    }
+
+    /// The top-level node the table's rows live under; nil for `unmapped_values`, which names its own.
+    var rootKey: String? {
+        switch self {
+        case .users: "users"
+        case .posts, .feedPosts: "posts"
+        case .postLikes: "postLikes"
+        case .followers: "followers"
+        case .following: "following"
+        case .timeline: "timeline"
+        case .chats: "chats"
+        case .messages: "messages"
+        case .unmappedValues: nil
+        }
+    }
+
+    /// The typed tables under a top-level key.
+    static func tables(under root: String) -> [TreeTable] {
+        allCases.filter { $0.rootKey == root }
+    }
+}
