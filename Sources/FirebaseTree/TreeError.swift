@@ -10,6 +10,8 @@ public struct TreeError: Error, CustomStringConvertible, Sendable {
         case unreadable
         /// Compressing output failed.
         case compression
+        /// A comparison met keys out of RTDB order, which it reads in one pass (`TreeComparison`).
+        case unordered
     }
 
     /// What went wrong, broadly.

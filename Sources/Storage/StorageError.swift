@@ -75,7 +75,7 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
     /// where in the input it was found.
     public init(_ error: TreeError) {
         let kind: Kind = switch error.kind {
-        case .malformedInput, .unreadable: .malformedInput
+        case .malformedInput, .unreadable, .unordered: .malformedInput
         case .compression: .io
         }
         self.init(kind, error.message, context: error.path.map { "reading \($0)" })

@@ -20,7 +20,7 @@ struct CommandGroup {
 
     static let all: [CommandGroup] = [
         CommandGroup(title: "Status and schema", commands: [Status.self, Migrate.self, Vacuum.self]),
-        CommandGroup(title: "Import and export", commands: [Import.self, Export.self, Get.self, Generate.self]),
+        CommandGroup(title: "Import and export", commands: [Import.self, Export.self, Verify.self, Get.self, Generate.self]),
         CommandGroup(title: "Firebase's writes", commands: [SetCommand.self, Update.self, Push.self, Remove.self]),
         CommandGroup(title: "Users, posts and follows", commands: [
             UserCommand.self, Users.self, PostCommand.self, Posts.self, Follow.self, Unfollow.self, Like.self,

@@ -35,7 +35,7 @@ enum FirebaseWrite {
         let keys = try FirebasePath.keys(of: path)
         if keys.isEmpty, !confirmation.confirm("Replace the whole tree?", in: session) { return }
         let report = try session.store().write(write, at: keys)
-        let written = "/" + report.path.joined(separator: "/")
+        let written = FirebasePath.string(of: report.path)
         if case .push = write { session.output.line(TerminalText.escaped(written)) }
         session.inform("\(written): \(DomainViews.count(report.rowsWritten, "row")) written, "
             + "\(DomainViews.count(report.rowsRemoved, "row")) removed.")

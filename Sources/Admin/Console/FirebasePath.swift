@@ -13,4 +13,9 @@ enum FirebasePath {
         }
         return keys
     }
+
+    /// The path of `keys` as the console writes it: `/posts/UID`, `/` for the root.
+    static func string(of keys: [String]) -> String {
+        "/" + keys.joined(separator: "/")
+    }
 }

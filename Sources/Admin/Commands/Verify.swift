@@ -1,0 +1,156 @@
+import ArgumentParser
+import Foundation
+import Storage
+
+/// `verify SOURCE`: whether the store holds exactly what a Firebase export holds; exits 3 when it does not.
+struct Verify: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Prove a migration: compare the store with the Firebase export it came from (exit 3 on differences).",
+        discussion: """
+            Compares the store with SOURCE path by path, as export would write the store and import would read the \
+            file: arrays are integer-keyed objects, nulls and empty objects do not exist, numbers are doubles (1 \
+            equals 1.0), key order and formatting do not matter, and priorities count unless --ignore-priorities. \
+            Both sides stream, so memory stays bounded at any size. Read-only: it writes nothing, runs with a role \
+            that may only SELECT, and reads the store from one snapshot.
+
+            SOURCE is a file, a .gz file, or - for stdin, as import takes it; each object's keys must come in RTDB \
+            order (integer keys first), as the Firebase console and admin export write them. --path compares the \
+            node at that path with a SOURCE that is an export of that node alone (as import --at takes it).
+
+            Each difference is one row, in RTDB order of path:
+              missing   in SOURCE, not in the store (the shallowest such path)
+              extra     in the store, not in SOURCE (the shallowest such path)
+              changed   a leaf whose values differ, or a leaf on one side and an object on the other
+              rejected  in SOURCE only, because import refuses it (the reason is given): it never reached the store
+            For example, after `set /users/u1/username "Al"` on a store imported from export.json:
+              path                 kind     source  store
+              /users/u1/username   changed  "Alice" "Al"
+
+            --max-differences lists at most N (the rest are counted). --format json prints one document:
+              {"equal": false, "differences": [{"path", "kind", "source", "store"}...], "summary": {...}}
+
+            Exit status: 0 when equal, 3 when they differ, 1 on an error reading either side, 2 when the database \
+            cannot be reached.
+
+            Examples:
+              verify export.json
+              verify export.json.gz --max-differences 20
+              verify posts.json --path /posts
+              gunzip -c export.json.gz | admin verify - --format json
+            """)
+
+    @Argument(help: "The Firebase export to compare with: a file, a .gz file, or - for stdin.")
+    var file: String
+
+    @Option(help: "Compare the node at this Firebase path (SOURCE is an export of that node).")
+    var path = "/"
+
+    @Flag(help: "Leave priorities out of the comparison.")
+    var ignorePriorities = false
+
+    @Option(help: "List at most this many differences (all are counted).")
+    var maxDifferences = 1000
+
+    @Option(help: "Output format: table, json or csv (default: the session's).")
+    var format: OutputFormat?
+
+    /// How much of a value a table shows.
+    private static let shownValueLength = 60
+
+    func validate() throws {
+        guard maxDifferences >= 0 else { throw ValidationError("--max-differences must be 0 or more") }
+        _ = try FirebasePath.keys(of: path)
+    }
+
+    func run(in session: Session) throws {
+        let input = try InputFile(path: file)
+        defer { input.close() }
+        let store = try session.store()
+        let keys = try FirebasePath.keys(of: path)
+        let progress = ProgressBar("verify", total: input.size, session: session)
+        defer { progress?.finish() }
+        let report = try store.verify(
+            source: input.source(progress: progress), at: keys, ignoringPriorities: ignorePriorities,
+            maxListed: maxDifferences)
+        progress?.finish()
+        let format = format ?? session.format
+        if format == .json {
+            session.output.line(Self.json(report))
+        } else {
+            if !report.differences.isEmpty { session.show(table(report, format: format), as: format) }
+            if format != .csv { session.output.line(summary(report)) }
+        }
+        guard report.isEqual else {
+            throw ConsoleError(
+                .violationsFound,
+                "the store differs from \(file) in \(DomainViews.count(report.differenceCount, "place"))")
+        }
+    }
+
+    private func table(_ report: VerifyReport, format: OutputFormat) -> ResultTable {
+        let cut = format == .csv ? Int.max : Self.shownValueLength
+        return ResultTable(
+            columns: ["path", "kind", "source", "store"],
+            rows: report.differences.map { difference in
+                [
+                    .text(FirebasePath.string(of: difference.path)), .text(difference.kind.rawValue),
+                    Self.cell(difference.source, cut: cut, reason: difference.reason), Self.cell(difference.store, cut: cut),
+                ]
+            })
+    }
+
+    private static func cell(_ json: String?, cut: Int, reason: String? = nil) -> Cell {
+        guard var json else { return .null }
+        if json.count > cut { json = json.prefix(cut - 1) + "…" }
+        return .text(reason.map { "\(json) (\($0))" } ?? json)
+    }
+
+    private func summary(_ report: VerifyReport) -> String {
+        let rate = report.seconds > 0 ? Double(report.sourceBytes) / 1_000_000 / report.seconds : 0
+        let timing = String(format: "%.3f s, %.1f MB/s", report.seconds, rate)
+        let compared = "\(DomainViews.count(report.nodesCompared, "node")) compared"
+        guard !report.isEqual else { return "The store and \(file) are equal: \(compared) (\(timing))." }
+        let kinds = TreeDifference.Kind.allCases.compactMap { kind in report.counts[kind].map { "\($0) \(kind.rawValue)" } }
+        let nodes = report.countsByChild.sorted { $0.key < $1.key }
+            .map { "\(FirebasePath.string(of: ($0.key.isEmpty ? [] : [$0.key]))): \($0.value)" }
+        var text = "\(DomainViews.count(report.differenceCount, "difference")) (\(kinds.joined(separator: ", "))) "
+            + "under \(nodes.joined(separator: ", ")); \(compared) (\(timing))."
+        if report.differences.count < report.differenceCount {
+            text += " The first \(report.differences.count) are listed (--max-differences)."
+        }
+        return text
+    }
+
+    /// The JSON contract: `equal`, `differences` (values whole, as JSON), `summary`.
+    static func json(_ report: VerifyReport) -> String {
+        let differences = report.differences.map { difference in
+            JSONWriter.object([
+                ("path", JSONWriter.string(FirebasePath.string(of: difference.path))),
+                ("kind", JSONWriter.string(difference.kind.rawValue)),
+                ("source", value(difference.source, isCut: difference.isCut)),
+                ("store", value(difference.store, isCut: difference.isCut)),
+            ] + (difference.reason.map { [("reason", JSONWriter.string($0))] } ?? []))
+        }
+        let summary = JSONWriter.object([
+            ("nodes_compared", String(report.nodesCompared)),
+            ("differences", String(report.differenceCount)),
+            ("by_kind", JSONWriter.object(TreeDifference.Kind.allCases.map { ($0.rawValue, String(report.counts[$0] ?? 0)) })),
+            ("by_node", JSONWriter.object(report.countsByChild.sorted { $0.key < $1.key }.map {
+                (FirebasePath.string(of: $0.key.isEmpty ? [] : [$0.key]), String($0.value))
+            })),
+            ("listed", String(report.differences.count)),
+            ("source_bytes", String(report.sourceBytes)),
+            ("seconds", JSONWriter.number(report.seconds)),
+        ])
+        return JSONWriter.object([
+            ("equal", report.isEqual ? "true" : "false"), ("differences", JSONWriter.array(differences)),
+            ("summary", summary),
+        ])
+    }
+
+    /// A value as JSON; one cut at its length limit is no longer JSON, so it becomes a string of its text.
+    private static func value(_ json: String?, isCut: Bool) -> String {
+        guard let json else { return "null" }
+        return isCut ? JSONWriter.string(json) : json
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import PostgresTestSupport
+import Testing
+
+private let tree = #"{"users": {"alice": {"username": "alice"}, "bob": {"username": "bob"}}, "zz": [1, 2]}"#
+
+@Suite("verify command")
+struct VerifyCommandTests {
+    @Test func equalExitsZeroDifferentThreeWithEachFormat() throws {
+        let database = try TestPostgres.makeDatabase()
+        let imported = try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: tree)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let equal = try AdminProcess.run(["--db", database.conninfo, "verify", "-"], input: tree)
+        #expect(equal.status == 0, "\(equal.stderr)")
+        #expect(equal.stdout.contains("are equal"))
+
+        let changed = #"{"users": {"alice": {"username": "Alice"}}, "zz": {"0": 1.0, "1": 2}, "zzz": true}"#
+        let table = try AdminProcess.run(["--db", database.conninfo, "verify", "-"], input: changed)
+        #expect(table.status == 3)
+        #expect(table.stdout.contains(#" /users/alice/username | changed | "Alice" | "alice""#), "\(table.stdout)")
+        #expect(table.stdout.contains(" /users/bob            | extra   |         | {\"username\":\"bob\"}"))
+        #expect(table.stdout.contains(" /zzz                  | missing | true    |"))
+        #expect(table.stderr.contains("differs from - in 3 places"))
+
+        let json = try AdminProcess.run(["--db", database.conninfo, "verify", "-", "--format", "json"], input: changed)
+        #expect(json.status == 3)
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(document["equal"] as? Bool == false)
+        let differences = try #require(document["differences"] as? [[String: Any]])
+        #expect(differences.map { $0["kind"] as? String } == ["changed", "extra", "missing"])
+        #expect((differences[1]["store"] as? [String: Any])?["username"] as? String == "bob")
+
+        let onePath = try AdminProcess.run(
+            ["--db", database.conninfo, "verify", "-", "--path", "/users/bob"], input: #"{"username": "bob"}"#)
+        #expect(onePath.status == 0, "\(onePath.stdout)\(onePath.stderr)")
+
+        let unordered = try AdminProcess.run(["--db", database.conninfo, "verify", "-"], input: #"{"zz": 1, "users": 2}"#)
+        #expect(unordered.status == 1)
+        #expect(unordered.stderr.contains("not in RTDB order"))
+    }
+}
