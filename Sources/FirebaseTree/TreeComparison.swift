@@ -185,8 +185,7 @@ public struct TreeComparison {
             try reportOnlyInSource(sourceHead, &source)
             return
         case (.absent, _):
-            let (json, isCut) = try capture(storeHead, &store)
-            try report(TreeDifference(path: path, kind: .extra, source: nil, store: json, isCut: isCut))
+            try reportOnlyInStore(storeHead, &store)
             return
         case (.leaf(let a), .leaf(let b)):
             if a != b {
@@ -237,11 +236,7 @@ public struct TreeComparison {
                 let key = storeKey!
                 path.append(key)
                 nodesCompared += 1
-                let storeHead = try head(&store)
-                if case .absent = storeHead.body {} else {
-                    let (json, isCut) = try capture(storeHead, &store)
-                    try report(TreeDifference(path: path, kind: .extra, source: nil, store: json, isCut: isCut))
-                }
+                try reportOnlyInStore(try head(&store), &store)
                 path.removeLast()
                 storeKey = try nextKey(&store, after: key, side: "store")
             }
@@ -257,6 +252,13 @@ public struct TreeComparison {
         try report(TreeDifference(
             path: path, kind: reason == nil ? .missing : .rejected, source: json, store: nil, reason: reason,
             isCut: isCut))
+    }
+
+    /// Reports the store's node at `path`, which the source lacks.
+    private func reportOnlyInStore(_ head: Head, _ store: inout JSONReader) throws {
+        if case .absent = head.body { return }
+        let (json, isCut) = try capture(head, &store)
+        try report(TreeDifference(path: path, kind: .extra, source: nil, store: json, isCut: isCut))
     }
 
     // MARK: Values as JSON
@@ -286,17 +288,7 @@ public struct TreeComparison {
                 writer.key(FirebaseKey.priority)
                 writer.value(priority)
             }
-            var key: String? = firstKey
-            while let current = key {
-                if writer.bytes.count <= valueLimit {
-                    writer.key(current)
-                    try copyValue(&reader, into: &writer)
-                } else {
-                    try skipCurrent(&reader)
-                }
-                key = try nextKey(&reader)
-            }
-            writer.endObject()
+            try copyChildren(&reader, from: firstKey, into: &writer)
         }
         writer.finish()
         let isCut = writer.bytes.count > valueLimit
@@ -310,17 +302,25 @@ public struct TreeComparison {
         switch reader.token {
         case .objectStart, .arrayStart:
             writer.beginObject()
-            while let key = try nextKey(&reader) {
-                guard writer.bytes.count <= valueLimit else {
-                    try skipCurrent(&reader)
-                    continue
-                }
-                writer.key(key)
-                try copyValue(&reader, into: &writer)
-            }
-            writer.endObject()
+            try copyChildren(&reader, from: try nextKey(&reader), into: &writer)
         default:
             if let value = try TreeValue.read(&reader, normalizing: false) { writer.value(value) }
         }
+    }
+
+    /// Copies the children of the object the reader is in, from the one `key` names (the reader on its value),
+    /// and closes the object `writer` has open for them.
+    private func copyChildren(_ reader: inout JSONReader, from key: String?, into writer: inout JSONTextWriter) throws {
+        var key = key
+        while let current = key {
+            if writer.bytes.count <= valueLimit {
+                writer.key(current)
+                try copyValue(&reader, into: &writer)
+            } else {
+                try skipCurrent(&reader)
+            }
+            key = try nextKey(&reader)
+        }
+        writer.endObject()
     }
 }

@@ -33,6 +33,11 @@ struct VerifyCommandTests {
         let onePath = try AdminProcess.run(
             ["--db", database.conninfo, "verify", "-", "--path", "/users/bob"], input: #"{"username": "bob"}"#)
         #expect(onePath.status == 0, "\(onePath.stdout)\(onePath.stderr)")
+        // Counts by node name the children of the verified node by their whole path.
+        let underPath = try AdminProcess.run(
+            ["--db", database.conninfo, "verify", "-", "--path", "/users"], input: #"{"alice": {"username": "Al"}}"#)
+        #expect(underPath.status == 3)
+        #expect(underPath.stdout.contains("under /users/alice: 1, /users/bob: 1;"), "\(underPath.stdout)")
 
         let unordered = try AdminProcess.run(["--db", database.conninfo, "verify", "-"], input: #"{"zz": 1, "users": 2}"#)
         #expect(unordered.status == 1)

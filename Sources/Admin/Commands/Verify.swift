@@ -78,7 +78,8 @@ struct Verify: ConsoleCommand {
             session.output.line(Self.json(report))
         } else {
             if !report.differences.isEmpty { session.show(table(report, format: format), as: format) }
-            if format != .csv { session.output.line(summary(report)) }
+            // The summary names top-level keys, which may hold control characters: escaped as the table is.
+            if format != .csv { session.output.line(TerminalText.escaped(summary(report))) }
         }
         guard report.isEqual else {
             throw ConsoleError(
@@ -111,14 +112,19 @@ struct Verify: ConsoleCommand {
         let compared = "\(DomainViews.count(report.nodesCompared, "node")) compared"
         guard !report.isEqual else { return "The store and \(file) are equal: \(compared) (\(timing))." }
         let kinds = TreeDifference.Kind.allCases.compactMap { kind in report.counts[kind].map { "\($0) \(kind.rawValue)" } }
-        let nodes = report.countsByChild.sorted { $0.key < $1.key }
-            .map { "\(FirebasePath.string(of: ($0.key.isEmpty ? [] : [$0.key]))): \($0.value)" }
+        let nodes = Self.countsByChild(report).map { "\($0.path): \($0.count)" }
         var text = "\(DomainViews.count(report.differenceCount, "difference")) (\(kinds.joined(separator: ", "))) "
             + "under \(nodes.joined(separator: ", ")); \(compared) (\(timing))."
         if report.differences.count < report.differenceCount {
             text += " The first \(report.differences.count) are listed (--max-differences)."
         }
         return text
+    }
+
+    /// The differences under each child of the verified node, in RTDB order of its path.
+    private static func countsByChild(_ report: VerifyReport) -> [(path: String, count: Int)] {
+        report.countsByChild.sorted { FirebaseKey.compare($0.key.last ?? "", $1.key.last ?? "") < 0 }
+            .map { (FirebasePath.string(of: $0.key), $0.value) }
     }
 
     /// The JSON contract: `equal`, `differences` (values whole, as JSON), `summary`.
@@ -135,9 +141,7 @@ struct Verify: ConsoleCommand {
             ("nodes_compared", String(report.nodesCompared)),
             ("differences", String(report.differenceCount)),
             ("by_kind", JSONWriter.object(TreeDifference.Kind.allCases.map { ($0.rawValue, String(report.counts[$0] ?? 0)) })),
-            ("by_node", JSONWriter.object(report.countsByChild.sorted { $0.key < $1.key }.map {
-                (FirebasePath.string(of: $0.key.isEmpty ? [] : [$0.key]), String($0.value))
-            })),
+            ("by_node", JSONWriter.object(countsByChild(report).map { ($0.path, String($0.count)) })),
             ("listed", String(report.differences.count)),
             ("source_bytes", String(report.sourceBytes)),
             ("seconds", JSONWriter.number(report.seconds)),

@@ -54,18 +54,31 @@ extension Store {
         at path: [String] = [], options: JSONTextWriter.Options = .init(), shallow: Bool = false,
         onProgress: (_ rows: Int) -> Void = { _ in }, to write: (UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws -> ExportReport {
+        try exporting(options: options, to: write, afterEachChunk: onProgress) { emitter, tally in
+            try exportRows(at: path, shallow: shallow, into: emitter, tally: tally)
+        }
+    }
+
+    /// Runs `body` in a read-only snapshot with an emitter that writes to `write` (`afterEachChunk` hears the
+    /// rows read so far after each chunk), finishes the emitter, and returns the tally's report with the
+    /// emitter's figures and the time taken: what every export and `get` share.
+    func exporting(
+        options: JSONTextWriter.Options, to write: (UnsafeBufferPointer<UInt8>) throws -> Void,
+        afterEachChunk: (_ rows: Int) -> Void = { _ in }, _ body: (TreeEmitter, ExportTally) throws -> Void
+    ) throws -> ExportReport {
         let clock = ContinuousClock()
         let started = clock.now
         let tally = ExportTally()
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
+            // The emitter stores its sink, but neither it nor the closures outlive this call.
             try withoutActuallyEscaping(write) { write in
-                try withoutActuallyEscaping(onProgress) { onProgress in
+                try withoutActuallyEscaping(afterEachChunk) { afterEachChunk in
                     let emitter = TreeEmitter(options: options) { bytes in
                         tally.report.bytes += bytes.count
                         try write(bytes)
-                        onProgress(tally.report.rows)
+                        afterEachChunk(tally.report.rows)
                     }
-                    try exportRows(at: path, shallow: shallow, into: emitter, tally: tally)
+                    try body(emitter, tally)
                     try emitter.finish()
                     tally.report.peakHeldBytes = emitter.peakFrameBytes
                     tally.report.spilledBytes = emitter.spilledBytes

@@ -15,30 +15,16 @@ extension Store {
         at path: [String], query: TreeQuery, options: JSONTextWriter.Options = .init(),
         to write: (UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws -> ExportReport {
-        let clock = ContinuousClock()
-        let started = clock.now
-        let tally = ExportTally()
-        try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
-            try withoutActuallyEscaping(write) { write in
-                let emitter = TreeEmitter(options: options) { bytes in
-                    tally.report.bytes += bytes.count
-                    try write(bytes)
-                }
-                let ordered = try tablesWithOrderedRows()
-                if !path.isEmpty, try recordPath(holding: path, orIs: true) != nil {
-                    try selectInRecord(at: path, query: query, ordered: ordered, into: emitter, tally: tally)
-                } else if case .key = query.order {
-                    try selectByKey(at: path, query: query, ordered: ordered, into: emitter, tally: tally)
-                } else {
-                    try selectByValue(at: path, query: query, ordered: ordered, into: emitter, tally: tally)
-                }
-                try emitter.finish()
-                tally.report.peakHeldBytes = emitter.peakFrameBytes
-                tally.report.spilledBytes = emitter.spilledBytes
+        try exporting(options: options, to: write) { emitter, tally in
+            let ordered = try tablesWithOrderedRows()
+            if !path.isEmpty, try recordPath(holding: path, orIs: true) != nil {
+                try selectInRecord(at: path, query: query, ordered: ordered, into: emitter, tally: tally)
+            } else if case .key = query.order {
+                try selectByKey(at: path, query: query, ordered: ordered, into: emitter, tally: tally)
+            } else {
+                try selectByValue(at: path, query: query, ordered: ordered, into: emitter, tally: tally)
             }
         }
-        tally.report.seconds = (clock.now - started).seconds
-        return tally.report
     }
 
     /// Key order: the bounds as a key range of every table's reads, the last N found backwards.

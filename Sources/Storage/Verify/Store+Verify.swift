@@ -7,8 +7,9 @@ public struct VerifyReport: Sendable {
     public var differences: [TreeDifference] = []
     /// How many differences of each kind there are, listed or not.
     public var counts: [TreeDifference.Kind: Int] = [:]
-    /// How many differences lie under each child of the verified node (`""`: the node itself).
-    public var countsByChild: [String: Int] = [:]
+    /// How many differences lie under each child of the verified node, by the child's path from the root (the
+    /// node's own path for a difference at the node itself).
+    public var countsByChild: [[String]: Int] = [:]
     /// Nodes (leaves and objects) compared.
     public var nodesCompared = 0
     /// Bytes read from the source, and written by the store's export.
@@ -44,7 +45,7 @@ extension Store {
             var storeReader = JSONReader(source: ExportPipe.Source(pipe))
             var comparison = TreeComparison(ignoringPriorities: ignoringPriorities) { difference in
                 report.counts[difference.kind, default: 0] += 1
-                report.countsByChild[difference.path.count > path.count ? difference.path[path.count] : "", default: 0] += 1
+                report.countsByChild[Array(difference.path.prefix(path.count + 1)), default: 0] += 1
                 if report.differences.count < maxListed { report.differences.append(difference) }
             }
             try StorageError.converting {
