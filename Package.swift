@@ -58,6 +58,8 @@ let package = Package(
         .target(name: "FuzzTargets", dependencies: ["Storage"], path: "Fuzz/Targets"),
         .systemLibrary(name: "CFuzzer", path: "Fuzz/CFuzzer"),
         .executableTarget(name: "Fuzz", dependencies: ["FuzzTargets", "CFuzzer"], path: "Fuzz/Main"),
+        // What tests without a database share: a seeded random generator.
+        .target(name: "TreeTestSupport", path: "Tests/TreeTestSupport"),
         // Starts the throwaway PostgreSQL cluster the integration tests run against.
         .target(
             name: "PostgresTestSupport",
@@ -65,8 +67,12 @@ let package = Package(
             path: "Tests/PostgresTestSupport"
         ),
         .testTarget(
+            name: "FirebaseTreeTests",
+            dependencies: ["FirebaseTree", "TreeTestSupport"]
+        ),
+        .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "FirebaseTree", "PostgresClient", "PostgresTestSupport", "FuzzTargets"],
+            dependencies: ["Storage", "FirebaseTree", "PostgresClient", "PostgresTestSupport", "TreeTestSupport", "FuzzTargets"],
             exclude: ["Fixtures"]
         ),
         .testTarget(
@@ -75,7 +81,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AdminTests",
-            dependencies: ["Admin", "Storage", "PostgresClient", "PostgresTestSupport"],
+            dependencies: ["Admin", "Storage", "PostgresClient", "PostgresTestSupport", "TreeTestSupport"],
             exclude: ["Transcripts", "HostileInputs"]
         ),
     ],

@@ -5,8 +5,9 @@ import Storage
 /// `import-export`: loads one export with `admin import`, the same rows with `psql \copy` from pre-made files (into
 /// the same tables and indexes, and into tables with primary keys only), the same store with `pg_restore -j2` of
 /// a `pg_dump -Fd` of it into a fresh database, and with a Python peer (`json.load` + psycopg COPY), then writes it
-/// back with `admin export` and with `COPY … TO STDOUT`, all against one embedded server, and prints wall times,
-/// ratios and each process's peak RSS.
+/// back with `admin export` and with `COPY … TO STDOUT`, and verifies the store against the file with `admin verify`
+/// (one pass, and sorting the file first as for an export a script wrote), all against one embedded server, and
+/// prints wall times, ratios and each process's peak RSS.
 struct ImportExportBenchmark {
     let file: String
     let runs: Int
@@ -39,7 +40,7 @@ struct ImportExportBenchmark {
 
         var imports: [Measurement] = [], copies: [Measurement] = [], exports: [Measurement] = [],
             copyOuts: [Measurement] = [], peers: [Measurement] = [], restores: [Measurement] = [],
-            pkOnlyCopies: [Measurement] = []
+            pkOnlyCopies: [Measurement] = [], verifies: [Measurement] = [], sortedVerifies: [Measurement] = []
         let peerScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("python_peer_import.py").path
         let tables = Store.treeTables
@@ -70,6 +71,9 @@ struct ImportExportBenchmark {
             // read came next: both reads start on a quiet server.
             try quiesce(conninfo)
             exports.append(try spawn(admin, ["--db", conninfo, "-q", "export", "\(work)/export.json", "--force"]))
+            verifies.append(try spawn(admin, ["--db", conninfo, "-q", "verify", file], stdout: "/dev/null"))
+            sortedVerifies.append(try spawn(admin, ["--db", conninfo, "-q", "verify", "--sort", "--temp-dir", work, file],
+                                            stdout: "/dev/null"))
             copies.append(try spawn(psql, ["-q", "-v", "ON_ERROR_STOP=1", "-f", "\(work)/load.sql"],
                                     environment: psqlEnvironment))
             if let python { peers.append(try spawn(python, [peerScript, file, conninfo])) }
@@ -102,6 +106,9 @@ struct ImportExportBenchmark {
         }
         row("admin export", exports, megabytes: outputMB, baseline: copyOuts)
         row("psql COPY … TO STDOUT of the same tables", copyOuts, megabytes: outputMB, baseline: nil)
+        row("admin verify of the imported file / admin export", verifies, megabytes: inputMB, baseline: exports)
+        row("admin verify --sort (keys sorted on disk first) / admin export", sortedVerifies, megabytes: inputMB,
+            baseline: exports)
     }
 
     private func createFile(_ path: String) -> String {

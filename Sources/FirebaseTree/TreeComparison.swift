@@ -43,8 +43,9 @@ public struct TreeDifference: Sendable, Equatable {
 ///
 /// Both documents are read once, side by side, holding nothing but the current path and the values of the
 /// differences being reported: each object's children must come in RTDB key order (integer keys first), as the
-/// Firebase console and `admin export` write them, `.priority` first. A document whose keys are out of order
-/// stops the comparison with a `TreeError` of kind `.unordered` naming where.
+/// Firebase console and `admin export` write them, `.priority` first. A source whose keys are out of order
+/// stops the comparison with a `TreeError` of kind `.unordered` naming where (`TreeSorter` puts it in order); a
+/// store side out of order is `.malformedInput`.
 ///
 /// ```swift
 /// var comparison = TreeComparison { difference in print(difference.path, difference.kind) }
@@ -160,14 +161,15 @@ public struct TreeComparison {
         while reader.depth >= inside { try reader.next() }
     }
 
-    /// The key after `previous` in the object the reader is in, refusing one that is not after it in RTDB order.
-    private func nextKey(_ reader: inout JSONReader, after previous: String, side: String) throws -> String? {
+    /// The key after `previous` in the object the reader is in, refusing one that is not after it in RTDB order
+    /// (`.priority` and `.value` come first, where `head` reads them).
+    private func nextKey(_ reader: inout JSONReader, after previous: String, isSource: Bool) throws -> String? {
         guard let key = try nextKey(&reader) else { return nil }
-        guard FirebaseKey.compare(previous, key) < 0 else {
+        guard key != FirebaseKey.priority, key != FirebaseKey.value, FirebaseKey.compare(previous, key) < 0 else {
             throw TreeError(
-                .unordered,
-                "the \(side)'s keys are not in RTDB order: \"\(key)\" comes after \"\(previous)\" in /"
-                    + path.joined(separator: "/"),
+                isSource ? .unordered : .malformedInput,
+                "the \(isSource ? "source" : "store")'s keys are not in RTDB order: \"\(key)\" comes after "
+                    + "\"\(previous)\" in /" + path.joined(separator: "/"),
                 position: reader.position, path: reader.pathDescription)
         }
         return key
@@ -230,15 +232,15 @@ public struct TreeComparison {
                     try reportOnlyInSource(try head(&source), &source)
                 }
                 path.removeLast()
-                sourceKey = try nextKey(&source, after: key, side: "source")
-                if order == 0 { storeKey = try nextKey(&store, after: key, side: "store") }
+                sourceKey = try nextKey(&source, after: key, isSource: true)
+                if order == 0 { storeKey = try nextKey(&store, after: key, isSource: false) }
             } else {
                 let key = storeKey!
                 path.append(key)
                 nodesCompared += 1
                 try reportOnlyInStore(try head(&store), &store)
                 path.removeLast()
-                storeKey = try nextKey(&store, after: key, side: "store")
+                storeKey = try nextKey(&store, after: key, isSource: false)
             }
         }
     }

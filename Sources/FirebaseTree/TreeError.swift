@@ -12,6 +12,9 @@ public struct TreeError: Error, CustomStringConvertible, Sendable {
         case compression
         /// A comparison met keys out of RTDB order, which it reads in one pass (`TreeComparison`).
         case unordered
+        /// Temporary files (for sorting a tree, or keeping a copy of a pipe) could not be created, written or
+        /// read: a full disk, a missing or read-only directory (the operating system's error is in the message).
+        case scratchSpace
     }
 
     /// What went wrong, broadly.

@@ -55,6 +55,21 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
     public var inputPosition: JSONReader.Position?
     /// A `.connectionFailed` because the server asked for a password and none was given: one may be asked for.
     public var needsPassword = false
+    /// What would let the operation through or put things right, for a front end to word with its own options
+    /// (`hint` says it without naming any).
+    public var remedy: Remedy?
+
+    /// What would let a refused operation through, or put right what a failed one left.
+    public enum Remedy: Sendable, Equatable {
+        /// Import again allowing rejected values (more than `allowed`, the number allowed this time).
+        case allowRejects(allowed: Int)
+        /// Import at the path of the whole record, not inside it.
+        case importWholeRecord(path: [String])
+        /// Allow replacing a node with nothing.
+        case allowEmptying
+        /// Free disk space, VACUUM the tables and CHECKPOINT, to get back what a rolled-back write used.
+        case reclaimSpace
+    }
 
     /// Creates an error; only `kind` and `message` are required.
     public init(
@@ -76,7 +91,7 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
     public init(_ error: TreeError) {
         let kind: Kind = switch error.kind {
         case .malformedInput, .unreadable, .unordered: .malformedInput
-        case .compression: .io
+        case .compression, .scratchSpace: .io
         }
         self.init(kind, error.message, context: error.path.map { "reading \($0)" })
         inputPosition = error.position
@@ -96,6 +111,7 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
             hint: error.hint ?? error.sqlState.flatMap(Self.hint(for:)), constraint: error.constraint,
             statement: error.statement, context: error.context)
         needsPassword = error.needsPassword
+        if error.sqlState == .diskFull { remedy = .reclaimSpace }
     }
 
     /// Runs `body`, turning a database or tree error it throws into a storage error: Storage's API throws one
@@ -120,8 +136,8 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         switch sqlState {
         case .diskFull:
             "The transaction was rolled back, but what it wrote keeps its disk space until VACUUM gives it back: "
-                + "free some space, then run VACUUM on the tables (admin: `vacuum`), and CHECKPOINT as a superuser "
-                + "to recycle the write-ahead log it filled."
+                + "free some space, then run VACUUM on the tables, and CHECKPOINT as a superuser to recycle the "
+                + "write-ahead log it filled."
         default: nil
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresTestSupport
+import TreeTestSupport
 import Testing
 
 /// Eight consoles at once doing the app's operations on shared users and posts while a ninth runs `check` in a

@@ -39,8 +39,29 @@ struct VerifyCommandTests {
         #expect(underPath.status == 3)
         #expect(underPath.stdout.contains("under /users/alice: 1, /users/bob: 1;"), "\(underPath.stdout)")
 
-        let unordered = try AdminProcess.run(["--db", database.conninfo, "verify", "-"], input: #"{"zz": 1, "users": 2}"#)
-        #expect(unordered.status == 1)
-        #expect(unordered.stderr.contains("not in RTDB order"))
+    }
+
+    /// An export a script wrote, keys in insertion or byte order, from a file or a pipe: sorted, then compared.
+    @Test func keysInAnyOrderFromAFileOrAPipe() throws {
+        let database = try TestPostgres.makeDatabase()
+        let imported = try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: tree)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let scripted = #"{"zz": {"1": 2, "0": 1}, "users": {"bob": {"username": "bob"}, "alice": {"username": "alice"}}}"#
+        let piped = try AdminProcess.run(["--db", database.conninfo, "verify", "-"], input: scripted)
+        #expect(piped.status == 0, "\(piped.stdout)\(piped.stderr)")
+        #expect(piped.stdout.contains("- was sorted first"), "\(piped.stdout)")
+        #expect(piped.stderr.contains("keys not in RTDB order; sorting it first"), "\(piped.stderr)")
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("verify-\(UUID()).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(scripted.replacingOccurrences(of: "alice\"}}", with: "Al\"}}").utf8).write(to: file)
+        let changed = try AdminProcess.run(["--db", database.conninfo, "-q", "verify", file.path, "--format", "json"])
+        #expect(changed.status == 3, "\(changed.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(changed.stdout.utf8)) as? [String: Any])
+        let differences = try #require(document["differences"] as? [[String: Any]])
+        #expect(differences.map { $0["path"] as? String } == ["/users/alice/username"])
+        let summary = try #require(document["summary"] as? [String: Any])
+        #expect((summary["sorted_because"] as? String)?.contains(#""0" comes after "1" in /zz"#) == true)
+        #expect(changed.stderr.contains("differs from \(file.path) in 1 place"), "\(changed.stderr)")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import FuzzTargets
 import PostgresTestSupport
+import TreeTestSupport
 import Testing
 
 /// CI's short run of the fuzz targets (Fuzz/run.sh runs them under libFuzzer for as long as one likes): every

@@ -117,6 +117,7 @@ struct ImportIsolationTests {
             #expect(error.sqlState == .diskFull)
             #expect(error.hint?.contains("VACUUM") == true)
             #expect(error.hint?.contains("CHECKPOINT") == true)
+            #expect(error.remedy == .reclaimSpace)
         }
         let vacuumed = try store.vacuum()
         #expect(vacuumed.map(\.table) == Store.treeTables)

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresTestSupport
+import TreeTestSupport
 @testable import Storage
 import Testing
 

@@ -1,11 +1,15 @@
 import Foundation
 import PostgresTestSupport
+import TreeTestSupport
 @testable import Storage
 
 /// Random Firebase trees for property tests, and the JSON a tool might have written them as: arrays for
-/// integer-keyed objects, nulls and empty objects that must vanish, priorities, odd spacing.
+/// integer-keyed objects, nulls and empty objects that must vanish, priorities, odd spacing, keys out of order
+/// or written twice.
 struct RandomTree {
     var generator: SeededGenerator
+    /// How many objects `json` is writing inside.
+    private var nesting = 0
 
     init(seed: Int) {
         generator = SeededGenerator(state: UInt64(seed) &* 0x5851_F42D_4C95_7F2D &+ 1)
@@ -183,12 +187,21 @@ struct RandomTree {
                 out += space() + "]"
                 return
             }
+            nesting += 1
+            defer { nesting -= 1 }
             var keys = children.keys.map(\.string).sorted(by: FirebaseKey.exportPrecedes)
             if chance(30) { keys.shuffle(using: &generator) }
             out += "{" + space()
             var first = true
             func separator() { if !first { out += "," + space() }; first = false }
             for key in keys {
+                if chance(2), !key.hasPrefix(".") {
+                    // A key written twice: the last occurrence wins, so the first may hold anything (within
+                    // Firebase's depth, which a deep chain nearly fills).
+                    separator()
+                    out += quoted(key) + ":"
+                    write(nesting > 20 || chance(50) ? leaf() : tree(depth: 3, maximumDepth: 5), to: &out)
+                }
                 separator()
                 out += quoted(key) + space() + ":" + space()
                 write(children[key]!, to: &out)

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresTestSupport
+import TreeTestSupport
 import Testing
 @testable import Storage
 

@@ -122,7 +122,8 @@ struct TreeRoundTripTests {
         // Inside a stored record the node is part of the record's row: refused, nothing changed.
         let before = try exportJSON(store)
         #expect { try importJSON(#""robert""#, into: store, options: ImportOptions(at: ["posts", "bob", "-Pnew", "poster"])) }
-            throws: { ($0 as? StorageError)?.message == "--at /posts/bob/-Pnew/poster lies inside the record /posts/bob/-Pnew" }
+            throws: { ($0 as? StorageError)?.message == "cannot import at /posts/bob/-Pnew/poster: it lies inside the record /posts/bob/-Pnew"
+                    && ($0 as? StorageError)?.remedy == .importWholeRecord(path: ["posts", "bob", "-Pnew"]) }
         expectSameText(try exportJSON(store), before)
     }
 

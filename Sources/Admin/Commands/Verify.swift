@@ -13,9 +13,13 @@ struct Verify: ConsoleCommand {
             Both sides stream, so memory stays bounded at any size. Read-only: it writes nothing, runs with a role \
             that may only SELECT, and reads the store from one snapshot.
 
-            SOURCE is a file, a .gz file, or - for stdin, as import takes it; each object's keys must come in RTDB \
-            order (integer keys first), as the Firebase console and admin export write them. --path compares the \
-            node at that path with a SOURCE that is an export of that node alone (as import --at takes it).
+            SOURCE is a file, a .gz file, or - for stdin, as import takes it. --path compares the node at that \
+            path with a SOURCE that is an export of that node alone (as import --at takes it). Its keys may come in \
+            any order: one pass suffices when each object's keys come in RTDB order (integer keys first), as the \
+            Firebase console and admin export write them; an export a script wrote (Python's json.dump, jq -S, \
+            sort_keys) is sorted first, with temporary files in --temp-dir of about three times its size, then \
+            compared (--sort sorts without trying one pass). A key repeated in one object counts with its last \
+            occurrence, as import keeps it.
 
             Each difference is one row, in RTDB order of path:
               missing   in SOURCE, not in the store (the shallowest such path)
@@ -36,6 +40,7 @@ struct Verify: ConsoleCommand {
               verify export.json
               verify export.json.gz --max-differences 20
               verify posts.json --path /posts
+              verify scripted-export.json --sort --temp-dir /var/tmp
               gunzip -c export.json.gz | admin verify - --format json
             """)
 
@@ -54,6 +59,14 @@ struct Verify: ConsoleCommand {
     @Option(help: "Output format: table, json or csv (default: the session's).")
     var format: OutputFormat?
 
+    @Flag(help: "Sort SOURCE first, without trying one pass (for an export known to be out of RTDB order).")
+    var sort = false
+
+    @Option(
+        name: .customLong("temp-dir"),
+        help: "Where to keep temporary files when SOURCE must be sorted (default: $TMPDIR or /tmp).")
+    var temporaryDirectory = TreeSorter.defaultTemporaryDirectory
+
     /// How much of a value a table shows.
     private static let shownValueLength = 60
 
@@ -67,11 +80,22 @@ struct Verify: ConsoleCommand {
         defer { input.close() }
         let store = try session.store()
         let keys = try FirebasePath.keys(of: path)
-        let progress = ProgressBar("verify", total: input.size, session: session)
+        var progress = ProgressBar("verify", total: input.size, session: session)
         defer { progress?.finish() }
+        var isFirstPass = true
         let report = try store.verify(
-            source: input.source(progress: progress), at: keys, ignoringPriorities: ignorePriorities,
-            maxListed: maxDifferences)
+            opening: {
+                if sort { return try input.source(progress: progress) }
+                guard !isFirstPass else {
+                    isFirstPass = false
+                    return try input.source(progress: progress, keepingCopyIn: temporaryDirectory)
+                }
+                progress?.finish()
+                session.inform("\(file): keys not in RTDB order; sorting it first (temporary files in \(temporaryDirectory))")
+                progress = ProgressBar("verify: sorting", total: input.size, session: session)
+                return try input.rewound(progress: progress)
+            }, at: keys, ignoringPriorities: ignorePriorities, maxListed: maxDifferences, sortingFirst: sort,
+            temporaryDirectory: temporaryDirectory)
         progress?.finish()
         let format = format ?? session.format
         if format == .json {
@@ -110,7 +134,8 @@ struct Verify: ConsoleCommand {
         let rate = report.seconds > 0 ? Double(report.sourceBytes) / 1_000_000 / report.seconds : 0
         let timing = String(format: "%.3f s, %.1f MB/s", report.seconds, rate)
         let compared = "\(DomainViews.count(report.nodesCompared, "node")) compared"
-        guard !report.isEqual else { return "The store and \(file) are equal: \(compared) (\(timing))." }
+        let sorted = report.sortedBecause.map { " \(file) was sorted first, because \($0)." } ?? ""
+        guard !report.isEqual else { return "The store and \(file) are equal: \(compared) (\(timing)).\(sorted)" }
         let kinds = TreeDifference.Kind.allCases.compactMap { kind in report.counts[kind].map { "\($0) \(kind.rawValue)" } }
         let nodes = Self.countsByChild(report).map { "\($0.path): \($0.count)" }
         var text = "\(DomainViews.count(report.differenceCount, "difference")) (\(kinds.joined(separator: ", "))) "
@@ -118,7 +143,7 @@ struct Verify: ConsoleCommand {
         if report.differences.count < report.differenceCount {
             text += " The first \(report.differences.count) are listed (--max-differences)."
         }
-        return text
+        return text + sorted
     }
 
     /// The differences under each child of the verified node, in RTDB order of its path.
@@ -145,6 +170,7 @@ struct Verify: ConsoleCommand {
             ("listed", String(report.differences.count)),
             ("source_bytes", String(report.sourceBytes)),
             ("seconds", JSONWriter.number(report.seconds)),
+            ("sorted_because", report.sortedBecause.map(JSONWriter.string) ?? "null"),
         ])
         return JSONWriter.object([
             ("equal", report.isEqual ? "true" : "false"), ("differences", JSONWriter.array(differences)),

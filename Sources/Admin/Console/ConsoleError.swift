@@ -25,7 +25,8 @@ struct ConsoleError: Error, CustomStringConvertible {
         switch error {
         case let error as ConsoleError:
             return error
-        case let error as StorageError:
+        case var error as StorageError:
+            if let remedy = error.remedy { error.hint = hint(for: remedy) }
             switch error.kind {
             case .connectionFailed, .connectionLost, .cluster:
                 return ConsoleError(.cannotConnect, error.description)
@@ -36,6 +37,24 @@ struct ConsoleError: Error, CustomStringConvertible {
             return ConsoleError(.commandFailed, error.description)
         default:
             return ConsoleError(.commandFailed, String(describing: error))
+        }
+    }
+
+    /// Storage's remedy in the console's words: the option or command that applies it.
+    private static func hint(for remedy: StorageError.Remedy) -> String {
+        switch remedy {
+        case .allowRejects(let allowed) where allowed == 0:
+            "--max-rejects N lets up to N rejected values through (they are listed and written to the rejects file)"
+        case .allowRejects(let allowed):
+            "more than --max-rejects \(allowed) values were rejected"
+        case .importWholeRecord(let path):
+            "Import the whole record with --at \(FirebasePath.string(of: path))."
+        case .allowEmptying:
+            "Nothing was changed. If emptying it is what you want, allow it with --allow-empty (or --yes)."
+        case .reclaimSpace:
+            "The transaction was rolled back, but what it wrote keeps its disk space until VACUUM gives it back: "
+                + "free some space, then run `vacuum`, and CHECKPOINT as a superuser to recycle the write-ahead log "
+                + "it filled."
         }
     }
 }

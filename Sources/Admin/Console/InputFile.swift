@@ -5,6 +5,8 @@ import Storage
 final class InputFile {
     let path: String
     private let descriptor: Int32
+    /// The copy kept of a pipe's bytes, for a second pass.
+    private var spool: SpooledSource?
 
     init(path: String) throws {
         self.path = path
@@ -24,13 +26,37 @@ final class InputFile {
     }
 
     /// The bytes to read, decompressed when the name ends in `.gz`; `progress` counts the bytes of the file.
-    func source(progress: ProgressBar? = nil) throws -> any ByteSource {
-        let file = FileDescriptorSource(descriptor: descriptor, name: path)
-        if let progress {
-            let counted = ProgressSource(base: file, bar: progress)
-            return path.hasSuffix(".gz") ? try GzipSource(counted, name: path) : counted
+    /// With `copyDirectory`, what is read from stdin or a pipe is also kept in a temporary file there, for
+    /// `rewound(progress:)`.
+    func source(progress: ProgressBar? = nil, keepingCopyIn copyDirectory: String? = nil) throws -> any ByteSource {
+        var file: any ByteSource = FileDescriptorSource(descriptor: descriptor, name: path)
+        if let copyDirectory, size == nil {
+            do {
+                spool = try SpooledSource(file, temporaryDirectory: copyDirectory)
+            } catch let error as TreeError {
+                throw ConsoleError(.commandFailed, error.message)
+            }
+            file = spool!
         }
-        return path.hasSuffix(".gz") ? try GzipSource(file, name: path) : file
+        return try decoded(file, progress: progress)
+    }
+
+    /// The bytes again from the first, for a second pass: a regular file read anew, stdin or a pipe from the
+    /// copy `source(progress:keepingCopyIn:)` kept.
+    func rewound(progress: ProgressBar? = nil) throws -> any ByteSource {
+        if let spool {
+            try spool.rewind()
+            return try decoded(spool, progress: progress)
+        }
+        guard size != nil, lseek(descriptor, 0, SEEK_SET) == 0 else {
+            throw ConsoleError(.commandFailed, "cannot read \(path) a second time: it is not a regular file")
+        }
+        return try decoded(FileDescriptorSource(descriptor: descriptor, name: path), progress: progress)
+    }
+
+    private func decoded(_ file: any ByteSource, progress: ProgressBar?) throws -> any ByteSource {
+        let counted = progress.map { ProgressSource(base: file, bar: $0) } ?? file
+        return path.hasSuffix(".gz") ? try GzipSource(counted, name: path) : counted
     }
 
     /// The file's size in bytes, when it is a regular file.

@@ -97,8 +97,8 @@ final class ProgressBar {
 }
 
 /// A byte source that reports each read to a progress bar.
-struct ProgressSource<Base: ByteSource>: ByteSource {
-    var base: Base
+struct ProgressSource: ByteSource {
+    var base: any ByteSource
     let bar: ProgressBar
 
     mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {

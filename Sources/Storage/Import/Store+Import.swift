@@ -29,7 +29,7 @@ extension Store {
     ) throws -> ImportReport {
         for key in options.at {
             if let problem = FirebaseKey.problem(with: key) ?? (key.hasPrefix(".") ? "a priority is not a node" : nil) {
-                throw StorageError(.invalidValue, "--at: \"\(key)\" cannot be a Firebase key: \(problem)")
+                throw StorageError(.invalidValue, "cannot import at \"\(key)\": not a Firebase key: \(problem)")
             }
         }
         let clock = ContinuousClock()
@@ -55,9 +55,13 @@ extension Store {
             }
             if !options.at.isEmpty {
                 if let record = try recordPath(holding: options.at) {
-                    throw StorageError(
-                        .invalidValue, "--at /\(options.at.joined(separator: "/")) lies inside the record /\(record.joined(separator: "/"))",
-                        hint: "Import the whole record with --at /\(record.joined(separator: "/")).")
+                    var error = StorageError(
+                        .invalidValue,
+                        "cannot import at /\(options.at.joined(separator: "/")): it lies inside the record /"
+                            + record.joined(separator: "/"),
+                        hint: "Import the whole record at /\(record.joined(separator: "/")).")
+                    error.remedy = .importWholeRecord(path: record)
+                    throw error
                 }
                 if options.mode == .replace {
                     replaced = try Store.deleteRows(under: options.at, on: connection).values.reduce(0, +)
@@ -85,9 +89,11 @@ extension Store {
             report.rowsReplaced += replaced
             if options.mode == .replace, !options.allowsEmptying, report.rowsImported == 0, heldSomething || replaced > 0 {
                 let node = options.at.isEmpty ? "the store" : "the node at /" + options.at.joined(separator: "/")
-                throw StorageError(
+                var error = StorageError(
                     .refused, "the file holds nothing (null or {}): replacing \(node) with it would delete everything there",
-                    hint: "Nothing was changed. If emptying it is what you want, allow it (admin: --allow-empty or --yes).")
+                    hint: "Nothing was changed. If emptying it is what you want, allow it.")
+                error.remedy = .allowEmptying
+                throw error
             }
         }
         report.seconds = (clock.now - started).seconds

@@ -68,6 +68,7 @@ extension Store {
                 } catch var error as StorageError {
                     // A write has no rejects to allow: the import's hint about letting some through does not apply.
                     error.hint = nil
+                    error.remedy = nil
                     throw error
                 }
                 let written = report.lines.reduce(0) { $0 + $1.rowsImported }

@@ -525,10 +525,11 @@ final class TreeImporter {
         var error = StorageError(
             .malformedInput, "rejected \(rejected.path): \(reason)",
             hint: options.maximumRejects == 0
-                ? "--max-rejects N lets up to N rejected values through (they are listed and written to the rejects file)"
-                : "more than --max-rejects \(options.maximumRejects) values were rejected",
+                ? "Allowing rejected values lets them through (they are listed and handed to the reject handler)."
+                : "More than the \(options.maximumRejects) allowed values were rejected.",
             context: "reading \(rejected.path)")
         error.inputPosition = reader.position
+        error.remedy = .allowRejects(allowed: options.maximumRejects)
         throw error
     }
 

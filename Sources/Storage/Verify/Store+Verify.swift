@@ -16,6 +16,9 @@ public struct VerifyReport: Sendable {
     public var sourceBytes = 0, storeBytes = 0
     /// Wall-clock seconds the comparison took.
     public var seconds = 0.0
+    /// Why the source was sorted before it was compared (where its keys first left RTDB order); nil when it was
+    /// read in one pass.
+    public var sortedBecause: String?
 
     /// All differences, listed or not.
     public var differenceCount: Int { counts.values.reduce(0, +) }
@@ -24,17 +27,66 @@ public struct VerifyReport: Sendable {
 }
 
 extension Store {
-    /// Compares the node at `path` with `source`, a Firebase JSON export of that node, under the Realtime
-    /// Database's semantics (see `TreeComparison`), and reports where they differ. Read-only, from one snapshot:
-    /// the store's side is its export, streamed from another thread while the source is read, so memory stays
-    /// bounded whatever the size of either.
+    /// Compares the node at `path` with a Firebase JSON export of that node, under the Realtime Database's
+    /// semantics (see `TreeComparison`), and reports where they differ. Read-only, from one snapshot: the store's
+    /// side is its export, streamed from another thread while the source is read, so memory stays bounded
+    /// whatever the size of either.
     ///
-    /// `maxListed` differences are kept in the report (in RTDB order of path); all are counted.
+    /// `open` gives the export's bytes from its start. The comparison reads them in one pass while each
+    /// object's keys come in RTDB order (as the Firebase console writes them); at the first that does not, it
+    /// calls `open` again and sorts the export first (`TreeSorter`, with temporary files in
+    /// `temporaryDirectory`), then compares from the start; `sortingFirst` skips the one-pass attempt for an
+    /// export known to be out of order (and `open` is called once). `maxListed` differences are kept in the
+    /// report (in RTDB order of path); all are counted.
     public func verify(
-        source: some ByteSource, at path: [String] = [], ignoringPriorities: Bool = false, maxListed: Int = 1000
+        opening open: () throws -> any ByteSource, at path: [String] = [], ignoringPriorities: Bool = false,
+        maxListed: Int = 1000, sortingFirst: Bool = false,
+        temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory
     ) throws -> VerifyReport {
-        let clock = ContinuousClock()
-        let started = clock.now
+        let started = ContinuousClock.now
+        var report: VerifyReport
+        do {
+            guard !sortingFirst else { throw TreeError(.unordered, "sorting first was asked for") }
+            report = try compare(try open(), at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed)
+        } catch let error as TreeError where error.kind == .unordered {
+            let sorted = try StorageError.converting { try TreeSorter.sort(try open(), temporaryDirectory: temporaryDirectory) }
+            do {
+                report = try compare(sorted, at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed)
+            } catch var sortedError as TreeError {
+                // A position in the sorted text is nowhere in the file; the path says where.
+                sortedError.position = nil
+                throw StorageError(sortedError)
+            }
+            report.sourceBytes = sorted.bytesRead
+            report.sortedBecause = error.message
+        } catch let error as TreeError {
+            throw StorageError(error)
+        }
+        report.seconds = (ContinuousClock.now - started).seconds
+        return report
+    }
+
+    /// `verify(opening:…)` of a source that can be read only once (stdin, a pipe): what it reads is kept in a
+    /// temporary file in case the export must be sorted and so read again.
+    public func verify(
+        source: some ByteSource, at path: [String] = [], ignoringPriorities: Bool = false, maxListed: Int = 1000,
+        temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory
+    ) throws -> VerifyReport {
+        let spool = try StorageError.converting { try SpooledSource(source, temporaryDirectory: temporaryDirectory) }
+        var isFirst = true
+        return try verify(
+            opening: {
+                if !isFirst { try spool.rewind() }
+                isFirst = false
+                return spool
+            }, at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed,
+            temporaryDirectory: temporaryDirectory)
+    }
+
+    /// One comparison pass of `source` with the store's export; a tree error comes out as it is.
+    private func compare(
+        _ source: some ByteSource, at path: [String], ignoringPriorities: Bool, maxListed: Int
+    ) throws -> VerifyReport {
         let pipe = ExportPipe()
         let export = StoreExport(store: self, path: path, pipe: pipe)
         let thread = Thread { export.run() }
@@ -48,9 +100,7 @@ extension Store {
                 report.countsByChild[Array(difference.path.prefix(path.count + 1)), default: 0] += 1
                 if report.differences.count < maxListed { report.differences.append(difference) }
             }
-            try StorageError.converting {
-                try comparison.compare(source: &sourceReader, store: &storeReader, at: path)
-            }
+            try comparison.compare(source: &sourceReader, store: &storeReader, at: path)
             report.nodesCompared = comparison.nodesCompared
             report.sourceBytes = sourceReader.bytesRead
         } catch {
@@ -63,7 +113,6 @@ extension Store {
         export.finished.wait()
         if let exportError = export.error { throw exportError }
         report.storeBytes = export.report?.bytes ?? 0
-        report.seconds = (clock.now - started).seconds
         return report
     }
 }

@@ -1,7 +1,6 @@
 @testable import FirebaseTree
 import Foundation
-import PostgresTestSupport
-@testable import Storage
+import TreeTestSupport
 import Testing
 
 /// A parsed JSON value, for comparing the reader with Foundation.
@@ -265,8 +264,6 @@ struct JSONReaderTests {
         #expect(error.position == JSONReader.Position(offset: 31, line: 3, column: 17))
         #expect(error.message.contains("byte 31 (line 3, column 17)"))
         #expect(error.path == "/posts/u1/2")
-        #expect(StorageError(error).context == "reading /posts/u1/2")
-        #expect(StorageError(error).inputPosition == error.position)
     }
 
     @Test func truncatedEmptyAndTrailingGarbage() throws {

@@ -1,6 +1,5 @@
 @testable import FirebaseTree
-import PostgresTestSupport
-@testable import Storage
+import TreeTestSupport
 import Testing
 
 @Suite("Firebase keys")

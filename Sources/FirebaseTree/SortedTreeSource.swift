@@ -1,0 +1,143 @@
+import Foundation
+
+/// A document sorted by `TreeSorter`, handed out as JSON text in RTDB order: the merge of its sorted runs,
+/// turned back into nested objects as it is read.
+public struct SortedTreeSource: ByteSource {
+    private let writer: SortedTreeWriter
+    /// Bytes read from the unsorted document.
+    public let bytesRead: Int
+    /// How many runs of records went to disk (0 when the document's records fit in memory).
+    public let runsOnDisk: Int
+
+    init(runs: SortedRuns, bytesRead: Int, temporaryDirectory: String) {
+        self.bytesRead = bytesRead
+        runsOnDisk = runs.onDisk.count
+        writer = SortedTreeWriter(runs: runs, temporaryDirectory: temporaryDirectory)
+    }
+
+    /// The next bytes of the sorted document.
+    public mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        try writer.read(into: buffer)
+    }
+}
+
+/// Writes the records of a merge as JSON text: opens and closes objects where consecutive paths part, and
+/// drops the records of a repeated key's earlier occurrences (the merge gives the last one first).
+final class SortedTreeWriter {
+    private var runs: SortedRuns?
+    private let temporaryDirectory: String
+    private var merge: RecordMerge?
+    private var text: [UInt8] = []
+    private var textOffset = 0
+    private var isDone = false
+    /// The order of the last record written, and where each of its elements ends.
+    private var previous: [UInt8] = []
+    private var previousEnds: [Int] = []
+    private var hasPrevious = false
+    private var ends: [Int] = []
+
+    init(runs: SortedRuns, temporaryDirectory: String) {
+        self.runs = runs
+        self.temporaryDirectory = temporaryDirectory
+    }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        while text.count - textOffset < buffer.count, !isDone { try writeNext() }
+        let count = min(buffer.count, text.count - textOffset)
+        text.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + textOffset, byteCount: count) }
+        textOffset += count
+        // Drop what was handed out once it outweighs what is left (a long value may have grown the text).
+        if textOffset >= text.count - textOffset {
+            text.removeSubrange(..<textOffset)
+            textOffset = 0
+            if text.capacity > 4 << 20, text.count < 1 << 20 { text = Array(text) }
+        }
+        return count
+    }
+
+    private func writeNext() throws {
+        if merge == nil, let runs {
+            // The merge starts at the first read, so that sorting and its errors stay in `TreeSorter.sort`
+            // unless the runs need merging passes.
+            merge = try RecordMerge(runs: runs, temporaryDirectory: temporaryDirectory)
+            self.runs = nil
+        }
+        guard let record = try merge!.next() else {
+            closeAll()
+            isDone = true
+            merge = nil
+            return
+        }
+        try write(record)
+    }
+
+    private func write(_ record: UnsafeRawBufferPointer) throws {
+        let order = SortRecord.order(of: record)
+        ends.removeAll(keepingCapacity: true)
+        var index = 0
+        while index < order.count {
+            while order[index] != SortRecord.elementEnd { index += 1 }
+            index += SortRecord.elementTail
+            ends.append(index)
+        }
+        if hasPrevious {
+            let level = try partingLevel(order)
+            guard let level else { return }
+            for _ in (level + 1)..<previousEnds.count { text.append(UInt8(ascii: "}")) }
+            text.append(UInt8(ascii: ","))
+            writeKeys(of: record, order: order, from: level)
+        } else {
+            if !ends.isEmpty { text.append(UInt8(ascii: "{")) }
+            writeKeys(of: record, order: order, from: 0)
+        }
+        previous.removeAll(keepingCapacity: true)
+        previous.append(contentsOf: order)
+        swap(&previousEnds, &ends)
+        hasPrevious = true
+    }
+
+    /// The first level where the path of `order` parts from the previous record's, or nil when the record
+    /// belongs to an earlier occurrence of a repeated key whose last occurrence (which replaces it) came before.
+    private func partingLevel(_ order: UnsafeRawBufferPointer) throws -> Int? {
+        try previous.withUnsafeBytes { previous in
+            var level = 0
+            while level < ends.count, level < previousEnds.count, ends[level] == previousEnds[level],
+                memcmp(order.baseAddress!, previous.baseAddress!, ends[level]) == 0
+            {
+                level += 1
+            }
+            guard level < ends.count, level < previousEnds.count else {
+                throw TreeError(.malformedInput, "a sorted tree holds one path twice")
+            }
+            let start = level == 0 ? 0 : ends[level - 1]
+            let keyLength = ends[level] - SortRecord.elementTail - start
+            let sameKey = keyLength == previousEnds[level] - SortRecord.elementTail - start
+                && memcmp(order.baseAddress! + start, previous.baseAddress! + start, keyLength) == 0
+            return sameKey ? nil : level
+        }
+    }
+
+    /// Writes the record's keys from `level` on, opening an object before each but the first, then its value.
+    private func writeKeys(of record: UnsafeRawBufferPointer, order: UnsafeRawBufferPointer, from level: Int) {
+        let keysOffset = 8 + order.count
+        let keys = UnsafeRawBufferPointer(rebasing: record[(keysOffset + 4)..<(keysOffset + 4 + SortRecord.loadLength(record, at: keysOffset))])
+        var keyOffset = 0
+        for keyLevel in 0..<ends.count {
+            let length = SortRecord.loadLength(keys, at: keyOffset)
+            if keyLevel >= level {
+                if keyLevel > level { text.append(UInt8(ascii: "{")) }
+                let key = UnsafeRawBufferPointer(rebasing: keys[(keyOffset + 4)..<(keyOffset + 4 + length)])
+                JSONTextWriter.appendQuoted(key.assumingMemoryBound(to: UInt8.self), to: &text)
+                text.append(UInt8(ascii: ":"))
+            }
+            keyOffset += 4 + length
+        }
+        text.append(contentsOf: record[(keysOffset + 4 + keys.count)...])
+    }
+
+    /// Closes the objects the last record left open.
+    private func closeAll() {
+        guard hasPrevious else { return }
+        for _ in 0..<previousEnds.count { text.append(UInt8(ascii: "}")) }
+    }
+}

@@ -1,0 +1,160 @@
+@testable import FirebaseTree
+import Foundation
+import Testing
+import TreeTestSupport
+
+/// The sorted text of `json`.
+private func sorted(_ json: String) throws -> String {
+    var source = try TreeSorter.sort(MemorySource(json, chunkSize: 5))
+    return String(decoding: try readAll(&source), as: UTF8.self)
+}
+
+private func readAll(_ source: inout some ByteSource) throws -> [UInt8] {
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 1000)
+    while true {
+        let count = try buffer.withUnsafeMutableBytes { try source.read(into: $0) }
+        if count == 0 { return bytes }
+        bytes += buffer[..<count]
+    }
+}
+
+/// Fails unless every object's keys in `json` come in RTDB order, `.priority` first (then `.value`).
+private func expectRTDBOrder(_ json: String) throws {
+    var reader = JSONReader(source: MemorySource(json))
+    var previousKeys: [String?] = []
+    while try reader.next() != .end {
+        switch reader.token {
+        case .objectStart: previousKeys.append(nil)
+        case .objectEnd: previousKeys.removeLast()
+        case .key:
+            let key = reader.string
+            if let previous = previousKeys[previousKeys.count - 1] {
+                let inOrder = previous == FirebaseKey.priority && key != FirebaseKey.priority
+                    || previous == FirebaseKey.value && key != FirebaseKey.value && key != FirebaseKey.priority
+                    || key != FirebaseKey.priority && key != FirebaseKey.value && FirebaseKey.compare(previous, key) < 0
+                #expect(inOrder, "\(key) after \(previous)")
+            }
+            previousKeys[previousKeys.count - 1] = key
+        default: break
+        }
+    }
+}
+
+@Suite("Sorting trees into RTDB order (no server)")
+struct TreeSorterTests {
+    @Test func keysComeInRTDBOrderAtEveryLevel() throws {
+        #expect(try sorted(#"{"b": 1, "a": {"y": 2, "x": 3}}"#) == #"{"a":{"x":3,"y":2},"b":1}"#)
+        // Integer keys first, numerically; then the rest by UTF-16 code units (push IDs after "-1").
+        #expect(try sorted(#"{"10": 1, "9": 2, "a": 3, "-1": 4, "-Kx": 5}"#) == #"{"-1":4,"9":2,"10":1,"-Kx":5,"a":3}"#)
+        // Python's sort_keys order: byte order, not RTDB's.
+        #expect(try sorted(#"{"1497918951912": 0, "20": 1, "3": 2}"#) == #"{"3":2,"20":1,"1497918951912":0}"#)
+        // U+FF5E sorts after an astral character in UTF-16, before it in UTF-8.
+        #expect(try sorted(#"{"\uFF5E": 1, "😀": 2}"#) == #"{"😀":2,"～":1}"#)
+    }
+
+    @Test func arraysNullsAndEmptyObjectsKeepTheirPlaces() throws {
+        #expect(try sorted(#"[1, null, {"b": 1, "a": []}]"#) == #"{"0":1,"1":null,"2":{"a":{},"b":1}}"#)
+        #expect(try sorted("5") == "5")
+        #expect(try sorted(#""text""#) == #""text""#)
+        #expect(try sorted("null") == "null")
+        #expect(try sorted("{}") == "{}")
+        #expect(try sorted("[]") == "{}")
+    }
+
+    @Test func prioritiesComeFirstThenValue() throws {
+        #expect(try sorted(#"{"x": 1, ".priority": 2}"#) == #"{".priority":2,"x":1}"#)
+        #expect(try sorted(#"{"l": {".value": "v", ".priority": 1}}"#) == #"{"l":{".priority":1,".value":"v"}}"#)
+    }
+
+    @Test func aRepeatedKeyKeepsItsLastOccurrenceAsImportDoes() throws {
+        #expect(try sorted(#"{"a": {"x": 1, "y": 2}, "b": 2, "a": {"z": 3}}"#) == #"{"a":{"z":3},"b":2}"#)
+        #expect(try sorted(#"{"a": {"x": 1}, "a": null}"#) == #"{"a":null}"#)
+        #expect(try sorted(#"{"a": 1, "a": {"x": 1}, "a": 2}"#) == #"{"a":2}"#)
+        #expect(try sorted(#"{"k": {"a": 1, "a": {"b": {"c": 1}}}}"#) == #"{"k":{"a":{"b":{"c":1}}}}"#)
+    }
+
+    @Test func keysAndTextAnAttackerWroteSurvive() throws {
+        let json = #"{"a\u0000": 1, "a": "\u001b[31mred\u0007", "a\u0001b": 2, "\u0002": 3}"#
+        let text = try sorted(json)
+        try expectRTDBOrder(text)
+        #expect(try TreeValue.parse(json: text) == TreeValue.parse(json: json))
+    }
+
+    @Test func malformedInputIsRefusedWithItsPosition() throws {
+        let error = #expect(throws: TreeError.self) { try sorted("{\"b\": 1,\n \"a\": tru}") }
+        #expect(error?.kind == .malformedInput)
+        #expect(error?.position?.line == 2)
+        #expect(throws: TreeError.self) { try sorted(#"{"n": 1e400}"#) }
+    }
+
+    /// Random trees with every key shape, written in a random order with repeated keys: the sorted text holds
+    /// the same tree (as import reads it, the last occurrence winning) in RTDB order, whether its records stay
+    /// in memory, go to disk in runs, or need merge passes (more runs than one merge reads).
+    @Test(arguments: [(32 << 20, 1), (4096, 2), (1 << 16, 3)])
+    func randomTreesSortedInMemoryAndOnDisk(runBytes: Int, seed: Int) throws {
+        var generator = SeededGenerator(state: UInt64(seed) &* 7919)
+        let json = Self.randomJSON(depth: 0, children: seed == 2 ? 1200 : 300, using: &generator)
+        var source = try TreeSorter.sort(MemorySource(json, chunkSize: 777), runBytes: runBytes)
+        let text = String(decoding: try readAll(&source), as: UTF8.self)
+        if runBytes == 4096 { #expect(source.runsOnDisk > TreeSorter.mergeFanIn) }
+        if runBytes == 32 << 20 { #expect(source.runsOnDisk == 0) }
+        try expectRTDBOrder(text)
+        #expect(try TreeValue.parse(json: text, normalizing: false) == TreeValue.parse(json: json, normalizing: false))
+    }
+
+    private static let keys = [
+        "0", "1", "2", "9", "10", "11", "100", "-1", "-10", "007", "-0", "2147483647", "2147483648", "-2147483649",
+        "1497918951912", "-Kyh1", "-KyhA", "a", "B", "z", "é", "e\u{301}", "～", "😀", ".priority", "\u{1}", "a b",
+    ]
+
+    private static func randomJSON(depth: Int, children: Int, using generator: inout SeededGenerator) -> String {
+        if depth >= 3 || Int.random(in: 0..<4, using: &generator) == 0 {
+            switch Int.random(in: 0..<6, using: &generator) {
+            case 0: return "null"
+            case 1: return "true"
+            case 2: return String(Double(Int.random(in: -1000...1000, using: &generator)) / 8)
+            case 3: return "{}"
+            default: return "\"v\\u0001\\\"\(Int.random(in: 0...99, using: &generator))\""
+            }
+        }
+        let count = depth == 0 ? children : Int.random(in: 1...8, using: &generator)
+        if Int.random(in: 0..<5, using: &generator) == 0 {
+            let elements = (0..<count).map { _ in randomJSON(depth: depth + 1, children: children, using: &generator) }
+            return "[" + elements.joined(separator: ",") + "]"
+        }
+        let members = (0..<count).map { index -> String in
+            var key = keys.randomElement(using: &generator)!
+            if depth == 0 { key += String(index % 97) }
+            if key == ".priority" { return "\".priority\": 3" }
+            var quoted: [UInt8] = []
+            key.utf8CString.withUnsafeBufferPointer { characters in
+                characters.withMemoryRebound(to: UInt8.self) {
+                    JSONTextWriter.appendQuoted(UnsafeBufferPointer(rebasing: $0.dropLast()), to: &quoted)
+                }
+            }
+            return String(decoding: quoted, as: UTF8.self) + ": " + randomJSON(depth: depth + 1, children: children, using: &generator)
+        }
+        return "{" + members.joined(separator: ", ") + "}"
+    }
+}
+
+@Suite("Spooled sources (no server)")
+struct SpooledSourceTests {
+    @Test func rewindReplaysWhatWasReadThenTheRest() throws {
+        let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let spool = try SpooledSource(MemorySource(bytes, chunkSize: 4099))
+        var buffer = [UInt8](repeating: 0, count: 100_000)
+        var head: [UInt8] = []
+        for _ in 0..<2 {
+            let count = try buffer.withUnsafeMutableBytes { try spool.read(into: $0) }
+            head += buffer[..<count]
+        }
+        #expect(head == Array(bytes[..<head.count]))
+        try spool.rewind()
+        var source = spool
+        #expect(try readAll(&source) == bytes)
+        try spool.rewind()
+        #expect(try readAll(&source) == bytes)
+    }
+}
