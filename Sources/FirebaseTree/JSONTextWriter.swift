@@ -240,7 +240,19 @@ public struct JSONTextWriter {
 
     /// Appends `text` as a JSON string literal, escaped as `JSON.stringify` escapes.
     package static func appendQuoted(_ text: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+        if text.count > 1 << 16, bytes.capacity - bytes.count < text.count + 2 {
+            // A long string (a photo in base64): room for exactly its escaped form, instead of doubling the buffer
+            // (and holding old and new at once) as appending would.
+            bytes.reserveCapacity(bytes.count + escapedCount(text) + 2)
+        }
         bytes.append(UInt8(ascii: "\""))
+        appendEscaped(text, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends `text` escaped as in a JSON string literal, without the quotes (a long string may be escaped
+    /// piece by piece: escapes never span two bytes of the input).
+    package static func appendEscaped(_ text: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
         var runStart = 0
         var index = 0
         let count = text.count
@@ -281,7 +293,18 @@ public struct JSONTextWriter {
             }
         }
         bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[runStart...]))
-        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// How many bytes `appendQuoted` writes for `text`, quotes left out.
+    private static func escapedCount(_ text: UnsafeBufferPointer<UInt8>) -> Int {
+        var count = text.count
+        for byte in text where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x08, 0x0C, 0x0A, 0x0D, 0x09: count += 1
+            default: count += 5
+            }
+        }
+        return count
     }
 
     // MARK: Trees

@@ -27,6 +27,9 @@ final class SortedTreeWriter {
     private var runs: SortedRuns?
     private let temporaryDirectory: String
     private var merge: RecordMerge?
+    private let values: TemporaryFile?
+    /// A long string's JSON, in `values`, to hand out before any record after it.
+    private var pendingValue: (offset: Int, length: Int)?
     private var text: [UInt8] = []
     private var textOffset = 0
     private var isDone = false
@@ -38,11 +41,13 @@ final class SortedTreeWriter {
 
     init(runs: SortedRuns, temporaryDirectory: String) {
         self.runs = runs
+        values = runs.values
         self.temporaryDirectory = temporaryDirectory
     }
 
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        while text.count - textOffset < buffer.count, !isDone { try writeNext() }
+        while pendingValue == nil, text.count - textOffset < buffer.count, !isDone { try writeNext() }
+        guard textOffset < text.count else { return try readPendingValue(into: buffer) }
         let count = min(buffer.count, text.count - textOffset)
         text.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + textOffset, byteCount: count) }
         textOffset += count
@@ -52,6 +57,15 @@ final class SortedTreeWriter {
             textOffset = 0
             if text.capacity > 4 << 20, text.count < 1 << 20 { text = Array(text) }
         }
+        return count
+    }
+
+    /// The next bytes of the long string the last record points to, read from the values file; 0 at the end.
+    private func readPendingValue(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard let (offset, length) = pendingValue, let values else { return 0 }
+        let count = try values.read(at: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(length)))
+        guard count > 0 else { throw TreeError(.scratchSpace, "a temporary file of long strings ended early") }
+        pendingValue = count == length ? nil : (offset + count, length - count)
         return count
     }
 
@@ -132,7 +146,13 @@ final class SortedTreeWriter {
             }
             keyOffset += 4 + length
         }
-        text.append(contentsOf: record[(keysOffset + 4 + keys.count)...])
+        let value = UnsafeRawBufferPointer(rebasing: record[(keysOffset + 4 + keys.count)...])
+        if value.first == SortRecord.outOfLine {
+            pendingValue = (Int(value.loadUnaligned(fromByteOffset: 1, as: UInt64.self)),
+                            Int(value.loadUnaligned(fromByteOffset: 9, as: UInt64.self)))
+        } else {
+            text.append(contentsOf: value)
+        }
     }
 
     /// Closes the objects the last record left open.

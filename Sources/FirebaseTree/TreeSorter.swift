@@ -36,11 +36,13 @@ public enum TreeSorter {
     }
 }
 
-/// Sorted runs of records: at most one in memory (the last), the rest in a temporary file.
+/// Sorted runs of records: at most one in memory (the last), the rest in a temporary file; and the long strings
+/// the records point to, in a file of their own.
 struct SortedRuns {
     var memory: MemoryRun?
     var file: TemporaryFile?
     var onDisk: [DiskRun.Extent] = []
+    var values: TemporaryFile?
 }
 
 /// A record is `[u32 length][u32 order length][order][u32 keys length][keys][value]`, native byte order, with
@@ -49,8 +51,12 @@ struct SortedRuns {
 /// 2 escaped as 2 and 3, 4 or 5, the byte 1, and the key's place among its siblings counted down (four bytes, big
 /// endian) so that a repeated key's occurrences part, the last first. Byte order of orders is then RTDB order of
 /// paths. The keys are the path's keys as written, each `[u32 length][UTF-8]`; the value is a scalar as JSON,
-/// `null` or `{}`.
+/// `null` or `{}`, or for a string longer than `longString` bytes (a photo in base64) where its JSON lies in the
+/// values file: the byte 0xFF, then offset and length (u64 each), so that records stay small however long the
+/// values are.
 enum SortRecord {
+    static let longString = 1 << 16
+    static let outOfLine: UInt8 = 0xFF
     static let rankPriority: UInt8 = 0x10, rankValue: UInt8 = 0x11, rankKey: UInt8 = 0x12
     /// Ends each element's key order; no other byte of an element's key order is this low.
     static let elementEnd: UInt8 = 1
@@ -143,6 +149,7 @@ struct RecordCollector {
     mutating func finish() throws -> SortedRuns {
         sortRun()
         try runs.file?.flush()
+        try runs.values?.flush()
         runs.memory = MemoryRun(arena: arena, starts: starts)
         arena = []
         starts = []
@@ -178,6 +185,13 @@ struct RecordCollector {
 
     private mutating func addLeaf(_ reader: inout JSONReader) throws {
         switch reader.token {
+        case .string where reader.text.count > SortRecord.longString:
+            let (offset, length) = try storeLongString(reader.text)
+            try addRecord { record in
+                record.append(SortRecord.outOfLine)
+                withUnsafeBytes(of: UInt64(offset)) { record.append(contentsOf: $0) }
+                withUnsafeBytes(of: UInt64(length)) { record.append(contentsOf: $0) }
+            }
         case .string:
             let text = reader.text
             // Escaping may make a string up to six times longer.
@@ -194,6 +208,22 @@ struct RecordCollector {
         case .false: try addRecord { $0.append(contentsOf: "false".utf8) }
         default: try addRecord { $0.append(contentsOf: "null".utf8) }
         }
+    }
+
+    /// Writes a long string's JSON to the values file, escaped a megabyte at a time; returns where it lies.
+    private mutating func storeLongString(_ text: UnsafeBufferPointer<UInt8>) throws -> (offset: Int, length: Int) {
+        if runs.values == nil { runs.values = try TemporaryFile(in: temporaryDirectory) }
+        let file = runs.values!
+        let offset = file.size
+        var piece: [UInt8] = [UInt8(ascii: "\"")]
+        for start in stride(from: 0, to: text.count, by: 1 << 20) {
+            let end = min(start + (1 << 20), text.count)
+            JSONTextWriter.appendEscaped(UnsafeBufferPointer(rebasing: text[start..<end]), to: &piece)
+            if end == text.count { piece.append(UInt8(ascii: "\"")) }
+            try piece.withUnsafeBytes { try file.append($0) }
+            piece.removeAll(keepingCapacity: true)
+        }
+        return (offset, file.size - offset)
     }
 
     /// Appends a record for the current path, its value written by `value`; a full run is sorted and written

@@ -81,6 +81,27 @@ struct TreeSorterTests {
         #expect(try TreeValue.parse(json: text) == TreeValue.parse(json: json))
     }
 
+    /// Strings past 64 KB (photos in base64) wait in a file of their own and come back whole, escapes and
+    /// characters that straddle the megabyte pieces they are escaped in included.
+    @Test func longStringsComeBackWhole() throws {
+        let long = String(repeating: "é😀\"\u{1}\\x", count: 300_000)
+        let json = #"{"z": "short", "b": {"photo": "\#(Self.escaped(long))"}, "a": "\#(Self.escaped(String(long.prefix(70_000))))"}"#
+        for runBytes in [32 << 20, 4096] {
+            var source = try TreeSorter.sort(MemorySource(json, chunkSize: 100_000), runBytes: runBytes)
+            let text = String(decoding: try readAll(&source), as: UTF8.self)
+            try expectRTDBOrder(text)
+            #expect(try TreeValue.parse(json: text) == TreeValue.parse(json: json))
+            #expect(try TreeValue.parse(json: text)?["b"]?["photo"] == .string(long))
+        }
+    }
+
+    private static func escaped(_ text: String) -> String {
+        var bytes: [UInt8] = []
+        var text = text
+        text.withUTF8 { JSONTextWriter.appendEscaped($0, to: &bytes) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     @Test func malformedInputIsRefusedWithItsPosition() throws {
         let error = #expect(throws: TreeError.self) { try sorted("{\"b\": 1,\n \"a\": tru}") }
         #expect(error?.kind == .malformedInput)

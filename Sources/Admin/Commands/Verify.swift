@@ -18,7 +18,8 @@ struct Verify: ConsoleCommand {
             any order: one pass suffices when each object's keys come in RTDB order (integer keys first), as the \
             Firebase console and admin export write them; an export a script wrote (Python's json.dump, jq -S, \
             sort_keys) is sorted first, with temporary files in --temp-dir of about three times its size, then \
-            compared (--sort sorts without trying one pass). A key repeated in one object counts with its last \
+            compared (--sort sorts without trying one pass). Stdin is copied to --temp-dir as it is read, in case \
+            it must be read again (not with --sort). A key repeated in one object counts with its last \
             occurrence, as import keeps it.
 
             Each difference is one row, in RTDB order of path:

@@ -6,6 +6,8 @@ import Foundation
 final class ExportPipe: @unchecked Sendable {
     /// Chunks buffered at most before the writer waits.
     private static let depth = 4
+    /// The largest chunk: a long value is queued in pieces, so the pipe holds at most `depth` of these.
+    private static let chunkBytes = 1 << 20
     private let condition = NSCondition()
     private var chunks: [[UInt8]] = []
     private var isFinished = false
@@ -17,12 +19,17 @@ final class ExportPipe: @unchecked Sendable {
 
     /// Queues a copy of `bytes`, waiting while the queue is full; throws `ReaderGone` once the reader has gone.
     func write(_ bytes: UnsafeBufferPointer<UInt8>) throws {
-        condition.lock()
-        defer { condition.unlock() }
-        while chunks.count >= Self.depth && !isAbandoned { condition.wait() }
-        guard !isAbandoned else { throw ReaderGone() }
-        chunks.append(Array(bytes))
-        condition.broadcast()
+        var start = 0
+        repeat {
+            let end = min(bytes.count, start + Self.chunkBytes)
+            condition.lock()
+            defer { condition.unlock() }
+            while chunks.count >= Self.depth && !isAbandoned { condition.wait() }
+            guard !isAbandoned else { throw ReaderGone() }
+            chunks.append(Array(bytes[start..<end]))
+            condition.broadcast()
+            start = end
+        } while start < bytes.count
     }
 
     /// Ends the stream: the reader sees the end of input after the queued chunks, or `error` when given.
