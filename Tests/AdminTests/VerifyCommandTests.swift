@@ -63,5 +63,9 @@ struct VerifyCommandTests {
         let summary = try #require(document["summary"] as? [String: Any])
         #expect((summary["sorted_because"] as? String)?.contains(#""0" comes after "1" in /zz"#) == true)
         #expect(changed.stderr.contains("differs from \(file.path) in 1 place"), "\(changed.stderr)")
+
+        let sorted = try AdminProcess.run(["--db", database.conninfo, "verify", "--sort", "-"], input: scripted)
+        #expect(sorted.status == 0, "\(sorted.stderr)")
+        #expect(sorted.stdout.contains("- was sorted first (--sort)."), "\(sorted.stdout)")
     }
 }

@@ -135,7 +135,9 @@ struct Verify: ConsoleCommand {
         let rate = report.seconds > 0 ? Double(report.sourceBytes) / 1_000_000 / report.seconds : 0
         let timing = String(format: "%.3f s, %.1f MB/s", report.seconds, rate)
         let compared = "\(DomainViews.count(report.nodesCompared, "node")) compared"
-        let sorted = report.sortedBecause.map { " \(file) was sorted first, because \($0)." } ?? ""
+        let sorted = sort
+            ? " \(file) was sorted first (--sort)."
+            : report.sortedBecause.map { " \(file) was sorted first, because \($0)." } ?? ""
         guard !report.isEqual else { return "The store and \(file) are equal: \(compared) (\(timing)).\(sorted)" }
         let kinds = TreeDifference.Kind.allCases.compactMap { kind in report.counts[kind].map { "\($0) \(kind.rawValue)" } }
         let nodes = Self.countsByChild(report).map { "\($0.path): \($0.count)" }
