@@ -1,26 +1,25 @@
 import Foundation
 
-/// Scratch bytes on disk that nothing outlives: the file is created in `directory` and unlinked at once, so it
-/// is gone when it is closed or the process dies (a kill -9 leaves nothing behind). Written by appending through
-/// a buffer, read back at offsets.
-final class TemporaryFile {
+/// Scratch bytes on disk that nothing outlives and nobody else can reach: the file is opened with Linux's
+/// `O_TMPFILE` in `directory`, so it has no name (nothing can be planted in its place, opened or linked) and it
+/// is gone when closed or when the process dies (a kill -9 leaves nothing behind). Written by appending through a
+/// buffer, read back at offsets.
+package final class TemporaryFile {
     private let descriptor: Int32
     private let directory: String
     private var pending: [UInt8] = []
     private static let writeBuffer = 1 << 20
     /// Bytes appended so far, flushed or not.
-    private(set) var size = 0
+    package private(set) var size = 0
+
+    /// Linux's O_TMPFILE (`__O_TMPFILE | O_DIRECTORY`), which Glibc's Swift module does not export.
+    private static let openTemporaryFile: Int32 = 0o20_000_000 | O_DIRECTORY
 
     /// A new, empty file in `directory`.
-    init(in directory: String) throws {
+    package init(in directory: String = defaultDirectory) throws {
         self.directory = directory
-        var template = Array((directory + "/admin-scratch-XXXXXX").utf8CString)
-        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        descriptor = open(directory, Self.openTemporaryFile | O_RDWR | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw Self.error("cannot create a temporary file in \(directory)") }
-        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-        self.descriptor = descriptor
-        pending.reserveCapacity(Self.writeBuffer)
     }
 
     deinit {
@@ -28,7 +27,7 @@ final class TemporaryFile {
     }
 
     /// Appends `bytes` at the end of the file.
-    func append(_ bytes: UnsafeRawBufferPointer) throws {
+    package func append(_ bytes: UnsafeRawBufferPointer) throws {
         size += bytes.count
         if pending.count + bytes.count > Self.writeBuffer { try flush() }
         if bytes.count >= Self.writeBuffer {
@@ -39,14 +38,14 @@ final class TemporaryFile {
     }
 
     /// Writes what `append` buffered; `read` sees only flushed bytes.
-    func flush() throws {
+    package func flush() throws {
         guard !pending.isEmpty else { return }
         try pending.withUnsafeBytes { try write($0) }
         pending.removeAll(keepingCapacity: true)
     }
 
     /// Reads up to `buffer.count` flushed bytes from `offset`; returns how many (0 at the end).
-    func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    package func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         var done = 0
         while done < buffer.count {
             let count = pread(descriptor, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
@@ -77,7 +76,7 @@ final class TemporaryFile {
     }
 
     /// The directory for temporary files: `$TMPDIR`, else `/tmp`.
-    static var defaultDirectory: String {
+    package static var defaultDirectory: String {
         ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
     }
 }

@@ -1,26 +1,24 @@
+import FirebaseTree
 import Foundation
 
 /// Bytes appended in memory up to a budget and beyond it to an anonymous temporary file, then read back in
 /// order: where an export keeps what it cannot write yet (the children of an object that may still turn out to be
 /// an array), so that memory stays bounded whatever their size.
 ///
-/// The file is created with `O_TMPFILE` in `$TMPDIR` (else `/tmp`): it has no name, so nobody can open, replace
-/// or link it, and it disappears when closed, even if the process is killed.
+/// The file is a `TemporaryFile` in `$TMPDIR` (else `/tmp`): it has no name, so nobody can open, replace or link
+/// it, and it disappears when closed, even if the process is killed.
 final class SpillBuffer {
     /// Bytes kept in memory before they go to the file.
     let memoryBudget: Int
     private var memory: [UInt8] = []
-    private var descriptor: Int32 = -1
-    /// Bytes written to the file so far.
-    private(set) var spilledByteCount = 0
+    private var file: TemporaryFile?
 
     init(memoryBudget: Int) {
         self.memoryBudget = memoryBudget
     }
 
-    deinit {
-        if descriptor >= 0 { close(descriptor) }
-    }
+    /// Bytes written to the file so far.
+    var spilledByteCount: Int { file?.size ?? 0 }
 
     /// All bytes appended so far.
     var count: Int { spilledByteCount + memory.count }
@@ -40,22 +38,11 @@ final class SpillBuffer {
     }
 
     private func spill() throws {
-        if descriptor < 0 { descriptor = try Self.openAnonymousFile() }
-        try memory.withUnsafeBufferPointer { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = pwrite(descriptor, buffer.baseAddress! + offset, buffer.count - offset,
-                                     off_t(spilledByteCount + offset))
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw StorageError(.io, "cannot write a temporary file: \(String(cString: strerror(errno)))",
-                                       hint: "Exports keep objects that may be arrays in $TMPDIR (or /tmp) while "
-                                           + "they are written; free space there or point TMPDIR elsewhere.")
-                }
-                offset += written
-            }
+        try Self.explainingFailures {
+            if file == nil { file = try TemporaryFile() }
+            try memory.withUnsafeBytes { try file!.append($0) }
+            try file!.flush()
         }
-        spilledByteCount += memory.count
         memory.removeAll(keepingCapacity: true)
     }
 
@@ -63,15 +50,14 @@ final class SpillBuffer {
     /// `pieceSize` bytes.
     func read(_ range: Range<Int>, pieceSize: Int = 1 << 20, _ body: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
         var start = range.lowerBound
-        if start < spilledByteCount {
+        if let file, start < spilledByteCount {
             var piece = [UInt8](repeating: 0, count: min(pieceSize, range.count))
             while start < min(range.upperBound, spilledByteCount) {
                 let length = min(piece.count, min(range.upperBound, spilledByteCount) - start)
-                let read = piece.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress!, length, off_t(start)) }
-                if read < 0, errno == EINTR { continue }
-                guard read > 0 else {
-                    throw StorageError(.io, "cannot read a temporary file: \(String(cString: strerror(errno)))")
+                let read = try Self.explainingFailures {
+                    try piece.withUnsafeMutableBytes { try file.read(at: start, into: UnsafeMutableRawBufferPointer(rebasing: $0[..<length])) }
                 }
+                guard read > 0 else { throw StorageError(.io, "a temporary file ended early") }
                 try piece.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[..<read])) }
                 start += read
             }
@@ -88,17 +74,15 @@ final class SpillBuffer {
         }
     }
 
-    /// Linux's O_TMPFILE (`__O_TMPFILE | O_DIRECTORY`), which Glibc's Swift module does not export.
-    private static let openTemporaryFile: Int32 = 0o20_000_000 | O_DIRECTORY
-
-    private static func openAnonymousFile() throws -> Int32 {
-        let directory = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        // O_TMPFILE: an unnamed file in `directory`, so nothing can be planted in its place.
-        let descriptor = open(directory, openTemporaryFile | O_RDWR | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw StorageError(.io, "cannot create a temporary file in \(directory): \(String(cString: strerror(errno)))",
-                               hint: "Set TMPDIR to a writable directory on a file system that supports O_TMPFILE.")
+    /// Runs `body`, turning a temporary file's failure into Storage's error, with what to do about it.
+    private static func explainingFailures<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as TreeError {
+            throw StorageError(
+                .io, error.message,
+                hint: "Exports keep objects that may be arrays in $TMPDIR (or /tmp) while they are written; free space "
+                    + "there or point TMPDIR to a writable directory on a file system that supports O_TMPFILE.")
         }
-        return descriptor
     }
 }
