@@ -279,15 +279,9 @@ public struct JSONTextWriter {
             index += 1
             runStart = index
             bytes.append(UInt8(ascii: "\\"))
-            switch byte {
-            case UInt8(ascii: "\""): bytes.append(UInt8(ascii: "\""))
-            case UInt8(ascii: "\\"): bytes.append(UInt8(ascii: "\\"))
-            case 0x08: bytes.append(UInt8(ascii: "b"))
-            case 0x0C: bytes.append(UInt8(ascii: "f"))
-            case 0x0A: bytes.append(UInt8(ascii: "n"))
-            case 0x0D: bytes.append(UInt8(ascii: "r"))
-            case 0x09: bytes.append(UInt8(ascii: "t"))
-            default:
+            if let letter = shortEscape(byte) {
+                bytes.append(letter)
+            } else {
                 let hex: [UInt8] = Array("0123456789abcdef".utf8)
                 bytes.append(contentsOf: [UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
             }
@@ -295,16 +289,27 @@ public struct JSONTextWriter {
         bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[runStart...]))
     }
 
-    /// How many bytes `appendQuoted` writes for `text`, quotes left out.
+    /// How many bytes `appendEscaped` writes for `text`.
     private static func escapedCount(_ text: UnsafeBufferPointer<UInt8>) -> Int {
         var count = text.count
         for byte in text where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x08, 0x0C, 0x0A, 0x0D, 0x09: count += 1
-            default: count += 5
-            }
+            count += shortEscape(byte) == nil ? 5 : 1
         }
         return count
+    }
+
+    /// The letter after the backslash for a byte with a two-character escape (`\n`); nil for the other control
+    /// characters, written `\u00XX`.
+    private static func shortEscape(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): byte
+        case 0x08: UInt8(ascii: "b")
+        case 0x0C: UInt8(ascii: "f")
+        case 0x0A: UInt8(ascii: "n")
+        case 0x0D: UInt8(ascii: "r")
+        case 0x09: UInt8(ascii: "t")
+        default: nil
+        }
     }
 
     // MARK: Trees

@@ -148,13 +148,7 @@ struct TreeSorterTests {
             var key = keys.randomElement(using: &generator)!
             if depth == 0 { key += String(index % 97) }
             if key == ".priority" { return "\".priority\": 3" }
-            var quoted: [UInt8] = []
-            key.utf8CString.withUnsafeBufferPointer { characters in
-                characters.withMemoryRebound(to: UInt8.self) {
-                    JSONTextWriter.appendQuoted(UnsafeBufferPointer(rebasing: $0.dropLast()), to: &quoted)
-                }
-            }
-            return String(decoding: quoted, as: UTF8.self) + ": " + randomJSON(depth: depth + 1, children: children, using: &generator)
+            return "\"\(escaped(key))\": " + randomJSON(depth: depth + 1, children: children, using: &generator)
         }
         return "{" + members.joined(separator: ", ") + "}"
     }

@@ -43,19 +43,17 @@ let consistentTree: TreeValue = {
 }()
 
 extension TreeValue {
-    /// The tree with the node at `path` removed.
+    /// The tree with the node at `path` (`a/b/c`) removed.
     func removing(_ path: String) -> TreeValue {
-        let keys = path.split(separator: "/").map(String.init)
-        func remove(_ node: TreeValue, _ rest: ArraySlice<String>) -> TreeValue {
-            guard var children = node.children, let key = rest.first else { return node }
-            if rest.count == 1 {
-                children[key] = nil
-            } else if let child = children[key] {
-                children[key] = remove(child, rest.dropFirst())
-            }
-            return .object(children)
-        }
-        return remove(self, keys[...])
+        removing(path.split(separator: "/").map(String.init)) ?? .object([:])
+    }
+
+    /// This tree without the node at `path`, and without the objects that leaves empty (as Firebase drops them).
+    func removing(_ path: some Collection<String>) -> TreeValue? {
+        guard let key = path.first else { return nil }
+        guard var children = self.children, let child = children[key] else { return self }
+        children[key] = child.removing(path.dropFirst())
+        return children.isEmpty ? nil : .object(children)
     }
 
     /// The tree with `value` (JSON) at `path`.

@@ -177,13 +177,3 @@ private func treeDifferences(_ source: TreeValue?, _ store: TreeValue?, at path:
         return source == store ? [] : ["\(here) changed"]
     }
 }
-
-extension TreeValue {
-    /// This tree without the node at `path`, and without the objects that leaves empty.
-    func removing(_ path: some Collection<String>) -> TreeValue? {
-        guard let key = path.first else { return nil }
-        guard var children = self.children, let child = children[key] else { return self }
-        children[key] = child.removing(path.dropFirst())
-        return children.isEmpty ? nil : .object(children)
-    }
-}

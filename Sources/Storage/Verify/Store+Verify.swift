@@ -44,21 +44,32 @@ extension Store {
         temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory
     ) throws -> VerifyReport {
         let started = ContinuousClock.now
-        var report: VerifyReport
-        do {
-            guard !sortingFirst else { throw TreeError(.unordered, "sorting first was asked for") }
-            report = try compare(try open(), at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed)
-        } catch let error as TreeError where error.kind == .unordered {
-            let sorted = try StorageError.converting { try TreeSorter.sort(try open(), temporaryDirectory: temporaryDirectory) }
+        /// The comparison of the export sorted first, said to be sorted `because`.
+        func sortedPass(because reason: String) throws -> VerifyReport {
+            let sorted = try TreeSorter.sort(try open(), temporaryDirectory: temporaryDirectory)
+            var report: VerifyReport
             do {
                 report = try compare(sorted, at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed)
-            } catch var sortedError as TreeError {
+            } catch var error as TreeError {
                 // A position in the sorted text is nowhere in the file; the path says where.
-                sortedError.position = nil
-                throw StorageError(sortedError)
+                error.position = nil
+                throw error
             }
             report.sourceBytes = sorted.bytesRead
-            report.sortedBecause = error.message
+            report.sortedBecause = reason
+            return report
+        }
+        var report: VerifyReport
+        do {
+            if sortingFirst {
+                report = try sortedPass(because: "sorting first was asked for")
+            } else {
+                do {
+                    report = try compare(try open(), at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed)
+                } catch let error as TreeError where error.kind == .unordered {
+                    report = try sortedPass(because: error.message)
+                }
+            }
         } catch let error as TreeError {
             throw StorageError(error)
         }
