@@ -137,6 +137,11 @@ public enum FirebaseKey {
         return compare(a, b) < 0
     }
 
+    /// Whether two paths are the same, keys compared as bytes (`==` on `[String]` is canonical equivalence).
+    public static func samePath(_ a: some Collection<String>, _ b: some Collection<String>) -> Bool {
+        a.count == b.count && zip(a, b).allSatisfy { same($0, $1) }
+    }
+
     /// Whether `path` is `base` or lies below it, keys compared as bytes.
     public static func isPath(_ path: ArraySlice<String>, atOrBelow base: ArraySlice<String>) -> Bool {
         path.count >= base.count && zip(path, base).allSatisfy { same($0, $1) }

@@ -7,7 +7,9 @@ import Testing
 /// Every node's path in `tree`, parents first, without priority pseudo-children (a console path cannot name them).
 private func paths(in tree: TreeValue, prefix: [String] = []) -> [[String]] {
     guard let children = tree.children else { return [prefix] }
-    return [prefix] + children.filter { !$0.key.hasPrefix(".") }.flatMap { paths(in: $0.value, prefix: prefix + [$0.key.string]) }
+    // In key order, so that a seed picks the same paths in every process (dictionaries' order is per process).
+    return [prefix] + children.filter { !$0.key.hasPrefix(".") }.sorted { $0.key.string.utf8.lexicographicallyPrecedes($1.key.string.utf8) }
+        .flatMap { paths(in: $0.value, prefix: prefix + [$0.key.string]) }
 }
 
 /// The REST API's shallow=true, on an in-memory tree: a leaf as it is, an object's children as `true` unless
@@ -112,7 +114,7 @@ enum ReferenceQuery {
     /// -1, 0 or 1: null < false < true < numbers < strings < objects.
     static func compare(_ a: TreeValue?, _ b: TreeValue?, byKey: Bool) -> Int {
         if byKey, case .string(let x)? = a, case .string(let y)? = b {
-            return x == y ? 0 : (keyPrecedes(x, y) ? -1 : 1)
+            return x.utf8.elementsEqual(y.utf8) ? 0 : (keyPrecedes(x, y) ? -1 : 1)
         }
         func rank(_ v: TreeValue?) -> Int {
             switch v {
@@ -126,7 +128,7 @@ enum ReferenceQuery {
         if rank(a) != rank(b) { return rank(a) < rank(b) ? -1 : 1 }
         switch (a, b) {
         case let (.number(x)?, .number(y)?): return x == y ? 0 : (x < y ? -1 : 1)
-        case let (.string(x)?, .string(y)?): return x == y ? 0 : (x.utf16.lexicographicallyPrecedes(y.utf16) ? -1 : 1)
+        case let (.string(x)?, .string(y)?): return x.utf16.elementsEqual(y.utf16) ? 0 : (x.utf16.lexicographicallyPrecedes(y.utf16) ? -1 : 1)
         default: return 0
         }
     }
@@ -160,7 +162,7 @@ enum ReferenceQuery {
 
 @Suite("get with query options")
 struct QueryExportTests {
-    @Test(arguments: 0..<16)
+    @Test(arguments: 0..<48)
     func queriesAgreeWithTheReferenceOnRandomTrees(seed: Int) throws {
         var random = RandomTree(seed: seed + 100)
         let tree = random.database()
@@ -172,8 +174,9 @@ struct QueryExportTests {
             let path = objects.randomElement(using: &generator)!
             let node = tree.descendant(at: path)!
             let children = node.children!.filter { !$0.key.hasPrefix(".") }
-            let grandchildKeys = children.values.compactMap(\.children).flatMap(\.keys).filter { !$0.hasPrefix(".") }
-                .map(\.string)
+                .sorted { $0.key.string.utf8.lexicographicallyPrecedes($1.key.string.utf8) }
+            let grandchildKeys = children.compactMap(\.value.children).flatMap(\.keys).filter { !$0.hasPrefix(".") }
+                .map(\.string).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
             let order: TreeQuery.Order = switch Int.random(in: 0..<3, using: &generator) {
             case 0: .key
             case 1: .value
@@ -201,8 +204,39 @@ struct QueryExportTests {
             _ = try store.exportTree(at: path, query: query) { bytes.append(contentsOf: $0) }
             let got = String(decoding: bytes, as: UTF8.self)
             let expected = render(ReferenceQuery.run(query, on: node))
-            #expect(got == expected, "get /\(path.joined(separator: "/")) with \(query)")
+            // Compared as bytes: `==` on strings would take "é" and "e\u{301}" for the same key.
+            #expect(got.utf8.elementsEqual(expected.utf8),
+                    "get /\(path.joined(separator: "/")) with \(query): \(firstDifference(got, expected))")
         }
+    }
+
+    /// At the root, typed tables' root keys and unmapped top-level keys are the children that bounds select.
+    @Test func boundsAtTheRootSelectTopLevelKeys() throws {
+        let store = try makeStore()
+        try importJSON(#"{"a":1,"chats":{},"posts":{"u":{"-P":{"image_url":"x"}}},"q":{"r":2},"users":{"u":{"username":"n"}},"zz":3}"#, into: store)
+        func get(_ query: TreeQuery) throws -> String {
+            var bytes: [UInt8] = []
+            _ = try store.exportTree(at: [], query: query) { bytes.append(contentsOf: $0) }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        #expect(try get(TreeQuery(order: .key, start: .string("p"), end: .string("r")))
+                == #"{"posts":{"u":{"-P":{"image_url":"x"}}},"q":{"r":2}}"#)
+        #expect(try get(TreeQuery(order: .key, limitToLast: 2)) == #"{"users":{"u":{"username":"n"}},"zz":3}"#)
+        #expect(try get(TreeQuery(order: .key, end: .string("q"), limitToLast: 1)) == #"{"q":{"r":2}}"#)
+        #expect(try get(TreeQuery(order: .key, equal: .string("users"))) == #"{"users":{"u":{"username":"n"}}}"#)
+        #expect(try get(TreeQuery(order: .key, start: .string("zzz"))) == "null")
+    }
+
+    /// "e\u{301}" and "é" are two keys (Firebase compares bytes), however Swift's `==` sees them; rows of the
+    /// one never land in the other.
+    @Test func canonicallyEquivalentKeysStayApart() throws {
+        let store = try makeStore()
+        let json = #"{"e\#u{301}":{"b":1,"c":2},"é":{"a":3,"d":4}}"#
+        try importJSON(json, into: store)
+        expectSameText(try exportJSON(store), json)
+        var bytes: [UInt8] = []
+        _ = try store.exportTree(at: [], query: TreeQuery(order: .key, equal: .string("é"))) { bytes.append(contentsOf: $0) }
+        expectSameText(String(decoding: bytes, as: UTF8.self), #"{"é":{"a":3,"d":4}}"#)
     }
 
     @Test func theIssuesExamples() throws {

@@ -133,6 +133,9 @@ extension TreeTable {
             guard first == root else { return [] }
             fixed = Array(path.dropFirst().prefix(keyDepth))
         } else {
+            // At the root, the table's root key is the child that the bounds admit or not.
+            if let lower = children.lower, FirebaseKey.exportPrecedes(root, lower) { return [] }
+            if let upper = children.upper, FirebaseKey.exportPrecedes(upper, root) { return [] }
             fixed = []
         }
         // Bounds apply to the children of the node: the first free key column, when the node lies above the rows.
@@ -235,7 +238,7 @@ extension TreeTable {
     private func unmappedRead(at path: [String], reversed: Bool, children: ChildKeyRange) -> TableRead {
         var query = Query.StringInterpolation(literalCapacity: 256, interpolationCount: 2)
         query.appendLiteral("SELECT \(streamColumns) FROM unmapped_values WHERE true")
-        if !path.isEmpty { Self.appendUnmappedRange(at: path, children: children, to: &query) }
+        if !path.isEmpty || children != .all { Self.appendUnmappedRange(at: path, children: children, to: &query) }
         query.appendLiteral(reversed ? " ORDER BY sort_key DESC" : " ORDER BY sort_key")
         return TableRead(table: self, selects: [Query(stringInterpolation: query)])
     }
@@ -250,19 +253,21 @@ extension TreeTable {
         }
     }
 
-    /// ` AND sort_key >= $n AND sort_key < $m`: the unmapped values at or below `path` (absolute, not empty),
-    /// limited to the children `children` admits.
+    /// ` AND sort_key >= $n AND sort_key < $m`: the unmapped values at or below `path` (absolute; the root has
+    /// no upper bound of its own), limited to the children `children` admits.
     static func appendUnmappedRange(
         at path: [String], children: ChildKeyRange = .all, to query: inout Query.StringInterpolation
     ) {
         let node = FirebaseKey.pathOrder(path)
         var lower = node
-        var upper = FirebaseKey.pathOrderUpperBound(node)
+        var upper = path.isEmpty ? nil : FirebaseKey.pathOrderUpperBound(node)
         if let key = children.lower { lower = node + FirebaseKey.orderBytes(of: key) }
         if let key = children.upper { upper = node + FirebaseKey.orderBytes(of: key) + [2] }
         query.appendLiteral(" AND sort_key >= ")
         query.appendInterpolation(String(decoding: lower, as: UTF8.self))
-        query.appendLiteral(" AND sort_key < ")
-        query.appendInterpolation(String(decoding: upper, as: UTF8.self))
+        if let upper {
+            query.appendLiteral(" AND sort_key < ")
+            query.appendInterpolation(String(decoding: upper, as: UTF8.self))
+        }
     }
 }

@@ -140,7 +140,7 @@ final class TreeEmitter {
         key: UnsafeBufferPointer<UInt8>, under parent: [String], _ writeValue: (inout JSONTextWriter) -> Void
     ) throws -> Bool {
         guard key.first != UInt8(ascii: ".") else { return false }
-        if let known = directParent, known == parent {
+        if let known = directParent, FirebaseKey.samePath(known, parent) {
             writer.key(utf8: key)
             writeValue(&writer)
             if writer.bytes.count >= Self.chunkSize { try writer.drain(sink) }

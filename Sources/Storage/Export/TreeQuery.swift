@@ -64,14 +64,15 @@ public struct TreeQuery: Sendable, Equatable {
     /// order when ordering by key.
     func compare(_ a: TreeValue?, _ b: TreeValue?) -> Int {
         if case .key = order, case .string(let x)? = a, case .string(let y)? = b {
-            return FirebaseKey.precedes(x, y) ? -1 : (x == y ? 0 : 1)
+            return FirebaseKey.precedes(x, y) ? -1 : (FirebaseKey.same(x, y) ? 0 : 1)
         }
         let (rankA, rankB) = (Self.rank(a), Self.rank(b))
         guard rankA == rankB else { return rankA < rankB ? -1 : 1 }
         switch (a, b) {
         case (.number(let x)?, .number(let y)?): return x < y ? -1 : (x == y ? 0 : 1)
         case (.string(let x)?, .string(let y)?):
-            return x.utf16.lexicographicallyPrecedes(y.utf16) ? -1 : (x == y ? 0 : 1)
+            // Code units, as JavaScript compares: `==` would take "é" and "e\u{301}" for equal.
+            return x.utf16.lexicographicallyPrecedes(y.utf16) ? -1 : (x.utf16.elementsEqual(y.utf16) ? 0 : 1)
         default: return 0
         }
     }

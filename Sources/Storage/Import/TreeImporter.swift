@@ -432,7 +432,7 @@ final class TreeImporter {
                 try duplicate(key, rollingBack: nil, isCertain: false)
                 onDuplicate?(key)
             }
-            if options.mode == .merge, path == options.at {
+            if options.mode == .merge, FirebaseKey.samePath(path, options.at) {
                 // Firebase's update: each child the file names replaces the store's child whole (null deletes it).
                 try loader.flush()
                 report.rowsReplaced += try deleteRows(path + [key]).values.reduce(0, +)
