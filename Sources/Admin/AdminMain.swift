@@ -22,7 +22,10 @@ struct AdminMain: ParsableCommand {
 
             \(ExitStatus.documentation)
             """,
-        version: "0.1.0")
+        version: version)
+
+    /// The console's version, as `--version` prints it and `check --record` keeps it.
+    static let version = "0.1.0"
 
     @OptionGroup var options: GlobalOptions
 

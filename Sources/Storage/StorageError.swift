@@ -69,6 +69,8 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         case allowEmptying
         /// Free disk space, VACUUM the tables and CHECKPOINT, to get back what a rolled-back write used.
         case reclaimSpace
+        /// Wait for the check, repair or import that holds the maintenance lock, or run again later.
+        case waitForMaintenance
     }
 
     /// Creates an error; only `kind` and `message` are required.

@@ -2,14 +2,18 @@ import ArgumentParser
 import Foundation
 import Storage
 
-/// `check`: whether the app's hand-kept copies agree; exits 3 when they do not.
+extension CheckPolicy.FailOn: ExpressibleByArgument {}
+
+/// `check`: whether the app's hand-kept copies agree; exits 3 when they do not. Runs unattended: history,
+/// thresholds, a metrics file and a wait for other maintenance.
 struct Check: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check that the app's denormalized copies agree (exit 3 on violations).",
         discussion: """
             Every check is one set-based query over a read-only snapshot, so check runs with a role that may only \
-            SELECT. Two maintenance runs never overlap on one database: a second check or repair fails at once. \
-            Each check prints its violation count and the first Firebase paths that violate it.
+            SELECT. Two maintenance runs (checks, repairs, whole-tree imports) never overlap on one database: a \
+            second one fails at once, or with --wait queues behind the first for up to that many seconds. Each \
+            check prints its violation count and the first Firebase paths that violate it.
 
             Checks:
             \(IntegrityCheck.allCases.map { "  \($0.rawValue.padding(toLength: 18)) \($0.summary)" }.joined(separator: "\n"))
@@ -17,9 +21,19 @@ struct Check: ConsoleCommand {
             --fix runs the repairs of the failing checks (chat_duplicates has none: `chat merge` is an operator's \
             decision), then checks again, all in one transaction; with --dry-run it is rolled back.
 
-            Exit status: 0 when every check passes, 3 when any finds a violation (after --fix: any that remains), \
-            1 on error. --format json prints one object for scripts:
-              {"ok": false, "checks": [{"name": "like_count", "violations": 4, "examples": ["/posts/UID/KEY"]}]}
+            Unattended runs (cron): --record keeps the run in the table check_runs (start and end, role, client, \
+            version, each check's count and seconds, exit status; a run that fails half-way is kept as failed); \
+            that is the only write, and needs INSERT on check_runs alone. --history lists the recorded runs, \
+            newest first, with each check's change since the run before. --allow CHECK=N lets up to N violations \
+            of that check pass; --fail-on new fails only on a check whose count rose since the last recorded run \
+            (a backlog being worked down stays quiet). --metrics-file writes Prometheus metrics for \
+            node_exporter's textfile collector, also when the run cannot connect or fails (admin_check_up 0).
+
+            Exit status: 0 when every check passes (or stays within --allow / --fail-on new), 3 when any trips \
+            (after --fix: any that remains), 2 when the database cannot be reached, 1 on any other error. \
+            --format json prints one object for scripts:
+              {"ok": false, "checks": [{"name": "like_count", "violations": 4, "examples": ["/posts/UID/KEY"],
+                "seconds": 0.012, "tripped": true, "status": "over --allow 3"}]}
 
             Examples:
               check
@@ -27,6 +41,9 @@ struct Check: ConsoleCommand {
               check --skip chat_hash_legacy --format json
               check --fix --dry-run
               check --quiet        # cron: silent unless something is wrong
+              check --record --fail-on new --wait 600 --metrics-file /var/lib/node_exporter/admin_check.prom
+              check --allow like_count=20 --allow orphans=5
+              check --history --limit 10
             """)
 
     @Option(help: ArgumentHelp("Run only these checks (comma-separated).", valueName: "name,…"))
@@ -38,7 +55,7 @@ struct Check: ConsoleCommand {
     @Option(help: "How many example paths to show per check.")
     var examples = 5
 
-    @Option(help: "Output format: table or json (default: the session's).")
+    @Option(help: "Output format: table, expanded, json or csv (default: the session's).")
     var format: OutputFormat?
 
     @Flag(help: "Run the repairs of the failing checks, then check again.")
@@ -50,52 +67,175 @@ struct Check: ConsoleCommand {
     @Flag(help: "Print only the checks that fail; nothing when all pass.")
     var quiet = false
 
+    @Flag(help: "Keep this run in the database's check history (table check_runs).")
+    var record = false
+
+    @Flag(help: "List the recorded runs, newest first, instead of checking.")
+    var history = false
+
+    @Option(help: "With --history: how many runs to list.")
+    var limit = 20
+
+    @Option(help: ArgumentHelp("Let up to N violations of CHECK pass (repeatable).", valueName: "check=N"))
+    var allow: [String] = []
+
+    @Option(help: ArgumentHelp("Fail on any violation, or only on counts that rose since the last recorded run.",
+                               valueName: "any|new"))
+    var failOn: CheckPolicy.FailOn = .any
+
+    @Option(help: ArgumentHelp("Write Prometheus metrics to this file (atomically), whatever the outcome.",
+                               valueName: "path"))
+    var metricsFile: String?
+
+    @Option(help: ArgumentHelp("Wait up to this long for another check, repair or import to finish.",
+                               valueName: "seconds"))
+    var wait: Double = 0
+
     @OptionGroup var confirmation: Confirmation
 
     func validate() throws {
         guard examples >= 0 else { throw ValidationError("--examples must be 0 or more") }
         guard !dryRun || fix else { throw ValidationError("--dry-run goes with --fix (check alone never writes)") }
+        guard !(dryRun && record) else { throw ValidationError("--record keeps real runs; a --dry-run is rolled back") }
+        guard wait >= 0, wait.isFinite else { throw ValidationError("--wait must be 0 or more seconds") }
+        guard limit >= 1 else { throw ValidationError("--limit must be 1 or more") }
+        if history {
+            let running = [("--fix", fix), ("--record", record), ("--allow", !allow.isEmpty), ("--fail-on", failOn != .any),
+                           ("--metrics-file", metricsFile != nil)].filter(\.1).map(\.0)
+            guard running.isEmpty else {
+                throw ValidationError("--history lists past runs; \(running.joined(separator: ", ")) go with a run")
+            }
+        }
         _ = try selectedChecks()
+        _ = try policy()
     }
 
     func run(in session: Session) throws {
-        let store = try session.store()
+        if history { return try showHistory(in: session) }
         let checks = try selectedChecks()
-        let view = CheckReportView(quiet: quiet || session.isQuiet, format: format ?? session.format)
-        let after: [CheckResult]
+        let policy = try policy()
+        let started = Date()
+        var finished: [CheckResult] = []
+        do {
+            let store = try session.store()
+            let previous = policy.failOn == .new ? try store.lastRecordedCounts(of: checks) : [:]
+            if policy.failOn == .new, previous.isEmpty, record || session.diagnostics.isTerminal {
+                session.inform("No recorded run to compare with: every violation counts as new.")
+            }
+            guard let results = try runChecks(checks, on: store, in: session, finished: &finished) else { return }
+            let verdicts = results.after.map { policy.verdict(for: $0, previous: previous[$0.check]) }
+            let view = CheckReportView(quiet: quiet || session.isQuiet, format: format ?? session.format,
+                                       showsStatus: policy != CheckPolicy())
+            view.print(results.after, verdicts: verdicts, before: results.before, repairs: results.repairs, to: session)
+            let tripped = zip(results.after, verdicts).filter { $0.1.trips }
+            let status: ExitStatus = tripped.isEmpty ? .success : .violationsFound
+            let run = CheckRun(
+                startedAt: started, finishedAt: Date(), client: Self.client, version: AdminMain.version,
+                exitStatus: Int(status.rawValue), outcome: tripped.isEmpty ? .passed : .violations,
+                entries: zip(results.after, verdicts).map { Self.entry($0, tripped: $1.trips) })
+            if record { try store.record(run) }
+            try metricsFile.map { try CheckMetrics(run: run, isUp: true).write(to: $0) }
+            guard tripped.isEmpty else {
+                let total = tripped.reduce(0) { $0 + $1.0.violations }
+                throw ConsoleError(
+                    .violationsFound,
+                    "\(tripped.count) of \(results.after.count) checks found \(DomainViews.count(total, "violation")): "
+                        + tripped.map { CheckReportView.describe($0.0.check, $0.1) }.joined(separator: ", "))
+            }
+        } catch let error as ConsoleError where error.status == .violationsFound {
+            throw error
+        } catch {
+            let failure = ConsoleError.from(error)
+            let run = CheckRun(
+                startedAt: started, finishedAt: Date(), client: Self.client, version: AdminMain.version,
+                exitStatus: Int(failure.status.rawValue), outcome: .failed, error: failure.message,
+                entries: finished.map { Self.entry($0, tripped: false) })
+            if record, let store = session.connectedStore {
+                do { try store.record(run) } catch {
+                    session.warn("the failed run could not be recorded: \(ConsoleError.from(error).message)")
+                }
+            }
+            if let metricsFile {
+                do { try CheckMetrics(run: run, isUp: false).write(to: metricsFile) } catch {
+                    session.warn("\(metricsFile) could not be written: \(ConsoleError.from(error).message)")
+                }
+            }
+            throw failure
+        }
+    }
+
+    /// What a plain check or a `--fix` found; nil when `--fix` was not confirmed.
+    private func runChecks(
+        _ checks: [IntegrityCheck], on store: Store, in session: Session, finished: inout [CheckResult]
+    ) throws -> (before: [CheckResult], repairs: [RepairReport], after: [CheckResult])? {
+        let wait = MaintenanceWait(seconds: wait) { [diagnostics = session.diagnostics] holder in
+            guard diagnostics.isTerminal else { return }
+            diagnostics.line("Waiting up to \(Int(self.wait.rounded(.up))) s for " + Self.describe(holder) + " to finish…")
+            diagnostics.flush()
+        }
         if fix {
             guard dryRun || confirmation.confirm(
                 "check --fix repairs what fails, rewriting rows in place (try --dry-run first). Go on?", in: session)
-            else { return }
+            else { return nil }
             let progress = ProgressBar("check --fix", total: nil, session: session)
             defer { progress?.finish() }
-            let fixed = try store.checkAndFix(checks, examples: examples, isDryRun: dryRun) { progress?.show($0) }
-            progress?.finish()
-            view.print(before: fixed.before, repairs: fixed.repairs, after: fixed.after, to: session)
-            after = fixed.after
-        } else {
-            let progress = ProgressBar("check", total: nil, session: session)
-            defer { progress?.finish() }
-            after = try store.check(checks, examples: examples) { check, index in
-                progress?.show("\(index + 1) of \(checks.count): \(check.rawValue)")
-            }
-            progress?.finish()
-            view.print(after, to: session)
+            return try store.checkAndFix(checks, examples: examples, isDryRun: dryRun, wait: wait) { progress?.show($0) }
         }
-        let failing = after.filter { !$0.isClean }
-        guard failing.isEmpty else {
-            let total = failing.reduce(0) { $0 + $1.violations }
-            throw ConsoleError(
-                .violationsFound,
-                "\(failing.count) of \(after.count) checks found \(DomainViews.count(total, "violation")): "
-                    + failing.map(\.check.rawValue).joined(separator: ", "))
-        }
+        let progress = ProgressBar("check", total: nil, session: session)
+        defer { progress?.finish() }
+        let after = try store.check(checks, examples: examples, wait: wait) { check, index in
+            progress?.show("\(index + 1) of \(checks.count): \(check.rawValue)")
+        } onResult: { finished.append($0) }
+        return ([], [], after)
+    }
+
+    private func showHistory(in session: Session) throws {
+        let runs = try session.store().checkRuns(limit: limit + 1)
+        let selected = Set(try selectedChecks().map(\.rawValue))
+        CheckHistoryView(format: format ?? session.format, checks: { selected.contains($0) })
+            .print(Array(runs.prefix(limit)), before: runs.count > limit ? runs.last : nil, to: session)
+    }
+
+    private static func entry(_ result: CheckResult, tripped: Bool) -> CheckRun.Entry {
+        CheckRun.Entry(check: result.check.rawValue, violations: result.violations, seconds: result.seconds,
+                       tripped: tripped)
+    }
+
+    /// `user@host` of this process, for the history.
+    private static var client: String {
+        let user = ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? getpwuid(geteuid()).map { String(cString: $0.pointee.pw_name) } ?? String(geteuid())
+        var name = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&name, name.count) == 0 ? String(cString: name) : "localhost"
+        return user + "@" + host
+    }
+
+    private static func describe(_ holder: MaintenanceLockHolder?) -> String {
+        guard let holder else { return "another check, repair or import" }
+        let what = holder.application == "admin import" ? "an import" : "a check or repair"
+        var parts = ["pid \(holder.pid)"]
+        if !holder.role.isEmpty { parts.append("role \(holder.role)") }
+        if let since = DomainViews.time(seconds: holder.since?.timeIntervalSince1970) { parts.append("since " + since) }
+        return what + " (" + parts.joined(separator: ", ") + ")"
     }
 
     private func selectedChecks() throws -> [IntegrityCheck] {
         let only = try Self.parse(only, option: "--only")
         let skipped = try Self.parse(skip, option: "--skip") ?? []
         return IntegrityCheck.allCases.filter { (only?.contains($0) ?? true) && !skipped.contains($0) }
+    }
+
+    private func policy() throws -> CheckPolicy {
+        var allowed: [IntegrityCheck: Int] = [:]
+        for item in allow {
+            let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let limit = Int(parts[1].trimmingCharacters(in: .whitespaces)), limit >= 0 else {
+                throw ValidationError("--allow takes CHECK=N with N 0 or more, not \"\(item)\"")
+            }
+            guard let check = try Self.parse(parts[0], option: "--allow")?.first else { continue }
+            allowed[check] = limit
+        }
+        return CheckPolicy(allowed: allowed, failOn: failOn)
     }
 
     private static func parse(_ list: String?, option: String) throws -> [IntegrityCheck]? {
@@ -109,70 +249,5 @@ struct Check: ConsoleCommand {
             }
             return check
         }
-    }
-}
-
-/// Check results as a table or as the JSON contract.
-struct CheckReportView {
-    var quiet: Bool
-    var format: OutputFormat
-
-    /// Prints the results of a plain `check`.
-    func print(_ results: [CheckResult], to session: Session) {
-        if format == .json {
-            session.output.line(JSONWriter.object(Self.contract(results)))
-            return
-        }
-        let shown = quiet ? results.filter { !$0.isClean } : results
-        guard !shown.isEmpty else { return }
-        session.show(table(shown), as: format)
-        if !quiet, format != .csv { session.output.line(summary(results)) }
-    }
-
-    /// Prints `check --fix`: what was wrong, what the repairs changed, what is left.
-    func print(before: [CheckResult], repairs: [RepairReport], after: [CheckResult], to session: Session) {
-        if format == .json {
-            session.output.line(JSONWriter.object(Self.contract(after) + [
-                ("before", JSONWriter.array(before.map(Self.json))),
-                ("repairs", JSONWriter.array(repairs.map(RepairReportView.json))),
-            ]))
-            return
-        }
-        guard !repairs.isEmpty else { return print(after, to: session) }
-        let failing = before.filter { !$0.isClean }
-        var beforeTable = table(failing)
-        beforeTable.title = "Before repairs:"
-        session.show(beforeTable, as: format)
-        session.output.line()
-        RepairReportView(format: format).print(repairs, to: session)
-        session.output.line()
-        var afterTable = table(quiet ? after.filter { !$0.isClean } : after)
-        afterTable.title = repairs.first?.isDryRun == true ? "After repairs (rolled back):" : "After repairs:"
-        session.show(afterTable, as: format)
-        if format != .csv { session.output.line(summary(after)) }
-    }
-
-    private func table(_ results: [CheckResult]) -> ResultTable {
-        ResultTable(
-            columns: ["check", "violations", "examples"],
-            rows: results.map { [.text($0.check.rawValue), .integer($0.violations), .text($0.examples.joined(separator: " "))] })
-    }
-
-    private func summary(_ results: [CheckResult]) -> String {
-        let failing = results.filter { !$0.isClean }
-        guard !failing.isEmpty else { return "All \(results.count) checks passed." }
-        return "\(failing.count) of \(results.count) checks found violations."
-    }
-
-    /// The stable JSON members: `ok` and `checks`.
-    static func contract(_ results: [CheckResult]) -> [(String, String)] {
-        [("ok", results.allSatisfy(\.isClean) ? "true" : "false"), ("checks", JSONWriter.array(results.map(json)))]
-    }
-
-    static func json(_ result: CheckResult) -> String {
-        JSONWriter.object([
-            ("name", JSONWriter.string(result.check.rawValue)), ("violations", String(result.violations)),
-            ("examples", JSONWriter.array(result.examples.map(JSONWriter.string))),
-        ])
     }
 }

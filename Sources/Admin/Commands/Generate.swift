@@ -109,6 +109,6 @@ struct Generate: ConsoleCommand {
             ("users", String(users)), ("seed", String(seed)), ("dialect", JSONWriter.string(dialect.rawValue)),
             ("anomalies", anomalies ? "true" : "false"), ("bytes", String(report.bytes)),
             ("nodes", JSONWriter.object(report.nodes.map { ($0.name, String($0.rows)) })),
-        ] + CheckReportView.contract(report.violations)
+        ] + CheckReportView.contract(report.violations, verdicts: CheckReportView.verdicts(report.violations), timed: false)
     }
 }

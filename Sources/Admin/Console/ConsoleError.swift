@@ -55,6 +55,8 @@ struct ConsoleError: Error, CustomStringConvertible {
             "The transaction was rolled back, but what it wrote keeps its disk space until VACUUM gives it back: "
                 + "free some space, then run `vacuum`, and CHECKPOINT as a superuser to recycle the write-ahead log "
                 + "it filled."
+        case .waitForMaintenance:
+            "Wait for it to finish, or queue behind it with --wait SECONDS."
         }
     }
 }

@@ -12,10 +12,11 @@ final class OutputFile {
     /// the file in place when `body` returns; when anything throws, no file is left. `createsDirectory`: the
     /// directory may be made (the default `exports/`); a path the operator typed must name one that exists.
     static func writing<Result>(
-        to path: String, replacing: Bool, createsDirectory: Bool = false,
+        to path: String, replacing: Bool, createsDirectory: Bool = false, permissions: mode_t = 0o600,
         _ body: (_ write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> Result
     ) throws -> Result {
-        let file = try OutputFile(path: path, replacing: replacing, createsDirectory: createsDirectory)
+        let file = try OutputFile(path: path, replacing: replacing, createsDirectory: createsDirectory,
+                                  permissions: permissions)
         do {
             let gzip = path.hasSuffix(".gz") ? try GzipWriter { try file.write($0) } : nil
             let result = try body { bytes in
@@ -60,7 +61,8 @@ final class OutputFile {
     private let descriptor: Int32
     private var isOpen = true
 
-    init(path: String, replacing: Bool, createsDirectory: Bool) throws {
+    /// `permissions`: the file's mode; 0600 unless the file is meant for another user to read (metrics).
+    init(path: String, replacing: Bool, createsDirectory: Bool, permissions: mode_t = 0o600) throws {
         self.path = path
         self.replacing = replacing
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
@@ -81,9 +83,11 @@ final class OutputFile {
         var opened: (String, Int32)?
         for _ in 0..<16 {
             let candidate = "\(directory)/.\(name).\(Self.randomSuffix()).tmp"
-            // 0600: exports hold the users' data.
-            let descriptor = open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            // 0600 by default: exports hold the users' data. (The umask may narrow a wider mode; fchmod below
+            // widens it back, since a metrics file is useless if its collector cannot read it.)
+            let descriptor = open(candidate, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
             if descriptor >= 0 {
+                if permissions != 0o600 { fchmod(descriptor, permissions) }
                 opened = (candidate, descriptor)
                 break
             }

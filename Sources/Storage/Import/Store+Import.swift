@@ -45,6 +45,9 @@ extension Store {
             if wholeTree {
                 // The lock TRUNCATE takes, before anything reads the tables: a weaker one first would deadlock
                 // with another import doing the same.
+                // The maintenance lock first: checks and repairs then see an import running (and fail at once or
+                // queue with --wait) instead of blocking on the tables.
+                try connection.execute("SELECT pg_advisory_xact_lock(\(Self.maintenanceLockKey))")
                 let tables = Self.quotedTreeTables
                 try connection.execute(Query(unsafeSQL: "LOCK TABLE \(tables) IN ACCESS EXCLUSIVE MODE"))
                 heldSomething = try !isEmpty()

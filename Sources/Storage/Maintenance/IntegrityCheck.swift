@@ -68,6 +68,8 @@ public struct CheckResult: Sendable, Equatable {
     public var violations: Int
     /// The Firebase paths of the first violations, in byte order.
     public var examples: [String]
+    /// How long the check took.
+    public var seconds: Double = 0
 
     /// Whether nothing is wrong.
     public var isClean: Bool { violations == 0 }

@@ -2,29 +2,35 @@ import Foundation
 import PostgresClient
 
 extension Store {
-    /// Runs `checks` in one read-only snapshot and returns each one's violation count and first `examples` paths.
+    /// Runs `checks` in one read-only snapshot and returns each one's violation count, first `examples` paths and
+    /// duration.
     ///
     /// Works with a role that may only SELECT. Two maintenance runs (checks or repairs) never overlap on one
-    /// database: the second fails at once with `SQLState.lockNotAvailable` instead of waiting.
+    /// database: the second fails with `SQLState.lockNotAvailable`, at once or after `wait`.
     ///
     /// ```swift
     /// let results = try store.check([.likeCount, .orphans], examples: 3)
     /// ```
-    /// `onStart` hears of each check as it begins, with its position (from 0) among `checks`.
+    /// `onStart` hears of each check as it begins, with its position (from 0) among `checks`; `onResult` of each
+    /// result as it is known (so that a run that fails half-way can still say what it found).
     public func check(
-        _ checks: [IntegrityCheck] = IntegrityCheck.allCases, examples: Int = 5,
-        onStart: (IntegrityCheck, _ index: Int) -> Void = { _, _ in }
+        _ checks: [IntegrityCheck] = IntegrityCheck.allCases, examples: Int = 5, wait: MaintenanceWait = .none,
+        onStart: (IntegrityCheck, _ index: Int) -> Void = { _, _ in },
+        onResult: (CheckResult) -> Void = { _ in }
     ) throws -> [CheckResult] {
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
-            try lockMaintenance()
+            try lockMaintenance(wait: wait)
             return try checks.enumerated().map { index, check in
                 onStart(check, index)
-                return try run(check, examples: examples)
+                let result = try run(check, examples: examples)
+                onResult(result)
+                return result
             }
         }
     }
 
     private func run(_ check: IntegrityCheck, examples: Int) throws -> CheckResult {
+        let started = ContinuousClock.now
         // Materialized once, counted and sampled: the view is computed one time however many examples are asked.
         let query: Query = """
             WITH violation AS MATERIALIZED (SELECT path FROM \(identifier: check.viewName))
@@ -33,19 +39,89 @@ extension Store {
             """
         let row = try connection.query(query)[0]
         return CheckResult(check: check, violations: try row.decode(Int.self, at: 0),
-                           examples: try row.decode([String].self, at: 1))
+                           examples: try row.decode([String].self, at: 1),
+                           seconds: (ContinuousClock.now - started).seconds)
     }
 
-    /// Takes the maintenance lock for the current transaction, or fails at once when another session holds it.
-    func lockMaintenance() throws {
+    /// Takes the maintenance lock for the current transaction. When another session holds it: fails at once, or
+    /// (with a `wait`) tells `wait.onWait` who holds it and waits up to `wait.seconds` for it.
+    func lockMaintenance(wait: MaintenanceWait = .none) throws {
         let row = try connection.query("SELECT pg_try_advisory_xact_lock(\(Store.maintenanceLockKey))")[0]
-        guard try row.decode(Bool.self, at: 0) else {
-            throw StorageError(
-                .server, "another check or repair is running on this database", sqlState: .lockNotAvailable,
-                hint: "Wait for it to finish; pg_locks shows the session holding advisory lock \(Store.maintenanceLockKey).")
+        if try row.decode(Bool.self, at: 0) { return }
+        if wait.seconds > 0 {
+            wait.onWait(try maintenanceLockHolder())
+            // lock_timeout bounds the wait, for this statement only: the session's own setting comes back after.
+            let previous = try connection.query("SELECT current_setting('lock_timeout')")[0].decode(String.self, at: 0)
+            try connection.execute("SELECT set_config('lock_timeout', \(String(Int((wait.seconds * 1000).rounded(.up))) + "ms"), true)")
+            do {
+                try connection.execute("SELECT pg_advisory_xact_lock(\(Store.maintenanceLockKey))")
+            } catch let error as StorageError where error.sqlState == .lockNotAvailable {
+                throw StorageError(
+                    .server, "another check, repair or import still held the maintenance lock after \(wait.seconds) s",
+                    sqlState: .lockNotAvailable,
+                    hint: "pg_locks shows the session holding advisory lock \(Store.maintenanceLockKey).")
+            }
+            try connection.execute("SELECT set_config('lock_timeout', \(previous), true)")
+            return
         }
+        let holder = try maintenanceLockHolder()
+        let what = holder?.application == "admin import" ? "an import" : "another check or repair"
+        var error = StorageError(
+            .server, "\(what) is running on this database\(holder.map { " (pid \($0.pid))" } ?? "")",
+            sqlState: .lockNotAvailable,
+            hint: "Wait for it to finish; pg_locks shows the session holding advisory lock \(Store.maintenanceLockKey).")
+        error.remedy = .waitForMaintenance
+        throw error
+    }
+
+    /// Who holds the maintenance lock, as `pg_stat_activity` tells it (what a role may see of other sessions).
+    private func maintenanceLockHolder() throws -> MaintenanceLockHolder? {
+        let key = UInt64(bitPattern: Store.maintenanceLockKey)
+        let rows = try connection.query("""
+            SELECT a.pid, coalesce(a.usename::text, ''), coalesce(a.application_name, ''),
+                extract(epoch FROM a.xact_start)::float8
+            FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+            WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                AND l.classid = \(Int64(key >> 32))::bigint::oid AND l.objid = \(Int64(key & 0xFFFF_FFFF))::bigint::oid
+                AND l.objsubid = 1
+            LIMIT 1
+            """)
+        guard let row = rows.first else { return nil }
+        return MaintenanceLockHolder(
+            pid: try row.decode(Int.self, at: 0), role: try row.decode(String.self, at: 1),
+            application: try row.decode(String.self, at: 2),
+            since: try row.decode(Double?.self, at: 3).map(Date.init(timeIntervalSince1970:)))
     }
 
     /// The advisory lock key that checks and repairs share ("fbadmin" in ASCII).
     static let maintenanceLockKey: Int64 = 0x66_6261_646D_696E
+}
+
+/// How long a maintenance run waits for another to finish before it gives up.
+public struct MaintenanceWait {
+    /// Seconds to wait; 0 fails at once.
+    public var seconds: Double
+    /// Hears who holds the lock (nil when the holder cannot be seen) before the wait begins.
+    public var onWait: (MaintenanceLockHolder?) -> Void
+
+    /// Waits up to `seconds`, telling `onWait` whom for.
+    public init(seconds: Double, onWait: @escaping (MaintenanceLockHolder?) -> Void = { _ in }) {
+        self.seconds = seconds
+        self.onWait = onWait
+    }
+
+    /// Fail at once.
+    public static var none: MaintenanceWait { MaintenanceWait(seconds: 0) }
+}
+
+/// The session that holds the maintenance lock.
+public struct MaintenanceLockHolder: Sendable, Equatable {
+    /// Its server process id.
+    public var pid: Int
+    /// Its role.
+    public var role: String
+    /// Its `application_name` (`admin` for the console).
+    public var application: String
+    /// When its transaction began.
+    public var since: Date?
 }

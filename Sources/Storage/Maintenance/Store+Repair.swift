@@ -84,10 +84,10 @@ extension Store {
     /// `onProgress` hears of each check and repair as it begins.
     public func checkAndFix(
         _ checks: [IntegrityCheck] = IntegrityCheck.allCases, examples: Int = 5, isDryRun: Bool = false,
-        onProgress: (String) -> Void = { _ in }
+        wait: MaintenanceWait = .none, onProgress: (String) -> Void = { _ in }
     ) throws -> (before: [CheckResult], repairs: [RepairReport], after: [CheckResult]) {
         try connection.withTransaction(rollback: isDryRun) {
-            let before = try check(checks, examples: examples) { check, index in
+            let before = try check(checks, examples: examples, wait: wait) { check, index in
                 onProgress("check \(index + 1) of \(checks.count): \(check.rawValue)")
             }
             let failing = Set(before.filter { !$0.isClean }.compactMap(\.check.repair))

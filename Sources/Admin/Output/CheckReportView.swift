@@ -1,0 +1,114 @@
+import Storage
+
+/// Check results as a table or as the JSON contract.
+struct CheckReportView {
+    var quiet: Bool
+    var format: OutputFormat
+    /// Whether a threshold or `--fail-on new` applies, so that the table says what each check's count means.
+    var showsStatus = false
+
+    /// Prints results that trip on any violation.
+    func print(_ results: [CheckResult], to session: Session) {
+        print(results, verdicts: Self.verdicts(results), to: session)
+    }
+
+    /// Prints a run: the results, or for `check --fix` what was wrong, what the repairs changed and what is left.
+    func print(
+        _ after: [CheckResult], verdicts: [CheckVerdict], before: [CheckResult] = [], repairs: [RepairReport] = [],
+        to session: Session
+    ) {
+        if format == .json {
+            var members = Self.contract(after, verdicts: verdicts)
+            if !before.isEmpty || !repairs.isEmpty {
+                members += [
+                    ("before", JSONWriter.array(before.map { Self.json($0, verdict: nil) })),
+                    ("repairs", JSONWriter.array(repairs.map(RepairReportView.json))),
+                ]
+            }
+            session.output.line(JSONWriter.object(members))
+            return
+        }
+        if !repairs.isEmpty {
+            var beforeTable = table(before.filter { !$0.isClean }, verdicts: nil)
+            beforeTable.title = "Before repairs:"
+            session.show(beforeTable, as: format)
+            session.output.line()
+            RepairReportView(format: format).print(repairs, to: session)
+            session.output.line()
+        }
+        let shown = zip(after, verdicts).filter { !quiet || !$0.0.isClean }
+        guard !shown.isEmpty || !repairs.isEmpty else { return }
+        var afterTable = table(shown.map(\.0), verdicts: shown.map(\.1))
+        if !repairs.isEmpty {
+            afterTable.title = repairs.first?.isDryRun == true ? "After repairs (rolled back):" : "After repairs:"
+        }
+        session.show(afterTable, as: format)
+        if (!quiet || !repairs.isEmpty), format != .csv { session.output.line(summary(after, verdicts: verdicts)) }
+    }
+
+    private func table(_ results: [CheckResult], verdicts: [CheckVerdict]?) -> ResultTable {
+        let status = showsStatus ? verdicts : nil
+        return ResultTable(
+            columns: ["check", "violations"] + (status == nil ? [] : ["status"]) + ["examples"],
+            rows: results.indices.map { index in
+                let result = results[index]
+                return [.text(result.check.rawValue), .integer(result.violations)]
+                    + (status.map { [.text(Self.status($0[index]))] } ?? [])
+                    + [.text(result.examples.joined(separator: " "))]
+            })
+    }
+
+    private func summary(_ results: [CheckResult], verdicts: [CheckVerdict]) -> String {
+        let failing = results.filter { !$0.isClean }
+        guard !failing.isEmpty else { return "All \(results.count) checks passed." }
+        let tripped = verdicts.filter(\.trips).count
+        if tripped == 0 { return "\(failing.count) of \(results.count) checks found violations, none over its threshold." }
+        guard showsStatus else { return "\(failing.count) of \(results.count) checks found violations." }
+        return "\(failing.count) of \(results.count) checks found violations; \(tripped) tripped."
+    }
+
+    /// What a verdict means, in a word or a few.
+    static func status(_ verdict: CheckVerdict) -> String {
+        switch verdict {
+        case .clean: "ok"
+        case .allowed(let limit): "allowed (--allow \(limit))"
+        case .known(let previous): "known (was \(previous))"
+        case .exceeded(let limit): limit == 0 ? "tripped" : "tripped: over --allow \(limit)"
+        case .rose(let previous?): "tripped: rose from \(previous)"
+        case .rose(nil): "tripped: no recorded run"
+        }
+    }
+
+    /// A tripped check and why, for the error line.
+    static func describe(_ check: IntegrityCheck, _ verdict: CheckVerdict) -> String {
+        switch verdict {
+        case .exceeded(let limit) where limit > 0: "\(check.rawValue) (over --allow \(limit))"
+        case .rose(let previous?): "\(check.rawValue) (rose from \(previous))"
+        default: check.rawValue
+        }
+    }
+
+    /// The verdicts of the default policy: any violation trips.
+    static func verdicts(_ results: [CheckResult]) -> [CheckVerdict] {
+        results.map { CheckPolicy().verdict(for: $0, previous: nil) }
+    }
+
+    /// The stable JSON members: `ok` (nothing tripped: exit 0) and `checks`.
+    /// `timed`: with each check's seconds (not for results that were predicted rather than run).
+    static func contract(_ results: [CheckResult], verdicts: [CheckVerdict], timed: Bool = true) -> [(String, String)] {
+        [("ok", verdicts.contains(where: \.trips) ? "false" : "true"),
+         ("checks", JSONWriter.array(zip(results, verdicts).map { json($0, verdict: $1, timed: timed) }))]
+    }
+
+    static func json(_ result: CheckResult, verdict: CheckVerdict?, timed: Bool = true) -> String {
+        var members = [
+            ("name", JSONWriter.string(result.check.rawValue)), ("violations", String(result.violations)),
+            ("examples", JSONWriter.array(result.examples.map(JSONWriter.string))),
+        ]
+        if timed { members.append(("seconds", JSONWriter.number(result.seconds))) }
+        if let verdict {
+            members += [("tripped", verdict.trips ? "true" : "false"), ("status", JSONWriter.string(status(verdict)))]
+        }
+        return JSONWriter.object(members)
+    }
+}

@@ -1,0 +1,274 @@
+import Foundation
+import PostgresClient
+import PostgresTestSupport
+import Testing
+
+/// Alice follows bob, but /followers misses it; bob's post -P1 counts a like too many and has an orphan like;
+/// his post -P2 is right.
+private let damagedTree = """
+    {"users": {"alice": {"username": "alice"}, "bob": {"username": "bob"}},
+     "following": {"alice": {"bob": true}},
+     "posts": {"bob": {"-P1": {"image_url": "u", "like_count": 2, "poster": {"uid": "bob", "username": "bob"}},
+                       "-P2": {"image_url": "v", "like_count": 0, "poster": {"uid": "bob", "username": "bob"}}}},
+     "postLikes": {"-P1": {"alice": true}, "-Gone": {"bob": true}},
+     "timeline": {"alice": {"-P1": {"poster_uid": "bob"}, "-P2": {"poster_uid": "bob"}},
+                  "bob": {"-P1": {"poster_uid": "bob"}, "-P2": {"poster_uid": "bob"}}}}
+    """
+
+/// The samples of a metrics file as `name{labels}` → value, read line by line (HELP and TYPE lines skipped).
+private func samples(in file: String) throws -> [String: Double] {
+    var samples: [String: Double] = [:]
+    for line in try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n") where !line.hasPrefix("#") {
+        let parts = line.split(separator: " ")
+        samples[String(parts[0])] = Double(parts[1])
+    }
+    return samples
+}
+
+@Suite("check unattended: history, thresholds, metrics, waiting")
+struct ScheduledCheckTests {
+    private func damagedDatabase() throws -> TestDatabase {
+        let database = try TestPostgres.makeDatabase()
+        let run = try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: damagedTree)
+        #expect(run.status == 0, "\(run.stderr)")
+        return database
+    }
+
+    private func admin(_ database: TestDatabase, _ arguments: String...) throws -> AdminRun {
+        try AdminProcess.run(["--db", database.conninfo] + arguments)
+    }
+
+    @Test func recordedRunsMetricsAndHistory() throws {
+        let database = try damagedDatabase()
+        let directory = try makeTemporaryDirectory("admin-metrics")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let metrics = directory + "/admin_check.prom"
+
+        let first = try admin(database, "check", "--record", "--metrics-file", metrics, "--format", "json")
+        #expect(first.status == 3, "\(first.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])
+        let checks = try #require(report["checks"] as? [[String: Any]])
+        let values = try samples(in: metrics)
+        #expect(values["admin_check_up"] == 1)
+        #expect(values["admin_check_exit_status"] == 3)
+        #expect(checks.count == 11)
+        for check in checks {
+            let name = try #require(check["name"] as? String)
+            #expect(values["admin_check_violations{check=\"\(name)\"}"] == (check["violations"] as? Double), "\(name)")
+            // Foundation's JSON parser may round the last digit.
+            let seconds = try #require(check["seconds"] as? Double)
+            #expect(abs(values["admin_check_duration_seconds{check=\"\(name)\"}"].map { $0 - seconds } ?? 1) < 1e-12, "\(name)")
+            #expect(values["admin_check_tripped{check=\"\(name)\"}"] == ((check["tripped"] as? Bool) == true ? 1 : 0))
+        }
+        let mode = try FileManager.default.attributesOfItem(atPath: metrics)[.posixPermissions] as? Int
+        #expect(mode == 0o644, "the collector runs as another user")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["admin_check.prom"])
+
+        #expect(try admin(database, "check", "--fix", "--yes", "-q").status == 0)
+        let second = try admin(database, "check", "--record", "--metrics-file", metrics)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(try samples(in: metrics)["admin_check_violations{check=\"like_count\"}"] == 0)
+
+        let history = try admin(database, "check", "--history", "--format", "json")
+        #expect(history.status == 0, "\(history.stderr)")
+        let listed = try #require(try JSONSerialization.jsonObject(with: Data(history.stdout.utf8)) as? [String: Any])
+        let runs = try #require(listed["runs"] as? [[String: Any]])
+        #expect(runs.map { $0["exit_status"] as? Int } == [0, 3])
+        #expect(runs.map { $0["outcome"] as? String } == ["passed", "violations"])
+        #expect(runs.allSatisfy { ($0["role"] as? String)?.isEmpty == false && $0["version"] as? String == "0.1.0" })
+        func entry(_ run: [String: Any], _ name: String) -> [String: Any]? {
+            (run["checks"] as? [[String: Any]])?.first { $0["name"] as? String == name }
+        }
+        #expect(entry(runs[0], "like_count")?["violations"] as? Int == 0)
+        #expect(entry(runs[0], "like_count")?["change"] as? Int == -1)
+        #expect(entry(runs[1], "like_count")?["tripped"] as? Bool == true)
+        #expect(entry(runs[1], "like_count")?["change"] is NSNull, "the first run has nothing to change from")
+
+        let table = try admin(database, "check", "--history", "--only", "like_count,orphans")
+        #expect(table.stdout.contains("| 0 (-1)     | 0 (-1)\n"), "\(table.stdout)")
+        #expect(table.stdout.contains("| 1 !        | 1 !\n"), "\(table.stdout)")
+        let csv = try admin(database, "check", "--history", "--only", "like_count", "--format", "csv", "--limit", "1")
+        #expect(csv.stdout.hasPrefix("started,seconds,exit,outcome,role,client,version,like_count,like_count_change\n"))
+        #expect(csv.stdout.hasSuffix(",0,-1\n"), "\(csv.stdout)")
+    }
+
+    @Test func anUnreachableServerExitsTwoAndSaysDown() throws {
+        let directory = try makeTemporaryDirectory("admin-metrics")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let metrics = directory + "/admin_check.prom"
+        let run = try AdminProcess.run(
+            ["--db", "host=\(directory) port=1 connect_timeout=2", "check", "--record", "--metrics-file", metrics])
+        #expect(run.status == 2, "\(run.stderr)")
+        let values = try samples(in: metrics)
+        #expect(values["admin_check_up"] == 0)
+        #expect(values["admin_check_exit_status"] == 2)
+        #expect(values.keys.allSatisfy { !$0.hasPrefix("admin_check_violations") }, "no counts from a run that did not run")
+    }
+
+    @Test func failOnNewHearsOnlyOfRises() throws {
+        let database = try damagedDatabase()
+        #expect(try admin(database, "check", "--record", "-q").status == 3)
+        // Counts fell (the orphan is gone), none rose: nothing new.
+        #expect(try admin(database, "repair", "orphans", "-q").status == 0)
+        let fell = try admin(database, "check", "--fail-on", "new")
+        #expect(fell.status == 0, "\(fell.stdout)\(fell.stderr)")
+        #expect(fell.stdout.contains(" like_count        |          1 | known (was 1) |"), "\(fell.stdout)")
+
+        // -P2's like_count goes wrong too: like_count's violations go from 1 to 2.
+        #expect(try admin(database, "set", "/posts/bob/-P2/like_count", "7", "-q").status == 0)
+        let rose = try admin(database, "check", "--fail-on", "new")
+        #expect(rose.status == 3)
+        #expect(rose.stdout.contains(" like_count        |          2 | tripped: rose from 1 |"), "\(rose.stdout)")
+        #expect(rose.stderr == "admin: check: 1 of 11 checks found 2 violations: like_count (rose from 1)\n")
+    }
+
+    @Test func allowLetsUpToNPass() throws {
+        let database = try damagedDatabase()
+        let atN = try admin(database, "check", "--only", "like_count", "--allow", "like_count=1", "--format", "json")
+        #expect(atN.status == 0, "\(atN.stderr)")
+        #expect(atN.stdout.contains(#""ok": true"#) && atN.stdout.contains(#""status": "allowed (--allow 1)""#))
+
+        // -P2's like_count goes wrong too: like_count's violations go from 1 to 2.
+        #expect(try admin(database, "set", "/posts/bob/-P2/like_count", "7", "-q").status == 0)
+        let overN = try admin(database, "check", "--only", "like_count", "--allow", "like_count=1")
+        #expect(overN.status == 3)
+        #expect(overN.stderr.contains("like_count (over --allow 1)"), "\(overN.stderr)")
+
+        let malformed = try admin(database, "check", "--allow", "like_count")
+        #expect(malformed.status == 64 && malformed.stderr.contains("--allow takes CHECK=N"), "\(malformed.stderr)")
+        let unknown = try admin(database, "check", "--allow", "likes=3")
+        #expect(unknown.status == 64 && unknown.stderr.contains("no check named \"likes\""), "\(unknown.stderr)")
+    }
+
+    @Test func aSelectOnlyRoleChecksAndRecordsWithInsertOnTheHistoryAlone() throws {
+        let database = try damagedDatabase()
+        let role = "reader_" + UUID().uuidString.prefix(8).lowercased()
+        let owner = try database.connect()
+        try owner.execute(Query(unsafeSQL: "CREATE ROLE \(role) LOGIN"))
+        try owner.execute(Query(unsafeSQL: "GRANT SELECT ON ALL TABLES IN SCHEMA public TO \(role)"))
+        // The test cluster authenticates by peer, so the role is taken on after connecting, as SET ROLE does.
+        let asReader = ["--db", database.conninfo + " options='-c role=\(role)'"]
+        let check = try AdminProcess.run(asReader + ["check", "-q"])
+        #expect(check.status == 3, "\(check.stderr)")
+        let refused = try AdminProcess.run(asReader + ["check", "--record", "-q"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("permission denied for table check_runs"), "\(refused.stderr)")
+
+        #expect(refused.stderr.contains("the failed run could not be recorded"), "\(refused.stderr)")
+
+        // INSERT on check_runs is all that recording needs; a check that fails half-way is recorded as failed.
+        try owner.execute(Query(unsafeSQL: "GRANT INSERT ON check_runs TO \(role)"))
+        try owner.execute(Query(unsafeSQL: "REVOKE SELECT ON integrity_orphans FROM \(role)"))
+        let halfWay = try AdminProcess.run(asReader + ["check", "--record", "-q"])
+        #expect(halfWay.status == 1)
+        #expect(halfWay.stderr.contains("permission denied for view integrity_orphans"), "\(halfWay.stderr)")
+        try owner.execute(Query(unsafeSQL: "GRANT SELECT ON integrity_orphans TO \(role)"))
+        let recorded = try AdminProcess.run(asReader + ["check", "--record", "-q"])
+        #expect(recorded.status == 3, "\(recorded.stderr)")
+
+        let history = try admin(database, "check", "--history", "--format", "csv", "--only", "like_count")
+        let lines = history.stdout.split(separator: "\n")
+        #expect(lines.count == 3, "the failed run, then the recorded one: \(history.stdout)")
+        #expect(lines.dropFirst().allSatisfy { $0.contains(",\(role),") })
+        #expect(lines[1].contains(",3,violations,") && lines[1].hasSuffix(",1,0"), "\(lines[1])")
+        #expect(lines[2].contains(",1,failed: ") && lines[2].contains("permission denied for view integrity_orphans"))
+        #expect(lines[2].hasSuffix(",1,"), "like_count ran before the check that failed: \(lines[2])")
+    }
+
+    @Test func waitQueuesBehindAnotherMaintenanceRun() throws {
+        let database = try damagedDatabase()
+        // Used by the releasing thread only once the main one is done with it.
+        nonisolated(unsafe) let holder = try database.connect()
+        try holder.execute("SELECT pg_advisory_lock(\(Int64(0x66_6261_646D_696E)))")
+        let atOnce = try admin(database, "check")
+        #expect(atOnce.status == 1)
+        #expect(atOnce.stderr.contains("another check or repair is running on this database (pid "), "\(atOnce.stderr)")
+        #expect(atOnce.stderr.contains("--wait SECONDS"), "\(atOnce.stderr)")
+        let timedOut = try admin(database, "check", "--wait", "0.5")
+        #expect(timedOut.status == 1)
+        #expect(timedOut.stderr.contains("still held the maintenance lock after 0.5 s"), "\(timedOut.stderr)")
+
+        let release = Thread {
+            Thread.sleep(forTimeInterval: 1)
+            _ = try? holder.execute("SELECT pg_advisory_unlock_all()")
+        }
+        release.start()
+        let queued = try admin(database, "check", "--wait", "60", "--only", "like_count")
+        #expect(queued.status == 3, "ran once the lock was free: \(queued.stderr)")
+        #expect(queued.stdout.contains(" like_count |          1 |"))
+    }
+}
+
+/// Prometheus's own Python client, whose parser reads the text exposition format as Prometheus does: installed
+/// from PyPI into `.build/test-python` on first use (pure Python, no dependencies), nil when that cannot be done.
+enum PrometheusClient {
+    static let pythonPath: String? = {
+        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/test-python").path
+        func run(_ arguments: [String]) -> Bool {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3"] + arguments
+            process.environment = ProcessInfo.processInfo.environment.merging(["PYTHONPATH": directory]) { $1 }
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            guard (try? process.run()) != nil else { return false }
+            process.waitUntilExit()
+            return process.terminationStatus == 0
+        }
+        if run(["-c", "import prometheus_client.parser"]) { return directory }
+        guard run(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-warn-script-location",
+                   "--target", directory, "prometheus_client==0.26.0"]),
+              run(["-c", "import prometheus_client.parser"])
+        else { return nil }
+        return directory
+    }()
+
+    /// The samples of the exposition text in `file` as prometheus_client parses them: `name{labels}` → value.
+    static func parse(_ file: String) throws -> [String: Double] {
+        let script = """
+            import json, sys
+            from prometheus_client.parser import text_string_to_metric_families
+            samples = {}
+            for family in text_string_to_metric_families(open(sys.argv[1]).read()):
+                assert family.type == "gauge", family.name
+                assert family.documentation, family.name
+                for sample in family.samples:
+                    labels = ",".join('%s="%s"' % item for item in sorted(sample.labels.items()))
+                    samples[sample.name + ("{%s}" % labels if labels else "")] = sample.value
+            print(json.dumps(samples))
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, file]
+        process.environment = ProcessInfo.processInfo.environment.merging(["PYTHONPATH": pythonPath ?? ""]) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw CocoaError(.fileReadCorruptFile) }
+        return try JSONDecoder().decode([String: Double].self, from: data)
+    }
+}
+
+@Suite("check's metrics file")
+struct CheckMetricsFormatTests {
+    @Test(.enabled(if: PrometheusClient.pythonPath != nil, "needs python3 and prometheus_client (from PyPI)"))
+    func prometheusOwnParserReadsTheFileUpAndDown() throws {
+        let database = try TestPostgres.makeDatabase()
+        #expect(try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: damagedTree).status == 0)
+        let directory = try makeTemporaryDirectory("admin-metrics")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let metrics = directory + "/admin_check.prom"
+        #expect(try AdminProcess.run(["--db", database.conninfo, "check", "-q", "--metrics-file", metrics]).status == 3)
+        let parsed = try PrometheusClient.parse(metrics)
+        #expect(parsed == (try samples(in: metrics)))
+        #expect(parsed["admin_check_violations{check=\"like_count\"}"] == 1)
+        #expect(parsed.count == 3 + 3 * 11)
+
+        let down = try AdminProcess.run(["--db", "host=\(directory) port=1", "check", "--metrics-file", metrics])
+        #expect(down.status == 2)
+        #expect(try PrometheusClient.parse(metrics)["admin_check_up"] == 0)
+    }
+}
