@@ -103,6 +103,10 @@ struct ScheduledCheckTests {
         #expect(values["admin_check_up"] == 0)
         #expect(values["admin_check_exit_status"] == 2)
         #expect(values.keys.allSatisfy { !$0.hasPrefix("admin_check_violations") }, "no counts from a run that did not run")
+        for label in ["9x=1", "check=a", "x", "a-b=1"] {
+            let refused = try AdminProcess.run(["check", "--metrics-file", metrics, "--metrics-label", label])
+            #expect(refused.status == 64 && refused.stderr.contains("--metrics-label takes NAME=VALUE"), "\(label)")
+        }
     }
 
     @Test func failOnNewHearsOnlyOfRises() throws {
@@ -267,8 +271,9 @@ struct CheckMetricsFormatTests {
         #expect(parsed["admin_check_violations{check=\"like_count\"}"] == 1)
         #expect(parsed.count == 3 + 3 * 11)
 
-        let down = try AdminProcess.run(["--db", "host=\(directory) port=1", "check", "--metrics-file", metrics])
+        let down = try AdminProcess.run(["--db", "host=\(directory) port=1", "check", "--metrics-file", metrics,
+                                         "--metrics-label", "database=app", "--metrics-label", "env=a \"b\"\\c"])
         #expect(down.status == 2)
-        #expect(try PrometheusClient.parse(metrics)["admin_check_up"] == 0)
+        #expect(try PrometheusClient.parse(metrics)["admin_check_up{database=\"app\",env=\"a \"b\"\\c\"}"] == 0)
     }
 }

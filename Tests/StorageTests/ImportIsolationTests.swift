@@ -52,15 +52,26 @@ struct ImportIsolationTests {
         })
         #expect(error?.contains("an import is in progress (pid ") == true, "\(error ?? "no error")")
         #expect(error?.contains("waited 300ms") == true, "\(error ?? "no error")")
-        // A whole-tree replace locks reads out too: check gives up the same way.
-        let checkError = try whileHolding(database, { store in
-            try importJSON(consistentTree.json, into: store)
-        }, holdingUntilSecondEnds: true, then: { store in
-            try store.setLockTimeout(.milliseconds(300))
-            _ = try store.check(examples: 1)
-        })
-        #expect(checkError?.contains("an import is in progress") == true, "\(checkError ?? "no error")")
         #expect(try setup.user("zed") == nil)
+        // A whole-tree replace takes the maintenance lock: check fails at once, saying so (or queues with a wait).
+        let importing = Store(connection: try database.connect())
+        let checking = Store(connection: try database.connect())
+        try importing.connection.withTransaction(rollback: true) {
+            try importJSON(consistentTree.json, into: importing)
+            do {
+                _ = try checking.check(examples: 1)
+                Issue.record("check ran during a whole-tree import")
+            } catch let error as StorageError {
+                #expect(error.message.hasPrefix("an import is running on this database (pid "), "\(error)")
+                #expect(error.sqlState == .lockNotAvailable && error.remedy == .waitForMaintenance)
+            }
+            do {
+                _ = try checking.check(examples: 1, wait: MaintenanceWait(seconds: 0.2))
+                Issue.record("check ran during a whole-tree import")
+            } catch let error as StorageError {
+                #expect(error.message.contains("still held the maintenance lock after 0.2 s"), "\(error)")
+            }
+        }
     }
 
     @Test func anEmptyFileDoesNotEmptyAStoreUnlessAllowed() throws {

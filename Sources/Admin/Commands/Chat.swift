@@ -133,7 +133,8 @@ struct ChatMerge: ConsoleCommand {
         guard options.dryRun || options.confirmation.confirm(
             "Merge every group of duplicate chats, keeping the \(keeping.rawValue) of each (try --dry-run first)?",
             in: session) else { return }
-        let report = try session.store().mergeDuplicateChats(keeping: keeping, isDryRun: options.dryRun)
+        let report = try session.store().mergeDuplicateChats(
+            keeping: keeping, isDryRun: options.dryRun, waitSeconds: options.wait)
         RepairReportView(format: options.format ?? session.format).print([report], to: session)
     }
 }

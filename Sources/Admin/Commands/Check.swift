@@ -9,6 +9,12 @@ extension CheckPolicy.FailOn: ExpressibleByArgument {}
 struct Check: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check that the app's denormalized copies agree (exit 3 on violations).",
+        usage: """
+            admin check [--only <name,…>] [--skip <name,…>] [--examples <n>] [--format <format>] [--quiet]
+                        [--fix [--dry-run] [--yes]] [--record] [--allow <check=N> …] [--fail-on any|new]
+                        [--metrics-file <path> [--metrics-label <name=value> …]] [--wait <seconds>]
+            admin check --history [--limit <n>] [--only <name,…>] [--skip <name,…>] [--format <format>]
+            """,
         discussion: """
             Every check is one set-based query over a read-only snapshot, so check runs with a role that may only \
             SELECT. Two maintenance runs (checks, repairs, whole-tree imports) never overlap on one database: a \
@@ -87,6 +93,10 @@ struct Check: ConsoleCommand {
                                valueName: "path"))
     var metricsFile: String?
 
+    @Option(help: ArgumentHelp("Add this label to every metric (repeatable), e.g. database=app.",
+                               valueName: "name=value"))
+    var metricsLabel: [String] = []
+
     @Option(help: ArgumentHelp("Wait up to this long for another check, repair or import to finish.",
                                valueName: "seconds"))
     var wait: Double = 0
@@ -108,6 +118,23 @@ struct Check: ConsoleCommand {
         }
         _ = try selectedChecks()
         _ = try policy()
+        _ = try labels()
+    }
+
+    /// `--metrics-label`s as (name, value), names as Prometheus allows them.
+    private func labels() throws -> [(String, String)] {
+        guard metricsFile != nil || metricsLabel.isEmpty else { throw ValidationError("--metrics-label goes with --metrics-file") }
+        return try metricsLabel.map { item in
+            let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            let name = parts[0]
+            func isNameCharacter(_ character: Character) -> Bool {
+                character == "_" || (character.isASCII && (character.isLetter || character.isNumber))
+            }
+            guard parts.count == 2, let first = name.first, !first.isNumber, name.allSatisfy(isNameCharacter),
+                  !name.hasPrefix("__"), name != "check"
+            else { throw ValidationError("--metrics-label takes NAME=VALUE with a Prometheus label name other than check, not \"\(item)\"") }
+            return (parts[0], parts[1])
+        }
     }
 
     func run(in session: Session) throws {
@@ -119,7 +146,7 @@ struct Check: ConsoleCommand {
         do {
             let store = try session.store()
             let previous = policy.failOn == .new ? try store.lastRecordedCounts(of: checks) : [:]
-            if policy.failOn == .new, previous.isEmpty, record || session.diagnostics.isTerminal {
+            if policy.failOn == .new, previous.isEmpty {
                 session.inform("No recorded run to compare with: every violation counts as new.")
             }
             guard let results = try runChecks(checks, on: store, in: session, finished: &finished) else { return }
@@ -134,7 +161,7 @@ struct Check: ConsoleCommand {
                 exitStatus: Int(status.rawValue), outcome: tripped.isEmpty ? .passed : .violations,
                 entries: zip(results.after, verdicts).map { Self.entry($0, tripped: $1.trips) })
             if record { try store.record(run) }
-            try metricsFile.map { try CheckMetrics(run: run, isUp: true).write(to: $0) }
+            try metricsFile.map { try CheckMetrics(run: run, isUp: true, labels: labels()).write(to: $0) }
             guard tripped.isEmpty else {
                 let total = tripped.reduce(0) { $0 + $1.0.violations }
                 throw ConsoleError(
@@ -156,7 +183,7 @@ struct Check: ConsoleCommand {
                 }
             }
             if let metricsFile {
-                do { try CheckMetrics(run: run, isUp: false).write(to: metricsFile) } catch {
+                do { try CheckMetrics(run: run, isUp: false, labels: labels()).write(to: metricsFile) } catch {
                     session.warn("\(metricsFile) could not be written: \(ConsoleError.from(error).message)")
                 }
             }

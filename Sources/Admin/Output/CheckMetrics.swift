@@ -6,6 +6,8 @@ struct CheckMetrics {
     var run: CheckRun
     /// Whether the run completed (`admin_check_up`).
     var isUp: Bool
+    /// Labels every sample carries (`--metrics-label`), to tell several databases' files apart.
+    var labels: [(String, String)] = []
 
     /// The exposition text: HELP and TYPE before each family, one sample per line.
     var text: String {
@@ -15,16 +17,19 @@ struct CheckMetrics {
             lines.append("# TYPE \(name) gauge")
             lines += samples.map { "\(name)\($0.labels) \($0.value)" }
         }
-        let entries = run.entries
+        func labelSet(_ extra: [(String, String)]) -> String {
+            let all = labels + extra
+            return all.isEmpty ? "" : "{" + all.map { "\($0)=\"\(Self.escaped($1))\"" }.joined(separator: ",") + "}"
+        }
         func perCheck(_ value: (CheckRun.Entry) -> String) -> [(labels: String, value: String)] {
-            entries.map { ("{check=\"\(Self.escaped($0.check))\"}", value($0)) }
+            run.entries.map { (labelSet([("check", $0.check)]), value($0)) }
         }
         family("admin_check_up", "Whether the last check run completed (1) or could not connect or failed (0).",
-               [("", isUp ? "1" : "0")])
+               [(labelSet([]), isUp ? "1" : "0")])
         family("admin_check_last_run_timestamp_seconds", "When the last check run ended, in seconds since 1970.",
-               [("", Self.number(run.finishedAt.timeIntervalSince1970))])
+               [(labelSet([]), Self.number(run.finishedAt.timeIntervalSince1970))])
         family("admin_check_exit_status", "The exit status of the last check run (0 passed, 3 violations, 2 cannot connect, 1 failed).",
-               [("", String(run.exitStatus))])
+               [(labelSet([]), String(run.exitStatus))])
         family("admin_check_violations", "Violations each check found in the last run.",
                perCheck { String($0.violations) })
         family("admin_check_duration_seconds", "How long each check took in the last run.",

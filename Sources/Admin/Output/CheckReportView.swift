@@ -60,7 +60,7 @@ struct CheckReportView {
 
     private func summary(_ results: [CheckResult], verdicts: [CheckVerdict]) -> String {
         let failing = results.filter { !$0.isClean }
-        guard !failing.isEmpty else { return "All \(results.count) checks passed." }
+        guard !failing.isEmpty else { return results.count == 1 ? "The check passed." : "All \(results.count) checks passed." }
         let tripped = verdicts.filter(\.trips).count
         if tripped == 0 { return "\(failing.count) of \(results.count) checks found violations, none over its threshold." }
         guard showsStatus else { return "\(failing.count) of \(results.count) checks found violations." }

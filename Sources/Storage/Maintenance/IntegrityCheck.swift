@@ -73,4 +73,9 @@ public struct CheckResult: Sendable, Equatable {
 
     /// Whether nothing is wrong.
     public var isClean: Bool { violations == 0 }
+
+    /// The same findings (check, count, examples); how long the check took is not a finding.
+    public static func == (a: CheckResult, b: CheckResult) -> Bool {
+        a.check == b.check && a.violations == b.violations && a.examples == b.examples
+    }
 }

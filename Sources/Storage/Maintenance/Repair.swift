@@ -89,6 +89,8 @@ public struct RepairOptions: Sendable {
     /// committed before the next, instead of all in one (for stores too large to rewrite in one transaction).
     /// nil: one.
     public var batchSize: Int?
+    /// `--wait`: how many seconds to wait for another check, repair or import to finish (0: fail at once).
+    public var waitSeconds: Double = 0
 
     /// `chat merge KEEP DROP`: the chat that stays and the one whose messages move into it.
     public var mergedChats: (keep: String, drop: String)?

@@ -22,12 +22,15 @@ extension Store {
     /// the oldest of the group by key (push IDs sort by creation time), each merge as `mergeChats` does it; all
     /// in one transaction, rolled back in a dry run. Any merge that is refused (a message key in two chats of a
     /// group) refuses them all.
-    public func mergeDuplicateChats(keeping: ChatToKeep, isDryRun: Bool = false) throws -> RepairReport {
+    /// `waitSeconds`: how long to wait for another check, repair or import to finish.
+    public func mergeDuplicateChats(keeping: ChatToKeep, isDryRun: Bool = false, waitSeconds: Double = 0) throws
+        -> RepairReport
+    {
         let clock = ContinuousClock()
         let started = clock.now
         var report = RepairReport(repair: .chatMerge, isDryRun: isDryRun)
         try connection.withTransaction(rollback: isDryRun) {
-            try lockMaintenance()
+            try lockMaintenance(wait: MaintenanceWait(seconds: waitSeconds))
             let groups = try connection.query("""
                 SELECT array_agg(chat_key ORDER BY chat_key) FROM chat_members
                 WHERE cardinality(members) = 2 GROUP BY members HAVING count(*) > 1 ORDER BY members

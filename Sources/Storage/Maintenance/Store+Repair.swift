@@ -26,7 +26,7 @@ extension Store {
         let clock = ContinuousClock()
         let started = clock.now
         var report = RepairReport(repair: repair, isDryRun: options.isDryRun)
-        try run(isDryRun: options.isDryRun, onStep: onStep, record: { report.changes.append($0) }) {
+        try run(isDryRun: options.isDryRun, waitSeconds: options.waitSeconds, onStep: onStep, record: { report.changes.append($0) }) {
             try steps(of: repair, options: options)
         }
         report.seconds = (clock.now - started).seconds
@@ -36,11 +36,11 @@ extension Store {
     /// Runs the statements `makeSteps` gives in one transaction under the maintenance lock (rolled back with
     /// `isDryRun`), telling `onStep` of each and `record` of each reported change.
     private func run(
-        isDryRun: Bool, onStep: (_ index: Int, _ count: Int) -> Void, record: (RepairReport.Change) -> Void,
-        _ makeSteps: () throws -> [Step]
+        isDryRun: Bool, waitSeconds: Double, onStep: (_ index: Int, _ count: Int) -> Void,
+        record: (RepairReport.Change) -> Void, _ makeSteps: () throws -> [Step]
     ) throws {
         try connection.withTransaction(rollback: isDryRun) {
-            try lockMaintenance()
+            try lockMaintenance(wait: MaintenanceWait(seconds: waitSeconds))
             let steps = try makeSteps()
             for (index, step) in steps.enumerated() {
                 onStep(index, steps.count)
@@ -71,7 +71,7 @@ extension Store {
         var report = RepairReport(repair: repair, isDryRun: options.isDryRun)
         for (index, batch) in batches.enumerated() {
             onStep(index, batches.count)
-            try run(isDryRun: options.isDryRun, onStep: { _, _ in }, record: { report.add($0) }) {
+            try run(isDryRun: options.isDryRun, waitSeconds: options.waitSeconds, onStep: { _, _ in }, record: { report.add($0) }) {
                 try batch.steps(batch.range)
             }
         }
