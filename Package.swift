@@ -8,7 +8,7 @@ let package = Package(
         .library(name: "Storage", targets: ["Storage"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
     ],
     targets: [
         // libpq through pkg-config; the headers come with Debian's libpq-dev.
@@ -72,7 +72,9 @@ let package = Package(
         ),
         .testTarget(
             name: "StorageTests",
-            dependencies: ["Storage", "FirebaseTree", "PostgresClient", "PostgresTestSupport", "TreeTestSupport", "FuzzTargets"],
+            dependencies: [
+                "Storage", "FirebaseTree", "PostgresClient", "PostgresTestSupport", "TreeTestSupport", "FuzzTargets",
+            ],
             exclude: ["Fixtures"]
         ),
         .testTarget(

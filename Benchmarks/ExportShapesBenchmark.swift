@@ -30,7 +30,9 @@ struct ExportShapesBenchmark {
         let n = children
         let photo = String(repeating: "iVBORw0KGgoAAAANSUhEUgAA", count: 300_000 / 24)
         let tile = String(repeating: "R0lGODlhAQABAIAAAP", count: 50_000 / 18)
-        func object(_ node: String, _ count: Int, _ key: @escaping (Int) -> String, _ value: @escaping (Int) -> String) -> Shape {
+        func object(_ node: String, _ count: Int, _ key: @escaping (Int) -> String, _ value: @escaping (Int) -> String)
+            -> Shape
+        {
             Shape(name: "", node: node) { out in
                 out("{\"\(node)\":{")
                 for i in 0..<count { out((i == 0 ? "" : ",") + "\"\(key(i))\":" + value(i)) }
@@ -59,8 +61,11 @@ struct ExportShapesBenchmark {
         add("object of the same records, letter keys", object("arr", n, { "k\($0)" }, record))
         add("users, numeric uids", object("users", n, { String(100_000_000 + $0 * 7) }, user))
         add("users, letter-prefixed uids", object("users", n, { "u" + String(100_000_000 + $0 * 7) }, user))
-        add("300 KB leaves under one node", object("photos", largeMegabytes * 1_000_000 / 300_000,
-                                                    { "p\($0)" }, { "\"\($0)\(photo)\"" }))
+        add(
+            "300 KB leaves under one node",
+            object(
+                "photos", largeMegabytes * 1_000_000 / 300_000,
+                { "p\($0)" }, { "\"\($0)\(photo)\"" }))
         add("array of 50 KB strings", array("gallery", largeMegabytes / 5 * 1_000_000 / 50_000, { "\"\($0)\(tile)\"" }))
         return list
     }
@@ -68,9 +73,12 @@ struct ExportShapesBenchmark {
     func run() throws {
         let (cluster, conninfo, admin) = try openFreshServer(work: work)
         defer { cluster.close() }
-        print("children per node: \(children); large values: about \(largeMegabytes) MB of 300 KB leaves, "
-            + "\(largeMegabytes / 5) MB of 50 KB array elements; runs: \(runs)")
-        print("| shape | export s (median, min–max) | export MB/s | export peak RSS MB | get s | get MB/s | get peak RSS MB | get --limit-to-last 2 ms |")
+        print(
+            "children per node: \(children); large values: about \(largeMegabytes) MB of 300 KB leaves, "
+                + "\(largeMegabytes / 5) MB of 50 KB array elements; runs: \(runs)")
+        print(
+            "| shape | export s (median, min–max) | export MB/s | export peak RSS MB | get s | get MB/s | get peak RSS MB | get --limit-to-last 2 ms |"
+        )
         print("|---|---|---|---|---|---|---|---|")
         var exportSeconds: [String: Double] = [:]
         for shape in shapes() {
@@ -82,22 +90,32 @@ struct ExportShapesBenchmark {
             for _ in 0..<runs {
                 exports.append(try spawn(admin, ["--db", conninfo, "-q", "export", "-"], stdout: "\(work)/out.json"))
                 gets.append(try spawn(admin, ["--db", conninfo, "-q", "get", "/" + shape.node], stdout: "/dev/null"))
-                limits.append(try spawn(admin, ["--db", conninfo, "-q", "get", "/" + shape.node, "--order-by-key",
-                                                "--limit-to-last", "2"], stdout: "/dev/null"))
+                limits.append(
+                    try spawn(
+                        admin,
+                        [
+                            "--db", conninfo, "-q", "get", "/" + shape.node, "--order-by-key",
+                            "--limit-to-last", "2",
+                        ], stdout: "/dev/null"))
             }
             let megabytes = Double(fileSize("\(work)/out.json")) / 1_000_000
             let export = median(exports.map(\.seconds)), get = median(gets.map(\.seconds))
             exportSeconds[shape.name] = export
-            print("| \(shape.name) | \(String(format: "%.2f (%.2f–%.2f)", export, exports.map(\.seconds).min()!, exports.map(\.seconds).max()!)) "
-                + "| \(format(megabytes / export)) | \(format(exports.map(\.peakMB).max()!)) | \(String(format: "%.2f", get)) "
-                + "| \(format(megabytes / get)) | \(format(gets.map(\.peakMB).max()!)) "
-                + "| \(String(format: "%.0f", median(limits.map(\.seconds)) * 1000)) |")
+            print(
+                "| \(shape.name) | \(String(format: "%.2f (%.2f–%.2f)", export, exports.map(\.seconds).min()!, exports.map(\.seconds).max()!)) "
+                    + "| \(format(megabytes / export)) | \(format(exports.map(\.peakMB).max()!)) | \(String(format: "%.2f", get)) "
+                    + "| \(format(megabytes / get)) | \(format(gets.map(\.peakMB).max()!)) "
+                    + "| \(String(format: "%.0f", median(limits.map(\.seconds)) * 1000)) |")
         }
         print("")
-        for (digits, letters) in [("logs, epoch-millisecond keys", "logs, letter-prefixed keys"),
-                                  ("array of records", "object of the same records, letter keys"),
-                                  ("users, numeric uids", "users, letter-prefixed uids")] {
-            print("\(digits) / \(letters): \(String(format: "%.2f×", exportSeconds[digits]! / exportSeconds[letters]!)) (export)")
+        for (digits, letters) in [
+            ("logs, epoch-millisecond keys", "logs, letter-prefixed keys"),
+            ("array of records", "object of the same records, letter keys"),
+            ("users, numeric uids", "users, letter-prefixed uids"),
+        ] {
+            print(
+                "\(digits) / \(letters): \(String(format: "%.2f×", exportSeconds[digits]! / exportSeconds[letters]!)) (export)"
+            )
         }
     }
 }

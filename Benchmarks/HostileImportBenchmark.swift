@@ -63,7 +63,9 @@ struct HostileImportBenchmark {
     func run() throws {
         let (cluster, conninfo, admin) = try openFreshServer(work: work)
         defer { cluster.close() }
-        print("| input | file MB | admin import s | admin peak RSS MB | json.load s | json.load peak RSS MB | RSS ratio |")
+        print(
+            "| input | file MB | admin import s | admin peak RSS MB | json.load s | json.load peak RSS MB | RSS ratio |"
+        )
         print("|---|---|---|---|---|---|---|")
         for (index, input) in cases().enumerated() {
             let file = "\(work)/case\(index).json"
@@ -71,15 +73,21 @@ struct HostileImportBenchmark {
             // mark across exec), so this process must never hold the cases' large strings itself.
             _ = try runChild(["hostile-write", String(index), file, String(recordMegabytes), String(rejects)])
             defer { try? FileManager.default.removeItem(atPath: file) }
-            let imported = try spawn(admin, ["--db", conninfo, "-q", "import", file, "--yes", "--force",
-                                             "--rejects", "\(work)/rejects.jsonl"] + input.arguments,
-                                     stdout: "/dev/null", stderr: "/dev/null")
-            let python = try? spawn("/usr/bin/python3", ["-c", "import json, sys; json.load(open(sys.argv[1], 'rb'))", file])
+            let imported = try spawn(
+                admin,
+                [
+                    "--db", conninfo, "-q", "import", file, "--yes", "--force",
+                    "--rejects", "\(work)/rejects.jsonl",
+                ] + input.arguments,
+                stdout: "/dev/null", stderr: "/dev/null")
+            let python = try? spawn(
+                "/usr/bin/python3", ["-c", "import json, sys; json.load(open(sys.argv[1], 'rb'))", file])
             let megabytes = Double(fileSize(file)) / 1_000_000
-            print("| \(input.name) | \(format(megabytes)) | \(String(format: "%.2f", imported.seconds)) "
-                + "| \(format(imported.peakMB)) | \(python.map { String(format: "%.2f", $0.seconds) } ?? "failed") "
-                + "| \(python.map { format($0.peakMB) } ?? "") "
-                + "| \(python.map { String(format: "%.1f×", $0.peakMB / imported.peakMB) } ?? "") |")
+            print(
+                "| \(input.name) | \(format(megabytes)) | \(String(format: "%.2f", imported.seconds)) "
+                    + "| \(format(imported.peakMB)) | \(python.map { String(format: "%.2f", $0.seconds) } ?? "failed") "
+                    + "| \(python.map { format($0.peakMB) } ?? "") "
+                    + "| \(python.map { String(format: "%.1f×", $0.peakMB / imported.peakMB) } ?? "") |")
         }
     }
 }

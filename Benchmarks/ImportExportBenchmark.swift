@@ -21,22 +21,33 @@ struct ImportExportBenchmark {
         defer { cluster.close() }
         let admin = adminBinary()
         let psql = cluster.binaries.directory + "/psql"
-        let server = ["PGHOST=\(parameters["host"]!)", "PGUSER=\(parameters["user"]!)", "PGPORT=\(parameters["port"] ?? "5432")"]
+        let server = [
+            "PGHOST=\(parameters["host"]!)", "PGUSER=\(parameters["user"]!)", "PGPORT=\(parameters["port"] ?? "5432")",
+        ]
         let psqlEnvironment = server + ["PGDATABASE=\(parameters["dbname"]!)"]
         _ = try spawn(admin, ["--db", conninfo, "-q", "migrate"])
         // The primary-keys-only yardstick: the same schema without its other indexes.
         _ = try spawn(psql, ["-q", "-c", "CREATE DATABASE pk_only"], environment: psqlEnvironment)
         let pkOnly = server + ["PGDATABASE=pk_only"]
-        _ = try spawn(admin, ["--db", conninfo.replacingOccurrences(of: "dbname=\(parameters["dbname"]!)", with: "dbname=pk_only"),
-                              "-q", "migrate"])
-        _ = try spawn(psql, ["-q", "-v", "ON_ERROR_STOP=1", "-c", """
-            DO $$ DECLARE index regclass; BEGIN
-              FOR index IN SELECT indexrelid::regclass FROM pg_index JOIN pg_class ON pg_class.oid = indrelid
-                  WHERE relnamespace = 'public'::regnamespace AND NOT indisprimary LOOP
-                EXECUTE format('DROP INDEX %s', index);
-              END LOOP;
-            END $$
-            """], environment: pkOnly)
+        _ = try spawn(
+            admin,
+            [
+                "--db", conninfo.replacingOccurrences(of: "dbname=\(parameters["dbname"]!)", with: "dbname=pk_only"),
+                "-q", "migrate",
+            ])
+        _ = try spawn(
+            psql,
+            [
+                "-q", "-v", "ON_ERROR_STOP=1", "-c",
+                """
+                DO $$ DECLARE index regclass; BEGIN
+                  FOR index IN SELECT indexrelid::regclass FROM pg_index JOIN pg_class ON pg_class.oid = indrelid
+                      WHERE relnamespace = 'public'::regnamespace AND NOT indisprimary LOOP
+                    EXECUTE format('DROP INDEX %s', index);
+                  END LOOP;
+                END $$
+                """,
+            ], environment: pkOnly)
 
         var imports: [Measurement] = [], copies: [Measurement] = [], exports: [Measurement] = [],
             copyOuts: [Measurement] = [], peers: [Measurement] = [], restores: [Measurement] = [],
@@ -55,49 +66,65 @@ struct ImportExportBenchmark {
                     try connection.copyOut("COPY \(identifier: table) TO STDOUT") { handle.write(Data($0)) }
                     try handle.close()
                 }
-                let script = ["BEGIN;", "TRUNCATE \(tables.joined(separator: ", "));"]
+                let script =
+                    ["BEGIN;", "TRUNCATE \(tables.joined(separator: ", "));"]
                     + tables.map { "\\copy \($0) FROM '\(work)/\($0).tsv'" } + ["COMMIT;"]
                 try script.joined(separator: "\n").write(toFile: "\(work)/load.sql", atomically: true, encoding: .utf8)
-                _ = try spawn(cluster.binaries.directory + "/pg_dump", ["-Fd", "-f", "\(work)/dump"],
-                              environment: psqlEnvironment)
+                _ = try spawn(
+                    cluster.binaries.directory + "/pg_dump", ["-Fd", "-f", "\(work)/dump"],
+                    environment: psqlEnvironment)
             }
-            _ = try spawn(psql, ["-q", "-c", "DROP DATABASE IF EXISTS restored", "-c", "CREATE DATABASE restored"],
-                          environment: psqlEnvironment)
-            restores.append(try spawn(cluster.binaries.directory + "/pg_restore", ["-j", "2", "-d", "restored", "\(work)/dump"],
-                                      environment: psqlEnvironment))
-            pkOnlyCopies.append(try spawn(psql, ["-q", "-v", "ON_ERROR_STOP=1", "-f", "\(work)/load.sql"],
-                                          environment: pkOnly))
+            _ = try spawn(
+                psql, ["-q", "-c", "DROP DATABASE IF EXISTS restored", "-c", "CREATE DATABASE restored"],
+                environment: psqlEnvironment)
+            restores.append(
+                try spawn(
+                    cluster.binaries.directory + "/pg_restore", ["-j", "2", "-d", "restored", "\(work)/dump"],
+                    environment: psqlEnvironment))
+            pkOnlyCopies.append(
+                try spawn(
+                    psql, ["-q", "-v", "ON_ERROR_STOP=1", "-f", "\(work)/load.sql"],
+                    environment: pkOnly))
             // The loads just made leave autovacuum and a checkpoint behind them, which would land on whichever
             // read came next: both reads start on a quiet server.
             try quiesce(conninfo)
             exports.append(try spawn(admin, ["--db", conninfo, "-q", "export", "\(work)/export.json", "--force"]))
             verifies.append(try spawn(admin, ["--db", conninfo, "-q", "verify", file], stdout: "/dev/null"))
-            sortedVerifies.append(try spawn(admin, ["--db", conninfo, "-q", "verify", "--sort", "--temp-dir", work, file],
-                                            stdout: "/dev/null"))
-            copies.append(try spawn(psql, ["-q", "-v", "ON_ERROR_STOP=1", "-f", "\(work)/load.sql"],
-                                    environment: psqlEnvironment))
+            sortedVerifies.append(
+                try spawn(
+                    admin, ["--db", conninfo, "-q", "verify", "--sort", "--temp-dir", work, file],
+                    stdout: "/dev/null"))
+            copies.append(
+                try spawn(
+                    psql, ["-q", "-v", "ON_ERROR_STOP=1", "-f", "\(work)/load.sql"],
+                    environment: psqlEnvironment))
             if let python { peers.append(try spawn(python, [peerScript, file, conninfo])) }
             let copyOutScript = tables.map { "COPY \($0) TO STDOUT;" }.joined(separator: "\n")
             try copyOutScript.write(toFile: "\(work)/copy-out.sql", atomically: true, encoding: .utf8)
             try quiesce(conninfo)
-            copyOuts.append(try spawn(psql, ["-q", "-f", "\(work)/copy-out.sql"], environment: psqlEnvironment,
-                                      stdout: "/dev/null"))
+            copyOuts.append(
+                try spawn(
+                    psql, ["-q", "-f", "\(work)/copy-out.sql"], environment: psqlEnvironment,
+                    stdout: "/dev/null"))
         }
         let inputMB = Double(fileSize(file)) / 1_000_000
         let outputMB = Double(fileSize("\(work)/export.json")) / 1_000_000
         func row(_ name: String, _ values: [Measurement], megabytes: Double, baseline: [Measurement]?) {
             let seconds = median(values.map(\.seconds))
             let ratio = baseline.map { String(format: "%.2f×", seconds / median($0.map(\.seconds))) } ?? ""
-            print("| \(name) | \(values.count) | \(String(format: "%.2f", seconds)) | "
-                + "\(String(format: "%.2f", values.map(\.seconds).min()!))–\(String(format: "%.2f", values.map(\.seconds).max()!)) | "
-                + "\(format(megabytes / seconds)) | \(ratio) | \(format(values.map(\.peakMB).max()!)) |")
+            print(
+                "| \(name) | \(values.count) | \(String(format: "%.2f", seconds)) | "
+                    + "\(String(format: "%.2f", values.map(\.seconds).min()!))–\(String(format: "%.2f", values.map(\.seconds).max()!)) | "
+                    + "\(format(megabytes / seconds)) | \(ratio) | \(format(values.map(\.peakMB).max()!)) |")
         }
         print("input: \(file), \(format(inputMB)) MB; export: \(format(outputMB)) MB")
         print("| measurement | runs | median s | min–max s | MB/s (JSON) | vs baseline | peak RSS MB |")
         print("|---|---|---|---|---|---|---|")
         row("admin import (one transaction)", imports, megabytes: inputMB, baseline: copies)
         row("psql \\copy of the same rows (one transaction)", copies, megabytes: inputMB, baseline: nil)
-        row("pg_restore -j2 of a pg_dump -Fd of the store, into a new database", restores, megabytes: inputMB, baseline: nil)
+        row(
+            "pg_restore -j2 of a pg_dump -Fd of the store, into a new database", restores, megabytes: inputMB,
+            baseline: nil)
         row("admin import / pg_restore -j2", imports, megabytes: inputMB, baseline: restores)
         row("psql \\copy into tables with primary keys only", pkOnlyCopies, megabytes: inputMB, baseline: nil)
         row("admin import / \\copy, primary keys only", imports, megabytes: inputMB, baseline: pkOnlyCopies)
@@ -107,7 +134,8 @@ struct ImportExportBenchmark {
         row("admin export", exports, megabytes: outputMB, baseline: copyOuts)
         row("psql COPY … TO STDOUT of the same tables", copyOuts, megabytes: outputMB, baseline: nil)
         row("admin verify of the imported file / admin export", verifies, megabytes: inputMB, baseline: exports)
-        row("admin verify --sort (keys sorted on disk first) / admin export", sortedVerifies, megabytes: inputMB,
+        row(
+            "admin verify --sort (keys sorted on disk first) / admin export", sortedVerifies, megabytes: inputMB,
             baseline: exports)
     }
 
@@ -122,7 +150,8 @@ struct ImportExportBenchmark {
 func quiesce(_ conninfo: String) throws {
     let connection = try Connection(conninfo: conninfo)
     for _ in 0..<120 {
-        let workers = try connection.query("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")[0]
+        let workers = try connection.query(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")[0]
             .decode(Int.self, at: 0)
         if workers == 0 { break }
         sleep(1)

@@ -29,19 +29,22 @@ struct OperationsBenchmark {
         var entries = 0
         for _ in 0..<runs {
             var key = ""
-            created.append(try seconds {
-                let (post, written) = try store.createPost(owner: "star", imageURL: "u", imageHeight: 1)
-                (key, entries) = (post.key, written)
-            })
+            created.append(
+                try seconds {
+                    let (post, written) = try store.createPost(owner: "star", imageURL: "u", imageHeight: 1)
+                    (key, entries) = (post.key, written)
+                })
             deleted.append(try seconds { _ = try store.deletePost(owner: "star", key: key) })
-            bare.append(try seconds {
-                _ = try sql.withTransaction(rollback: true) {
-                    try sql.execute("""
-                        INSERT INTO timeline (uid, post_key, poster_uid)
-                        SELECT follower_uid, 'bench-post', 'star' FROM followers WHERE uid = 'star'
-                        """)
-                }
-            })
+            bare.append(
+                try seconds {
+                    _ = try sql.withTransaction(rollback: true) {
+                        try sql.execute(
+                            """
+                            INSERT INTO timeline (uid, post_key, poster_uid)
+                            SELECT follower_uid, 'bench-post', 'star' FROM followers WHERE uid = 'star'
+                            """)
+                    }
+                })
         }
         row("post create (owner + \(followers) followers)", created, rows: entries)
         row("bare INSERT … SELECT of the follower entries", bare, rows: followers)
@@ -55,7 +58,11 @@ struct OperationsBenchmark {
                 let count = try concurrently(conninfo, clientCount) { store, generator in
                     let fan = "fan\(Int.random(in: 0..<1000, using: &generator))"
                     let post = "bench-\(Int.random(in: 0..<posts, using: &generator))"
-                    if Bool.random(using: &generator) { _ = try store.like(fan, post: post) } else { _ = try store.unlike(fan, post: post) }
+                    if Bool.random(using: &generator) {
+                        _ = try store.like(fan, post: post)
+                    } else {
+                        _ = try store.unlike(fan, post: post)
+                    }
                 }
                 print("| \(name) | \(clientCount) | \(count) | \(format(Double(count) / duration)) |")
             }
@@ -65,9 +72,12 @@ struct OperationsBenchmark {
                 let fan = Int.random(in: 0..<1000, using: &generator)
                 _ = try store.sendMessage(from: "fan\(fan)", to: "star", text: "message from \(fan)")
             }
-            print("| chat send (fans to star, 1,000 chats) | \(clientCount) | \(count) | \(format(Double(count) / duration)) |")
+            print(
+                "| chat send (fans to star, 1,000 chats) | \(clientCount) | \(count) | \(format(Double(count) / duration)) |"
+            )
         }
-        let sum = try sql.query("""
+        let sum = try sql.query(
+            """
             SELECT count(*) FILTER (WHERE like_count <> (SELECT count(*) FROM post_likes l WHERE l.post_key = p.post_key))
             FROM posts p
             """)[0].decode(Int.self, at: 0)
@@ -81,17 +91,21 @@ struct OperationsBenchmark {
         FileHandle.standardError.write(Data("setting up star with \(followers) followers…\n".utf8))
         try sql.withTransaction {
             for table in Store.treeTables { try sql.execute("TRUNCATE \(identifier: table)") }
-            try sql.execute("""
+            try sql.execute(
+                """
                 INSERT INTO users (uid, username)
                 SELECT 'star', 'Star' UNION ALL SELECT 'fan' || i, 'Fan ' || i FROM generate_series(0, \(followers - 1)) i
                 """)
-            try sql.execute("""
+            try sql.execute(
+                """
                 INSERT INTO following (uid, followee_uid) SELECT uid, 'star' FROM users WHERE uid <> 'star'
                 """)
-            try sql.execute("""
+            try sql.execute(
+                """
                 INSERT INTO followers (uid, follower_uid) SELECT 'star', uid FROM users WHERE uid <> 'star'
                 """)
-            try sql.execute("""
+            try sql.execute(
+                """
                 INSERT INTO posts (owner_uid, post_key, image_url, image_height, created_at, like_count, poster_uid,
                     poster_username)
                 SELECT 'star', 'bench-' || i, 'u', 1, 0, 0, 'star', 'Star' FROM generate_series(0, 999) i
@@ -125,7 +139,8 @@ struct OperationsBenchmark {
 
     private func row(_ name: String, _ times: [Double], rows: Int) {
         let ms = times.map { $0 * 1000 }
-        print("| \(name) | \(ms.count) | \(format(median(ms))) | \(format(ms.min()!)) | \(format(ms.max()!)) | \(rows) |")
+        print(
+            "| \(name) | \(ms.count) | \(format(median(ms))) | \(format(ms.min()!)) | \(format(ms.max()!)) | \(rows) |")
     }
 }
 

@@ -106,14 +106,17 @@ func writeFile(_ path: String, _ body: ((String) -> Void) -> Void) {
 
 func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
-    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    return sorted.count % 2 == 1
+        ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }
 
 func format(_ value: Double) -> String { String(format: "%.1f", value) }
 
 /// A private embedded server in `work/cluster` (created on first use; `work` open to the server's OS user) and
 /// its libpq connection parameters, both as a dictionary and as a conninfo string.
-func openBenchmarkServer(work: String) throws -> (cluster: EmbeddedCluster, parameters: [String: String], conninfo: String) {
+func openBenchmarkServer(work: String) throws -> (
+    cluster: EmbeddedCluster, parameters: [String: String], conninfo: String
+) {
     try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
     chmod(work, 0o777)
     let cluster = try EmbeddedCluster.open(directory: work + "/cluster")
@@ -147,7 +150,8 @@ func spawn(
     if let stdout { posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644) }
     if let stderr { posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644) }
     let argv = ([program] + arguments).map { strdup($0) } + [nil]
-    let env = (ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }.map { "\($0.key)=\($0.value)" }
+    let env =
+        (ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }.map { "\($0.key)=\($0.value)" }
         + environment).map { strdup($0) } + [nil]
     defer { (argv + env).forEach { free($0) } }
     var pid: pid_t = 0
@@ -196,7 +200,9 @@ func pythonWithPsycopg() -> String? {
         FileHandle.standardError.write(Data("installing psycopg into \(environment)…\n".utf8))
         let install = Process()
         install.executableURL = URL(fileURLWithPath: "/bin/sh")
-        install.arguments = ["-c", "python3 -m venv \(environment) && \(environment)/bin/pip install -q 'psycopg[binary]'"]
+        install.arguments = [
+            "-c", "python3 -m venv \(environment) && \(environment)/bin/pip install -q 'psycopg[binary]'",
+        ]
         guard (try? install.run()) != nil else { return nil }
         install.waitUntilExit()
         guard install.terminationStatus == 0 else {
@@ -227,13 +233,17 @@ func measureReaders(path: String, runs: Int) throws {
         }
         guard !rates.isEmpty else { return print("| \(name) | failed | | | | | |") }
         let tokens = tokenRates.allSatisfy { $0 == 0 } ? "" : String(format: "%.2fM", median(tokenRates) / 1e6)
-        print("| \(name) | \(rates.count) | \(format(median(rates))) | \(format(rates.min()!)) | \(format(rates.max()!)) | \(tokens) | \(format(rss)) |")
+        print(
+            "| \(name) | \(rates.count) | \(format(median(rates))) | \(format(rates.min()!)) | \(format(rates.max()!)) | \(tokens) | \(format(rss)) |"
+        )
     }
     try measure("JSONReader (streaming)", "reader-once", runs: runs)
     if size <= 320 {
         try measure("Foundation JSONSerialization", "foundation-once", runs: 1)
     } else {
-        print("| Foundation JSONSerialization | skipped: needs about 40× the file (\(format(size * 40 / 1000)) GB) | | | | | |")
+        print(
+            "| Foundation JSONSerialization | skipped: needs about 40× the file (\(format(size * 40 / 1000)) GB) | | | | | |"
+        )
     }
 }
 
@@ -260,38 +270,48 @@ case "reader":
 case "import-export":
     let megabytes = Int(option("--size", default: "200")) ?? 200
     let path = try arguments.contains("--file") ? option("--file", default: "") : generatedExport(megabytes: megabytes)
-    try ImportExportBenchmark(file: path, runs: Int(option("--runs", default: "3")) ?? 3,
-                              work: option("--work", default: "/tmp/admin-bench-work"),
-                              python: arguments.contains("--no-python") ? nil : pythonWithPsycopg()).run()
+    try ImportExportBenchmark(
+        file: path, runs: Int(option("--runs", default: "3")) ?? 3,
+        work: option("--work", default: "/tmp/admin-bench-work"),
+        python: arguments.contains("--no-python") ? nil : pythonWithPsycopg()
+    ).run()
 
 case "maintenance":
     let megabytes = Int(option("--size", default: "1000")) ?? 1000
-    let path = try arguments.contains("--file")
+    let path =
+        try arguments.contains("--file")
         ? option("--file", default: "") : generatedExport(megabytes: megabytes, anomalies: true)
-    try MaintenanceBenchmark(file: path, runs: Int(option("--runs", default: "3")) ?? 3,
-                             work: option("--work", default: "/tmp/admin-bench-maintenance-\(megabytes)mb")).run()
+    try MaintenanceBenchmark(
+        file: path, runs: Int(option("--runs", default: "3")) ?? 3,
+        work: option("--work", default: "/tmp/admin-bench-maintenance-\(megabytes)mb")
+    ).run()
 
 case "operations":
     try OperationsBenchmark(
         followers: max(1000, Int(option("--followers", default: "100000")) ?? 100_000),
         clients: Int(option("--clients", default: "4")) ?? 4, runs: Int(option("--runs", default: "10")) ?? 10,
         duration: Double(option("--seconds", default: "10")) ?? 10,
-        work: option("--work", default: "/tmp/admin-bench-operations")).run()
+        work: option("--work", default: "/tmp/admin-bench-operations")
+    ).run()
 
 case "export-shapes":
-    try ExportShapesBenchmark(children: Int(option("--children", default: "1000000")) ?? 1_000_000,
-                              largeMegabytes: Int(option("--large-mb", default: "1000")) ?? 1000,
-                              runs: Int(option("--runs", default: "3")) ?? 3,
-                              work: option("--work", default: "/tmp/admin-bench-shapes")).run()
+    try ExportShapesBenchmark(
+        children: Int(option("--children", default: "1000000")) ?? 1_000_000,
+        largeMegabytes: Int(option("--large-mb", default: "1000")) ?? 1000,
+        runs: Int(option("--runs", default: "3")) ?? 3,
+        work: option("--work", default: "/tmp/admin-bench-shapes")
+    ).run()
 
 case "hostile-write":
     HostileImportBenchmark(recordMegabytes: Int(arguments[3])!, rejects: Int(arguments[4])!, work: "")
         .write(case: Int(arguments[1])!, to: arguments[2])
 
 case "hostile-import":
-    try HostileImportBenchmark(recordMegabytes: Int(option("--record-mb", default: "60")) ?? 60,
-                               rejects: Int(option("--rejects", default: "1000")) ?? 1000,
-                               work: option("--work", default: "/tmp/admin-bench-hostile")).run()
+    try HostileImportBenchmark(
+        recordMegabytes: Int(option("--record-mb", default: "60")) ?? 60,
+        rejects: Int(option("--rejects", default: "1000")) ?? 1000,
+        work: option("--work", default: "/tmp/admin-bench-hostile")
+    ).run()
 
 case "suite":
     // Everything BENCHMARKS.md reports, in one run on one machine: per size, generation, the reader, import and
@@ -300,35 +320,47 @@ case "suite":
     let runs = Int(option("--runs", default: "3")) ?? 3
     let python = pythonWithPsycopg()
     print("# AdminBenchmarks suite, \(ISO8601DateFormatter().string(from: Date()))")
-    print("machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, "
-        + "\(ProcessInfo.processInfo.physicalMemory >> 30) GB; Python peer: \(python == nil ? "unavailable" : "psycopg 3")")
+    print(
+        "machine: \(ProcessInfo.processInfo.activeProcessorCount) cores, "
+            + "\(ProcessInfo.processInfo.physicalMemory >> 30) GB; Python peer: \(python == nil ? "unavailable" : "psycopg 3")"
+    )
     for megabytes in sizes {
         print("\n## About \(megabytes) MB\n")
         let path = try generatedExport(megabytes: megabytes)
         var generated: [Double] = []
         for _ in 0..<runs {
-            generated.append(try seconds {
-                let options = GeneratorOptions(users: users(megabytes: megabytes), seed: 1)
-                _ = try ExportGenerator.write(options) { _ in }
-            })
+            generated.append(
+                try seconds {
+                    let options = GeneratorOptions(users: users(megabytes: megabytes), seed: 1)
+                    _ = try ExportGenerator.write(options) { _ in }
+                })
         }
         let generatedMB = Double(fileSize(path)) / 1_000_000
-        print("generator: \(format(generatedMB / median(generated))) MB/s median of \(runs) "
-            + "(\(format(generatedMB / generated.max()!))–\(format(generatedMB / generated.min()!)))\n")
+        print(
+            "generator: \(format(generatedMB / median(generated))) MB/s median of \(runs) "
+                + "(\(format(generatedMB / generated.max()!))–\(format(generatedMB / generated.min()!)))\n")
         try measureReaders(path: path, runs: max(runs, 5))
         print("")
-        try ImportExportBenchmark(file: path, runs: megabytes >= 1000 ? 1 : runs,
-                                  work: "/tmp/admin-bench-work-\(megabytes)mb", python: python).run()
+        try ImportExportBenchmark(
+            file: path, runs: megabytes >= 1000 ? 1 : runs,
+            work: "/tmp/admin-bench-work-\(megabytes)mb", python: python
+        ).run()
     }
     let maintenanceSize = Int(option("--maintenance-size", default: "200")) ?? 200
     print("\n## Checks and repairs (about \(maintenanceSize) MB, with anomalies)\n")
-    try MaintenanceBenchmark(file: try generatedExport(megabytes: maintenanceSize, anomalies: true), runs: runs,
-                             work: "/tmp/admin-bench-maintenance-\(maintenanceSize)mb-anomalies").run()
+    try MaintenanceBenchmark(
+        file: try generatedExport(megabytes: maintenanceSize, anomalies: true), runs: runs,
+        work: "/tmp/admin-bench-maintenance-\(maintenanceSize)mb-anomalies"
+    ).run()
     print("\n## The app's operations\n")
-    try OperationsBenchmark(followers: 100_000, clients: 4, runs: 10, duration: 10,
-                            work: "/tmp/admin-bench-operations").run()
+    try OperationsBenchmark(
+        followers: 100_000, clients: 4, runs: 10, duration: 10,
+        work: "/tmp/admin-bench-operations"
+    ).run()
 
 default:
-    print("usage: AdminBenchmarks suite|reader|import-export|maintenance|operations|export-shapes|hostile-import [--size MB] [--runs N] [--file PATH]")
+    print(
+        "usage: AdminBenchmarks suite|reader|import-export|maintenance|operations|export-shapes|hostile-import [--size MB] [--runs N] [--file PATH]"
+    )
     exit(64)
 }

@@ -63,14 +63,17 @@ struct AdminMain: ParsableCommand {
             target: DatabaseTarget.resolve(options: options, environment: ProcessInfo.processInfo.environment),
             migratesOnConnect: !options.skipMigrations, format: options.format, isQuiet: options.quiet)
         let loop = MainLoop(session: session, errorPolicy: options.onError, echoesCommands: options.echo)
-        session.asksForConfirmation = options.commands.isEmpty && options.file == nil
+        session.asksForConfirmation =
+            options.commands.isEmpty && options.file == nil
             && isatty(STDIN_FILENO) == 1 && isatty(STDERR_FILENO) == 1
-        session.isInteractive = options.commands.isEmpty && options.file == nil
+        session.isInteractive =
+            options.commands.isEmpty && options.file == nil
             && (!command.isEmpty || isatty(STDIN_FILENO) == 1)
         session.promptsForPassword = options.promptsForPassword
         if let database = options.database, Store.settings(ofConninfo: database)?["password"]?.isEmpty == false {
-            session.warn("a password given in --db is visible to every user of this machine (ps, /proc); put it in "
-                + "~/.pgpass (or the file PGPASSFILE names), or in PGPASSWORD, or type it after -W")
+            session.warn(
+                "a password given in --db is visible to every user of this machine (ps, /proc); put it in "
+                    + "~/.pgpass (or the file PGPASSFILE names), or in PGPASSWORD, or type it after -W")
         }
         if !options.skipsStartupFile { loop.runStartupFile(environment: ProcessInfo.processInfo.environment) }
         let status: ExitStatus
@@ -89,7 +92,8 @@ struct AdminMain: ParsableCommand {
             }
             status = loop.run(lines: lines)
         } else if isatty(STDIN_FILENO) == 1 {
-            status = loop.runInteractive(historyFile: MainLoop.historyFile(environment: ProcessInfo.processInfo.environment))
+            status = loop.runInteractive(
+                historyFile: MainLoop.historyFile(environment: ProcessInfo.processInfo.environment))
         } else {
             status = loop.run(lines: SourceLine.standardInput())
         }

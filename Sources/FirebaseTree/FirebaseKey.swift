@@ -17,7 +17,8 @@ public enum FirebaseKey {
     public static func problem(withPath path: some Collection<String>) -> String? {
         var bytes = 0
         for key in path {
-            if let problem = problem(with: key) ?? (key == priority || key == value ? "a priority is not a node" : nil) {
+            if let problem = problem(with: key) ?? (key == priority || key == value ? "a priority is not a node" : nil)
+            {
                 return "\"\(key)\" cannot be a Firebase key: \(problem)"
             }
             bytes += key.utf8.count + 1
@@ -160,7 +161,9 @@ public enum FirebaseKey {
     public static func same(_ a: String, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         var a = a
         return a.withUTF8 { a in
-            a.count == b.count && (a.count == 0 || a.baseAddress == b.baseAddress || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+            a.count == b.count
+                && (a.count == 0 || a.baseAddress == b.baseAddress
+                    || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
         }
     }
 

@@ -8,12 +8,17 @@ public final class GzipWriter {
     private let output = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 1 << 16)
 
     /// A writer at zlib's default level (6, as gzip's); compressed bytes go to `sink`.
-    public init(level: Int32 = Z_DEFAULT_COMPRESSION, sink: @escaping (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+    public init(level: Int32 = Z_DEFAULT_COMPRESSION, sink: @escaping (UnsafeBufferPointer<UInt8>) throws -> Void)
+        throws
+    {
         self.sink = sink
         stream.initialize(to: z_stream())
         // 15 + 16: the largest window, with a gzip header and trailer.
-        guard deflateInit2_(stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
-                            Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+        guard
+            deflateInit2_(
+                stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
+                Int32(MemoryLayout<z_stream>.size)) == Z_OK
+        else {
             throw TreeError(.compression, "cannot start compressing")
         }
     }

@@ -94,8 +94,10 @@ public struct JSONReader: ~Copyable {
     /// A reader over `source`. A single token (a string) may be at most `maximumTokenBytes` long. Positions
     /// count from `firstOffset` (negative to skip a wrapper the source adds before the document; see
     /// `NestedSource`); lines and columns count from offset 0.
-    public init(source: some ByteSource, bufferSize: Int = 1 << 20, maximumTokenBytes: Int = 64 << 20,
-                firstOffset: Int = 0) {
+    public init(
+        source: some ByteSource, bufferSize: Int = 1 << 20, maximumTokenBytes: Int = 64 << 20,
+        firstOffset: Int = 0
+    ) {
         self.source = source
         discarded = firstOffset
         capacity = max(bufferSize, 64)
@@ -188,7 +190,8 @@ public struct JSONReader: ~Copyable {
                 case UInt8(ascii: "]") where !frame.isObject:
                     return closeContainer(isObject: false)
                 default:
-                    throw syntaxError(frame.isObject ? "expected ',' or '}' after a value" : "expected ',' or ']' after a value")
+                    throw syntaxError(
+                        frame.isObject ? "expected ',' or '}' after a value" : "expected ',' or ']' after a value")
                 }
             case .done:
                 throw syntaxError("unexpected data after the end of the JSON document")
@@ -227,7 +230,7 @@ public struct JSONReader: ~Copyable {
         tokenOffset = discarded + cursor
         switch state {
         case .done,
-             .afterValue where frames.isEmpty:
+            .afterValue where frames.isEmpty:
             state = .done
             token = .end
             return .end
@@ -412,8 +415,9 @@ public struct JSONReader: ~Copyable {
                 let word = UnsafeRawPointer(buffer + index).loadUnaligned(as: UInt64.self)
                 let quotes = word ^ (Self.ones &* 0x22)
                 let backslashes = word ^ (Self.ones &* 0x5C)
-                let special = ((word &- Self.ones &* 0x20) | (quotes &- Self.ones) | (backslashes &- Self.ones)
-                    | word) & Self.highs
+                let special =
+                    ((word &- Self.ones &* 0x20) | (quotes &- Self.ones) | (backslashes &- Self.ones)
+                        | word) & Self.highs
                 if special != 0 { break }
                 index += 8
             }
@@ -473,7 +477,8 @@ public struct JSONReader: ~Copyable {
                 }
             default:
                 if byte < 0x20 {
-                    throw syntaxError("a control character (\(Self.describe(byte))) must be escaped in a string", at: index)
+                    throw syntaxError(
+                        "a control character (\(Self.describe(byte))) must be escaped in a string", at: index)
                 }
                 let length = byte < 0x80 ? 1 : try validateUTF8Sequence(at: &index, anchor: &start)
                 appendToScratch(UnsafeBufferPointer(start: buffer + index, count: length))
@@ -490,14 +495,16 @@ public struct JSONReader: ~Copyable {
         var scalar = try readHex4(at: &index, anchor: &anchor, escapeOffset: escapeOffset)
         if (0xD800...0xDBFF).contains(scalar) {
             guard try ensure(6, at: &index, anchor: &anchor), buffer[index] == UInt8(ascii: "\\"),
-                  buffer[index + 1] == UInt8(ascii: "u")
+                buffer[index + 1] == UInt8(ascii: "u")
             else {
-                throw syntaxError("a \\u escape of a high surrogate must be followed by a low surrogate", at: escapeStart)
+                throw syntaxError(
+                    "a \\u escape of a high surrogate must be followed by a low surrogate", at: escapeStart)
             }
             index += 2
             let low = try readHex4(at: &index, anchor: &anchor, escapeOffset: escapeOffset)
             guard (0xDC00...0xDFFF).contains(low) else {
-                throw syntaxError("a \\u escape of a high surrogate must be followed by a low surrogate", at: escapeStart)
+                throw syntaxError(
+                    "a \\u escape of a high surrogate must be followed by a low surrogate", at: escapeStart)
             }
             scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
         } else if (0xDC00...0xDFFF).contains(scalar) {
@@ -584,7 +591,7 @@ public struct JSONReader: ~Copyable {
             while index < limit {
                 switch buffer[index] {
                 case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
-                     UInt8(ascii: "e"), UInt8(ascii: "E"):
+                    UInt8(ascii: "e"), UInt8(ascii: "E"):
                     index += 1
                     continue
                 default: break
@@ -643,7 +650,8 @@ public struct JSONReader: ~Copyable {
         var start = cursor
         var index = cursor
         let length = literal.utf8CodeUnitCount
-        let matches = try ensure(length, at: &index, anchor: &start)
+        let matches =
+            try ensure(length, at: &index, anchor: &start)
             && (0..<length).allSatisfy { buffer[index + $0] == literal.utf8Start[$0] }
         guard matches else {
             throw syntaxError("invalid literal (expected \(literal))", at: index)

@@ -180,8 +180,10 @@ public struct JSONTextWriter {
     /// JavaScript writes it where the two differ: exponents, and `-0`.
     package mutating func number(postgresText text: UnsafeBufferPointer<UInt8>) {
         beforeValue()
-        let needsLayout = text.contains(UInt8(ascii: "e")) || (text.count == 2 && text[0] == UInt8(ascii: "-")
-            && text[1] == UInt8(ascii: "0"))
+        let needsLayout =
+            text.contains(UInt8(ascii: "e"))
+            || (text.count == 2 && text[0] == UInt8(ascii: "-")
+                && text[1] == UInt8(ascii: "0"))
         if needsLayout, let laidOut = JavaScriptNumber.format(decimal: String(decoding: text, as: UTF8.self)) {
             bytes.append(contentsOf: laidOut.utf8)
         } else {
@@ -214,7 +216,10 @@ public struct JSONTextWriter {
             }
             let rest = text.count - index
             let newline = memchr(text.baseAddress! + index, Int32(UInt8(ascii: "\n")), rest)
-            let stop = newline.map { $0.assumingMemoryBound(to: UInt8.self) - UnsafeMutablePointer(mutating: text.baseAddress!) + 1 } ?? text.count
+            let stop =
+                newline.map {
+                    $0.assumingMemoryBound(to: UInt8.self) - UnsafeMutablePointer(mutating: text.baseAddress!) + 1
+                } ?? text.count
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[index..<stop]))
             index = stop
             if newline != nil { pendingSpaces = 2 }

@@ -95,7 +95,8 @@ final class DiskRun: RecordCursor {
             buffer = .allocate(byteCount: count, alignment: 8)
         }
         bufferStart = offset
-        buffered = try file.read(at: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<min(buffer.count, end - offset)]))
+        buffered = try file.read(
+            at: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<min(buffer.count, end - offset)]))
         guard buffered >= count else {
             throw TreeError(.scratchSpace, "a temporary file of sorted records ended early")
         }

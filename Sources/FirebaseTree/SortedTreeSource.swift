@@ -125,7 +125,8 @@ final class SortedTreeWriter {
             }
             let start = level == 0 ? 0 : ends[level - 1]
             let keyLength = ends[level] - SortRecord.elementTail - start
-            let sameKey = keyLength == previousEnds[level] - SortRecord.elementTail - start
+            let sameKey =
+                keyLength == previousEnds[level] - SortRecord.elementTail - start
                 && memcmp(order.baseAddress! + start, previous.baseAddress! + start, keyLength) == 0
             return sameKey ? nil : level
         }
@@ -134,7 +135,8 @@ final class SortedTreeWriter {
     /// Writes the record's keys from `level` on, opening an object before each but the first, then its value.
     private func writeKeys(of record: UnsafeRawBufferPointer, order: UnsafeRawBufferPointer, from level: Int) {
         let keysOffset = 8 + order.count
-        let keys = UnsafeRawBufferPointer(rebasing: record[(keysOffset + 4)..<(keysOffset + 4 + SortRecord.loadLength(record, at: keysOffset))])
+        let keys = UnsafeRawBufferPointer(
+            rebasing: record[(keysOffset + 4)..<(keysOffset + 4 + SortRecord.loadLength(record, at: keysOffset))])
         var keyOffset = 0
         for keyLevel in 0..<ends.count {
             let length = SortRecord.loadLength(keys, at: keyOffset)
@@ -148,8 +150,10 @@ final class SortedTreeWriter {
         }
         let value = UnsafeRawBufferPointer(rebasing: record[(keysOffset + 4 + keys.count)...])
         if value.first == SortRecord.outOfLine {
-            pendingValue = (Int(value.loadUnaligned(fromByteOffset: 1, as: UInt64.self)),
-                            Int(value.loadUnaligned(fromByteOffset: 9, as: UInt64.self)))
+            pendingValue = (
+                Int(value.loadUnaligned(fromByteOffset: 1, as: UInt64.self)),
+                Int(value.loadUnaligned(fromByteOffset: 9, as: UInt64.self))
+            )
         } else {
             text.append(contentsOf: value)
         }

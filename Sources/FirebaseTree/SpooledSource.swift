@@ -7,7 +7,9 @@ public final class SpooledSource: ByteSource {
     private var replayOffset: Int?
 
     /// A source over `base` that keeps a copy of what it reads in `directory`.
-    public init(_ base: some ByteSource, temporaryDirectory directory: String = TreeSorter.defaultTemporaryDirectory) throws {
+    public init(_ base: some ByteSource, temporaryDirectory directory: String = TreeSorter.defaultTemporaryDirectory)
+        throws
+    {
         self.base = base
         copy = try TemporaryFile(in: directory)
     }
@@ -15,7 +17,8 @@ public final class SpooledSource: ByteSource {
     /// Reads from the base and keeps a copy; once rewound, from the copy first.
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         if let offset = replayOffset, offset < copy.size {
-            let count = try copy.read(at: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(copy.size - offset)))
+            let count = try copy.read(
+                at: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(copy.size - offset)))
             replayOffset = offset + count
             return count
         }

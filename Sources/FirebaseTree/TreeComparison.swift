@@ -26,7 +26,8 @@ public struct TreeDifference: Sendable, Equatable {
     public var isCut = false
 
     /// A difference; `source` and `store` as compact JSON.
-    public init(path: [String], kind: Kind, source: String?, store: String?, reason: String? = nil, isCut: Bool = false) {
+    public init(path: [String], kind: Kind, source: String?, store: String?, reason: String? = nil, isCut: Bool = false)
+    {
         self.path = path
         self.kind = kind
         self.source = source
@@ -63,7 +64,8 @@ public struct TreeComparison {
 
     /// A comparison that hands each difference to `onDifference` in RTDB order of path, as it is found.
     public init(
-        ignoringPriorities: Bool = false, valueLimit: Int = 1 << 20, onDifference: @escaping (TreeDifference) throws -> Void
+        ignoringPriorities: Bool = false, valueLimit: Int = 1 << 20,
+        onDifference: @escaping (TreeDifference) throws -> Void
     ) {
         ignoresPriorities = ignoringPriorities
         self.valueLimit = valueLimit
@@ -200,8 +202,9 @@ public struct TreeComparison {
         default:
             let (sourceJSON, sourceCut) = try capture(sourceHead, &source)
             let (storeJSON, storeCut) = try capture(storeHead, &store)
-            try report(TreeDifference(
-                path: path, kind: .changed, source: sourceJSON, store: storeJSON, isCut: sourceCut || storeCut))
+            try report(
+                TreeDifference(
+                    path: path, kind: .changed, source: sourceJSON, store: storeJSON, isCut: sourceCut || storeCut))
             return
         }
         try comparePriorities(sourceHead.priority, storeHead.priority)
@@ -210,8 +213,9 @@ public struct TreeComparison {
     private func comparePriorities(_ source: TreeValue?, _ store: TreeValue?) throws {
         guard !ignoresPriorities, source != store else { return }
         let kind: TreeDifference.Kind = source == nil ? .extra : store == nil ? .missing : .changed
-        try report(TreeDifference(
-            path: path + [FirebaseKey.priority], kind: kind, source: source.map(json), store: store.map(json)))
+        try report(
+            TreeDifference(
+                path: path + [FirebaseKey.priority], kind: kind, source: source.map(json), store: store.map(json)))
     }
 
     /// Merges two objects' children by key, from the first keys their heads read.
@@ -250,10 +254,13 @@ public struct TreeComparison {
         if case .absent = head.body { return }
         let (json, isCut) = try capture(head, &source)
         var reason = path.last.flatMap { FirebaseKey.problem(with: $0) } ?? FirebaseKey.problem(withPath: path)
-        if reason == nil, case .leaf(.string(let text)) = head.body { reason = FirebaseKey.problem(withString: text.utf8) }
-        try report(TreeDifference(
-            path: path, kind: reason == nil ? .missing : .rejected, source: json, store: nil, reason: reason,
-            isCut: isCut))
+        if reason == nil, case .leaf(.string(let text)) = head.body {
+            reason = FirebaseKey.problem(withString: text.utf8)
+        }
+        try report(
+            TreeDifference(
+                path: path, kind: reason == nil ? .missing : .rejected, source: json, store: nil, reason: reason,
+                isCut: isCut))
     }
 
     /// Reports the store's node at `path`, which the source lacks.

@@ -247,7 +247,8 @@ struct RecordCollector {
     private mutating func sortRun() {
         arena.withUnsafeBytes { bytes in
             starts.sort { a, b in
-                SortRecord.compare(UnsafeRawBufferPointer(rebasing: bytes[a...]), UnsafeRawBufferPointer(rebasing: bytes[b...])) < 0
+                SortRecord.compare(
+                    UnsafeRawBufferPointer(rebasing: bytes[a...]), UnsafeRawBufferPointer(rebasing: bytes[b...])) < 0
             }
         }
     }
@@ -261,7 +262,9 @@ struct RecordCollector {
         let offset = file.size
         try arena.withUnsafeBytes { bytes in
             for start in starts {
-                try file.append(UnsafeRawBufferPointer(rebasing: bytes[start..<(start + 4 + SortRecord.loadLength(bytes, at: start))]))
+                try file.append(
+                    UnsafeRawBufferPointer(
+                        rebasing: bytes[start..<(start + 4 + SortRecord.loadLength(bytes, at: start))]))
             }
         }
         runs.onDisk.append(DiskRun.Extent(offset: offset, length: file.size - offset))

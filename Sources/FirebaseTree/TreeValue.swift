@@ -122,7 +122,8 @@ extension TreeValue {
         case .number:
             guard reader.number.isFinite else {
                 throw TreeError(
-                    .malformedInput, "a number outside the range of a double at \(reader.position)", position: reader.position,
+                    .malformedInput, "a number outside the range of a double at \(reader.position)",
+                    position: reader.position,
                     path: reader.pathDescription)
             }
             return .number(reader.number == 0 ? 0 : reader.number)

@@ -45,9 +45,10 @@ extension Connection {
         var received: [ServerNotification] = []
         while let notification = PQnotifies(handle) {
             defer { PQfreemem(notification) }
-            received.append(ServerNotification(
-                channel: String(cString: notification.pointee.relname),
-                payload: String(cString: notification.pointee.extra)))
+            received.append(
+                ServerNotification(
+                    channel: String(cString: notification.pointee.relname),
+                    payload: String(cString: notification.pointee.extra)))
         }
         return received
     }

@@ -39,8 +39,9 @@ extension Connection {
         // COMMIT of a transaction that failed (an error the body caught) answers ROLLBACK instead of an error.
         let tag = try commandTag(of: "COMMIT")
         guard tag == "COMMIT" else {
-            throw DatabaseError(.server, "the transaction was rolled back because a statement in it failed",
-                               statement: "COMMIT")
+            throw DatabaseError(
+                .server, "the transaction was rolled back because a statement in it failed",
+                statement: "COMMIT")
         }
         return result
     }

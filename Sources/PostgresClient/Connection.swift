@@ -69,11 +69,13 @@ public final class Connection {
 
     private func installNoticeReceiver() {
         let context = Unmanaged.passUnretained(self).toOpaque()
-        PQsetNoticeReceiver(handle, { context, result in
-            guard let context, let result else { return }
-            let connection = Unmanaged<Connection>.fromOpaque(context).takeUnretainedValue()
-            connection.notices.append(String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines())
-        }, context)
+        PQsetNoticeReceiver(
+            handle,
+            { context, result in
+                guard let context, let result else { return }
+                let connection = Unmanaged<Connection>.fromOpaque(context).takeUnretainedValue()
+                connection.notices.append(String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines())
+            }, context)
     }
 
     /// Returns the notices received so far and forgets them.
@@ -139,7 +141,8 @@ public final class Connection {
 
     /// The rows of a statement sent with `sendWithoutWaiting`.
     package func receive(_ query: Query) throws -> QueryResult {
-        let result = try check(PQgetResult(handle), statement: query.sql, expecting: [PGRES_COMMAND_OK, PGRES_TUPLES_OK])
+        let result = try check(
+            PQgetResult(handle), statement: query.sql, expecting: [PGRES_COMMAND_OK, PGRES_TUPLES_OK])
         drainResults()
         return result
     }
@@ -153,7 +156,8 @@ public final class Connection {
     /// Runs a script of several statements through the simple query protocol (migrations); no parameters.
     public func execute(script sql: String) throws {
         guard !sql.utf8.contains(0) else {
-            throw DatabaseError(.invalidValue, "the script contains a NUL character", sqlState: .characterNotInRepertoire)
+            throw DatabaseError(
+                .invalidValue, "the script contains a NUL character", sqlState: .characterNotInRepertoire)
         }
         let result = PQexec(handle, sql)
         _ = try check(result, statement: sql, expecting: [PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY])
@@ -164,13 +168,15 @@ public final class Connection {
     static func refuseNUL(in query: Query) throws {
         for (index, bind) in query.binds.enumerated() where bind?.utf8.contains(0) == true {
             throw DatabaseError(
-                .invalidValue, "parameter $\(index + 1) contains a NUL character (U+0000), which PostgreSQL text cannot hold",
+                .invalidValue,
+                "parameter $\(index + 1) contains a NUL character (U+0000), which PostgreSQL text cannot hold",
                 sqlState: .characterNotInRepertoire, statement: query.sql)
         }
     }
 
     /// Turns a libpq result into a `QueryResult`, or into a `DatabaseError` carrying the server's diagnostics.
-    func check(_ result: OpaquePointer?, statement: String, expecting accepted: [ExecStatusType]) throws -> QueryResult {
+    func check(_ result: OpaquePointer?, statement: String, expecting accepted: [ExecStatusType]) throws -> QueryResult
+    {
         guard let result else {
             throw connectionError(statement: statement)
         }
@@ -179,17 +185,22 @@ public final class Connection {
             return QueryResult(pointer: result, statement: statement)
         }
         defer { PQclear(result) }
-        if status == PGRES_FATAL_ERROR || status == PGRES_NONFATAL_ERROR, let error = serverError(result, statement: statement) {
+        if status == PGRES_FATAL_ERROR || status == PGRES_NONFATAL_ERROR,
+            let error = serverError(result, statement: statement)
+        {
             throw marked(error)
         }
         if status == PGRES_FATAL_ERROR {
             // An error of libpq's own, without a SQLSTATE: the connection failed (the server went away).
             let message = String(cString: PQresultErrorMessage(result)).trimmingTrailingNewlines()
-            throw marked(DatabaseError(
-                .connectionLost, message.isEmpty ? "the connection to the server was lost" : message, statement: statement))
+            throw marked(
+                DatabaseError(
+                    .connectionLost, message.isEmpty ? "the connection to the server was lost" : message,
+                    statement: statement))
         }
         if !isConnected { throw connectionError(statement: statement) }
-        throw DatabaseError(.server, "unexpected result status \(String(cString: PQresStatus(status)))", statement: statement)
+        throw DatabaseError(
+            .server, "unexpected result status \(String(cString: PQresStatus(status)))", statement: statement)
     }
 
     /// Notes a lost connection, so that `isConnected` says so from now on.
@@ -215,9 +226,11 @@ public final class Connection {
 
     func connectionError(statement: String?) -> DatabaseError {
         let message = Self.errorMessage(of: handle)
-        return marked(DatabaseError(
-            isConnected ? .server : .connectionLost, message.isEmpty ? "the connection to the server was lost" : message,
-            statement: statement))
+        return marked(
+            DatabaseError(
+                isConnected ? .server : .connectionLost,
+                message.isEmpty ? "the connection to the server was lost" : message,
+                statement: statement))
     }
 
     /// A handle that cancels whatever this connection is running, from another thread or a signal handler.

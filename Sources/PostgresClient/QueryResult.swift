@@ -67,7 +67,8 @@ public struct Row {
     package func withText<R>(_ column: Int, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R) rethrows -> R {
         guard PQgetisnull(result.pointer, index, Int32(column)) == 0 else { return try body(nil) }
         let length = Int(PQgetlength(result.pointer, index, Int32(column)))
-        return try PQgetvalue(result.pointer, index, Int32(column)).withMemoryRebound(to: UInt8.self, capacity: length) {
+        return try PQgetvalue(result.pointer, index, Int32(column)).withMemoryRebound(to: UInt8.self, capacity: length)
+        {
             try body(UnsafeBufferPointer(start: $0, count: length))
         }
     }
@@ -80,8 +81,9 @@ public struct Row {
     /// Decodes column `column` as `T`.
     public func decode<T: QueryDecodable>(_ type: T.Type = T.self, at column: Int) throws -> T {
         guard column >= 0, column < result.columnCount else {
-            throw DatabaseError(.decoding, "column \(column) is out of range (the result has \(result.columnCount))",
-                               statement: result.statement)
+            throw DatabaseError(
+                .decoding, "column \(column) is out of range (the result has \(result.columnCount))",
+                statement: result.statement)
         }
         do {
             return try T(queryText: self[column])

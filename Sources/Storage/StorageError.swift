@@ -91,23 +91,25 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
     /// The storage layer's form of a tree error (malformed or unreadable input, a failed compression), keeping
     /// where in the input it was found.
     public init(_ error: TreeError) {
-        let kind: Kind = switch error.kind {
-        case .malformedInput, .unreadable, .unordered: .malformedInput
-        case .compression, .scratchSpace: .io
-        }
+        let kind: Kind =
+            switch error.kind {
+            case .malformedInput, .unreadable, .unordered: .malformedInput
+            case .compression, .scratchSpace: .io
+            }
         self.init(kind, error.message, context: error.path.map { "reading \($0)" })
         inputPosition = error.position
     }
 
     /// The storage layer's form of a PostgresClient error, with a hint of what to do where the server gave none.
     public init(_ error: DatabaseError) {
-        let kind: Kind = switch error.kind {
-        case .connectionFailed: .connectionFailed
-        case .connectionLost: .connectionLost
-        case .server: .server
-        case .invalidValue: .invalidValue
-        case .decoding: .decoding
-        }
+        let kind: Kind =
+            switch error.kind {
+            case .connectionFailed: .connectionFailed
+            case .connectionLost: .connectionLost
+            case .server: .server
+            case .invalidValue: .invalidValue
+            case .decoding: .decoding
+            }
         self.init(
             kind, error.message, sqlState: error.sqlState, detail: error.detail,
             hint: error.hint ?? error.sqlState.flatMap(Self.hint(for:)), constraint: error.constraint,
@@ -130,7 +132,8 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
 
     /// The message in psql's layout: `ERROR:  message`, then DETAIL, HINT, CONTEXT and STATEMENT lines.
     public var description: String {
-        DatabaseError.psqlLayout(message, sqlState: sqlState, detail: detail, hint: hint, context: context, statement: statement)
+        DatabaseError.psqlLayout(
+            message, sqlState: sqlState, detail: detail, hint: hint, context: context, statement: statement)
     }
 
     /// What to do about a server error that came without a hint of its own.

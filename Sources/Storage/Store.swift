@@ -21,7 +21,8 @@ public final class Store {
     /// ~/.pgpass …) filling in what it leaves out, as psql does; an empty string means the environment only.
     /// `parameters` override the string's settings (the embedded cluster passes its socket this way).
     public convenience init(conninfo: String, parameters: [(String, String)] = []) throws {
-        self.init(connection: try StorageError.converting { try Connection(conninfo: conninfo, parameters: parameters) })
+        self.init(
+            connection: try StorageError.converting { try Connection(conninfo: conninfo, parameters: parameters) })
     }
 
     /// The settings a conninfo string or URI spells out (`host`, `password`, …), without connecting; nil when

@@ -131,16 +131,19 @@ final class StoreConnection {
     private func describingLockWait(_ error: StorageError) -> StorageError {
         var error = error
         let timeout = (try? base.query("SHOW lock_timeout").first?.decode(String.self, at: 0)) ?? "lock_timeout"
-        let holder = (try? base.query("""
-            SELECT pid, to_char(xact_start, 'YYYY-MM-DD HH24:MI:SS TZ') FROM pg_stat_activity
-            WHERE pid <> pg_backend_pid() AND datname = current_database() AND application_name = 'admin import'
-                AND xact_start IS NOT NULL
-            ORDER BY xact_start LIMIT 1
-            """))?.first
+        let holder =
+            (try? base.query(
+                """
+                SELECT pid, to_char(xact_start, 'YYYY-MM-DD HH24:MI:SS TZ') FROM pg_stat_activity
+                WHERE pid <> pg_backend_pid() AND datname = current_database() AND application_name = 'admin import'
+                    AND xact_start IS NOT NULL
+                ORDER BY xact_start LIMIT 1
+                """))?.first
         if let holder, let pid = try? holder.decode(Int.self, at: 0),
             let start = try? holder.decode(String.self, at: 1)
         {
-            error.message = "an import is in progress (pid \(pid), since \(start)): waited \(timeout) for the tables it writes"
+            error.message =
+                "an import is in progress (pid \(pid), since \(start)): waited \(timeout) for the tables it writes"
             error.hint = "Nothing was changed. Try again when the import has finished; reads go on meanwhile."
         } else {
             error.message = "waited \(timeout) (lock_timeout) for a lock another transaction holds"

@@ -56,8 +56,10 @@ enum AdminProcess {
     }
 
     /// Runs admin to completion with `input` on stdin (closed right after), and a time limit.
-    static func run(_ arguments: [String], input: String = "", environment extra: [String: String] = [:],
-                    directory: String? = nil, timeout: TimeInterval = 120) throws -> AdminRun {
+    static func run(
+        _ arguments: [String], input: String = "", environment extra: [String: String] = [:],
+        directory: String? = nil, timeout: TimeInterval = 120
+    ) throws -> AdminRun {
         let (process, stdin, stdout, stderr) = try start(arguments, environment: extra, directory: directory)
         stdin.fileHandleForWriting.write(Data(input.utf8))
         try stdin.fileHandleForWriting.close()

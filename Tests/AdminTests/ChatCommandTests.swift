@@ -24,7 +24,9 @@ struct ChatCommandTests {
 
     @Test func oneConsoleFollowsWhatAnotherSends() throws {
         let database = try chatDatabase()
-        let (follower, _, output, errors) = try AdminProcess.start(["--db", database.conninfo, "messages", "-Ch1", "--follow"])
+        let (follower, _, output, errors) = try AdminProcess.start([
+            "--db", database.conninfo, "messages", "-Ch1", "--follow",
+        ])
         // A stuck follower must not hang the test run.
         let watchdog = Thread {
             Thread.sleep(forTimeInterval: 60)
@@ -32,7 +34,9 @@ struct ChatCommandTests {
         }
         watchdog.start()
         var diagnostics = Data()
-        #expect(errors.fileHandleForReading.read(until: "Ctrl-C to stop", into: &diagnostics).contains("Following chat -Ch1"))
+        #expect(
+            errors.fileHandleForReading.read(until: "Ctrl-C to stop", into: &diagnostics).contains(
+                "Following chat -Ch1"))
 
         let script = """
             chat send --from alice --to bob one
@@ -50,14 +54,16 @@ struct ChatCommandTests {
         diagnostics.append(errors.fileHandleForReading.readDataToEndOfFile())
         #expect(follower.terminationStatus == 0, "\(String(decoding: diagnostics, as: UTF8.self))")
         let lines = String(decoding: received, as: UTF8.self).split(separator: "\n")
-        #expect(lines.map { $0.split(separator: "  ", maxSplits: 1).last.map(String.init) }
+        #expect(
+            lines.map { $0.split(separator: "  ", maxSplits: 1).last.map(String.init) }
                 == ["alice: one", "alice: two, with a comma", "alice: three"])
     }
 
     @Test func sendOpenAndListFromTheCommandLine() throws {
         let database = try chatDatabase()
         let send = try AdminProcess.run([
-            "--db", database.conninfo, "chat", "send", "--from", "alice", "--to", "bob", "see", "you", "--format", "json",
+            "--db", database.conninfo, "chat", "send", "--from", "alice", "--to", "bob", "see", "you", "--format",
+            "json",
         ])
         #expect(send.status == 0, "\(send.stderr)")
         #expect(send.stdout.contains(#""chat": "-Ch1", "created_chat": false"#))
@@ -71,7 +77,10 @@ struct ChatCommandTests {
         let chats = try AdminProcess.run(["--db", database.conninfo, "chats", "bob", "--format", "csv"])
         #expect(chats.stdout.split(separator: "\n").count == 2)
         let messages = try AdminProcess.run(["--db", database.conninfo, "messages", "-Ch1", "--format", "csv"])
-        #expect(messages.stdout.split(separator: "\n").map { $0.split(separator: ",").last } == ["content", "hi", "see you"])
+        #expect(
+            messages.stdout.split(separator: "\n").map { $0.split(separator: ",").last } == [
+                "content", "hi", "see you",
+            ])
     }
 
     @Test func refusalsAndUsageErrorsExitAsDocumented() throws {

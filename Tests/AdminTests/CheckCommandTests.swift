@@ -28,7 +28,8 @@ struct CheckCommandTests {
         #expect(run.stdout.contains(" follow_asymmetric |          1 | /following/alice/bob\n"))
         #expect(run.stdout.contains(" poster            |          0 |\n"))
         #expect(run.stdout.contains("3 of 11 checks found violations."))
-        #expect(run.stderr == "admin: check: 3 of 11 checks found 3 violations: like_count, follow_asymmetric, orphans\n")
+        #expect(
+            run.stderr == "admin: check: 3 of 11 checks found 3 violations: like_count, follow_asymmetric, orphans\n")
     }
 
     @Test func timelinesInBatches() throws {
@@ -43,12 +44,17 @@ struct CheckCommandTests {
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("timeline"))
         #expect(run.stdout.contains("inserted"))
-        let check = try AdminProcess.run(["--db", database.conninfo, "check", "--only", "timeline_missing,timeline_extra"])
+        let check = try AdminProcess.run([
+            "--db", database.conninfo, "check", "--only", "timeline_missing,timeline_extra",
+        ])
         #expect(check.status == 0, "\(check.stdout)")
         // Every repair but chat merge takes --batch-size; follows are asymmetric here, so one of them changes rows.
-        for command in [["backfill", "like-counts"], ["denormalize", "posters"], ["rehash", "chats"], ["repair", "follows"],
-                        ["repair", "chats"], ["repair", "orphans"]] {
-            let batched = try AdminProcess.run(["--db", database.conninfo] + command + ["--batch-size", "1", "--format", "json"])
+        for command in [
+            ["backfill", "like-counts"], ["denormalize", "posters"], ["rehash", "chats"], ["repair", "follows"],
+            ["repair", "chats"], ["repair", "orphans"],
+        ] {
+            let batched = try AdminProcess.run(
+                ["--db", database.conninfo] + command + ["--batch-size", "1", "--format", "json"])
             #expect(batched.status == 0, "\(command): \(batched.stderr)")
         }
         #expect(try AdminProcess.run(["--db", database.conninfo, "check", "--quiet"]).status == 0)
@@ -90,7 +96,8 @@ struct CheckCommandTests {
         let report = try #require(try JSONSerialization.jsonObject(with: Data(fix.stdout.utf8)) as? [String: Any])
         #expect(report["ok"] as? Bool == true)
         let repairs = try #require(report["repairs"] as? [[String: Any]])
-        #expect(repairs.map { $0["repair"] as? String } == ["repair orphans", "repair follows", "backfill like-counts"])
+        #expect(
+            repairs.map { $0["repair"] as? String } == ["repair orphans", "repair follows", "backfill like-counts"])
 
         let quiet = try AdminProcess.run(["--db", database.conninfo, "check", "--quiet"])
         #expect(quiet.status == 0)
@@ -106,7 +113,10 @@ struct CheckCommandTests {
         #expect(dryRun.stderr.contains("rolled back"))
 
         let repair = try AdminProcess.run(
-            ["--db", database.conninfo, "-c", "repair follows --prefer following", "-c", "backfill like-counts --format json"])
+            [
+                "--db", database.conninfo, "-c", "repair follows --prefer following", "-c",
+                "backfill like-counts --format json",
+            ])
         #expect(repair.status == 0, "\(repair.stderr)")
         #expect(repair.stdout.contains(" repair follows | followers       | inserted |    1\n"))
         #expect(repair.stdout.contains(#"{"repair": "backfill like-counts", "dry_run": false, "rows_changed": 1"#))

@@ -7,9 +7,11 @@ import Testing
 struct CompleterTests {
     private func completer() throws -> Completer {
         let database = try TestPostgres.makeDatabase()
-        let tree = #"{"users": {"alice": {"username": "a"}, "albert": {"username": "b"}, "bob": {"username": "c"}}, "settings": {"theme": "dark"}}"#
+        let tree =
+            #"{"users": {"alice": {"username": "a"}, "albert": {"username": "b"}, "bob": {"username": "c"}}, "settings": {"theme": "dark"}}"#
         #expect(try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: tree).status == 0)
-        let session = Session(target: .conninfo(database.conninfo), migratesOnConnect: true, format: .table, isQuiet: true)
+        let session = Session(
+            target: .conninfo(database.conninfo), migratesOnConnect: true, format: .table, isQuiet: true)
         _ = try session.store()
         return Completer(session: session)
     }
@@ -27,11 +29,13 @@ struct CompleterTests {
         #expect(words(completer.complete(wordsBefore: "help ", word: "")).contains("chat"))
         #expect(words(completer.complete(wordsBefore: "chat ", word: "")) == ["merge", "open", "send"])
         #expect(words(completer.complete(wordsBefore: "timeline alice ", word: "--")).contains("--limit"))
-        #expect(words(completer.complete(wordsBefore: "users --format ", word: "")) == ["csv", "expanded", "json", "table"])
+        #expect(
+            words(completer.complete(wordsBefore: "users --format ", word: "")) == ["csv", "expanded", "json", "table"])
         #expect(completer.complete(wordsBefore: "import ", word: "back") == .files)
         #expect(words(completer.complete(wordsBefore: "check --only ", word: "like")).contains("like_count"))
-        #expect(words(completer.complete(wordsBefore: "check --only ", word: "poster,time"))
-            .contains("poster,timeline_missing"))
+        #expect(
+            words(completer.complete(wordsBefore: "check --only ", word: "poster,time"))
+                .contains("poster,timeline_missing"))
         #expect(words(completer.complete(wordsBefore: "", word: "\\")).contains("\\timing"))
         #expect(completer.complete(wordsBefore: "\\i ", word: "scr") == .files)
         #expect(words(completer.complete(wordsBefore: "chat merge ", word: "--k")).contains("--keep"))
@@ -51,7 +55,8 @@ struct CompleterTests {
         #expect(words(completer.complete(wordsBefore: "get ", word: "/users/al")) == ["/users/albert", "/users/alice"])
         #expect(words(completer.complete(wordsBefore: "get ", word: "users/b")) == ["users/bob/"])
         #expect(words(completer.complete(wordsBefore: "get ", word: "se")) == ["settings/"])
-        #expect(words(completer.complete(wordsBefore: "export x.json --path ", word: "/settings/")) == ["/settings/theme"])
+        #expect(
+            words(completer.complete(wordsBefore: "export x.json --path ", word: "/settings/")) == ["/settings/theme"])
         #expect(words(completer.complete(wordsBefore: "get ", word: "/users/alice/")) == ["/users/alice/username"])
     }
 }

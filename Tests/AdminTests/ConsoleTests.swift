@@ -85,12 +85,15 @@ struct ConsoleTests {
 
     @Test func commandsFromStdinAndDashC() throws {
         let database = try TestPostgres.makeDatabase()
-        let piped = try AdminProcess.run(["--db", database.conninfo], input: "migrate --list --format csv\nquit\nstatus\n")
+        let piped = try AdminProcess.run(
+            ["--db", database.conninfo], input: "migrate --list --format csv\nquit\nstatus\n")
         #expect(piped.status == 0, "\(piped.stderr)")
         #expect(piped.stdout.hasPrefix("version,file,state,applied_at\n1,0001_firebase_tree.sql,applied,"))
         #expect(!piped.stdout.contains("setting"))
 
-        let echoed = try AdminProcess.run(["--db", database.conninfo, "--echo", "-c", "migrate --list --format csv", "-c", "help"])
+        let echoed = try AdminProcess.run([
+            "--db", database.conninfo, "--echo", "-c", "migrate --list --format csv", "-c", "help",
+        ])
         #expect(echoed.status == 0)
         #expect(echoed.stdout.hasPrefix("migrate --list --format csv\nversion,file"))
         #expect(echoed.stdout.contains("Status and schema:"))
@@ -119,8 +122,9 @@ struct ConsoleTests {
         let helpCommand = try AdminProcess.run(["help", "status"])
         let shortHelp = try AdminProcess.run(["-c", "status -h"])
         #expect(commandHelp.stdout.contains("USAGE: admin status"))
-        #expect(commandHelp.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            == helpCommand.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(
+            commandHelp.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                == helpCommand.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(shortHelp.stdout == commandHelp.stdout)
     }
 
@@ -144,7 +148,8 @@ struct ConsoleTests {
         let database = try TestPostgres.makeDatabase()
         let settings = try #require(ConnectionOptions.parse(database.conninfo))
         // The test server trusts local connections, so the password is accepted and ignored.
-        let conninfo = "host=\(settings["host"] ?? "") port=\(settings["port"] ?? "5432") user=\(settings["user"] ?? "") "
+        let conninfo =
+            "host=\(settings["host"] ?? "") port=\(settings["port"] ?? "5432") user=\(settings["user"] ?? "") "
             + "dbname=\(database.name) password=correct-horse-battery"
         for format in ["table", "json", "csv"] {
             let run = try AdminProcess.run(["--db", conninfo, "status", "--format", format])
@@ -152,7 +157,8 @@ struct ConsoleTests {
             #expect(run.stdout.contains(database.name))
             #expect(!run.stdout.contains("correct-horse-battery") && !run.stderr.contains("correct-horse-battery"))
         }
-        let echoed = try AdminProcess.run(["--db", conninfo, "-e", "-c", "status"], environment: ["PGPASSWORD": "tr0ub4dor"])
+        let echoed = try AdminProcess.run(
+            ["--db", conninfo, "-e", "-c", "status"], environment: ["PGPASSWORD": "tr0ub4dor"])
         #expect(echoed.status == 0, "\(echoed.stderr)")
         #expect(!(echoed.stdout + echoed.stderr).contains("correct-horse-battery"))
         #expect(!(echoed.stdout + echoed.stderr).contains("tr0ub4dor"))
@@ -161,10 +167,12 @@ struct ConsoleTests {
     @Test func libpqEnvironmentVariablesAreHonored() throws {
         let database = try TestPostgres.makeDatabase()
         let settings = try #require(ConnectionOptions.parse(database.conninfo))
-        let run = try AdminProcess.run(["status", "--format", "json"], environment: [
-            "PGHOST": settings["host"] ?? "", "PGPORT": settings["port"] ?? "", "PGUSER": settings["user"] ?? "",
-            "PGDATABASE": database.name,
-        ])
+        let run = try AdminProcess.run(
+            ["status", "--format", "json"],
+            environment: [
+                "PGHOST": settings["host"] ?? "", "PGPORT": settings["port"] ?? "", "PGUSER": settings["user"] ?? "",
+                "PGDATABASE": database.name,
+            ])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains(database.name))
     }

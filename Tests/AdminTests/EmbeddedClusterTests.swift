@@ -76,9 +76,11 @@ struct EmbeddedClusterTests {
         let (console, _) = try startConsoleWithItsServer(in: directory)
         // Another client commits a row while the console session is open.
         let user = String(cString: getpwuid(geteuid())!.pointee.pw_name)
-        let connection = try Connection(conninfo: "", parameters: [
-            ("host", directory + "/pgdata"), ("user", user), ("dbname", "admin"),
-        ])
+        let connection = try Connection(
+            conninfo: "",
+            parameters: [
+                ("host", directory + "/pgdata"), ("user", user), ("dbname", "admin"),
+            ])
         try connection.execute("INSERT INTO users (uid, username) VALUES ('survivor', 'still here')")
 
         kill(console.processIdentifier, SIGKILL)
@@ -108,9 +110,11 @@ struct EmbeddedClusterTests {
         }
         // Another role, even over the owner's own socket, is refused by peer authentication.
         let refusal = #expect(throws: StorageError.self) {
-            try Store(conninfo: "", parameters: [
-                ("host", directory + "/pgdata"), ("user", "someone_else"), ("dbname", "admin"),
-            ])
+            try Store(
+                conninfo: "",
+                parameters: [
+                    ("host", directory + "/pgdata"), ("user", "someone_else"), ("dbname", "admin"),
+                ])
         }
         #expect(refusal?.description.contains("Peer authentication failed") == true, "\(String(describing: refusal))")
     }
@@ -121,7 +125,8 @@ struct EmbeddedClusterTests {
         #expect(try AdminProcess.run(["--data-dir", directory, "migrate"]).status == 0)
         #expect(!serverIsRunning(in: directory))
         // What a crashed server leaves behind: a postmaster.pid naming a process that is gone.
-        let stale = "999999\n\(directory)/pgdata\n1700000000\n5432\n\(directory)/pgdata\n\n  5432001         0\nready   \n"
+        let stale =
+            "999999\n\(directory)/pgdata\n1700000000\n5432\n\(directory)/pgdata\n\n  5432001         0\nready   \n"
         try stale.write(toFile: directory + "/pgdata/postmaster.pid", atomically: true, encoding: .utf8)
         let run = try AdminProcess.run(["--data-dir", directory, "status"])
         #expect(run.status == 0, "\(run.stderr)")
@@ -184,7 +189,9 @@ struct ServerLossTests {
     @Test func theNextCommandSaysSoAndReconnects() throws {
         let directory = try makeTemporaryDirectory("admin-lost")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (console, input, output, errors) = try AdminProcess.start(["--data-dir", directory, "--on-error", "continue"])
+        let (console, input, output, errors) = try AdminProcess.start([
+            "--data-dir", directory, "--on-error", "continue",
+        ])
         input.fileHandleForWriting.write(Data("users --format csv\n".utf8))
         var answer = Data()
         _ = output.fileHandleForReading.read(until: "uid,username", into: &answer)
@@ -199,7 +206,8 @@ struct ServerLossTests {
         console.waitUntilExit()
         // One command fails with the loss (exit 2 for the script), the next reconnects and answers.
         #expect(console.terminationStatus == 2)
-        #expect(diagnostics.contains("admin:<stdin>:2: users: server closed the connection unexpectedly"), "\(diagnostics)")
+        #expect(
+            diagnostics.contains("admin:<stdin>:2: users: server closed the connection unexpectedly"), "\(diagnostics)")
         #expect(diagnostics.contains("The connection to the server was lost; reconnecting."), "\(diagnostics)")
         #expect(String(decoding: rest, as: UTF8.self) == "uid,username\n")
     }

@@ -19,8 +19,11 @@ struct FaultTests {
 
     /// Whether a backend of another client is running a statement that starts with `prefix` (or waits on a
     /// lock, with `waitingOnLock`).
-    private func someoneIsRunning(_ prefix: String, on connection: Connection, waitingOnLock: Bool = false) throws -> Bool {
-        try connection.query("""
+    private func someoneIsRunning(_ prefix: String, on connection: Connection, waitingOnLock: Bool = false) throws
+        -> Bool
+    {
+        try connection.query(
+            """
             SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND datname = current_database()
                 AND state = 'active' AND query LIKE \(prefix + "%")
                 AND (NOT \(waitingOnLock) OR wait_event_type = 'Lock'))
@@ -34,8 +37,9 @@ struct FaultTests {
     }
 
     private func generate(_ path: String, users: Int, anomalies: Bool = false) throws {
-        let run = try AdminProcess.run(["-q", "generate", path, "--users", String(users), "--seed", "3"]
-            + (anomalies ? ["--anomalies"] : []))
+        let run = try AdminProcess.run(
+            ["-q", "generate", path, "--users", String(users), "--seed", "3"]
+                + (anomalies ? ["--anomalies"] : []))
         #expect(run.status == 0, "\(run.stderr)")
     }
 
@@ -80,7 +84,9 @@ struct FaultTests {
         try observer.execute("LOCK TABLE following IN EXCLUSIVE MODE")
         let (repairing, _, _, _) = try AdminProcess.start(db + ["repair", "follows"])
         let waiting = try database.connect()
-        try waitUntil("the repair waits for the lock") { try someoneIsRunning("INSERT INTO following", on: waiting, waitingOnLock: true) }
+        try waitUntil("the repair waits for the lock") {
+            try someoneIsRunning("INSERT INTO following", on: waiting, waitingOnLock: true)
+        }
         kill(repairing.processIdentifier, SIGKILL)
         repairing.waitUntilExit()
         try observer.execute("ROLLBACK")
@@ -107,14 +113,17 @@ struct FaultTests {
         var observer: Connection?
         try waitUntil("the import is copying") {
             if observer == nil {
-                observer = try? Connection(conninfo: "", parameters: [
-                    ("host", dataDirectory + "/pgdata"), ("user", user), ("dbname", "admin"),
-                ])
+                observer = try? Connection(
+                    conninfo: "",
+                    parameters: [
+                        ("host", dataDirectory + "/pgdata"), ("user", user), ("dbname", "admin"),
+                    ])
             }
             return try observer.map { try someoneIsRunning("COPY", on: $0) } ?? false
         }
         let stop = try ProcessRunner(user: geteuid() == 0 ? "postgres" : nil).run(
-            try ServerBinaries.locate().directory + "/pg_ctl", ["-D", dataDirectory + "/pgdata", "stop", "-m", "immediate"])
+            try ServerBinaries.locate().directory + "/pg_ctl",
+            ["-D", dataDirectory + "/pgdata", "stop", "-m", "immediate"])
         #expect(stop.succeeded, "\(stop.output)")
         importing.waitUntilExit()
         let diagnostics = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -129,19 +138,24 @@ struct FaultTests {
         let directory = try makeTemporaryDirectory("admin-full")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try generate(directory + "/tree.json", users: 600)
-        #expect(try AdminProcess.run(["--db", database.conninfo, "-q", "import", directory + "/tree.json"]).status == 0)
+        #expect(
+            try AdminProcess.run(["--db", database.conninfo, "-q", "import", directory + "/tree.json"]).status == 0)
 
         // A 256 KB tmpfs where root may mount one; otherwise a 256 KB file size limit (EFBIG instead of ENOSPC).
         let disk = directory + "/disk"
         try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-        let mounted = geteuid() == 0
-            && (try? ProcessRunner().run("/bin/mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", disk]))?.succeeded == true
+        let mounted =
+            geteuid() == 0
+            && (try? ProcessRunner().run("/bin/mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", disk]))?.succeeded
+                == true
         defer { if mounted { _ = try? ProcessRunner().run("/bin/umount", [disk]) } }
         let admin = AdminProcess.executable.path
         let limit = mounted ? "" : "trap '' XFSZ; ulimit -f 512; "
-        let shell = try ProcessRunner().run("/bin/sh", [
-            "-c", "\(limit)exec '\(admin)' --db '\(database.conninfo)' export '\(disk)/out.json'",
-        ])
+        let shell = try ProcessRunner().run(
+            "/bin/sh",
+            [
+                "-c", "\(limit)exec '\(admin)' --db '\(database.conninfo)' export '\(disk)/out.json'",
+            ])
         #expect(!shell.succeeded)
         #expect(shell.output.contains("cannot write"), "\(shell.output)")
         #expect(shell.output.contains(mounted ? "No space left on device" : "File too large"), "\(shell.output)")

@@ -25,7 +25,8 @@ struct GenerateCommandTests {
         #expect(imported.status == 0, "\(imported.stderr)")
         let check = try AdminProcess.run(["--db", database.conninfo, "check", "--format", "json", "--examples", "100"])
         #expect(check.status == 3)
-        let expected = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: manifest))) as? NSDictionary
+        let expected =
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: manifest))) as? NSDictionary
         let found = try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? NSDictionary
         // The same checks, counts and examples; only a run has durations.
         let untimed = (found?["checks"] as? [[String: Any]])?.map { $0.filter { $0.key != "seconds" } as NSDictionary }
@@ -34,7 +35,10 @@ struct GenerateCommandTests {
         #expect(expected?["users"] as? Int == 250)
         let nodes = expected?["nodes"] as? [String: Int]
         #expect(nodes?["users"] == 250)
-        #expect(nodes.map { Array($0.keys).sorted() } == ["chats", "followers", "following", "messages", "postLikes", "posts", "timeline", "users"])
+        #expect(
+            nodes.map { Array($0.keys).sorted() } == [
+                "chats", "followers", "following", "messages", "postLikes", "posts", "timeline", "users",
+            ])
 
         // An existing file is kept unless --force.
         let again = try AdminProcess.run(["generate", tree, "--users", "10"])
@@ -45,7 +49,9 @@ struct GenerateCommandTests {
     @Test func stdoutGivesTheSameBytesAsAFile() throws {
         let directory = try makeTemporaryDirectory("admin-gen")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let file = try AdminProcess.run(["generate", directory + "/feed.json", "--users", "40", "--dialect", "appcoda", "--pretty"])
+        let file = try AdminProcess.run([
+            "generate", directory + "/feed.json", "--users", "40", "--dialect", "appcoda", "--pretty",
+        ])
         #expect(file.status == 0, "\(file.stderr)")
         let stdout = try AdminProcess.run(["-q", "generate", "-", "--users", "40", "--dialect", "appcoda", "--pretty"])
         #expect(stdout.status == 0)
@@ -58,7 +64,10 @@ struct GenerateCommandTests {
     @Test func badOptionsAreUsageErrors() throws {
         for (arguments, message) in [
             (["generate", "x.json", "--users", "0"], "--users must be between 1 and"),
-            (["generate", "x.json", "--users", "5", "--dialect", "appcoda", "--anomalies"], "defined on the makestagram tree"),
+            (
+                ["generate", "x.json", "--users", "5", "--dialect", "appcoda", "--anomalies"],
+                "defined on the makestagram tree"
+            ),
             (["generate", "x.json"], "Missing expected argument '--users <users>'"),
             (["generate", "x.json", "--users", "5", "--dialect", "parse"], "--dialect"),
         ] {

@@ -34,8 +34,11 @@ struct ImportExportCommandTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let gzip = Process()
         gzip.executableURL = URL(fileURLWithPath: "/bin/sh")
-        gzip.arguments = ["-c", "gzip -c '\(fixture)' > \(directory)/backup.json.gz && "
-            + "head -c 20000 \(directory)/backup.json.gz > \(directory)/cut.json.gz"]
+        gzip.arguments = [
+            "-c",
+            "gzip -c '\(fixture)' > \(directory)/backup.json.gz && "
+                + "head -c 20000 \(directory)/backup.json.gz > \(directory)/cut.json.gz",
+        ]
         try gzip.run()
         gzip.waitUntilExit()
         let run = try AdminProcess.run(["--db", database.conninfo, "import", directory + "/backup.json.gz"])
@@ -67,7 +70,8 @@ struct ImportExportCommandTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         _ = try AdminProcess.run(["--db", database.conninfo, "import", "-"], input: #"{"kept": 1}"#)
         let broken = directory + "/broken.json"
-        try Data(#"{"users": {"u1": {"username": "a"}, "u2": {"username": tru}}}"#.utf8).write(to: URL(fileURLWithPath: broken))
+        try Data(#"{"users": {"u1": {"username": "a"}, "u2": {"username": tru}}}"#.utf8).write(
+            to: URL(fileURLWithPath: broken))
         let run = try AdminProcess.run(["--db", database.conninfo, "import", broken])
         #expect(run.status == 1)
         #expect(run.stderr.contains("malformed JSON at byte 55 (line 1, column 56)"))
@@ -83,7 +87,8 @@ struct ImportExportCommandTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let rejects = directory + "/rejects.jsonl"
         let input = #"{"a": {"bad.key": {"x": 1}, "ok": 2}, "b": "nul\u0000"}"#
-        let aborted = try AdminProcess.run(["--db", database.conninfo, "import", "-", "--rejects", rejects], input: input)
+        let aborted = try AdminProcess.run(
+            ["--db", database.conninfo, "import", "-", "--rejects", rejects], input: input)
         #expect(aborted.status == 1)
         #expect(aborted.stderr.contains("rejected /a/bad.key: key contains '.'"))
         #expect(aborted.stderr.contains("--max-rejects"))
@@ -96,7 +101,8 @@ struct ImportExportCommandTests {
         #expect(refused.stderr.contains("--force"))
 
         let run = try AdminProcess.run(
-            ["--db", database.conninfo, "import", "-", "--max-rejects", "5", "--rejects", rejects, "--force"], input: input)
+            ["--db", database.conninfo, "import", "-", "--max-rejects", "5", "--rejects", rejects, "--force"],
+            input: input)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(try FileManager.default.attributesOfItem(atPath: rejects)[.posixPermissions] as? Int == 0o600)
         #expect(run.stderr.contains("2 rejected values written to \(rejects)"))
@@ -111,7 +117,8 @@ struct ImportExportCommandTests {
 
         // --force with nothing rejected removes the earlier import's file.
         let clean = try AdminProcess.run(
-            ["--db", database.conninfo, "-q", "import", "-", "--rejects", rejects, "--force", "--yes"], input: #"{"a": 1}"#)
+            ["--db", database.conninfo, "-q", "import", "-", "--rejects", rejects, "--force", "--yes"],
+            input: #"{"a": 1}"#)
         #expect(clean.status == 0, "\(clean.stderr)")
         #expect(!FileManager.default.fileExists(atPath: rejects))
     }
@@ -152,7 +159,8 @@ struct ImportExportCommandTests {
         }
         let kept = try AdminProcess.run(["--db", database.conninfo, "-q", "export", "-"])
         #expect(kept.stdout == #"{"kept":1}"#)
-        let emptied = try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-", "--allow-empty"], input: "null")
+        let emptied = try AdminProcess.run(
+            ["--db", database.conninfo, "-q", "import", "-", "--allow-empty"], input: "null")
         #expect(emptied.status == 0, "\(emptied.stderr)")
         let export = try AdminProcess.run(["--db", database.conninfo, "-q", "export", "-"])
         #expect(export.stdout == "null")
@@ -171,7 +179,9 @@ struct ImportExportCommandTests {
 
     @Test func vacuumGivesBackARolledBackImportsSpace() throws {
         let database = try TestPostgres.makeDatabase()
-        let users = (0..<20000).map { #""u\#($0)": {"username": "user \#($0) \#(String(repeating: "x", count: 100))"}"# }
+        let users = (0..<20000).map {
+            #""u\#($0)": {"username": "user \#($0) \#(String(repeating: "x", count: 100))"}"#
+        }
         let input = #"{"users": {"# + users.joined(separator: ",") + "}, \"broken\": tru}"
         let failed = try AdminProcess.run(["--db", database.conninfo, "import", "-", "--mode", "merge"], input: input)
         #expect(failed.status == 1)
@@ -188,15 +198,18 @@ struct ImportExportCommandTests {
         let database = try TestPostgres.makeDatabase()
         let directory = try makeTemporaryDirectory("admin-link")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        _ = try AdminProcess.run(["--db", database.conninfo, "import", "-"], input: #"{"users": {"u": {"username": "private"}}}"#)
+        _ = try AdminProcess.run(
+            ["--db", database.conninfo, "import", "-"], input: #"{"users": {"u": {"username": "private"}}}"#)
         let victim = directory + "/victim"
         try Data("keep me".utf8).write(to: URL(fileURLWithPath: victim))
         for name in ["export.json", "get.json", "generated.json", "o.txt"] {
             try FileManager.default.createSymbolicLink(atPath: "\(directory)/\(name)", withDestinationPath: victim)
         }
         // The attack on predictable temporary names (DIR/.NAME.PID.tmp): links planted for the next PIDs.
-        let lastPID = Int(try String(contentsOfFile: "/proc/sys/kernel/ns_last_pid", encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        let lastPID =
+            Int(
+                try String(contentsOfFile: "/proc/sys/kernel/ns_last_pid", encoding: .utf8)
+                    .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
         var planted: [String] = []
         for pid in (lastPID + 1)...(lastPID + 300) {
             for name in ["export.json", "get.json", "generated.json"] {
@@ -222,7 +235,9 @@ struct ImportExportCommandTests {
         }
         #expect(try String(contentsOfFile: directory + "/get.json", encoding: .utf8).contains("private"))
         // psql's \o opens its file without following a link.
-        let redirected = try AdminProcess.run(["--db", database.conninfo, "-c", "\\o \(directory)/o.txt", "-c", "get /"])
+        let redirected = try AdminProcess.run([
+            "--db", database.conninfo, "-c", "\\o \(directory)/o.txt", "-c", "get /",
+        ])
         #expect(redirected.status == 1)
         #expect(try String(contentsOfFile: victim, encoding: .utf8) == "keep me")
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory)

@@ -21,14 +21,16 @@ struct LoadTests {
         #expect(try AdminProcess.run(db + ["-q", "import", file]).status == 0)
         // The app's per-launch member hashes are the one thing a clean generated tree fails.
         #expect(try AdminProcess.run(db + ["-q", "rehash", "chats"]).status == 0)
-        let tree = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: file))) as? [String: Any])
+        let tree = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: file))) as? [String: Any])
         let uids = try #require((tree["users"] as? [String: Any])?.keys.sorted())
         let posts = ((tree["posts"] as? [String: [String: Any]]) ?? [:]).values.flatMap(\.keys).sorted()
         #expect(uids.count == 60 && posts.count > 50)
 
         // Chats between fixed pairs, whose follows no console undoes, so that every message may be sent.
         let chatPairs = (0..<8).map { (uids[2 * $0], uids[2 * $0 + 1]) }
-        let pairFollows = chatPairs.flatMap { ["follow \($0.0) \($0.1)", "follow \($0.1) \($0.0)"] }.joined(separator: "\n")
+        let pairFollows = chatPairs.flatMap { ["follow \($0.0) \($0.1)", "follow \($0.1) \($0.0)"] }.joined(
+            separator: "\n")
         #expect(try AdminProcess.run(db + ["-q"], input: pairFollows + "\n").status == 0)
         let others = Array(uids[16...])
 
@@ -52,10 +54,14 @@ struct LoadTests {
                         let follower = pick(others)
                         let followee = pick(uids.filter { $0 != follower })
                         command = "\(random.next() % 2 == 0 ? "follow" : "unfollow") \(follower) \(followee)"
-                    case 4: command = "post create \(pick(uids)) --image-url https://example.com/\(random.next() % 1000).jpg --image-height 375"
+                    case 4:
+                        command =
+                            "post create \(pick(uids)) --image-url https://example.com/\(random.next() % 1000).jpg --image-height 375"
                     default:
                         let (a, b) = pick(chatPairs)
-                        command = random.next() % 2 == 0 ? "chat send --from \(a) --to \(b) hi from \(console)"
+                        command =
+                            random.next() % 2 == 0
+                            ? "chat send --from \(a) --to \(b) hi from \(console)"
                             : "chat send --from \(b) --to \(a) '¿qué tal? \"; DROP TABLE users; --'"
                     }
                     input.fileHandleForWriting.write(Data((command + "\n").utf8))
@@ -83,8 +89,9 @@ struct LoadTests {
         // The consoles finish what was written to them by the deadline; the rate counts until the last is done.
         let elapsed = Date().timeIntervalSince(started)
         let operations = workers.reduce(0) { $0 + $1.commands() }
-        print("load: \(Self.consoles) consoles ran \(operations) operations in \(String(format: "%.1f", elapsed)) s "
-            + "(\(Int(Double(operations) / elapsed))/s) while \(checks) checks ran; errors: \(errors.count)")
+        print(
+            "load: \(Self.consoles) consoles ran \(operations) operations in \(String(format: "%.1f", elapsed)) s "
+                + "(\(Int(Double(operations) / elapsed))/s) while \(checks) checks ran; errors: \(errors.count)")
         #expect(errors.isEmpty, "\(errors.prefix(10).joined(separator: "\n"))")
         #expect(dirtyChecks.isEmpty, "\(dirtyChecks.prefix(3).joined(separator: "\n"))")
         #expect(checks >= 3 && operations >= 8 * 20)

@@ -16,7 +16,9 @@ struct ModuleBoundaryTests {
         return try enumerator.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }.sorted().map { file in
             let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
             let modules = text.split(separator: "\n").compactMap { line in
-                line.firstMatch(of: /^(?:@[A-Za-z_]+\s+)*import\s+(?:[a-z]+\s+)?([A-Za-z_][A-Za-z0-9_]*)/).map { String($0.1) }
+                line.firstMatch(of: /^(?:@[A-Za-z_]+\s+)*import\s+(?:[a-z]+\s+)?([A-Za-z_][A-Za-z0-9_]*)/).map {
+                    String($0.1)
+                }
             }
             return (module + "/" + file, modules)
         }
@@ -41,7 +43,8 @@ struct ModuleBoundaryTests {
 
     @Test func theTreeKnowsNoDatabase() throws {
         for (file, modules) in try Self.imports(in: "FirebaseTree") {
-            #expect(Set(modules).isDisjoint(with: ["CLibPQ", "PostgresClient", "Storage"]), "\(file) imports \(modules)")
+            #expect(
+                Set(modules).isDisjoint(with: ["CLibPQ", "PostgresClient", "Storage"]), "\(file) imports \(modules)")
         }
     }
 }

@@ -57,7 +57,9 @@ struct ScheduledCheckTests {
             #expect(values["admin_check_violations{check=\"\(name)\"}"] == (check["violations"] as? Double), "\(name)")
             // Foundation's JSON parser may round the last digit.
             let seconds = try #require(check["seconds"] as? Double)
-            #expect(abs(values["admin_check_duration_seconds{check=\"\(name)\"}"].map { $0 - seconds } ?? 1) < 1e-12, "\(name)")
+            #expect(
+                abs(values["admin_check_duration_seconds{check=\"\(name)\"}"].map { $0 - seconds } ?? 1) < 1e-12,
+                "\(name)")
             #expect(values["admin_check_tripped{check=\"\(name)\"}"] == ((check["tripped"] as? Bool) == true ? 1 : 0))
         }
         let mode = try FileManager.default.attributesOfItem(atPath: metrics)[.posixPermissions] as? Int
@@ -102,7 +104,8 @@ struct ScheduledCheckTests {
         let values = try samples(in: metrics)
         #expect(values["admin_check_up"] == 0)
         #expect(values["admin_check_exit_status"] == 2)
-        #expect(values.keys.allSatisfy { !$0.hasPrefix("admin_check_violations") }, "no counts from a run that did not run")
+        #expect(
+            values.keys.allSatisfy { !$0.hasPrefix("admin_check_violations") }, "no counts from a run that did not run")
         for label in ["9x=1", "check=a", "x", "a-b=1"] {
             let refused = try AdminProcess.run(["check", "--metrics-file", metrics, "--metrics-label", label])
             #expect(refused.status == 64 && refused.stderr.contains("--metrics-label takes NAME=VALUE"), "\(label)")
@@ -221,9 +224,12 @@ enum PrometheusClient {
             return process.terminationStatus == 0
         }
         if run(["-c", "import prometheus_client.parser"]) { return directory }
-        guard run(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-warn-script-location",
-                   "--target", directory, "prometheus_client==0.26.0"]),
-              run(["-c", "import prometheus_client.parser"])
+        guard
+            run([
+                "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-warn-script-location",
+                "--target", directory, "prometheus_client==0.26.0",
+            ]),
+            run(["-c", "import prometheus_client.parser"])
         else { return nil }
         return directory
     }()
@@ -265,14 +271,17 @@ struct CheckMetricsFormatTests {
         let directory = try makeTemporaryDirectory("admin-metrics")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let metrics = directory + "/admin_check.prom"
-        #expect(try AdminProcess.run(["--db", database.conninfo, "check", "-q", "--metrics-file", metrics]).status == 3)
+        #expect(
+            try AdminProcess.run(["--db", database.conninfo, "check", "-q", "--metrics-file", metrics]).status == 3)
         let parsed = try PrometheusClient.parse(metrics)
         #expect(parsed == (try samples(in: metrics)))
         #expect(parsed["admin_check_violations{check=\"like_count\"}"] == 1)
         #expect(parsed.count == 3 + 3 * 11)
 
-        let down = try AdminProcess.run(["--db", "host=\(directory) port=1", "check", "--metrics-file", metrics,
-                                         "--metrics-label", "database=app", "--metrics-label", "env=a \"b\"\\c"])
+        let down = try AdminProcess.run([
+            "--db", "host=\(directory) port=1", "check", "--metrics-file", metrics,
+            "--metrics-label", "database=app", "--metrics-label", "env=a \"b\"\\c",
+        ])
         #expect(down.status == 2)
         #expect(try PrometheusClient.parse(metrics)["admin_check_up{database=\"app\",env=\"a \"b\"\\c\"}"] == 0)
     }

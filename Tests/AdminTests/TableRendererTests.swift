@@ -8,41 +8,46 @@ struct TableRendererTests {
         rows: [[.text("users"), .integer(12)], [.text("post, \"likes\""), .integer(3)], [.text("ñ"), .null]])
 
     @Test func alignedLikePsql() {
-        #expect(TableRenderer.render(table, as: .table) == """
-                 name      | rows
-            ---------------+------
-             users         |   12
-             post, "likes" |    3
-             ñ             |
-            (3 rows)
+        #expect(
+            TableRenderer.render(table, as: .table) == """
+                     name      | rows
+                ---------------+------
+                 users         |   12
+                 post, "likes" |    3
+                 ñ             |
+                (3 rows)
 
-            """)
+                """)
     }
 
     @Test func expandedOneFieldPerLine() {
-        #expect(TableRenderer.render(table, as: .expanded).hasPrefix("""
-            -[ RECORD 1 ]
-            name | users
-            rows | 12
-            -[ RECORD 2 ]
-            """))
+        #expect(
+            TableRenderer.render(table, as: .expanded).hasPrefix(
+                """
+                -[ RECORD 1 ]
+                name | users
+                rows | 12
+                -[ RECORD 2 ]
+                """))
     }
 
     @Test func csvQuotesWhatNeedsIt() {
-        #expect(TableRenderer.render(table, as: .csv) == #"""
-            name,rows
-            users,12
-            "post, ""likes""",3
-            ñ,
+        #expect(
+            TableRenderer.render(table, as: .csv) == #"""
+                name,rows
+                users,12
+                "post, ""likes""",3
+                ñ,
 
-            """#)
+                """#)
     }
 
     @Test func jsonKeepsTypes() {
-        #expect(TableRenderer.render(table, as: .json) == #"""
-            [{"name": "users", "rows": 12}, {"name": "post, \"likes\"", "rows": 3}, {"name": "ñ", "rows": null}]
+        #expect(
+            TableRenderer.render(table, as: .json) == #"""
+                [{"name": "users", "rows": 12}, {"name": "post, \"likes\"", "rows": 3}, {"name": "ñ", "rows": null}]
 
-            """#)
+                """#)
     }
 
     @Test func jsonStringsAndNumbers() {
@@ -63,7 +68,8 @@ struct TerminalTextTests {
     @Test func controlsAreShownNotObeyed() {
         #expect(TerminalText.escaped("a\u{1B}]0;x\u{07}b\t\u{202E}") == #"a\u001b]0;x\u0007b\t\u202e"#)
         // Messages keep their lines and libpq's tab-indented second lines; every other control is still shown.
-        #expect(TerminalText.escaped("refused\n\tIs the server running?\r\u{1B}[2J", keepingNewlines: true)
-            == "refused\n\tIs the server running?\\r\\u001b[2J")
+        #expect(
+            TerminalText.escaped("refused\n\tIs the server running?\r\u{1B}[2J", keepingNewlines: true)
+                == "refused\n\tIs the server running?\\r\\u001b[2J")
     }
 }

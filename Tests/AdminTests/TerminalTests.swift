@@ -16,7 +16,9 @@ final class Terminal {
     init(_ command: String, environment: [String: String], columns: Int = 160, rows: Int = 50) throws {
         let assignments = environment.map { "\($0.key)=\(shellQuoted($0.value))" }.joined(separator: " ")
         try tmux(["new-session", "-d", "-x", String(columns), "-y", String(rows), "exec env \(assignments) \(command)"])
-        panePID = Int32((try? tmux(["display-message", "-p", "#{pane_pid}"]))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "")
+        panePID = Int32(
+            (try? tmux(["display-message", "-p", "#{pane_pid}"]))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        )
     }
 
     /// The process running in the pane, ended with the terminal whatever it was doing.
@@ -85,7 +87,9 @@ private func writeUsersExport(_ path: String, users: Int) throws {
 }
 
 /// Waits for `text` on the terminal's screen; on failure, records what the screen shows instead.
-private func expectScreen(_ terminal: Terminal, _ text: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+private func expectScreen(_ terminal: Terminal, _ text: String, sourceLocation: SourceLocation = #_sourceLocation)
+    throws
+{
     let shown = try terminal.waitFor(text)
     let screen = try terminal.screen()
     #expect(shown, "the screen shows no \(text.debugDescription):\n\(screen)", sourceLocation: sourceLocation)
@@ -117,7 +121,8 @@ struct TerminalTests {
 
         try terminal.send("users --limit 100", "Enter")
         let deadline = Date().addingTimeInterval(10)
-        while (try? String(contentsOfFile: paged, encoding: .utf8))?.contains("(63 rows)") != true && Date() < deadline {
+        while (try? String(contentsOfFile: paged, encoding: .utf8))?.contains("(63 rows)") != true && Date() < deadline
+        {
             Thread.sleep(forTimeInterval: 0.1)
         }
         let table = try String(contentsOfFile: paged, encoding: .utf8)
@@ -130,7 +135,9 @@ struct TerminalTests {
         #expect(!table.contains("\u{1B}"))
         let wide = try #require(table.split(separator: "\n").first { $0.contains("김민준") })
         let header = try #require(table.split(separator: "\n").first { $0.contains("username") })
-        #expect(TerminalText.width(String(wide).components(separatedBy: "|")[0]) == TerminalText.width(header.components(separatedBy: "|")[0]))
+        #expect(
+            TerminalText.width(String(wide).components(separatedBy: "|")[0])
+                == TerminalText.width(header.components(separatedBy: "|")[0]))
         // The table went to the pager, not to the screen.
         #expect(try !terminal.screen().contains("(63 rows)"))
 

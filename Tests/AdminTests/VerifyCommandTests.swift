@@ -46,7 +46,8 @@ struct VerifyCommandTests {
         let database = try TestPostgres.makeDatabase()
         let imported = try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: tree)
         #expect(imported.status == 0, "\(imported.stderr)")
-        let scripted = #"{"zz": {"1": 2, "0": 1}, "users": {"bob": {"username": "bob"}, "alice": {"username": "alice"}}}"#
+        let scripted =
+            #"{"zz": {"1": 2, "0": 1}, "users": {"bob": {"username": "bob"}, "alice": {"username": "alice"}}}"#
         let piped = try AdminProcess.run(["--db", database.conninfo, "verify", "-"], input: scripted)
         #expect(piped.status == 0, "\(piped.stdout)\(piped.stderr)")
         #expect(piped.stdout.contains("- was sorted first"), "\(piped.stdout)")

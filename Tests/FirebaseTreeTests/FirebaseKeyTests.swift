@@ -33,8 +33,10 @@ struct FirebaseKeyTests {
     }
 
     @Test func orderIsIntegersThenUTF16() {
-        let sorted = ["-2147483648", "-5", "0", "7", "007", "12", "2147483647", "-K9x", "2147483648", "A", "_", "a",
-                      "z", "é", "😀", "\u{E000}", "\u{FFFD}"]
+        let sorted = [
+            "-2147483648", "-5", "0", "7", "007", "12", "2147483647", "-K9x", "2147483648", "A", "_", "a",
+            "z", "é", "😀", "\u{E000}", "\u{FFFD}",
+        ]
         #expect(sorted.shuffled().sorted(by: FirebaseKey.precedes) == sorted)
     }
 
@@ -43,7 +45,8 @@ struct FirebaseKeyTests {
         var generator = SeededGenerator(state: UInt64(seed))
         let alphabet: [Character] = ["a", "b", "Z", "é", "ж", "中", "\u{E000}", "\u{FFFD}", "😀", "𝄞", "-", " "]
         func key() -> String {
-            String((0..<Int.random(in: 1...4, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            String(
+                (0..<Int.random(in: 1...4, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
         }
         let a = "k" + key(), b = "k" + key()
         let expected = a.utf16.lexicographicallyPrecedes(b.utf16)
@@ -55,10 +58,13 @@ struct FirebaseKeyTests {
 struct JavaScriptNumberTests {
     @Test func formatsAsJavaScriptDoes() {
         let cases: [(Double, String)] = [
-            (4, "4"), (-0.0, "0"), (0, "0"), (1497918951.91262, "1497918951.91262"), (374.9999999999999, "374.9999999999999"),
+            (4, "4"), (-0.0, "0"), (0, "0"), (1497918951.91262, "1497918951.91262"),
+            (374.9999999999999, "374.9999999999999"),
             (1e21, "1e+21"), (1e20, "100000000000000000000"), (123e18, "123000000000000000000"), (5e-7, "5e-7"),
-            (1e-6, "0.000001"), (1.5e-7, "1.5e-7"), (-2.5, "-2.5"), (0.1, "0.1"), (Double("9007199254740993")!, "9007199254740992"),
-            (Double("5e-324")!, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"), (1454612114624, "1454612114624"),
+            (1e-6, "0.000001"), (1.5e-7, "1.5e-7"), (-2.5, "-2.5"), (0.1, "0.1"),
+            (Double("9007199254740993")!, "9007199254740992"),
+            (Double("5e-324")!, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (1454612114624, "1454612114624"),
             (1e15, "1000000000000000"), (-1e-7, "-1e-7"), (Double("123456789012345680000")!, "123456789012345680000"),
         ]
         for (value, text) in cases {
@@ -116,16 +122,17 @@ struct JSONTextWriterTests {
         ])
         #expect(write(value) == #"{".priority":2,"a":[true,false],"b":{".value":1,".priority":"p"}}"#)
         #expect(write(value, .init(keepsPriorities: false)) == #"{"a":[true,false],"b":1}"#)
-        #expect(write(value, .init(isPretty: true)) == """
-            {
-              ".priority" : 2,
-              "a" : [ true, false ],
-              "b" : {
-                ".value" : 1,
-                ".priority" : "p"
-              }
-            }
+        #expect(
+            write(value, .init(isPretty: true)) == """
+                {
+                  ".priority" : 2,
+                  "a" : [ true, false ],
+                  "b" : {
+                    ".value" : 1,
+                    ".priority" : "p"
+                  }
+                }
 
-            """)
+                """)
     }
 }

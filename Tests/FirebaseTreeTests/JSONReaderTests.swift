@@ -79,8 +79,10 @@ struct RandomJSON {
     mutating func int(_ range: ClosedRange<Int>) -> Int { Int.random(in: range, using: &generator) }
 
     mutating func string() -> String {
-        let pieces = ["a", "Z", "0", "007", "-K9euzjFOpEFYT5lUZrh", " ", "\"", "\\", "/", "\n", "\t", "\u{1}", "é",
-                      "日本", "😀", "ñandú", "\u{7F}", "\u{FEFF}", "'; DROP TABLE users; --", "\u{10FFFF}", "\u{0}"]
+        let pieces = [
+            "a", "Z", "0", "007", "-K9euzjFOpEFYT5lUZrh", " ", "\"", "\\", "/", "\n", "\t", "\u{1}", "é",
+            "日本", "😀", "ñandú", "\u{7F}", "\u{FEFF}", "'; DROP TABLE users; --", "\u{10FFFF}", "\u{0}",
+        ]
         return (0..<int(0...6)).map { _ in pieces[int(0...(pieces.count - 1))] }.joined()
     }
 
@@ -89,9 +91,12 @@ struct RandomJSON {
         case 0: return Double(int(-1000...1000))
         case 1: return Double.random(in: -1e6...1e6, using: &generator)
         case 2: return 1497918951.91262
-        case 3: return [Double("5e-324")!, 1.7976931348623157e308, 374.9999999999999, 0.1, 1e21, -2.5e-8, -0.0][int(0...6)]
+        case 3:
+            return [Double("5e-324")!, 1.7976931348623157e308, 374.9999999999999, 0.1, 1e21, -2.5e-8, -0.0][int(0...6)]
         case 4: return Double(int(0...Int(Int32.max)))
-        default: return Double(bitPattern: UInt64.random(in: 0x0010_0000_0000_0000...0x7FE0_0000_0000_0000, using: &generator))
+        default:
+            return Double(
+                bitPattern: UInt64.random(in: 0x0010_0000_0000_0000...0x7FE0_0000_0000_0000, using: &generator))
         }
     }
 
@@ -116,7 +121,9 @@ struct RandomJSON {
     mutating func text(_ value: JSONValue) -> String {
         switch value {
         case .object(let members):
-            let body = members.map { whitespace() + quoted($0.key) + whitespace() + ":" + whitespace() + text($0.value) }
+            let body = members.map {
+                whitespace() + quoted($0.key) + whitespace() + ":" + whitespace() + text($0.value)
+            }
             return "{" + body.joined(separator: ",") + whitespace() + "}"
         case .array(let elements):
             return "[" + elements.map { whitespace() + text($0) }.joined(separator: ",") + whitespace() + "]"
@@ -184,11 +191,12 @@ struct JSONReaderTests {
             default: break
             }
         }
-        #expect(seen == [
-            "key users at /users", "key u1 at /users/u1", "key username at /users/u1/username",
-            "string ana at /users/u1/username", "key tags at /users/u1/tags", "string x at /users/u1/tags/0",
-            "number 2.0 at /users/u1/tags/1",
-        ])
+        #expect(
+            seen == [
+                "key users at /users", "key u1 at /users/u1", "key username at /users/u1/username",
+                "string ana at /users/u1/username", "key tags at /users/u1/tags", "string x at /users/u1/tags/0",
+                "number 2.0 at /users/u1/tags/1",
+            ])
         #expect(try reader.next() == .end)
     }
 
@@ -217,14 +225,17 @@ struct JSONReaderTests {
                 } catch let error as TreeError {
                     failure = error
                 }
-                #expect(failure?.position?.offset == offset, "\(text) with a \(bufferSize)-byte buffer: \(String(describing: failure))")
+                #expect(
+                    failure?.position?.offset == offset,
+                    "\(text) with a \(bufferSize)-byte buffer: \(String(describing: failure))")
             }
         }
     }
 
     @Test func escapesAndUnicode() throws {
-        #expect(try readAll(#"["a\"b\\c\/d\b\f\n\r\t", "\u00e9\u65E5", "\ud83d\ude00", "raw 😀 ñ"]"#, chunkSize: 1)
-            == .array([.string("a\"b\\c/d\u{8}\u{C}\n\r\t"), .string("é日"), .string("😀"), .string("raw 😀 ñ")]))
+        #expect(
+            try readAll(#"["a\"b\\c\/d\b\f\n\r\t", "\u00e9\u65E5", "\ud83d\ude00", "raw 😀 ñ"]"#, chunkSize: 1)
+                == .array([.string("a\"b\\c/d\u{8}\u{C}\n\r\t"), .string("é日"), .string("😀"), .string("raw 😀 ñ")]))
         #expect(try readAll(#""\u0000""#) == .string("\u{0}"))
     }
 
@@ -237,7 +248,8 @@ struct JSONReaderTests {
     @Test func numbersAreDoublesExactly() throws {
         let cases: [(String, Double)] = [
             ("0", 0), ("-0", -0.0), ("1497918951.91262", 1497918951.91262), ("4.9e-324", Double("4.9e-324")!),
-            ("1.7976931348623157e308", 1.7976931348623157e308), ("18446744073709551617", Double("18446744073709551617")!),
+            ("1.7976931348623157e308", 1.7976931348623157e308),
+            ("18446744073709551617", Double("18446744073709551617")!),
             ("374.9999999999999", 374.9999999999999), ("1E2", 100), ("1e+2", 100), ("-12.5e-1", -1.25),
             ("999999999999999", 999999999999999), ("9007199254740993", Double("9007199254740993")!),
         ]
@@ -282,14 +294,17 @@ struct JSONReaderTests {
     }
 
     @Test func aByteOrderMarkIsSkipped() throws {
-        #expect(try JSONValue.read(JSONReader(source: MemorySource([0xEF, 0xBB, 0xBF] + Array(#"{"a":1}"#.utf8), chunkSize: 1)))
-            == .object(["a": .number(1)]))
+        #expect(
+            try JSONValue.read(
+                JSONReader(source: MemorySource([0xEF, 0xBB, 0xBF] + Array(#"{"a":1}"#.utf8), chunkSize: 1)))
+                == .object(["a": .number(1)]))
     }
 
-    @Test(arguments: [
-        [0xC0, 0x80], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF5, 0x80, 0x80, 0x80], [0x80], [0xFF],
-        [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x82], [0xC3],
-    ] as [[UInt8]])
+    @Test(
+        arguments: [
+            [0xC0, 0x80], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF5, 0x80, 0x80, 0x80], [0x80], [0xFF],
+            [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x82], [0xC3],
+        ] as [[UInt8]])
     func invalidUTF8IsAnError(sequence: [UInt8]) {
         let error = readError(Array("[\"ok ".utf8) + sequence + Array(" more\"]".utf8))
         #expect(error?.message.contains("UTF-8") == true)
@@ -324,7 +339,8 @@ struct JSONReaderTests {
         #expect(reader.string == big)
         #expect(try reader.next() == .objectEnd)
         #expect(throws: TreeError.self) {
-            try JSONValue.read(JSONReader(source: MemorySource(Array(data)), bufferSize: 65536, maximumTokenBytes: 1 << 20))
+            try JSONValue.read(
+                JSONReader(source: MemorySource(Array(data)), bufferSize: 65536, maximumTokenBytes: 1 << 20))
         }
     }
 

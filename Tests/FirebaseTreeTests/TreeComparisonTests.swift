@@ -19,29 +19,35 @@ private func differences(_ source: String, _ store: String, ignoringPriorities: 
 struct TreeComparisonTests {
     @Test func equalUnderFirebaseSemantics() throws {
         // Arrays are integer-keyed objects, nulls and empty objects do not exist, 1 is 1.0, spacing is nothing.
-        #expect(try differences(#"{"a": [1, null, "x"], "b": {}, "c": null, "n": 1.0, "z": {"y": null}}"#,
-                                #"{"a":{"0":1,"2":"x"},"n":1}"#).isEmpty)
+        #expect(
+            try differences(
+                #"{"a": [1, null, "x"], "b": {}, "c": null, "n": 1.0, "z": {"y": null}}"#,
+                #"{"a":{"0":1,"2":"x"},"n":1}"#
+            ).isEmpty)
         #expect(try differences("null", "{}").isEmpty)
         // A leaf with a priority, written either way round.
-        #expect(try differences(#"{"p": {".value": 3, ".priority": "k"}}"#, #"{"p":{".priority":"k",".value":3}}"#).isEmpty)
+        #expect(
+            try differences(#"{"p": {".value": 3, ".priority": "k"}}"#, #"{"p":{".priority":"k",".value":3}}"#).isEmpty)
     }
 
     @Test func eachKindAtTheShallowestPath() throws {
         let source = #"{"a": {"x": 1, "y": {"deep": true}}, "b": "text", "c": {"k": 1}, "e": 5}"#
         let store = #"{"a": {"x": 2}, "b": {"o": 1}, "d": {"new": {"n": 1}}, "e": 5}"#
-        #expect(try differences(source, store) == [
-            "/a/x changed 1 2",
-            #"/a/y missing {"deep":true} -"#,
-            #"/b changed "text" {"o":1}"#,
-            #"/c missing {"k":1} -"#,
-            #"/d extra - {"new":{"n":1}}"#,
-        ])
+        #expect(
+            try differences(source, store) == [
+                "/a/x changed 1 2",
+                #"/a/y missing {"deep":true} -"#,
+                #"/b changed "text" {"o":1}"#,
+                #"/c missing {"k":1} -"#,
+                #"/d extra - {"new":{"n":1}}"#,
+            ])
     }
 
     @Test func integerKeysOrderNumerically() throws {
-        #expect(try differences(#"{"2": "b", "10": "c", "a": 1}"#, #"{"2": "b", "10": "x", "a": 1}"#) == [
-            #"/10 changed "c" "x""#,
-        ])
+        #expect(
+            try differences(#"{"2": "b", "10": "c", "a": 1}"#, #"{"2": "b", "10": "x", "a": 1}"#) == [
+                #"/10 changed "c" "x""#
+            ])
     }
 
     @Test func prioritiesCountUnlessIgnored() throws {
@@ -71,7 +77,8 @@ struct TreeComparisonTests {
     @Test func longValuesAreCut() throws {
         var found: [TreeDifference] = []
         var comparison = TreeComparison(valueLimit: 16) { found.append($0) }
-        var source = JSONReader(source: MemorySource(#"{"big": {"a": "0123456789", "b": {"c": [1, {"d": 2}]}, "e": 1}, "z": 1}"#))
+        var source = JSONReader(
+            source: MemorySource(#"{"big": {"a": "0123456789", "b": {"c": [1, {"d": 2}]}, "e": 1}, "z": 1}"#))
         var store = JSONReader(source: MemorySource(#"{"z": 1}"#))
         try comparison.compare(source: &source, store: &store)
         #expect(found.count == 1 && found[0].isCut && found[0].source?.hasSuffix("…") == true)

@@ -30,7 +30,8 @@ private func expectRTDBOrder(_ json: String) throws {
         case .key:
             let key = reader.string
             if let previous = previousKeys[previousKeys.count - 1] {
-                let inOrder = previous == FirebaseKey.priority && key != FirebaseKey.priority
+                let inOrder =
+                    previous == FirebaseKey.priority && key != FirebaseKey.priority
                     || previous == FirebaseKey.value && key != FirebaseKey.value && key != FirebaseKey.priority
                     || key != FirebaseKey.priority && key != FirebaseKey.value && FirebaseKey.compare(previous, key) < 0
                 #expect(inOrder, "\(key) after \(previous)")
@@ -85,7 +86,8 @@ struct TreeSorterTests {
     /// characters that straddle the megabyte pieces they are escaped in included.
     @Test func longStringsComeBackWhole() throws {
         let long = String(repeating: "é😀\"\u{1}\\x", count: 300_000)
-        let json = #"{"z": "short", "b": {"photo": "\#(Self.escaped(long))"}, "a": "\#(Self.escaped(String(long.prefix(70_000))))"}"#
+        let json =
+            #"{"z": "short", "b": {"photo": "\#(Self.escaped(long))"}, "a": "\#(Self.escaped(String(long.prefix(70_000))))"}"#
         for runBytes in [32 << 20, 4096] {
             var source = try TreeSorter.sort(MemorySource(json, chunkSize: 100_000), runBytes: runBytes)
             let text = String(decoding: try readAll(&source), as: UTF8.self)

@@ -57,19 +57,26 @@ struct ConnectionTests {
             try writer.endRow()
         }
         for uid in ["big", "big-copy"] {
-            let stored = try connection.query("SELECT username FROM users WHERE uid = \(uid)")[0].decode(String.self, at: 0)
+            let stored = try connection.query("SELECT username FROM users WHERE uid = \(uid)")[0].decode(
+                String.self, at: 0)
             #expect(stored == big)
         }
     }
 
     @Test func doublesComeBackBitForBit() throws {
         let connection = try TestPostgres.makeDatabase().connect()
-        var values = [0.1, 374.9999999999999, 1497918951.91262, Double("5e-324")!, Double("4.9e-324")!, 1.7976931348623157e308, -0.0,
-                      1e21, 2.0.squareRoot(), Double("9007199254740993")!, -1.5e-300]
+        var values = [
+            0.1, 374.9999999999999, 1497918951.91262, Double("5e-324")!, Double("4.9e-324")!, 1.7976931348623157e308,
+            -0.0,
+            1e21, 2.0.squareRoot(), Double("9007199254740993")!, -1.5e-300,
+        ]
         var generator = SystemRandomNumberGenerator()
-        for _ in 0..<200 { values.append(Double(bitPattern: generator.next() & ~(0x7FF << 52) | (UInt64.random(in: 1...0x7FE) << 52))) }
+        for _ in 0..<200 {
+            values.append(Double(bitPattern: generator.next() & ~(0x7FF << 52) | (UInt64.random(in: 1...0x7FE) << 52)))
+        }
         for (index, value) in values.enumerated() {
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO posts (owner_uid, post_key, created_at) VALUES ('u', \("p\(index)"), \(value))
                 """)
         }
@@ -169,7 +176,8 @@ struct ConnectionTests {
 
     @Test func typedDecoding() throws {
         let connection = try TestPostgres.makeDatabase().connect()
-        let row = try connection.query("""
+        let row = try connection.query(
+            """
             SELECT 42::bigint, 'text', NULL::text, true, 1.5::float8, ARRAY['b','a c',NULL]::text[], 'Infinity'::float8
             """)[0]
         #expect(try row.decode(Int.self, at: 0) == 42)
@@ -186,7 +194,8 @@ struct ConnectionTests {
 
     @Test func copyOutStreamsEveryRow() throws {
         let connection = try TestPostgres.makeDatabase().connect()
-        try connection.execute("INSERT INTO post_likes SELECT 'p' || (i % 100), 'u' || i FROM generate_series(1, 20000) i")
+        try connection.execute(
+            "INSERT INTO post_likes SELECT 'p' || (i % 100), 'u' || i FROM generate_series(1, 20000) i")
         var rows = 0
         var bytes = 0
         let count = try connection.copyOut("COPY post_likes TO STDOUT") { buffer in
@@ -215,7 +224,8 @@ struct ConnectionTests {
 
     @Test func failedConnectionsNameTheProblemButNeverThePassword() {
         let error = #expect(throws: DatabaseError.self) {
-            _ = try Connection(conninfo: "postgresql://someone:hunter2-secret@/nodb?host=/nonexistent-dir&connect_timeout=2")
+            _ = try Connection(
+                conninfo: "postgresql://someone:hunter2-secret@/nodb?host=/nonexistent-dir&connect_timeout=2")
         }
         #expect(error?.kind == .connectionFailed)
         #expect(error?.description.contains("/nonexistent-dir") == true)
@@ -255,7 +265,8 @@ struct ConnectionTests {
             let watcher = try? Connection(conninfo: conninfo)
             for _ in 0..<1000 {
                 let running = try? watcher?.query(
-                    "SELECT state = 'active' FROM pg_stat_activity WHERE pid = \(pid) AND query LIKE 'SELECT pg_sleep%'")
+                    "SELECT state = 'active' FROM pg_stat_activity WHERE pid = \(pid) AND query LIKE 'SELECT pg_sleep%'"
+                )
                 if let row = running?.first, (try? row.decode(Bool.self, at: 0)) == true { break }
                 usleep(10_000)
             }

@@ -57,11 +57,13 @@ struct QueryTests {
     @Test func databaseErrorDescriptionFollowsPsqlLayout() {
         let error = DatabaseError(
             .server, "duplicate key value violates unique constraint \"users_pkey\"", sqlState: .uniqueViolation,
-            detail: "Key (uid)=(u1) already exists.", hint: nil, constraint: "users_pkey", statement: "INSERT INTO users VALUES ($1)")
-        #expect(error.description == """
-            duplicate key value violates unique constraint "users_pkey" (SQLSTATE 23505)
-            DETAIL:  Key (uid)=(u1) already exists.
-            STATEMENT:  INSERT INTO users VALUES ($1)
-            """)
+            detail: "Key (uid)=(u1) already exists.", hint: nil, constraint: "users_pkey",
+            statement: "INSERT INTO users VALUES ($1)")
+        #expect(
+            error.description == """
+                duplicate key value violates unique constraint "users_pkey" (SQLSTATE 23505)
+                DETAIL:  Key (uid)=(u1) already exists.
+                STATEMENT:  INSERT INTO users VALUES ($1)
+                """)
     }
 }

@@ -119,7 +119,8 @@ final class TestServer: @unchecked Sendable {
     /// A key=value conninfo string for `database`, values quoted as libpq requires.
     func conninfo(database: String) -> String {
         connectionParameters(database: database).map { key, value in
-            key + "='" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+            key + "='" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'")
+                + "'"
         }.joined(separator: " ")
     }
 
@@ -147,11 +148,12 @@ final class TestServer: @unchecked Sendable {
         for entry in entries where entry.hasPrefix("admin-tests-") {
             let directory = temporaryRoot + "/" + entry
             guard let owner = try? String(contentsOfFile: directory + "/owner.pid", encoding: .utf8),
-                  let pid = Int32(owner), kill(pid, 0) != 0, errno == ESRCH
+                let pid = Int32(owner), kill(pid, 0) != 0, errno == ESRCH
             else { continue }
             if let text = try? String(contentsOfFile: directory + "/pgdata/postmaster.pid", encoding: .utf8),
-               let serverPid = Int32(text.prefix { $0 != "\n" }),
-               (try? String(contentsOfFile: "/proc/\(serverPid)/comm", encoding: .utf8))?.hasPrefix("postgres") == true {
+                let serverPid = Int32(text.prefix { $0 != "\n" }),
+                (try? String(contentsOfFile: "/proc/\(serverPid)/comm", encoding: .utf8))?.hasPrefix("postgres") == true
+            {
                 kill(serverPid, SIGQUIT)
             }
             try? FileManager.default.removeItem(atPath: directory)

@@ -6,16 +6,25 @@ import Testing
 @Suite("Chats and their realtime events")
 struct ChatTests {
     /// `consistentTree` plus an older duplicate of alice and bob's chat, `-Ch0`, with the app's unreproducible hash.
-    private let treeWithDuplicate = consistentTree
-        .setting("chats/alice/-Ch0", """
+    private let treeWithDuplicate =
+        consistentTree
+        .setting(
+            "chats/alice/-Ch0",
+            """
             {"title": "alice, bob", "memberHash": "-42", "members": {"alice": true, "bob": true},
              "lastMessage": "alice: old", "lastMessageSent": 1400000000}
-            """)
-        .setting("chats/bob/-Ch0", """
+            """
+        )
+        .setting(
+            "chats/bob/-Ch0",
+            """
             {"title": "alice, bob", "memberHash": "-42", "members": {"alice": true, "bob": true},
              "lastMessage": "alice: old", "lastMessageSent": 1400000000}
-            """)
-        .setting("messages/-Ch0/-M0", #"{"content": "old", "timestamp": 1400000000, "sender": {"uid": "alice", "username": "alice"}}"#)
+            """
+        )
+        .setting(
+            "messages/-Ch0/-M0",
+            #"{"content": "old", "timestamp": 1400000000, "sender": {"uid": "alice", "username": "alice"}}"#)
 
     @Test func sendingWritesWhatTheAppWould() throws {
         let store = try consistentStore()
@@ -32,7 +41,9 @@ struct ChatTests {
              "members": {"bob": true, "carol": true}, "lastMessage": "carol: hey", "lastMessageSent": 1700000000.5}
             """
         tree = tree.setting("chats/carol/\(chat)", copy).setting("chats/bob/\(chat)", copy)
-            .setting("messages/\(chat)/\(first.message.key)", """
+            .setting(
+                "messages/\(chat)/\(first.message.key)",
+                """
                 {"content": "hey", "timestamp": 1700000000.5, "sender": {"uid": "carol", "username": "carol"}}
                 """)
         try expectTree(store, tree)
@@ -40,7 +51,9 @@ struct ChatTests {
         // The second message goes into the same chat and becomes every copy's last message.
         let second = try store.sendMessage(from: "carol", to: "bob", text: "you there?", pushIDs: pushIDs, clock: clock)
         #expect(!second.createdChat && second.chat.key == chat)
-        tree = tree.setting("messages/\(chat)/\(second.message.key)", """
+        tree = tree.setting(
+            "messages/\(chat)/\(second.message.key)",
+            """
             {"content": "you there?", "timestamp": 1700000000.5, "sender": {"uid": "carol", "username": "carol"}}
             """)
         for uid in ["carol", "bob"] {
@@ -52,7 +65,9 @@ struct ChatTests {
         let third = try store.sendMessage(from: "alice", to: "bob", text: "lunch?", pushIDs: pushIDs, clock: clock)
         #expect(third.chat.key == "-Ch1" && !third.createdChat)
         #expect(third.chat.lastMessage == "alice: lunch?")
-        tree = tree.setting("messages/-Ch1/\(third.message.key)", """
+        tree = tree.setting(
+            "messages/-Ch1/\(third.message.key)",
+            """
             {"content": "lunch?", "timestamp": 1700000000.5, "sender": {"uid": "alice", "username": "alice"}}
             """)
         for uid in ["alice", "bob"] {
@@ -103,9 +118,12 @@ struct ChatTests {
         let store = try consistentStore(treeWithDuplicate)
         let chats = try store.chats(of: "alice", limit: 10)
         #expect(chats.map(\.key) == ["-Ch1", "-Ch0"])
-        #expect(chats.first == Chat(
-            uid: "alice", key: "-Ch1", title: "alice, bob", memberHash: ChatMemberHash.stableText("alice", "bob"),
-            members: ["alice", "bob"], lastMessage: "bob: hi", lastMessageSent: 1_500_000_020))
+        #expect(
+            chats.first
+                == Chat(
+                    uid: "alice", key: "-Ch1", title: "alice, bob",
+                    memberHash: ChatMemberHash.stableText("alice", "bob"),
+                    members: ["alice", "bob"], lastMessage: "bob: hi", lastMessageSent: 1_500_000_020))
         #expect(try store.chats(of: "alice", limit: 1).map(\.key) == ["-Ch1"])
         #expect(try store.chats(of: "carol", limit: 10).isEmpty)
         #expect(try store.messages(in: "-Ch1", limit: 10).map(\.key) == ["-M1", "-M2"])
@@ -113,8 +131,12 @@ struct ChatTests {
         #expect(try store.messages(in: "-Ch1", limit: 10, before: "-M2").map(\.key) == ["-M1"])
         #expect(try store.messages(in: "-Ch1", limit: 10, before: "-M1").isEmpty)
         let newest = try store.messages(in: "-Ch1", limit: 1)
-        #expect(newest == [Message(
-            chatKey: "-Ch1", key: "-M2", content: "hi", timestamp: 1_500_000_020, senderUID: "bob", senderUsername: "bob")])
+        #expect(
+            newest == [
+                Message(
+                    chatKey: "-Ch1", key: "-M2", content: "hi", timestamp: 1_500_000_020, senderUID: "bob",
+                    senderUsername: "bob")
+            ])
     }
 
     @Test func mergeMovesTheMessagesIntoTheChatThatStays() throws {
@@ -127,7 +149,9 @@ struct ChatTests {
         let report = try store.mergeChats(keep: "-Ch1", drop: "-Ch0")
         #expect(report.changes.map(\.rows) == [1, 0, 2, 0, 0])
         // -M0 is older than -M2, so the copies keep describing -M2.
-        let tree = consistentTree.setting("messages/-Ch1/-M0", """
+        let tree = consistentTree.setting(
+            "messages/-Ch1/-M0",
+            """
             {"content": "old", "timestamp": 1400000000, "sender": {"uid": "alice", "username": "alice"}}
             """)
         try expectTree(store, tree)
@@ -135,7 +159,8 @@ struct ChatTests {
     }
 
     @Test func mergeRefusesChatsOfOtherMembersOrSharedMessageKeys() throws {
-        let tree = treeWithDuplicate
+        let tree =
+            treeWithDuplicate
             .setting("chats/carol/-Ch2", #"{"title": "carol, alice", "members": {"alice": true, "carol": true}}"#)
             .setting("chats/alice/-Ch2", #"{"title": "carol, alice", "members": {"alice": true, "carol": true}}"#)
             .setting("messages/-Ch0/-M1", #"{"content": "same key", "timestamp": 1400000001}"#)
@@ -213,19 +238,23 @@ struct HostileValueTests {
             let uid = "u\(index)"
             _ = try store.addUser(uid: uid, username: text)
             _ = try store.follow(uid, "alice")
-            let post = try store.createPost(owner: uid, imageURL: text, imageHeight: 1, pushIDs: pushIDs, now: clock()).post
+            let post = try store.createPost(owner: uid, imageURL: text, imageHeight: 1, pushIDs: pushIDs, now: clock())
+                .post
             let sent = try store.sendMessage(from: uid, to: "alice", text: text, pushIDs: pushIDs, clock: clock)
             #expect(try store.user(uid)?.user.username == text)
             #expect(try store.messages(in: sent.chat.key, limit: 1).first?.content == text)
-            tree = tree
+            tree =
+                tree
                 .setting("users/\(uid)", json(["username": .string(text)]))
                 .setting("following/\(uid)/alice", "true").setting("followers/alice/\(uid)", "true")
                 .setting("timeline/\(uid)/-Pa1", #"{"poster_uid": "alice"}"#)
                 .setting("timeline/\(uid)/\(post.key)", json(["poster_uid": .string(uid)]))
-                .setting("posts/\(uid)/\(post.key)", json([
-                    "image_url": .string(text), "image_height": .number(1), "created_at": .number(1_700_000_000),
-                    "like_count": .number(0), "poster": .object(["uid": .string(uid), "username": .string(text)]),
-                ]))
+                .setting(
+                    "posts/\(uid)/\(post.key)",
+                    json([
+                        "image_url": .string(text), "image_height": .number(1), "created_at": .number(1_700_000_000),
+                        "like_count": .number(0), "poster": .object(["uid": .string(uid), "username": .string(text)]),
+                    ]))
             let members: [TreeKey: TreeValue] = ["alice": .bool(true), TreeKey(uid): .bool(true)]
             let copy = json([
                 "title": .string("\(text), alice"), "memberHash": .string(ChatMemberHash.stableText(uid, "alice")),
@@ -233,10 +262,12 @@ struct HostileValueTests {
                 "lastMessageSent": .number(1_700_000_000),
             ])
             tree = tree.setting("chats/\(uid)/\(sent.chat.key)", copy).setting("chats/alice/\(sent.chat.key)", copy)
-                .setting("messages/\(sent.chat.key)/\(sent.message.key)", json([
-                    "content": .string(text), "timestamp": .number(1_700_000_000),
-                    "sender": .object(["uid": .string(uid), "username": .string(text)]),
-                ]))
+                .setting(
+                    "messages/\(sent.chat.key)/\(sent.message.key)",
+                    json([
+                        "content": .string(text), "timestamp": .number(1_700_000_000),
+                        "sender": .object(["uid": .string(uid), "username": .string(text)]),
+                    ]))
         }
         try expectTree(store, tree)
         try expectCheckClean(store)

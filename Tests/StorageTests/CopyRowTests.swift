@@ -12,8 +12,11 @@ struct CopyRowTests {
             "ünï 😀", "trailing\\", "{\"a\",\"b\\\\c\"}",
         ]
         try connection.execute("CREATE TABLE texts (n int, text text)")
-        try connection.execute("INSERT INTO texts SELECT n, t FROM unnest(\(values)::text[]) WITH ORDINALITY AS v(t, n)")
-        let expected = try connection.query("SELECT text FROM texts ORDER BY n").map { try $0.decode(String?.self, at: 0) }
+        try connection.execute(
+            "INSERT INTO texts SELECT n, t FROM unnest(\(values)::text[]) WITH ORDINALITY AS v(t, n)")
+        let expected = try connection.query("SELECT text FROM texts ORDER BY n").map {
+            try $0.decode(String?.self, at: 0)
+        }
         #expect(expected == values)
         var read: [String?] = []
         var row = CopyRow()

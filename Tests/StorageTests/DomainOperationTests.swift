@@ -21,8 +21,9 @@ func expectTree(_ store: Store, _ expected: TreeValue, sourceLocation: SourceLoc
 /// Every check passes on `store`.
 func expectCheckClean(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
     for result in try store.check(examples: 3) {
-        #expect(result.isClean, "\(result.check.rawValue): \(result.violations) \(result.examples)",
-                sourceLocation: sourceLocation)
+        #expect(
+            result.isClean, "\(result.check.rawValue): \(result.violations) \(result.examples)",
+            sourceLocation: sourceLocation)
     }
 }
 
@@ -48,7 +49,9 @@ struct DomainOperationTests {
             owner: "bob", imageURL: "https://i/new.jpg", imageHeight: 300, now: now)
         #expect(entries == 4)
         #expect(post.key.count == 20 && PushIDGenerator.timestamp(of: post.key) != nil)
-        tree = tree.setting("posts/bob/\(post.key)", """
+        tree = tree.setting(
+            "posts/bob/\(post.key)",
+            """
             {"image_url": "https://i/new.jpg", "image_height": 300, "created_at": 1700000000.25, "like_count": 0,
              "poster": {"uid": "bob", "username": "bob"}}
             """)
@@ -108,7 +111,8 @@ struct DomainOperationTests {
 
     @Test func appCodaFeedPagesNewestFirst() throws {
         let store = try makeStore()
-        try importJSON("""
+        try importJSON(
+            """
             {"posts": {
               "-F1": {"imageFileURL": "https://i/1.jpg", "user": "Ann", "votes": 3, "timestamp": 1000},
               "-F2": {"imageFileURL": "https://i/2.jpg", "user": "Ben", "votes": 0, "timestamp": 2000},
@@ -181,7 +185,8 @@ struct DomainOperationTests {
                         default:
                             if let mine = myPosts.popLast() {
                                 let owner = try store.connection.query(
-                                    "SELECT owner_uid FROM posts WHERE post_key = \(mine)")[0].decode(String.self, at: 0)
+                                    "SELECT owner_uid FROM posts WHERE post_key = \(mine)")[0].decode(
+                                        String.self, at: 0)
                                 _ = try store.deletePost(owner: owner, key: mine)
                             }
                         }
@@ -200,7 +205,8 @@ struct DomainOperationTests {
     /// Runs `first` in a transaction on one connection and, while it is still open, `second` on another, which
     /// must wait for the first's row lock; then commits the first and lets the second finish, without error.
     private func interleave(
-        in database: TestDatabase, _ first: @escaping (Store) throws -> Void, _ second: @escaping @Sendable (Store) throws -> Void
+        in database: TestDatabase, _ first: @escaping (Store) throws -> Void,
+        _ second: @escaping @Sendable (Store) throws -> Void
     ) throws {
         #expect(try whileHolding(database, first, then: second) == nil)
     }
@@ -212,20 +218,28 @@ struct DomainOperationTests {
         _ = try setup.addUser(uid: "dave", username: "dave")
         _ = try setup.addUser(uid: "erin", username: "erin")
         // Follow first, post meanwhile: the post's fan-out must see the new follower.
-        try interleave(in: database, { _ = try $0.follow("dave", "bob") }, {
-            _ = try $0.createPost(owner: "bob", imageURL: "u", imageHeight: 1)
-        })
+        try interleave(
+            in: database, { _ = try $0.follow("dave", "bob") },
+            {
+                _ = try $0.createPost(owner: "bob", imageURL: "u", imageHeight: 1)
+            })
         // Post first, follow meanwhile: the follow must see the new post.
-        try interleave(in: database, { _ = try $0.createPost(owner: "bob", imageURL: "u", imageHeight: 1) }, {
-            _ = try $0.follow("erin", "bob")
-        })
+        try interleave(
+            in: database, { _ = try $0.createPost(owner: "bob", imageURL: "u", imageHeight: 1) },
+            {
+                _ = try $0.follow("erin", "bob")
+            })
         // Delete first, follow meanwhile: the follow must not bring back an entry of the deleted post.
-        try interleave(in: database, { _ = try $0.deletePost(owner: "bob", key: "-Pb1") }, {
-            _ = try $0.unfollow("dave", "bob")
-            _ = try $0.follow("dave", "bob")
-        })
-        let entries = try setup.connection.query("SELECT uid, count(*) FROM timeline WHERE poster_uid = 'bob' GROUP BY uid ORDER BY uid")
-        #expect(try entries.map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Int.self, at: 1))" }
+        try interleave(
+            in: database, { _ = try $0.deletePost(owner: "bob", key: "-Pb1") },
+            {
+                _ = try $0.unfollow("dave", "bob")
+                _ = try $0.follow("dave", "bob")
+            })
+        let entries = try setup.connection.query(
+            "SELECT uid, count(*) FROM timeline WHERE poster_uid = 'bob' GROUP BY uid ORDER BY uid")
+        #expect(
+            try entries.map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Int.self, at: 1))" }
                 == ["alice 3", "bob 3", "carol 3", "dave 3", "erin 3"])
         try expectCheckClean(setup)
     }
@@ -262,7 +276,8 @@ struct DomainOperationTests {
                 var generator = SeededGenerator(state: UInt64(client) &+ 99)
                 for _ in 0..<150 {
                     // Fans of other clients too, so that two clients like and unlike as the same user at once.
-                    let fan = "fan\(Int.random(in: 0..<4, using: &generator))_\(Int.random(in: 0..<10, using: &generator))"
+                    let fan =
+                        "fan\(Int.random(in: 0..<4, using: &generator))_\(Int.random(in: 0..<10, using: &generator))"
                     if Bool.random(using: &generator) {
                         _ = try store.like(fan, post: "-Pb1")
                     } else {
@@ -274,7 +289,8 @@ struct DomainOperationTests {
             }
         }
         #expect(failures.withLock { $0 } == [])
-        let row = try setup.connection.query("""
+        let row = try setup.connection.query(
+            """
             SELECT (SELECT like_count FROM posts WHERE post_key = '-Pb1'),
                 (SELECT count(*) FROM post_likes WHERE post_key = '-Pb1')
             """)[0]
@@ -297,8 +313,11 @@ struct DomainOperationTests {
                 case 9, 10: _ = try store.sendMessage(from: a, to: b, text: "step \(step)", pushIDs: pushIDs)
                 case 1, 2: _ = try store.follow(a, b)
                 case 3: _ = try store.unfollow(a, b)
-                case 4: posts.append((a, try store.createPost(owner: a, imageURL: "u", imageHeight: 1, pushIDs: pushIDs).post.key))
-                case 5, 6: if let post = posts.randomElement(using: &generator) { _ = try store.like(a, post: post.key) }
+                case 4:
+                    posts.append(
+                        (a, try store.createPost(owner: a, imageURL: "u", imageHeight: 1, pushIDs: pushIDs).post.key))
+                case 5, 6:
+                    if let post = posts.randomElement(using: &generator) { _ = try store.like(a, post: post.key) }
                 case 7: if let post = posts.randomElement(using: &generator) { _ = try store.unlike(a, post: post.key) }
                 default:
                     if !posts.isEmpty {
@@ -313,4 +332,3 @@ struct DomainOperationTests {
         try expectCheckClean(store)
     }
 }
-

@@ -24,11 +24,15 @@ struct ExportShapeTests {
         let indexes = (0..<3000).map(String.init)
         return [
             .object(["arr": object(indexes) { .object(["v": .number(Double($0)!), "s": .string("x" + $0)]) }]),
-            .object(["holes": object((0..<500).map { String($0 * 2) } + ["999"]) { .string($0) },
-                     "not": object((0..<500).map { String($0 * 2) } + ["1000"]) { .string($0) }]),
-            .object(["logs": object((0..<2000).map { String(1_497_918_951_912 + $0 * 1000) }) { _ in
-                .object(["t": .number(20.5), "h": .number(40)])
-            }]),
+            .object([
+                "holes": object((0..<500).map { String($0 * 2) } + ["999"]) { .string($0) },
+                "not": object((0..<500).map { String($0 * 2) } + ["1000"]) { .string($0) },
+            ]),
+            .object([
+                "logs": object((0..<2000).map { String(1_497_918_951_912 + $0 * 1000) }) { _ in
+                    .object(["t": .number(20.5), "h": .number(40)])
+                }
+            ]),
             .object(["users": object((1...1000).map(String.init)) { .object(["username": .string("u" + $0)]) }]),
             .object([
                 "users": object(mixedKeys) { .object(["username": .string("user " + $0)]) },
@@ -57,16 +61,21 @@ struct ExportShapeTests {
             var bytes: [UInt8] = []
             _ = try store.exportTree(at: [key]) { bytes.append(contentsOf: $0) }
             expectSameText(String(decoding: bytes, as: UTF8.self), render(tree[key]))
-            for query in [TreeQuery(order: .key, limitToFirst: 3), TreeQuery(order: .key, limitToLast: 3),
-                          TreeQuery(order: .key, start: .string("1"), end: .string("a"))] {
+            for query in [
+                TreeQuery(order: .key, limitToFirst: 3), TreeQuery(order: .key, limitToLast: 3),
+                TreeQuery(order: .key, start: .string("1"), end: .string("a")),
+            ] {
                 bytes = []
                 _ = try store.exportTree(at: [key], query: query) { bytes.append(contentsOf: $0) }
-                #expect(String(decoding: bytes, as: UTF8.self) == render(ReferenceQuery.run(query, on: tree[key]!)),
-                        "\(key) \(query)")
+                #expect(
+                    String(decoding: bytes, as: UTF8.self) == render(ReferenceQuery.run(query, on: tree[key]!)),
+                    "\(key) \(query)")
             }
         }
-        #expect(try store.connection.query(
-            "SELECT count(*) FROM unmapped_values WHERE sort_key <> rtdb_path_order(root, path)")[0].decode(Int.self, at: 0) == 0)
+        #expect(
+            try store.connection.query(
+                "SELECT count(*) FROM unmapped_values WHERE sort_key <> rtdb_path_order(root, path)")[0].decode(
+                    Int.self, at: 0) == 0)
     }
 
     /// The first or last N children by key cost rows in proportion to N, not to the node's size, whatever the keys.
@@ -83,11 +92,15 @@ struct ExportShapeTests {
         try importJSON(render(tree, options: .init(rendersArrays: false)), into: store)
         for path in [["logs"], ["arr"], ["users"], ["posts", "alice"]] {
             let node = tree.descendant(at: path)!
-            for query in [TreeQuery(order: .key, limitToFirst: 2), TreeQuery(order: .key, limitToLast: 2),
-                          TreeQuery(order: .key, start: .string("100000700"), limitToFirst: 2)] {
+            for query in [
+                TreeQuery(order: .key, limitToFirst: 2), TreeQuery(order: .key, limitToLast: 2),
+                TreeQuery(order: .key, start: .string("100000700"), limitToFirst: 2),
+            ] {
                 var bytes: [UInt8] = []
                 let report = try store.exportTree(at: path, query: query) { bytes.append(contentsOf: $0) }
-                #expect(String(decoding: bytes, as: UTF8.self) == render(ReferenceQuery.run(query, on: node)), "\(path) \(query)")
+                #expect(
+                    String(decoding: bytes, as: UTF8.self) == render(ReferenceQuery.run(query, on: node)),
+                    "\(path) \(query)")
                 // A first batch per stream and cursor (32 rows), never the node's thousands.
                 #expect(report.rowsFetched <= 300, "\(path) \(query): \(report.rowsFetched) rows")
             }
@@ -121,16 +134,22 @@ struct ExportShapeTests {
     /// Ordering by a child's value holds the limit's number of order values, and gives what a sort of the whole
     /// node would.
     @Test func valueOrderOnANumericNode() throws {
-        let tree = TreeValue.object(["logs": Self.object((0..<2000).map { String(1_497_918_951_912 + $0) }) { key in
-            .object(["t": .number(Double(Int(key)! % 97)), "h": .number(40)])
-        }])
+        let tree = TreeValue.object([
+            "logs": Self.object((0..<2000).map { String(1_497_918_951_912 + $0) }) { key in
+                .object(["t": .number(Double(Int(key)! % 97)), "h": .number(40)])
+            }
+        ])
         let store = try makeStore()
         try importJSON(render(tree), into: store)
-        for query in [TreeQuery(order: .child(["t"]), limitToLast: 3), TreeQuery(order: .child(["t"]), equal: .number(5)),
-                      TreeQuery(order: .value, limitToFirst: 2)] {
+        for query in [
+            TreeQuery(order: .child(["t"]), limitToLast: 3), TreeQuery(order: .child(["t"]), equal: .number(5)),
+            TreeQuery(order: .value, limitToFirst: 2),
+        ] {
             var bytes: [UInt8] = []
             _ = try store.exportTree(at: ["logs"], query: query) { bytes.append(contentsOf: $0) }
-            #expect(String(decoding: bytes, as: UTF8.self) == render(ReferenceQuery.run(query, on: tree["logs"]!)), "\(query)")
+            #expect(
+                String(decoding: bytes, as: UTF8.self) == render(ReferenceQuery.run(query, on: tree["logs"]!)),
+                "\(query)")
         }
     }
 }

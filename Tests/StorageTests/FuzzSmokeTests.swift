@@ -19,7 +19,8 @@ struct FuzzSmokeTests {
         for seed in seeds { seed.withUnsafeBufferPointer(FuzzTargets.run) }
 
         var random = SeededGenerator(state: 2026)
-        let alphabet = Array(#"{}[]:,"\ .-+eE0123456789truefalsn$#/\u00é😀"#.utf8) + [0x00, 0x1F, 0x7F, 0xC0, 0xED, 0xFF]
+        let alphabet =
+            Array(#"{}[]:,"\ .-+eE0123456789truefalsn$#/\u00é😀"#.utf8) + [0x00, 0x1F, 0x7F, 0xC0, 0xED, 0xFF]
         for _ in 0..<4_000 {
             var input = seeds[Int(random.next() % UInt64(seeds.count))]
             for _ in 0..<(1 + Int(random.next() % 8)) {

@@ -20,8 +20,10 @@ struct GeneratorTests {
         #expect(first.json != other.json)
         #expect(first.report.bytes == first.json.utf8.count)
         // The layout changes the bytes, never the tree.
-        let pretty = try generate(GeneratorOptions(users: 150, seed: 5, plantsAnomalies: true,
-                                                   output: JSONTextWriter.Options(isPretty: true)))
+        let pretty = try generate(
+            GeneratorOptions(
+                users: 150, seed: 5, plantsAnomalies: true,
+                output: JSONTextWriter.Options(isPretty: true)))
         #expect(pretty.json != first.json)
         #expect(try TreeValue.parse(json: pretty.json) == TreeValue.parse(json: first.json))
     }
@@ -53,7 +55,8 @@ struct GeneratorTests {
         // Everything but the duplicate chats (an operator's decision) is repaired.
         let fixed = try store.checkAndFix()
         for result in fixed.after {
-            let expected = result.check == .chatDuplicates
+            let expected =
+                result.check == .chatDuplicates
                 ? generated.report.violations.first { $0.check == .chatDuplicates }!.violations : 0
             #expect(result.violations == expected, "\(result.check.rawValue): \(result.examples)")
         }
@@ -104,7 +107,8 @@ struct GeneratorTests {
             for result in results where result.check != .chatHashLegacy {
                 #expect(result.isClean, "\(users) users: \(result.check.rawValue) \(result.examples)")
             }
-            let chats = try store.connection.query("SELECT count(DISTINCT chat_key) FROM chats")[0].decode(Int.self, at: 0)
+            let chats = try store.connection.query("SELECT count(DISTINCT chat_key) FROM chats")[0].decode(
+                Int.self, at: 0)
             #expect(results.first { $0.check == .chatHashLegacy }!.violations == chats)
         }
     }
@@ -113,12 +117,18 @@ struct GeneratorTests {
         let generated = try generate(GeneratorOptions(users: 600, seed: 9))
         let tree = try #require(try TreeValue.parse(json: generated.json))
         let root = try #require(tree.children)
-        #expect(root.keys.map(\.string).sorted() == ["chats", "followers", "following", "messages", "postLikes", "posts", "timeline", "users"])
+        #expect(
+            root.keys.map(\.string).sorted() == [
+                "chats", "followers", "following", "messages", "postLikes", "posts", "timeline", "users",
+            ])
 
         // Firebase Auth-like uids, and usernames in many scripts.
         let users = try #require(root["users"]?.children)
         #expect(users.count == 600)
-        #expect(users.keys.map(\.string).allSatisfy { $0.utf8.count == 28 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } })
+        #expect(
+            users.keys.map(\.string).allSatisfy {
+                $0.utf8.count == 28 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+            })
         let names = users.values.compactMap { $0.children?["username"]?.stringValue }
         #expect(Set(names).count == 600)
         #expect(names.filter { !$0.allSatisfy(\.isASCII) }.count > 100)
@@ -144,13 +154,16 @@ struct GeneratorTests {
     }
 
     @Test func theCommittedSampleIsTheGeneratorsOutput() throws {
-        let exports = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../exports")
+        let exports = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../exports")
         let sample = try String(contentsOf: exports.appendingPathComponent("sample-makestagram.json"), encoding: .utf8)
-        let generated = try generate(GeneratorOptions(
-            users: 90, seed: 6, plantsAnomalies: true, output: JSONTextWriter.Options(isPretty: true)))
+        let generated = try generate(
+            GeneratorOptions(
+                users: 90, seed: 6, plantsAnomalies: true, output: JSONTextWriter.Options(isPretty: true)))
         expectSameText(generated.json, sample)
         let manifest = try Data(contentsOf: exports.appendingPathComponent("sample-makestagram.manifest.json"))
-        let checks = try #require((try JSONSerialization.jsonObject(with: manifest) as? [String: Any])?["checks"] as? [[String: Any]])
+        let checks = try #require(
+            (try JSONSerialization.jsonObject(with: manifest) as? [String: Any])?["checks"] as? [[String: Any]])
         #expect(checks.map { $0["name"] as? String } == generated.report.violations.map(\.check.rawValue))
         #expect(checks.map { $0["violations"] as? Int } == generated.report.violations.map(\.violations))
         #expect(checks.map { $0["examples"] as? [String] } == generated.report.violations.map(\.examples))

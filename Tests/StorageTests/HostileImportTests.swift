@@ -8,7 +8,9 @@ import Testing
 struct HostileImportTests {
     /// A record's memory budget small enough for quick tests; the benchmark measures the real one.
     static let budget = 64 << 10
-    static let options = { var options = ImportOptions(); options.recordMemoryBudget = budget; return options }()
+    static let options = {
+        var options = ImportOptions(); options.recordMemoryBudget = budget; return options
+    }()
 
     /// `got` holds the tree `expected` holds, whatever its order and spacing; a difference is shown by its place
     /// in the canonical text, since these trees are large.
@@ -39,7 +41,8 @@ struct HostileImportTests {
         try expectSameTree(exportJSON(store), json)
         let users = try store.connection.query("SELECT count(*) FROM users").first!.decode(Int.self, at: 0)
         #expect(users == 3)
-        let members = try store.connection.query("SELECT cardinality(members) FROM chats").first!.decode(Int.self, at: 0)
+        let members = try store.connection.query("SELECT cardinality(members) FROM chats").first!.decode(
+            Int.self, at: 0)
         #expect(members == 3)
     }
 
@@ -103,8 +106,10 @@ struct HostileImportTests {
         let report = try importJSON(json, into: store)
         #expect(report.warningCount == 2 * (repeats - 1))
         #expect(report.rowsImported == 3)
-        #expect(try exportJSON(store)
-            == #"{"misc":{".priority":5,"k":{"v":\#(repeats - 1)}},"users":{"u1":{"username":"n\#(repeats - 1)"}}}"#)
+        #expect(
+            try exportJSON(store)
+                == #"{"misc":{".priority":5,"k":{"v":\#(repeats - 1)}},"users":{"u1":{"username":"n\#(repeats - 1)"}}}"#
+        )
     }
 
     @Test func keysAfterALongSortedRunAreCheckedAgainstTheStore() throws {
@@ -136,7 +141,9 @@ struct HostileImportTests {
 
         // Byte order (as `sort_keys` writes numbers) counts as sorted too.
         var bytewise = KeyTracker()
-        let keys = (0..<(KeyTracker.exactLimit + 10)).map(String.init).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let keys = (0..<(KeyTracker.exactLimit + 10)).map(String.init).sorted {
+            $0.utf8.lexicographicallyPrecedes($1.utf8)
+        }
         for key in keys { #expect(bytewise.insert(key) == .new) }
         #expect(bytewise.insert("10") == .maybe)
 
@@ -151,13 +158,17 @@ struct HostileImportTests {
 
     @Test func fingerprintsAnswerExactlyAcrossRunsAndMerges() {
         var generator = SystemRandomNumberGenerator()
-        let values = (0..<(Fingerprints.recentLimit * 5 + 123)).map { _ in UInt64.random(in: .min ... .max, using: &generator) }
+        let values = (0..<(Fingerprints.recentLimit * 5 + 123)).map { _ in
+            UInt64.random(in: .min ... .max, using: &generator)
+        }
         var set = Fingerprints()
         let firstTime = values.map { set.insert($0) }
         #expect(!firstTime.contains(false))
         #expect(set.count == values.count)
         // Every earlier value is found again, in the newest Set, a single run and the merged ones.
-        let again = values.enumerated().filter { $0.offset % 97 == 0 || $0.offset == values.count - 1 }.map { set.insert($0.element) }
+        let again = values.enumerated().filter { $0.offset % 97 == 0 || $0.offset == values.count - 1 }.map {
+            set.insert($0.element)
+        }
         #expect(!again.contains(true))
         let other = values[0] &+ 1
         let isNew = set.insert(other)

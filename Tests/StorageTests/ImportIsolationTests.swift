@@ -16,13 +16,18 @@ struct ImportIsolationTests {
     @Test func twoMergesOfOneNodeRunOneAfterTheOther() throws {
         // Each replaces /users whole: whichever order they run in, one file's users are left, never the union.
         let database = try TestPostgres.makeDatabase()
-        try importJSON(#"{"users": {"old": {"username": "o"}}, "misc": 1}"#, into: Store(connection: database.connect()))
+        try importJSON(
+            #"{"users": {"old": {"username": "o"}}, "misc": 1}"#, into: Store(connection: database.connect()))
         let merge = ImportOptions(mode: .merge)
-        let error = try whileHolding(database, { store in
-            try importJSON(#"{"users": {"a1": {"username": "a"}, "a2": {"username": "a"}}}"#, into: store, options: merge)
-        }, then: { store in
-            try importJSON(#"{"users": {"b1": {"username": "b"}}}"#, into: store, options: merge)
-        })
+        let error = try whileHolding(
+            database,
+            { store in
+                try importJSON(
+                    #"{"users": {"a1": {"username": "a"}, "a2": {"username": "a"}}}"#, into: store, options: merge)
+            },
+            then: { store in
+                try importJSON(#"{"users": {"b1": {"username": "b"}}}"#, into: store, options: merge)
+            })
         #expect(error == nil)
         #expect(try users(in: database) == ["b1"])
         #expect(try exportJSON(Store(connection: database.connect())).contains(#""misc":1"#))
@@ -30,26 +35,36 @@ struct ImportIsolationTests {
 
     @Test func aWriteIntoARecordDuringAMergeSeesTheMergedRecord() throws {
         let database = try TestPostgres.makeDatabase()
-        try importJSON(#"{"users": {"u": {"username": "old", "bio": "x"}}}"#, into: Store(connection: database.connect()))
-        let error = try whileHolding(database, { store in
-            try importJSON(#"{"users": {"u": {"username": "merged"}}}"#, into: store, options: ImportOptions(mode: .merge))
-        }, then: { store in
-            _ = try store.write(.set(json: #""set""#), at: ["users", "u", "bio"])
-        })
+        try importJSON(
+            #"{"users": {"u": {"username": "old", "bio": "x"}}}"#, into: Store(connection: database.connect()))
+        let error = try whileHolding(
+            database,
+            { store in
+                try importJSON(
+                    #"{"users": {"u": {"username": "merged"}}}"#, into: store, options: ImportOptions(mode: .merge))
+            },
+            then: { store in
+                _ = try store.write(.set(json: #""set""#), at: ["users", "u", "bio"])
+            })
         #expect(error == nil)
-        #expect(try exportJSON(Store(connection: database.connect())) == #"{"users":{"u":{"bio":"set","username":"merged"}}}"#)
+        #expect(
+            try exportJSON(Store(connection: database.connect()))
+                == #"{"users":{"u":{"bio":"set","username":"merged"}}}"#)
     }
 
     @Test func appOperationsGiveUpOnAnImportsLocksSayingSo() throws {
         let database = try TestPostgres.makeDatabase()
         let setup = Store(connection: try database.connect())
         try importJSON(consistentTree.json, into: setup)
-        let error = try whileHolding(database, { store in
-            try importJSON(#"{"misc": 1}"#, into: store, options: ImportOptions(mode: .merge))
-        }, holdingUntilSecondEnds: true, then: { store in
-            try store.setLockTimeout(.milliseconds(300))
-            _ = try store.addUser(uid: "zed", username: "zed")
-        })
+        let error = try whileHolding(
+            database,
+            { store in
+                try importJSON(#"{"misc": 1}"#, into: store, options: ImportOptions(mode: .merge))
+            }, holdingUntilSecondEnds: true,
+            then: { store in
+                try store.setLockTimeout(.milliseconds(300))
+                _ = try store.addUser(uid: "zed", username: "zed")
+            })
         #expect(error?.contains("an import is in progress (pid ") == true, "\(error ?? "no error")")
         #expect(error?.contains("waited 300ms") == true, "\(error ?? "no error")")
         #expect(try setup.user("zed") == nil)
@@ -76,11 +91,14 @@ struct ImportIsolationTests {
 
     @Test func anEmptyFileDoesNotEmptyAStoreUnlessAllowed() throws {
         let store = try makeStore()
-        try importJSON(#"{"users": {"u": {"username": "kept"}}, "posts": {"u": {"-P": {"image_url": "x"}}}}"#, into: store)
+        try importJSON(
+            #"{"users": {"u": {"username": "kept"}}, "posts": {"u": {"-P": {"image_url": "x"}}}}"#, into: store)
         let before = try exportJSON(store)
         for empty in ["null", "{}", #"{"a": null, "b": {}}"#] {
             #expect(throws: StorageError.self) { try importJSON(empty, into: store) }
-            #expect(throws: StorageError.self) { try importJSON(empty, into: store, options: ImportOptions(at: ["posts"])) }
+            #expect(throws: StorageError.self) {
+                try importJSON(empty, into: store, options: ImportOptions(at: ["posts"]))
+            }
             #expect(try exportJSON(store) == before)
         }
         do {
@@ -122,7 +140,8 @@ struct ImportIsolationTests {
     @Test func aFullDiskSaysHowToGetTheSpaceBack() throws {
         let store = try makeStore()
         do {
-            try store.connection.execute("DO $$ BEGIN RAISE EXCEPTION 'could not extend file' USING ERRCODE = 'disk_full'; END $$")
+            try store.connection.execute(
+                "DO $$ BEGIN RAISE EXCEPTION 'could not extend file' USING ERRCODE = 'disk_full'; END $$")
             Issue.record("the statement should have failed")
         } catch let error as StorageError {
             #expect(error.sqlState == .diskFull)

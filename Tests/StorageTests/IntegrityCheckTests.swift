@@ -84,61 +84,94 @@ struct Injection: CustomTestStringConvertible, Sendable {
 }
 
 let injections: [Injection] = [
-    Injection(name: "like counts", damage: {
-        $0.setting("posts/bob/-Pb2/like_count", "3").removing("posts/alice/-Pa1/like_count")
-    }, expected: [.likeCount: ["/posts/alice/-Pa1", "/posts/bob/-Pb2"]]),
-    Injection(name: "a like that is not true counts", damage: {
-        $0.setting("postLikes/-Pb2/carol", "1")
-    }, expected: [.likeCount: ["/posts/bob/-Pb2"]], restoresTree: false),
-    Injection(name: "posters", damage: {
-        $0.setting("posts/bob/-Pb1/poster/username", "\"robert\"").removing("posts/alice/-Pa1/poster")
-    }, expected: [.poster: ["/posts/alice/-Pa1", "/posts/bob/-Pb1"]]),
-    Injection(name: "a renamed user", damage: {
-        $0.setting("users/bob/username", "\"robert\"")
-    }, expected: [.poster: ["/posts/bob/-Pb1", "/posts/bob/-Pb2"]], restoresTree: false),
-    Injection(name: "a missing timeline entry", damage: {
-        $0.removing("timeline/carol/-Pb2")
-    }, expected: [.timelineMissing: ["/timeline/carol/-Pb2"]]),
-    Injection(name: "a timeline entry that is not an object", damage: {
-        $0.setting("timeline/carol/-Pb2", "true")
-    }, expected: [.timelineExtra: ["/timeline/carol/-Pb2"]]),
-    Injection(name: "timeline entries that do not belong", damage: {
-        $0.setting("timeline/bob/-Pa1", #"{"poster_uid": "alice"}"#)
-            .setting("timeline/alice/-Pb1/poster_uid", "\"carol\"")
-            .setting("timeline/dave/-Pb1", #"{"poster_uid": "bob"}"#)
-    }, expected: [.timelineExtra: ["/timeline/alice/-Pb1", "/timeline/bob/-Pa1", "/timeline/dave/-Pb1"]]),
-    Injection(name: "a half-written unfollow", damage: {
-        $0.removing("followers/bob/alice")
-    }, expected: [.followAsymmetric: ["/following/alice/bob"]]),
-    Injection(name: "a half-written follow", damage: {
-        $0.setting("followers/carol/bob", "true")
-    }, expected: [.followAsymmetric: ["/followers/carol/bob"]], restoresTree: false),
-    Injection(name: "chat copies that disagree", damage: {
-        $0.setting("chats/bob/-Ch1/title", "\"Bob's chat\"")
-    }, expected: [.chatCopies: ["/chats/alice/-Ch1"]]),
-    Injection(name: "a missing chat copy", damage: {
-        $0.removing("chats/bob/-Ch1")
-    }, expected: [.chatCopies: ["/chats/alice/-Ch1"]]),
-    Injection(name: "copies with different member hashes", damage: {
-        $0.setting("chats/bob/-Ch1/memberHash", "\"-42\"")
-    }, expected: [.chatMemberHash: ["/chats/alice/-Ch1"], .chatHashLegacy: ["/chats/alice/-Ch1"]]),
-    Injection(name: "legacy member hashes", damage: {
-        $0.setting("chats/bob/-Ch1/memberHash", "\"-42\"").setting("chats/alice/-Ch1/memberHash", "\"-42\"")
-    }, expected: [.chatHashLegacy: ["/chats/alice/-Ch1"]]),
-    Injection(name: "a duplicate chat", damage: {
-        let copy = #"{"title": "alice, bob", "memberHash": "1", "members": {"alice": true, "bob": true}}"#
-        return $0.setting("chats/alice/-Ch2", copy).setting("chats/bob/-Ch2", copy)
-    }, expected: [.chatDuplicates: ["/chats/alice/-Ch2"], .chatHashLegacy: ["/chats/alice/-Ch2"]],
-              restoresTree: false),
-    Injection(name: "a message the copies do not show", damage: {
-        $0.setting("messages/-Ch1/-M3",
-                   #"{"content": "bye", "timestamp": 1500000030, "sender": {"uid": "alice", "username": "alice"}}"#)
-    }, expected: [.chatLastMessage: ["/chats/alice/-Ch1"]], restoresTree: false),
-    Injection(name: "orphans", damage: {
-        $0.setting("postLikes/-Gone/alice", "true")
-            .setting("messages/-NoChat/-M1", #"{"content": "x", "timestamp": 1}"#)
-            .setting("timeline/alice/-Gone", #"{"poster_uid": "bob"}"#)
-    }, expected: [.orphans: ["/messages/-NoChat/-M1", "/postLikes/-Gone/alice", "/timeline/alice/-Gone"]]),
+    Injection(
+        name: "like counts",
+        damage: {
+            $0.setting("posts/bob/-Pb2/like_count", "3").removing("posts/alice/-Pa1/like_count")
+        }, expected: [.likeCount: ["/posts/alice/-Pa1", "/posts/bob/-Pb2"]]),
+    Injection(
+        name: "a like that is not true counts",
+        damage: {
+            $0.setting("postLikes/-Pb2/carol", "1")
+        }, expected: [.likeCount: ["/posts/bob/-Pb2"]], restoresTree: false),
+    Injection(
+        name: "posters",
+        damage: {
+            $0.setting("posts/bob/-Pb1/poster/username", "\"robert\"").removing("posts/alice/-Pa1/poster")
+        }, expected: [.poster: ["/posts/alice/-Pa1", "/posts/bob/-Pb1"]]),
+    Injection(
+        name: "a renamed user",
+        damage: {
+            $0.setting("users/bob/username", "\"robert\"")
+        }, expected: [.poster: ["/posts/bob/-Pb1", "/posts/bob/-Pb2"]], restoresTree: false),
+    Injection(
+        name: "a missing timeline entry",
+        damage: {
+            $0.removing("timeline/carol/-Pb2")
+        }, expected: [.timelineMissing: ["/timeline/carol/-Pb2"]]),
+    Injection(
+        name: "a timeline entry that is not an object",
+        damage: {
+            $0.setting("timeline/carol/-Pb2", "true")
+        }, expected: [.timelineExtra: ["/timeline/carol/-Pb2"]]),
+    Injection(
+        name: "timeline entries that do not belong",
+        damage: {
+            $0.setting("timeline/bob/-Pa1", #"{"poster_uid": "alice"}"#)
+                .setting("timeline/alice/-Pb1/poster_uid", "\"carol\"")
+                .setting("timeline/dave/-Pb1", #"{"poster_uid": "bob"}"#)
+        }, expected: [.timelineExtra: ["/timeline/alice/-Pb1", "/timeline/bob/-Pa1", "/timeline/dave/-Pb1"]]),
+    Injection(
+        name: "a half-written unfollow",
+        damage: {
+            $0.removing("followers/bob/alice")
+        }, expected: [.followAsymmetric: ["/following/alice/bob"]]),
+    Injection(
+        name: "a half-written follow",
+        damage: {
+            $0.setting("followers/carol/bob", "true")
+        }, expected: [.followAsymmetric: ["/followers/carol/bob"]], restoresTree: false),
+    Injection(
+        name: "chat copies that disagree",
+        damage: {
+            $0.setting("chats/bob/-Ch1/title", "\"Bob's chat\"")
+        }, expected: [.chatCopies: ["/chats/alice/-Ch1"]]),
+    Injection(
+        name: "a missing chat copy",
+        damage: {
+            $0.removing("chats/bob/-Ch1")
+        }, expected: [.chatCopies: ["/chats/alice/-Ch1"]]),
+    Injection(
+        name: "copies with different member hashes",
+        damage: {
+            $0.setting("chats/bob/-Ch1/memberHash", "\"-42\"")
+        }, expected: [.chatMemberHash: ["/chats/alice/-Ch1"], .chatHashLegacy: ["/chats/alice/-Ch1"]]),
+    Injection(
+        name: "legacy member hashes",
+        damage: {
+            $0.setting("chats/bob/-Ch1/memberHash", "\"-42\"").setting("chats/alice/-Ch1/memberHash", "\"-42\"")
+        }, expected: [.chatHashLegacy: ["/chats/alice/-Ch1"]]),
+    Injection(
+        name: "a duplicate chat",
+        damage: {
+            let copy = #"{"title": "alice, bob", "memberHash": "1", "members": {"alice": true, "bob": true}}"#
+            return $0.setting("chats/alice/-Ch2", copy).setting("chats/bob/-Ch2", copy)
+        }, expected: [.chatDuplicates: ["/chats/alice/-Ch2"], .chatHashLegacy: ["/chats/alice/-Ch2"]],
+        restoresTree: false),
+    Injection(
+        name: "a message the copies do not show",
+        damage: {
+            $0.setting(
+                "messages/-Ch1/-M3",
+                #"{"content": "bye", "timestamp": 1500000030, "sender": {"uid": "alice", "username": "alice"}}"#)
+        }, expected: [.chatLastMessage: ["/chats/alice/-Ch1"]], restoresTree: false),
+    Injection(
+        name: "orphans",
+        damage: {
+            $0.setting("postLikes/-Gone/alice", "true")
+                .setting("messages/-NoChat/-M1", #"{"content": "x", "timestamp": 1}"#)
+                .setting("timeline/alice/-Gone", #"{"poster_uid": "bob"}"#)
+        }, expected: [.orphans: ["/messages/-NoChat/-M1", "/postLikes/-Gone/alice", "/timeline/alice/-Gone"]]),
 ]
 
 @Suite("Integrity checks and repairs")
@@ -194,7 +227,8 @@ struct IntegrityCheckTests {
             let remaining = result.check.repair == nil ? injection.expected[result.check] ?? [] : []
             #expect(result.examples == remaining, "\(result.check.rawValue) after --fix")
         }
-        #expect(try store.check().filter { !$0.isClean }.map(\.check) == fixed.after.filter { !$0.isClean }.map(\.check))
+        #expect(
+            try store.check().filter { !$0.isClean }.map(\.check) == fixed.after.filter { !$0.isClean }.map(\.check))
         if injection.restoresTree {
             let consistent = try makeStore()
             try importJSON(consistentTree.json, into: consistent)
@@ -225,10 +259,18 @@ struct IntegrityCheckTests {
     @Test func followRepairsPreferOneSide() throws {
         let damaged = consistentTree.removing("followers/bob/alice").setting("followers/carol/bob", "true")
         for (preference, following, followers) in [
-            (FollowPreference.union, ["alice": ["bob"], "bob": ["carol"], "carol": ["alice", "bob"]],
-             ["alice": ["carol"], "bob": ["alice", "carol"], "carol": ["bob"]]),
-            (.following, ["alice": ["bob"], "carol": ["alice", "bob"]], ["alice": ["carol"], "bob": ["alice", "carol"]]),
-            (.followers, ["carol": ["alice", "bob"], "bob": ["carol"]], ["alice": ["carol"], "bob": ["carol"], "carol": ["bob"]]),
+            (
+                FollowPreference.union, ["alice": ["bob"], "bob": ["carol"], "carol": ["alice", "bob"]],
+                ["alice": ["carol"], "bob": ["alice", "carol"], "carol": ["bob"]]
+            ),
+            (
+                .following, ["alice": ["bob"], "carol": ["alice", "bob"]],
+                ["alice": ["carol"], "bob": ["alice", "carol"]]
+            ),
+            (
+                .followers, ["carol": ["alice", "bob"], "bob": ["carol"]],
+                ["alice": ["carol"], "bob": ["carol"], "carol": ["bob"]]
+            ),
         ] {
             let store = try makeStore()
             try importJSON(damaged.json, into: store)
@@ -273,7 +315,10 @@ struct IntegrityCheckTests {
         let role = "reader_" + database.name
         try owner.execute("CREATE ROLE \(identifier: role)")
         try owner.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO \(identifier: role)")
-        defer { _ = try? owner.execute("DROP OWNED BY \(identifier: role)"); _ = try? owner.execute("DROP ROLE \(identifier: role)") }
+        defer {
+            _ = try? owner.execute("DROP OWNED BY \(identifier: role)");
+            _ = try? owner.execute("DROP ROLE \(identifier: role)")
+        }
         // The test cluster authenticates by peer, so the reader is a session that took on the role.
         let reader = Store(connection: try database.connect())
         try reader.connection.execute("SET ROLE \(identifier: role)")

@@ -26,9 +26,12 @@ func whileHolding(
         var waiting = false
         for _ in 0..<200 where !waiting {
             Thread.sleep(forTimeInterval: 0.02)
-            waiting = try one.connection.query("""
-                SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = \(twoPID)
-                """).first?.decode(Bool?.self, at: 0) == true
+            waiting =
+                try one.connection.query(
+                    """
+                    SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = \(twoPID)
+                    """
+                ).first?.decode(Bool?.self, at: 0) == true
         }
         #expect(waiting, "the second operation did not wait for the first one's lock")
         if holdingUntilSecondEnds {

@@ -8,7 +8,8 @@ struct MigratorTests {
     @Test func theEmbeddedMigrationsAreTheFilesInSQL() throws {
         let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../sql").standardizedFileURL
-        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".sql") }.sorted()
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".sql") }
+            .sorted()
         #expect(Migration.embedded.map(\.fileName) == files)
         for migration in Migration.embedded {
             let text = try String(contentsOf: directory.appendingPathComponent(migration.fileName), encoding: .utf8)
@@ -52,7 +53,9 @@ struct MigratorTests {
         let older = #expect(throws: StorageError.self) { try store.migrationState(Migrator(migrations: [first])) }
         #expect(older?.message.contains("does not know") == true)
         let renamed = Migration(fileName: "0002_renamed.sql", sql: second.sql)
-        let error = #expect(throws: StorageError.self) { try store.migrationState(Migrator(migrations: [first, renamed])) }
+        let error = #expect(throws: StorageError.self) {
+            try store.migrationState(Migrator(migrations: [first, renamed]))
+        }
         #expect(error?.message.contains("not a prefix") == true)
     }
 
@@ -81,6 +84,8 @@ struct MigratorTests {
         let counts = try results.withLock { try $0.map { try $0.get() } }
         #expect(counts.reduce(0, +) == Migration.embedded.count)
         let connection = try database.connect()
-        #expect(try connection.query("SELECT count(*) FROM schema_migrations")[0].decode(Int.self, at: 0) == Migration.embedded.count)
+        #expect(
+            try connection.query("SELECT count(*) FROM schema_migrations")[0].decode(Int.self, at: 0)
+                == Migration.embedded.count)
     }
 }

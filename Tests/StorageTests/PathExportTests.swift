@@ -8,7 +8,10 @@ import Testing
 private func paths(in tree: TreeValue, prefix: [String] = []) -> [[String]] {
     guard let children = tree.children else { return [prefix] }
     // In key order, so that a seed picks the same paths in every process (dictionaries' order is per process).
-    return [prefix] + children.filter { !$0.key.hasPrefix(".") }.sorted { $0.key.string.utf8.lexicographicallyPrecedes($1.key.string.utf8) }
+    return [prefix]
+        + children.filter { !$0.key.hasPrefix(".") }.sorted {
+            $0.key.string.utf8.lexicographicallyPrecedes($1.key.string.utf8)
+        }
         .flatMap { paths(in: $0.value, prefix: prefix + [$0.key.string]) }
 }
 
@@ -16,7 +19,10 @@ private func paths(in tree: TreeValue, prefix: [String] = []) -> [[String]] {
 /// they are leaves (whose priorities go).
 private func shallow(_ node: TreeValue) -> TreeValue {
     guard let children = node.children else { return node }
-    return .object(children.filter { !$0.key.hasPrefix(".") }.mapValues { $0.children == nil ? $0 : $0[FirebaseKey.value] ?? .bool(true) })
+    return .object(
+        children.filter { !$0.key.hasPrefix(".") }.mapValues {
+            $0.children == nil ? $0 : $0[FirebaseKey.value] ?? .bool(true)
+        })
 }
 
 func render(_ value: TreeValue?, options: JSONTextWriter.Options = .init()) -> String {
@@ -91,8 +97,11 @@ enum ReferenceQuery {
     static func integer(_ key: String) -> Int32? {
         let digits = key.hasPrefix("-") ? key.dropFirst() : Substring(key)
         let significant = digits.drop { $0 == "0" }
-        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), significant.count <= 10 else { return nil }
-        return Int32(exactly: (Int64(significant.isEmpty ? "0" : String(significant)) ?? 0) * (key.hasPrefix("-") ? -1 : 1))
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), significant.count <= 10 else {
+            return nil
+        }
+        return Int32(
+            exactly: (Int64(significant.isEmpty ? "0" : String(significant)) ?? 0) * (key.hasPrefix("-") ? -1 : 1))
     }
 
     static func keyPrecedes(_ a: String, _ b: String) -> Bool {
@@ -128,7 +137,8 @@ enum ReferenceQuery {
         if rank(a) != rank(b) { return rank(a) < rank(b) ? -1 : 1 }
         switch (a, b) {
         case let (.number(x)?, .number(y)?): return x == y ? 0 : (x < y ? -1 : 1)
-        case let (.string(x)?, .string(y)?): return x.utf16.elementsEqual(y.utf16) ? 0 : (x.utf16.lexicographicallyPrecedes(y.utf16) ? -1 : 1)
+        case let (.string(x)?, .string(y)?):
+            return x.utf16.elementsEqual(y.utf16) ? 0 : (x.utf16.lexicographicallyPrecedes(y.utf16) ? -1 : 1)
         default: return 0
         }
     }
@@ -144,7 +154,9 @@ enum ReferenceQuery {
             case .child(let path): plain(value.descendant(at: path))
             }
         }
-        var items = children.filter { !$0.key.hasPrefix(".") }.map { (key: $0.key.string, value: $0.value, order: orderValue($0.key.string, $0.value)) }
+        var items = children.filter { !$0.key.hasPrefix(".") }.map {
+            (key: $0.key.string, value: $0.value, order: orderValue($0.key.string, $0.value))
+        }
         items = items.filter { item in
             (query.equal.map { compare(item.order, $0, byKey: byKey) == 0 } ?? true)
                 && (query.start.map { compare(item.order, $0, byKey: byKey) >= 0 } ?? true)
@@ -156,7 +168,8 @@ enum ReferenceQuery {
         }
         if let first = query.limitToFirst { items = Array(items.prefix(first)) }
         if let last = query.limitToLast { items = Array(items.suffix(last)) }
-        return items.isEmpty ? nil : .object(Dictionary(uniqueKeysWithValues: items.map { (TreeKey($0.key), $0.value) }))
+        return items.isEmpty
+            ? nil : .object(Dictionary(uniqueKeysWithValues: items.map { (TreeKey($0.key), $0.value) }))
     }
 }
 
@@ -177,11 +190,12 @@ struct QueryExportTests {
                 .sorted { $0.key.string.utf8.lexicographicallyPrecedes($1.key.string.utf8) }
             let grandchildKeys = children.compactMap(\.value.children).flatMap(\.keys).filter { !$0.hasPrefix(".") }
                 .map(\.string).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-            let order: TreeQuery.Order = switch Int.random(in: 0..<3, using: &generator) {
-            case 0: .key
-            case 1: .value
-            default: .child([grandchildKeys.randomElement(using: &generator) ?? "missing"])
-            }
+            let order: TreeQuery.Order =
+                switch Int.random(in: 0..<3, using: &generator) {
+                case 0: .key
+                case 1: .value
+                default: .child([grandchildKeys.randomElement(using: &generator) ?? "missing"])
+                }
             // Bounds taken from the children's own ordered values, so that filters cut somewhere.
             let samples: [TreeValue?] = children.map { key, value in
                 switch order {
@@ -194,7 +208,11 @@ struct QueryExportTests {
                 Int.random(in: 0..<3, using: &generator) == 0 ? (samples.randomElement(using: &generator) ?? nil) : nil
             }
             var query = TreeQuery(order: order)
-            if Bool.random(using: &generator) { query.equal = bound() } else { (query.start, query.end) = (bound(), bound()) }
+            if Bool.random(using: &generator) {
+                query.equal = bound()
+            } else {
+                (query.start, query.end) = (bound(), bound())
+            }
             switch Int.random(in: 0..<3, using: &generator) {
             case 0: query.limitToFirst = Int.random(in: 1...4, using: &generator)
             case 1: query.limitToLast = Int.random(in: 1...4, using: &generator)
@@ -205,21 +223,25 @@ struct QueryExportTests {
             let got = String(decoding: bytes, as: UTF8.self)
             let expected = render(ReferenceQuery.run(query, on: node))
             // Compared as bytes: `==` on strings would take "é" and "e\u{301}" for the same key.
-            #expect(got.utf8.elementsEqual(expected.utf8),
-                    "get /\(path.joined(separator: "/")) with \(query): \(firstDifference(got, expected))")
+            #expect(
+                got.utf8.elementsEqual(expected.utf8),
+                "get /\(path.joined(separator: "/")) with \(query): \(firstDifference(got, expected))")
         }
     }
 
     /// At the root, typed tables' root keys and unmapped top-level keys are the children that bounds select.
     @Test func boundsAtTheRootSelectTopLevelKeys() throws {
         let store = try makeStore()
-        try importJSON(#"{"a":1,"chats":{},"posts":{"u":{"-P":{"image_url":"x"}}},"q":{"r":2},"users":{"u":{"username":"n"}},"zz":3}"#, into: store)
+        try importJSON(
+            #"{"a":1,"chats":{},"posts":{"u":{"-P":{"image_url":"x"}}},"q":{"r":2},"users":{"u":{"username":"n"}},"zz":3}"#,
+            into: store)
         func get(_ query: TreeQuery) throws -> String {
             var bytes: [UInt8] = []
             _ = try store.exportTree(at: [], query: query) { bytes.append(contentsOf: $0) }
             return String(decoding: bytes, as: UTF8.self)
         }
-        #expect(try get(TreeQuery(order: .key, start: .string("p"), end: .string("r")))
+        #expect(
+            try get(TreeQuery(order: .key, start: .string("p"), end: .string("r")))
                 == #"{"posts":{"u":{"-P":{"image_url":"x"}}},"q":{"r":2}}"#)
         #expect(try get(TreeQuery(order: .key, limitToLast: 2)) == #"{"users":{"u":{"username":"n"}},"zz":3}"#)
         #expect(try get(TreeQuery(order: .key, end: .string("q"), limitToLast: 1)) == #"{"q":{"r":2}}"#)
@@ -235,7 +257,9 @@ struct QueryExportTests {
         try importJSON(json, into: store)
         expectSameText(try exportJSON(store), json)
         var bytes: [UInt8] = []
-        _ = try store.exportTree(at: [], query: TreeQuery(order: .key, equal: .string("é"))) { bytes.append(contentsOf: $0) }
+        _ = try store.exportTree(at: [], query: TreeQuery(order: .key, equal: .string("é"))) {
+            bytes.append(contentsOf: $0)
+        }
         expectSameText(String(decoding: bytes, as: UTF8.self), #"{"é":{"a":3,"d":4}}"#)
     }
 
@@ -246,10 +270,14 @@ struct QueryExportTests {
             _ = try store.exportTree(at: path, query: query) { bytes.append(contentsOf: $0) }
             return String(decoding: bytes, as: UTF8.self)
         }
-        #expect(try get(["timeline", "alice"], TreeQuery(order: .key, limitToLast: 2))
+        #expect(
+            try get(["timeline", "alice"], TreeQuery(order: .key, limitToLast: 2))
                 == #"{"-Pb1":{"poster_uid":"bob"},"-Pb2":{"poster_uid":"bob"}}"#)
-        #expect(try get(["posts", "bob"], TreeQuery(order: .child(["created_at"]), limitToFirst: 1)).hasPrefix(#"{"-Pb1":"#))
-        #expect(try get(["users"], TreeQuery(order: .child(["username"]), equal: .string("carol")))
+        #expect(
+            try get(["posts", "bob"], TreeQuery(order: .child(["created_at"]), limitToFirst: 1)).hasPrefix(#"{"-Pb1":"#)
+        )
+        #expect(
+            try get(["users"], TreeQuery(order: .child(["username"]), equal: .string("carol")))
                 == #"{"carol":{"username":"carol"}}"#)
         #expect(try get(["users"], TreeQuery(order: .key, start: .string("b"))).hasPrefix(#"{"bob":"#))
         #expect(try get(["nothing"], TreeQuery(order: .key)) == "null")

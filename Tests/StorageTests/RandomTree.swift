@@ -35,11 +35,19 @@ struct RandomTree {
     mutating func leaf() -> TreeValue {
         switch int(0...9) {
         case 0: return .bool(chance(50))
-        case 1: return .number(pick([0, -1, 4, 1e21, 5e-7, Double("5e-324")!, 374.9999999999999, 1497918951.91262, -2.5e-300,
-                                     Double("9007199254740993")!, 1.7976931348623157e308, 0.1]))
+        case 1:
+            return .number(
+                pick([
+                    0, -1, 4, 1e21, 5e-7, Double("5e-324")!, 374.9999999999999, 1497918951.91262, -2.5e-300,
+                    Double("9007199254740993")!, 1.7976931348623157e308, 0.1,
+                ]))
         case 2: return .number(Double(int(-1000...1_000_000)))
-        case 3: return .string(pick(["", " ", "a\"b\\c", "line\nbreak\ttab\u{1}", "\u{2028}\u{FEFF}", "Zoë 🐈 中文",
-                                     String(repeating: "x", count: 3000)]))
+        case 3:
+            return .string(
+                pick([
+                    "", " ", "a\"b\\c", "line\nbreak\ttab\u{1}", "\u{2028}\u{FEFF}", "Zoë 🐈 中文",
+                    String(repeating: "x", count: 3000),
+                ]))
         default: return .string(String((0..<int(0...12)).map { _ in pick(Array("abc xyz-é😀")) }))
         }
     }
@@ -48,7 +56,9 @@ struct RandomTree {
     mutating func tree(depth: Int, maximumDepth: Int) -> TreeValue {
         if depth >= maximumDepth || (depth > 1 && chance(35)) {
             let value = leaf()
-            if chance(5) { return .object([TreeKey(FirebaseKey.value): value, TreeKey(FirebaseKey.priority): priority()]) }
+            if chance(5) {
+                return .object([TreeKey(FirebaseKey.value): value, TreeKey(FirebaseKey.priority): priority()])
+            }
             return value
         }
         var children: [TreeKey: TreeValue] = [:]
@@ -130,7 +140,10 @@ struct RandomTree {
                     case "chats":
                         fields = [
                             "title": .string(key()), "memberHash": .string(String(int(-99999...99999))),
-                            "members": .object([TreeKey(first): .bool(true)].merging([TreeKey(uid()): chance(90) ? .bool(true) : leaf()]) { $1 }),
+                            "members": .object(
+                                [TreeKey(first): .bool(true)].merging([
+                                    TreeKey(uid()): chance(90) ? .bool(true) : leaf()
+                                ]) { $1 }),
                             "lastMessage": .string("a: b"), "lastMessageSent": .number(1497918951.5),
                         ]
                     default:
@@ -151,7 +164,9 @@ struct RandomTree {
     private mutating func record(_ fields: [TreeKey: TreeValue]) -> TreeValue {
         var fields = fields
         if chance(15), let key = fields.keys.sorted().first { fields[key] = nil }
-        if chance(15), let key = fields.keys.sorted().last { fields[key] = chance(50) ? leaf() : tree(depth: 4, maximumDepth: 6) }
+        if chance(15), let key = fields.keys.sorted().last {
+            fields[key] = chance(50) ? leaf() : tree(depth: 4, maximumDepth: 6)
+        }
         if chance(15) { fields["extra_" + key()] = tree(depth: 4, maximumDepth: 6) }
         if chance(5) { fields[FirebaseKey.priority] = priority() }
         if fields.isEmpty || (fields.count == 1 && fields[FirebaseKey.priority] != nil) { fields["x"] = .bool(true) }
@@ -227,7 +242,8 @@ struct RandomTree {
             case _ where scalar.value > 0xFFFF && chance(30):
                 let v = scalar.value - 0x10000
                 result += String(format: "\\u%04x\\u%04x", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF))
-            case _ where scalar.value > 0x7F && scalar.value <= 0xFFFF && chance(20): result += String(format: "\\u%04x", scalar.value)
+            case _ where scalar.value > 0x7F && scalar.value <= 0xFFFF && chance(20):
+                result += String(format: "\\u%04x", scalar.value)
             default: result.unicodeScalars.append(scalar)
             }
         }

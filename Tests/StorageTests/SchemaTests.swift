@@ -18,7 +18,8 @@ struct SchemaTests {
     @Test func everyTreeTableIsPlannedAndHasAPrimaryKeyLedByItsDistributionColumn() throws {
         let connection = try TestPostgres.makeDatabase().connect()
         #expect(Set(Store.treeTables) == Set(Self.distributionColumns.keys))
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT c.relname::text, a.attname::text, a.attnotnull
             FROM pg_index i
             JOIN pg_class c ON c.oid = i.indrelid
@@ -38,7 +39,8 @@ struct SchemaTests {
 
     @Test func uniqueIndexesIncludeTheDistributionColumn() throws {
         let connection = try TestPostgres.makeDatabase().connect()
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT c.relname::text, array_agg(a.attname::text)
             FROM pg_index i
             JOIN pg_class c ON c.oid = i.indrelid
@@ -57,7 +59,8 @@ struct SchemaTests {
 
     @Test func noTriggersRulesForeignKeysOrSequences() throws {
         let connection = try TestPostgres.makeDatabase().connect()
-        let counts = try connection.query("""
+        let counts = try connection.query(
+            """
             SELECT
               (SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
                  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND NOT t.tgisinternal),
@@ -74,7 +77,8 @@ struct SchemaTests {
 
     @Test func keyColumnsAreTextInByteOrder() throws {
         let connection = try TestPostgres.makeDatabase().connect()
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT c.relname::text, a.attname::text, format_type(a.atttypid, a.atttypmod), coalesce(co.collname::text, '')
             FROM pg_index i
             JOIN pg_class c ON c.oid = i.indrelid
@@ -96,19 +100,24 @@ struct SchemaTests {
     @Test func keyOrdersAgreeWithTheConsoleAndSortAsExportsDo() throws {
         let connection = try TestPostgres.makeDatabase().connect()
         var random = RandomTree(seed: 41)
-        var keys = ["0", "-0", "00", "7", "07", "007", "-7", "-07", "-10", "-9", "9", "10", "2147483647", "2147483648",
-                    "-2147483648", "-2147483649", "0000000000000000000000007", "12345678901", "1a", "1-2", "-", "-K",
-                    "-KmT0UpNzWDunZO_uttl", "0Ukcg3IZ0t7TTqAVm8YRhXOxAlVC", ".priority", ".value", "é", "e\u{301}",
-                    "\u{E000}", "\u{FFFF}", "😀", "a😀b", "a\u{E000}b", "Москва", "a b", "1497918951912"]
+        var keys = [
+            "0", "-0", "00", "7", "07", "007", "-7", "-07", "-10", "-9", "9", "10", "2147483647", "2147483648",
+            "-2147483648", "-2147483649", "0000000000000000000000007", "12345678901", "1a", "1-2", "-", "-K",
+            "-KmT0UpNzWDunZO_uttl", "0Ukcg3IZ0t7TTqAVm8YRhXOxAlVC", ".priority", ".value", "é", "e\u{301}",
+            "\u{E000}", "\u{FFFF}", "😀", "a😀b", "a\u{E000}b", "Москва", "a b", "1497918951912",
+        ]
         for _ in 0..<300 { keys.append(random.key()) }
-        let rows = try connection.query("SELECT k, rtdb_key_order(k), rtdb_key_needs_order(k) FROM unnest(\(keys)::text[]) k")
+        let rows = try connection.query(
+            "SELECT k, rtdb_key_order(k), rtdb_key_needs_order(k) FROM unnest(\(keys)::text[]) k")
         for row in rows {
             let key = try row.decode(String.self, at: 0)
             let order = try row.decode(String.self, at: 1)
             #expect(Array(order.utf8) == FirebaseKey.orderBytes(of: key), "\(key)")
             #expect(try row.decode(Bool.self, at: 2) == FirebaseKey.needsOrder(key), "\(key)")
         }
-        let sorted = keys.sorted { FirebaseKey.orderBytes(of: $0).lexicographicallyPrecedes(FirebaseKey.orderBytes(of: $1)) }
+        let sorted = keys.sorted {
+            FirebaseKey.orderBytes(of: $0).lexicographicallyPrecedes(FirebaseKey.orderBytes(of: $1))
+        }
         for (a, b) in zip(sorted, sorted.dropFirst()) where FirebaseKey.compare(a, b) != 0 {
             #expect(FirebaseKey.exportPrecedes(a, b), "\(a) before \(b)")
         }

@@ -29,17 +29,23 @@ struct TreeEmitterTests {
         var bytes: [UInt8] = []
         let emitter = TreeEmitter(options: options, frameMemoryBudget: budget) { bytes.append(contentsOf: $0) }
         emitter.childCountBound = { path in
-            Set(parts.filter { $0.path.count > path.count && Array($0.path.prefix(path.count)) == path }
-                .map { $0.path[path.count] }).count
+            Set(
+                parts.filter { $0.path.count > path.count && Array($0.path.prefix(path.count)) == path }
+                    .map { $0.path[path.count] }
+            ).count
         }
-        for part in parts.sorted(by: { PartMerge.precedes($0.path, $1.path) }) { try emitter.add(part.path, part.value) }
+        for part in parts.sorted(by: { PartMerge.precedes($0.path, $1.path) }) {
+            try emitter.add(part.path, part.value)
+        }
         try emitter.finish()
         return (String(decoding: bytes, as: UTF8.self), emitter)
     }
 
     /// Expects the leaves of `tree`, added one by one, to give the reference text with every option set.
-    static func expectStreamsLikeReference(_ tree: TreeValue, budgets: [Int] = [1 << 20, 64],
-                                           sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectStreamsLikeReference(
+        _ tree: TreeValue, budgets: [Int] = [1 << 20, 64],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         for options in optionSets {
             for budget in budgets {
                 let got = try emit(tree.leaves(), options, budget: budget).text
@@ -67,9 +73,11 @@ struct TreeEmitterTests {
             for (path, value) in tree.leaves().sorted(by: { PartMerge.precedes($0.path, $1.path) }) {
                 var key = path.last ?? ""
                 let direct = !path.isEmpty && coin.next() % 5 != 0
-                let written = try direct && key.withUTF8 { key in
-                    try emitter.addDirectly(key: key, under: Array(path.dropLast())) { $0.value(value) }
-                }
+                let written =
+                    try direct
+                    && key.withUTF8 { key in
+                        try emitter.addDirectly(key: key, under: Array(path.dropLast())) { $0.value(value) }
+                    }
                 if !written { try emitter.add(path, value) }
             }
             try emitter.finish()
@@ -115,9 +123,11 @@ struct TreeEmitterTests {
     @Test func aLargeArrayIsHeldWithinTheBudget() throws {
         let budget = 1 << 16
         let long = String(repeating: "z", count: 100)
-        let array = TreeValue.object(Dictionary(uniqueKeysWithValues: (0..<20_000).map {
-            (TreeKey(String($0)), TreeValue.string(long))
-        }))
+        let array = TreeValue.object(
+            Dictionary(
+                uniqueKeysWithValues: (0..<20_000).map {
+                    (TreeKey(String($0)), TreeValue.string(long))
+                }))
         let tree = TreeValue.object(["photos": array])
         let (text, emitter) = try Self.emit(tree.leaves(), .init(), budget: budget)
         #expect(text == Self.reference(tree, .init()))
@@ -129,9 +139,11 @@ struct TreeEmitterTests {
     /// Numeric ids far apart look like array indexes one by one; once the frame spills, the node's child count
     /// shows they cannot be an array, and the rest streams as an object instead of going to the file.
     @Test func sparseNumericIdsStopWaitingOnceTheCountIsKnown() throws {
-        let ids = TreeValue.object(Dictionary(uniqueKeysWithValues: (0..<5000).map {
-            (TreeKey(String(100_000_000 + $0 * 7)), TreeValue.object(["username": .string("u\($0)")]))
-        }))
+        let ids = TreeValue.object(
+            Dictionary(
+                uniqueKeysWithValues: (0..<5000).map {
+                    (TreeKey(String(100_000_000 + $0 * 7)), TreeValue.object(["username": .string("u\($0)")]))
+                }))
         let tree = TreeValue.object(["users": ids])
         var bytes: [UInt8] = []
         var asked: [[String]] = []
@@ -150,7 +162,10 @@ struct TreeEmitterTests {
     @Test func recordsMergeWithThePartsBelowThem() throws {
         // A typed record (an in-memory subtree) and unmapped values inside it, as the store gives them.
         let parts: [(path: [String], value: TreeValue)] = [
-            (["users", "u1"], .object(["username": .string("a"), "zeta": .number(1), "list": .object(["0": .bool(true)])])),
+            (
+                ["users", "u1"],
+                .object(["username": .string("a"), "zeta": .number(1), "list": .object(["0": .bool(true)])])
+            ),
             (["users", "u1", "list", "1"], .bool(false)),
             (["users", "u1", "middle", "x"], .string("m")),
             (["users", "u1", "username"], .string("replaced")),

@@ -25,13 +25,17 @@ func firstDifference(_ a: String, _ b: String) -> String {
     while index < min(x.count, y.count), x[index] == y[index] { index += 1 }
     if index == x.count, index == y.count { return "identical" }
     let start = max(0, index - 80)
-    func excerpt(_ bytes: [UInt8]) -> String { String(decoding: bytes[start..<min(bytes.count, index + 80)], as: UTF8.self) }
+    func excerpt(_ bytes: [UInt8]) -> String {
+        String(decoding: bytes[start..<min(bytes.count, index + 80)], as: UTF8.self)
+    }
     return "differ at byte \(index):\n  got      \(excerpt(x))\n  expected \(excerpt(y))"
 }
 
 func expectSameText(_ got: String, _ expected: String, sourceLocation: SourceLocation = #_sourceLocation) {
     // As bytes: `==` on strings is canonical equivalence, and "é" and "e\u{301}" are two Firebase keys.
-    #expect(got.utf8.elementsEqual(expected.utf8), Comment(rawValue: firstDifference(got, expected)), sourceLocation: sourceLocation)
+    #expect(
+        got.utf8.elementsEqual(expected.utf8), Comment(rawValue: firstDifference(got, expected)),
+        sourceLocation: sourceLocation)
 }
 
 func makeStore() throws -> Store {
@@ -43,8 +47,9 @@ let fixtureDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent
 @Suite("Import and export round trips")
 struct TreeRoundTripTests {
     @Test func friendlyPixFixtureComesBackByteForByte() throws {
-        let fixture = try String(contentsOf: fixtureDirectory.appendingPathComponent("friendlypix-console-export.json"),
-                                 encoding: .utf8)
+        let fixture = try String(
+            contentsOf: fixtureDirectory.appendingPathComponent("friendlypix-console-export.json"),
+            encoding: .utf8)
         let store = try makeStore()
         let report = try importJSON(fixture, into: store)
         #expect(report.rejects.isEmpty)
@@ -67,7 +72,10 @@ struct TreeRoundTripTests {
         if try TreeValue.parse(json: exported) != tree {
             var writer = JSONTextWriter()
             writer.value(tree)
-            Issue.record(Comment(rawValue: "not the same tree: " + firstDifference(exported, String(decoding: writer.bytes, as: UTF8.self))))
+            Issue.record(
+                Comment(
+                    rawValue: "not the same tree: "
+                        + firstDifference(exported, String(decoding: writer.bytes, as: UTF8.self))))
         }
         // The export is canonical: the writer's own rendering of the same tree, and a fixed point.
         var writer = JSONTextWriter()
@@ -75,7 +83,9 @@ struct TreeRoundTripTests {
         expectSameText(exported, String(decoding: writer.bytes, as: UTF8.self))
         try importJSON(exported, into: store)
         #expect(try exportJSON(store) == exported)
-        for options in [JSONTextWriter.Options(rendersArrays: false), .init(isPretty: true), .init(keepsPriorities: false)] {
+        for options in [
+            JSONTextWriter.Options(rendersArrays: false), .init(isPretty: true), .init(keepsPriorities: false),
+        ] {
             var expected = JSONTextWriter(options: options)
             expected.value(tree)
             expected.finish()
@@ -94,7 +104,8 @@ struct TreeRoundTripTests {
         let report = try importJSON(file, into: store, options: ImportOptions(mode: .merge))
         #expect(report.rowsReplaced == 3 && report.rowsImported == 2)
         var expected = consistentTree.removing("users")
-        expected = expected.setting("users", #"{"dave": {"username": "dave"}}"#).setting("settings", #"{"theme": "dark"}"#)
+        expected = expected.setting("users", #"{"dave": {"username": "dave"}}"#).setting(
+            "settings", #"{"theme": "dark"}"#)
         try expectTree(store, expected)
         // Merging the same again changes nothing more.
         _ = try importJSON(file, into: store, options: ImportOptions(mode: .merge))
@@ -103,14 +114,17 @@ struct TreeRoundTripTests {
 
     @Test func importAtAPathReplacesOrUpdatesThatNodeOnly() throws {
         let store = try consistentStore()
-        let post = #"{"image_url": "u", "image_height": 1, "created_at": 1, "like_count": 0, "poster": {"uid": "bob", "username": "bob"}}"#
-        let replace = try importJSON(#"{"-Pnew": \#(post)}"#, into: store, options: ImportOptions(at: ["posts", "bob"]))
+        let post =
+            #"{"image_url": "u", "image_height": 1, "created_at": 1, "like_count": 0, "poster": {"uid": "bob", "username": "bob"}}"#
+        let replace = try importJSON(
+            #"{"-Pnew": \#(post)}"#, into: store, options: ImportOptions(at: ["posts", "bob"]))
         #expect(replace.rowsReplaced == 2 && replace.rowsImported == 1)
         var expected = consistentTree.removing("posts/bob").setting("posts/bob/-Pnew", post)
         try expectTree(store, expected)
 
-        let merge = try importJSON(#"{"dave": {"username": "dave"}, "alice": null}"#, into: store,
-                                   options: ImportOptions(mode: .merge, at: ["users"]))
+        let merge = try importJSON(
+            #"{"dave": {"username": "dave"}, "alice": null}"#, into: store,
+            options: ImportOptions(mode: .merge, at: ["users"]))
         #expect(merge.rowsReplaced == 1 && merge.rowsImported == 1)
         expected = expected.removing("users/alice").setting("users/dave", #"{"username": "dave"}"#)
         try expectTree(store, expected)
@@ -122,9 +136,13 @@ struct TreeRoundTripTests {
 
         // Inside a stored record the node is part of the record's row: refused, nothing changed.
         let before = try exportJSON(store)
-        #expect { try importJSON(#""robert""#, into: store, options: ImportOptions(at: ["posts", "bob", "-Pnew", "poster"])) }
-            throws: { ($0 as? StorageError)?.message == "cannot import at /posts/bob/-Pnew/poster: it lies inside the record /posts/bob/-Pnew"
-                    && ($0 as? StorageError)?.remedy == .importWholeRecord(path: ["posts", "bob", "-Pnew"]) }
+        #expect {
+            try importJSON(#""robert""#, into: store, options: ImportOptions(at: ["posts", "bob", "-Pnew", "poster"]))
+        } throws: {
+            ($0 as? StorageError)?.message
+                == "cannot import at /posts/bob/-Pnew/poster: it lies inside the record /posts/bob/-Pnew"
+                && ($0 as? StorageError)?.remedy == .importWholeRecord(path: ["posts", "bob", "-Pnew"])
+        }
         expectSameText(try exportJSON(store), before)
     }
 
@@ -145,10 +163,12 @@ struct TreeRoundTripTests {
             """
         let store = try makeStore()
         try importJSON(json, into: store)
-        let post = try store.connection.query("""
+        let post = try store.connection.query(
+            """
             SELECT image_url, image_height, created_at, like_count, poster_uid, poster_username, extra
             FROM posts WHERE owner_uid = 'u1' AND post_key = '-KpostA'
-            """).first!
+            """
+        ).first!
         #expect(try post.decode(String.self, at: 0) == "https://i/a.jpg")
         #expect(try post.decode(Double.self, at: 1) == 374.9999999999999)
         #expect(try post.decode(Double.self, at: 2) == 1497918951.91262)
@@ -156,7 +176,8 @@ struct TreeRoundTripTests {
         #expect(try post.decode(String.self, at: 4) == "u1")
         #expect(try post.decode(String?.self, at: 6) == nil)
         let olderPost = try store.connection.query(
-            "SELECT like_count, poster_uid FROM posts WHERE post_key = '-KpostB'").first!
+            "SELECT like_count, poster_uid FROM posts WHERE post_key = '-KpostB'"
+        ).first!
         #expect(try olderPost.decode(Int?.self, at: 0) == nil)
         let user = try store.connection.query("SELECT username, extra::text FROM users WHERE uid = 'u2'").first!
         #expect(try user.decode(String.self, at: 0) == "bo")
@@ -164,9 +185,12 @@ struct TreeRoundTripTests {
         let chat = try store.connection.query("SELECT members, member_hash FROM chats").first!
         #expect(try chat.decode([String].self, at: 0) == ["u1", "u2"])
         #expect(try chat.decode(String.self, at: 1) == "-4181")
-        for (table, count) in [("post_likes", 1), ("followers", 1), ("following", 1), ("timeline", 1), ("messages", 1),
-                               ("unmapped_values", 0)] {
-            let rows = try store.connection.query("SELECT count(*) FROM \(identifier: table)").first!.decode(Int.self, at: 0)
+        for (table, count) in [
+            ("post_likes", 1), ("followers", 1), ("following", 1), ("timeline", 1), ("messages", 1),
+            ("unmapped_values", 0),
+        ] {
+            let rows = try store.connection.query("SELECT count(*) FROM \(identifier: table)").first!.decode(
+                Int.self, at: 0)
             #expect(rows == count, "\(table)")
         }
         #expect(try TreeValue.parse(json: exportJSON(store)) == TreeValue.parse(json: json))
@@ -186,25 +210,35 @@ struct TreeRoundTripTests {
         #expect(try rows[1].decode(String.self, at: 1) == "Zoë")
         #expect(try rows[1].decode(Int.self, at: 2) == 3)
         #expect(try rows[1].decode(Double.self, at: 3) == 1497918951912)
-        #expect(try exportJSON(store) == #"{"posts":{"-Kfeed1":{"imageFileURL":"https://i/1.jpg","timestamp":1497918951912,"user":"Zoë","votes":3},"-Kfeed2":{"imageFileURL":"https://i/2.jpg","timestamp":1497918952000,"user":"Al","votes":0}}}"#)
+        #expect(
+            try exportJSON(store)
+                == #"{"posts":{"-Kfeed1":{"imageFileURL":"https://i/1.jpg","timestamp":1497918951912,"user":"Zoë","votes":3},"-Kfeed2":{"imageFileURL":"https://i/2.jpg","timestamp":1497918952000,"user":"Al","votes":0}}}"#
+        )
     }
 
     @Test func firebaseSemantics() throws {
         let store = try makeStore()
-        try importJSON(#"{"a": [1, null, 3], "b": null, "c": {}, "d": {"e": null, "f": []}, "g": {".priority": 1},"#
-            + #" "h": {".value": "v", ".priority": "p"}, "i": {".priority": 2.5, "x": -0.0}, "j": "\uFEFF"}"#, into: store)
-        #expect(try exportJSON(store)
-            == #"{"a":[1,null,3],"h":{".value":"v",".priority":"p"},"i":{".priority":2.5,"x":0},"j":"\#u{FEFF}"}"#)
-        #expect(try exportJSON(store, options: .init(rendersArrays: false, keepsPriorities: false))
-            == #"{"a":{"0":1,"2":3},"h":"v","i":{"x":0},"j":"\#u{FEFF}"}"#)
+        try importJSON(
+            #"{"a": [1, null, 3], "b": null, "c": {}, "d": {"e": null, "f": []}, "g": {".priority": 1},"#
+                + #" "h": {".value": "v", ".priority": "p"}, "i": {".priority": 2.5, "x": -0.0}, "j": "\uFEFF"}"#,
+            into: store)
+        #expect(
+            try exportJSON(store)
+                == #"{"a":[1,null,3],"h":{".value":"v",".priority":"p"},"i":{".priority":2.5,"x":0},"j":"\#u{FEFF}"}"#)
+        #expect(
+            try exportJSON(store, options: .init(rendersArrays: false, keepsPriorities: false))
+                == #"{"a":{"0":1,"2":3},"h":"v","i":{"x":0},"j":"\#u{FEFF}"}"#)
     }
 
     @Test func integerKeysExportInRTDBOrder() throws {
         let store = try makeStore()
-        try importJSON(#"{"users": {"10": {"username": "ten"}, "9": {"username": "nine"}, "a": {"username": "a"},"#
-            + #" "-1": {"username": "minus"}}, "x": {"\#u{E000}": 1, "😀": 2, "z": 3}}"#, into: store)
-        #expect(try exportJSON(store)
-            == #"{"users":{"-1":{"username":"minus"},"9":{"username":"nine"},"10":{"username":"ten"},"a":{"username":"a"}},"x":{"z":3,"😀":2,"\#u{E000}":1}}"#)
+        try importJSON(
+            #"{"users": {"10": {"username": "ten"}, "9": {"username": "nine"}, "a": {"username": "a"},"#
+                + #" "-1": {"username": "minus"}}, "x": {"\#u{E000}": 1, "😀": 2, "z": 3}}"#, into: store)
+        #expect(
+            try exportJSON(store)
+                == #"{"users":{"-1":{"username":"minus"},"9":{"username":"nine"},"10":{"username":"ten"},"a":{"username":"a"}},"x":{"z":3,"😀":2,"\#u{E000}":1}}"#
+        )
     }
 
     @Test func typedRecordsKeepRTDBOrderArraysAndPriorities() throws {
@@ -222,7 +256,9 @@ struct TreeRoundTripTests {
         let store = try makeStore()
         #expect(try importJSON(json, into: store).rejects.isEmpty)
         let tree = try #require(try TreeValue.parse(json: json))
-        for options in [JSONTextWriter.Options(), .init(rendersArrays: false), .init(isPretty: true), .init(keepsPriorities: false)] {
+        for options in [
+            JSONTextWriter.Options(), .init(rendersArrays: false), .init(isPretty: true), .init(keepsPriorities: false),
+        ] {
             var expected = JSONTextWriter(options: options)
             expected.value(tree)
             expected.finish()
@@ -293,7 +329,8 @@ struct TreeImportFailureTests {
         try expectFailureLeavesStoreUnchanged([]) { error in
             #expect(error.message.contains("empty"))
         }
-        let deep = Array(String(repeating: #"{"a":"#, count: 100_000).utf8) + Array("1".utf8)
+        let deep =
+            Array(String(repeating: #"{"a":"#, count: 100_000).utf8) + Array("1".utf8)
             + Array(String(repeating: "}", count: 100_000).utf8)
         try expectFailureLeavesStoreUnchanged(deep) { error in
             #expect(error.message.contains("deeper than Firebase's 32 levels"))
@@ -301,7 +338,8 @@ struct TreeImportFailureTests {
     }
 
     @Test func oversizedStringAndNULAreRejects() throws {
-        let big = Array(#"{"users": {"u1": {"username": ""#.utf8) + Array(repeating: UInt8(ascii: "x"), count: 20 << 20)
+        let big =
+            Array(#"{"users": {"u1": {"username": ""#.utf8) + Array(repeating: UInt8(ascii: "x"), count: 20 << 20)
             + Array(#""}}}"#.utf8)
         try expectFailureLeavesStoreUnchanged(big) { error in
             #expect(error.message.contains("rejected /users/u1/username"))
@@ -339,8 +377,10 @@ struct TreeImportFailureTests {
             """
         let report = try importJSON(json, into: store)
         #expect(report.warningCount == 5)
-        #expect(try exportJSON(store)
-            == #"{"misc":{"final":true},"posts":{"u1":{"-Kb":{"image_url":"b"}}},"users":{"u1":{"username":"third"},"u2":{"username":"x"}}}"#)
+        #expect(
+            try exportJSON(store)
+                == #"{"misc":{"final":true},"posts":{"u1":{"-Kb":{"image_url":"b"}}},"users":{"u1":{"username":"third"},"u2":{"username":"x"}}}"#
+        )
         let users = report.lines.first { $0.table == "users" }!
         #expect(users.rowsRead == 3)
         #expect(users.rowsImported == 2)

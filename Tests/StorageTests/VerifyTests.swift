@@ -43,10 +43,12 @@ struct VerifyTests {
         let store = Store(connection: try database.connect())
         try importJSON(generated.json, into: store)
         let sql = try database.connect()
-        let user = try sql.query("SELECT uid FROM users ORDER BY uid COLLATE \"C\" LIMIT 1")[0].decode(String.self, at: 0)
+        let user = try sql.query("SELECT uid FROM users ORDER BY uid COLLATE \"C\" LIMIT 1")[0].decode(
+            String.self, at: 0)
         try sql.execute("UPDATE users SET username = 'renamed' WHERE uid = \(user)")
         // One follow of a user who has others, so that the user's node stays.
-        let follow = try sql.query("""
+        let follow = try sql.query(
+            """
             SELECT uid, min(followee_uid COLLATE "C") FROM following GROUP BY uid HAVING count(*) > 1 ORDER BY 1 LIMIT 1
             """)[0]
         let (follower, followee) = (try follow.decode(String.self, at: 0), try follow.decode(String.self, at: 1))
@@ -54,9 +56,11 @@ struct VerifyTests {
         // A value no table types lands in unmapped_values.
         _ = try store.write(.set(json: "7"), at: ["zzz", "added"])
         let differences = try verified(store, against: generated.json)
-        #expect(differences == [
-            "/following/\(follower)/\(followee) missing", "/users/\(user)/username changed", "/zzz extra",
-        ].sorted { FirebaseKey.compare($0, $1) < 0 })
+        #expect(
+            differences
+                == [
+                    "/following/\(follower)/\(followee) missing", "/users/\(user)/username changed", "/zzz extra",
+                ].sorted { FirebaseKey.compare($0, $1) < 0 })
         // Put right by importing the export again.
         try importJSON(generated.json, into: store)
         #expect(try verified(store, against: generated.json) == [])
@@ -78,9 +82,10 @@ struct VerifyTests {
         var writer = JSONTextWriter()
         writer.value(tree)
         let differences = try verified(store, against: String(decoding: writer.bytes, as: UTF8.self))
-        #expect(differences == [
-            "/posts/\(post)/\(key)/image_height changed", "/users/\(uid) extra", "/users/zz-new-user missing",
-        ])
+        #expect(
+            differences == [
+                "/posts/\(post)/\(key)/image_height changed", "/users/\(uid) extra", "/users/zz-new-user missing",
+            ])
     }
 
     /// The issue's property: random trees, written as a script would (keys shuffled or repeated, arrays, nulls),
@@ -101,31 +106,40 @@ struct VerifyTests {
 
             let sql = try database.connect()
             var changed: TreeValue? = tree
-            if let row = try sql.query("""
+            if let row = try sql.query(
+                """
                 UPDATE users SET username = 'renamed by SQL'
                 WHERE uid = (SELECT min(uid) FROM users WHERE username IS NOT NULL) RETURNING uid
-                """).first {
+                """
+            ).first {
                 changed?.set(.string("renamed by SQL"), at: ["users", try row.decode(String.self, at: 0), "username"])
                 mutations["typed column", default: 0] += 1
             }
-            if let row = try sql.query("""
+            if let row = try sql.query(
+                """
                 DELETE FROM posts WHERE (owner_uid, post_key) = (SELECT owner_uid, post_key FROM posts ORDER BY 1, 2 LIMIT 1)
                 RETURNING owner_uid, post_key
-                """).first {
-                changed = changed?.removing(["posts", try row.decode(String.self, at: 0), try row.decode(String.self, at: 1)])
+                """
+            ).first {
+                changed = changed?.removing([
+                    "posts", try row.decode(String.self, at: 0), try row.decode(String.self, at: 1),
+                ])
                 mutations["typed row", default: 0] += 1
             }
-            try sql.execute("""
+            try sql.execute(
+                """
                 INSERT INTO unmapped_values (root, path, number_value, sort_key)
                 VALUES ('zz added by SQL', '{n}', 7, rtdb_path_order('zz added by SQL', '{n}'))
                 """)
             changed?.set(.number(7), at: ["zz added by SQL", "n"])
-            if let row = try sql.query("""
+            if let row = try sql.query(
+                """
                 UPDATE unmapped_values SET string_value = NULL, number_value = 99, boolean_value = NULL
                 WHERE (root, path) = (SELECT root, path FROM unmapped_values WHERE path[cardinality(path)] = '.priority'
                                       ORDER BY 1, 2 LIMIT 1)
                 RETURNING root, path
-                """).first {
+                """
+            ).first {
                 let path = [try row.decode(String.self, at: 0)] + (try row.decode([String].self, at: 1))
                 changed?.set(.number(99), at: path[...])
                 mutations["priority", default: 0] += 1

@@ -41,19 +41,23 @@ struct ChatOpen: ConsoleCommand {
         let chats = try session.store().chats(between: a, b)
         guard let chat = chats.first else { throw ConsoleError(.commandFailed, "no chat between \(a) and \(b)") }
         if chats.count > 1 {
-            session.warn("""
+            session.warn(
+                """
                 \(a) and \(b) have \(chats.count) chats: \(chats.map(\.key).joined(separator: ", ")); \
                 chat merge KEEP DROP joins two of them
                 """)
         }
         let stable = ChatMemberHash.stableText(a, b)
-        session.showRecord([
-            ("key", .text(chat.key)), ("path", .text("/chats/\(chat.uid)/\(chat.key)")), ("title", DomainViews.cell(chat.title)),
-            ("members", .list(chat.members)), ("member_hash", DomainViews.cell(chat.memberHash)),
-            ("stable_hash", .boolean(chat.memberHash == stable)), ("last_message", DomainViews.cell(chat.lastMessage)),
-            ("last_message_sent", chat.lastMessageSent.map(Cell.number) ?? .null),
-            ("time", DomainViews.cell(DomainViews.time(seconds: chat.lastMessageSent))),
-        ], as: format ?? session.format)
+        session.showRecord(
+            [
+                ("key", .text(chat.key)), ("path", .text("/chats/\(chat.uid)/\(chat.key)")),
+                ("title", DomainViews.cell(chat.title)),
+                ("members", .list(chat.members)), ("member_hash", DomainViews.cell(chat.memberHash)),
+                ("stable_hash", .boolean(chat.memberHash == stable)),
+                ("last_message", DomainViews.cell(chat.lastMessage)),
+                ("last_message_sent", chat.lastMessageSent.map(Cell.number) ?? .null),
+                ("time", DomainViews.cell(DomainViews.time(seconds: chat.lastMessageSent))),
+            ], as: format ?? session.format)
     }
 }
 
@@ -85,12 +89,13 @@ struct ChatSend: ConsoleCommand {
 
     func run(in session: Session) throws {
         let sent = try session.store().sendMessage(from: from, to: to, text: words.joined(separator: " "))
-        session.showRecord([
-            ("chat", .text(sent.chat.key)), ("created_chat", .boolean(sent.createdChat)),
-            ("message", .text(sent.message.key)), ("path", .text("/messages/\(sent.chat.key)/\(sent.message.key)")),
-            ("timestamp", sent.message.timestamp.map(Cell.number) ?? .null),
-            ("last_message", DomainViews.cell(sent.chat.lastMessage)),
-        ], as: format ?? session.format)
+        session.showRecord(
+            [
+                ("chat", .text(sent.chat.key)), ("created_chat", .boolean(sent.createdChat)),
+                ("message", .text(sent.message.key)), ("path", .text("/messages/\(sent.chat.key)/\(sent.message.key)")),
+                ("timestamp", sent.message.timestamp.map(Cell.number) ?? .null),
+                ("last_message", DomainViews.cell(sent.chat.lastMessage)),
+            ], as: format ?? session.format)
     }
 }
 
@@ -117,7 +122,8 @@ struct ChatMerge: ConsoleCommand {
     @Argument(help: ArgumentHelp("The chat that stays.", valueName: "keep")) var kept: String?
     @Argument(help: "The chat merged into it and deleted.") var drop: String?
     @Flag(help: "Merge every group of duplicate chats (same two members), keeping one of each.") var all = false
-    @Option(name: .customLong("keep"), help: "With --all, the chat each group keeps: newest or oldest (by creation time).")
+    @Option(
+        name: .customLong("keep"), help: "With --all, the chat each group keeps: newest or oldest (by creation time).")
     var keeping: ChatToKeep = .newest
     @OptionGroup var options: RepairRunOptions
 
@@ -130,9 +136,12 @@ struct ChatMerge: ConsoleCommand {
         guard all else {
             return try options.run(.chatMerge, in: session, options: RepairOptions(mergedChats: (kept!, drop!)))
         }
-        guard options.dryRun || options.confirmation.confirm(
-            "Merge every group of duplicate chats, keeping the \(keeping.rawValue) of each (try --dry-run first)?",
-            in: session) else { return }
+        guard
+            options.dryRun
+                || options.confirmation.confirm(
+                    "Merge every group of duplicate chats, keeping the \(keeping.rawValue) of each (try --dry-run first)?",
+                    in: session)
+        else { return }
         let report = try session.store().mergeDuplicateChats(
             keeping: keeping, isDryRun: options.dryRun, waitSeconds: options.wait)
         RepairReportView(format: options.format ?? session.format).print([report], to: session)

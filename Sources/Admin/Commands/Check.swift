@@ -85,20 +85,28 @@ struct Check: ConsoleCommand {
     @Option(help: ArgumentHelp("Let up to N violations of CHECK pass (repeatable).", valueName: "check=N"))
     var allow: [String] = []
 
-    @Option(help: ArgumentHelp("Fail on any violation, or only on counts that rose since the last recorded run.",
-                               valueName: "any|new"))
+    @Option(
+        help: ArgumentHelp(
+            "Fail on any violation, or only on counts that rose since the last recorded run.",
+            valueName: "any|new"))
     var failOn: CheckPolicy.FailOn = .any
 
-    @Option(help: ArgumentHelp("Write Prometheus metrics to this file (atomically), whatever the outcome.",
-                               valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "Write Prometheus metrics to this file (atomically), whatever the outcome.",
+            valueName: "path"))
     var metricsFile: String?
 
-    @Option(help: ArgumentHelp("Add this label to every metric (repeatable), e.g. database=app.",
-                               valueName: "name=value"))
+    @Option(
+        help: ArgumentHelp(
+            "Add this label to every metric (repeatable), e.g. database=app.",
+            valueName: "name=value"))
     var metricsLabel: [String] = []
 
-    @Option(help: ArgumentHelp("Wait up to this long for another check, repair or import to finish.",
-                               valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Wait up to this long for another check, repair or import to finish.",
+            valueName: "seconds"))
     var wait: Double = 0
 
     @OptionGroup var confirmation: Confirmation
@@ -110,8 +118,10 @@ struct Check: ConsoleCommand {
         guard wait >= 0, wait.isFinite else { throw ValidationError("--wait must be 0 or more seconds") }
         guard limit >= 1 else { throw ValidationError("--limit must be 1 or more") }
         if history {
-            let running = [("--fix", fix), ("--record", record), ("--allow", !allow.isEmpty), ("--fail-on", failOn != .any),
-                           ("--metrics-file", metricsFile != nil)].filter(\.1).map(\.0)
+            let running = [
+                ("--fix", fix), ("--record", record), ("--allow", !allow.isEmpty), ("--fail-on", failOn != .any),
+                ("--metrics-file", metricsFile != nil),
+            ].filter(\.1).map(\.0)
             guard running.isEmpty else {
                 throw ValidationError("--history lists past runs; \(running.joined(separator: ", ")) go with a run")
             }
@@ -123,7 +133,9 @@ struct Check: ConsoleCommand {
 
     /// `--metrics-label`s as (name, value), names as Prometheus allows them.
     private func labels() throws -> [(String, String)] {
-        guard metricsFile != nil || metricsLabel.isEmpty else { throw ValidationError("--metrics-label goes with --metrics-file") }
+        guard metricsFile != nil || metricsLabel.isEmpty else {
+            throw ValidationError("--metrics-label goes with --metrics-file")
+        }
         return try metricsLabel.map { item in
             let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             let name = parts[0]
@@ -131,8 +143,11 @@ struct Check: ConsoleCommand {
                 character == "_" || (character.isASCII && (character.isLetter || character.isNumber))
             }
             guard parts.count == 2, let first = name.first, !first.isNumber, name.allSatisfy(isNameCharacter),
-                  !name.hasPrefix("__"), name != "check"
-            else { throw ValidationError("--metrics-label takes NAME=VALUE with a Prometheus label name other than check, not \"\(item)\"") }
+                !name.hasPrefix("__"), name != "check"
+            else {
+                throw ValidationError(
+                    "--metrics-label takes NAME=VALUE with a Prometheus label name other than check, not \"\(item)\"")
+            }
             return (parts[0], parts[1])
         }
     }
@@ -151,8 +166,9 @@ struct Check: ConsoleCommand {
             }
             guard let results = try runChecks(checks, on: store, in: session, finished: &finished) else { return }
             let verdicts = results.after.map { policy.verdict(for: $0, previous: previous[$0.check]) }
-            let view = CheckReportView(quiet: quiet || session.isQuiet, format: format ?? session.format,
-                                       showsStatus: policy != CheckPolicy())
+            let view = CheckReportView(
+                quiet: quiet || session.isQuiet, format: format ?? session.format,
+                showsStatus: policy != CheckPolicy())
             view.print(results.after, verdicts: verdicts, before: results.before, repairs: results.repairs, to: session)
             let tripped = zip(results.after, verdicts).filter { $0.1.trips }
             let status: ExitStatus = tripped.isEmpty ? .success : .violationsFound
@@ -197,22 +213,30 @@ struct Check: ConsoleCommand {
     ) throws -> (before: [CheckResult], repairs: [RepairReport], after: [CheckResult])? {
         let wait = MaintenanceWait(seconds: wait) { [diagnostics = session.diagnostics] holder in
             guard diagnostics.isTerminal else { return }
-            diagnostics.line("Waiting up to \(Int(self.wait.rounded(.up))) s for " + Self.describe(holder) + " to finish…")
+            diagnostics.line(
+                "Waiting up to \(Int(self.wait.rounded(.up))) s for " + Self.describe(holder) + " to finish…")
             diagnostics.flush()
         }
         if fix {
-            guard dryRun || confirmation.confirm(
-                "check --fix repairs what fails, rewriting rows in place (try --dry-run first). Go on?", in: session)
+            guard
+                dryRun
+                    || confirmation.confirm(
+                        "check --fix repairs what fails, rewriting rows in place (try --dry-run first). Go on?",
+                        in: session)
             else { return nil }
             let progress = ProgressBar("check --fix", total: nil, session: session)
             defer { progress?.finish() }
-            return try store.checkAndFix(checks, examples: examples, isDryRun: dryRun, wait: wait) { progress?.show($0) }
+            return try store.checkAndFix(checks, examples: examples, isDryRun: dryRun, wait: wait) {
+                progress?.show($0)
+            }
         }
         let progress = ProgressBar("check", total: nil, session: session)
         defer { progress?.finish() }
         let after = try store.check(checks, examples: examples, wait: wait) { check, index in
             progress?.show("\(index + 1) of \(checks.count): \(check.rawValue)")
-        } onResult: { finished.append($0) }
+        } onResult: {
+            finished.append($0)
+        }
         return ([], [], after)
     }
 
@@ -224,13 +248,15 @@ struct Check: ConsoleCommand {
     }
 
     private static func entry(_ result: CheckResult, tripped: Bool) -> CheckRun.Entry {
-        CheckRun.Entry(check: result.check.rawValue, violations: result.violations, seconds: result.seconds,
-                       tripped: tripped)
+        CheckRun.Entry(
+            check: result.check.rawValue, violations: result.violations, seconds: result.seconds,
+            tripped: tripped)
     }
 
     /// `user@host` of this process, for the history.
     private static var client: String {
-        let user = ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 }
+        let user =
+            ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 }
             ?? getpwuid(geteuid()).map { String(cString: $0.pointee.pw_name) } ?? String(geteuid())
         var name = [CChar](repeating: 0, count: 256)
         let host = gethostname(&name, name.count) == 0 ? String(cString: name) : "localhost"

@@ -20,16 +20,22 @@ struct CommandGroup {
 
     static let all: [CommandGroup] = [
         CommandGroup(title: "Status and schema", commands: [Status.self, Migrate.self, Vacuum.self]),
-        CommandGroup(title: "Import and export", commands: [Import.self, Export.self, Verify.self, Get.self, Generate.self]),
+        CommandGroup(
+            title: "Import and export", commands: [Import.self, Export.self, Verify.self, Get.self, Generate.self]),
         CommandGroup(title: "Firebase's writes", commands: [SetCommand.self, Update.self, Push.self, Remove.self]),
-        CommandGroup(title: "Users, posts and follows", commands: [
-            UserCommand.self, Users.self, PostCommand.self, Posts.self, Follow.self, Unfollow.self, Like.self,
-            Unlike.self, Timeline.self, Feed.self,
-        ]),
+        CommandGroup(
+            title: "Users, posts and follows",
+            commands: [
+                UserCommand.self, Users.self, PostCommand.self, Posts.self, Follow.self, Unfollow.self, Like.self,
+                Unlike.self, Timeline.self, Feed.self,
+            ]),
         CommandGroup(title: "Chats", commands: [ChatCommand.self, Chats.self, Messages.self]),
-        CommandGroup(title: "Integrity", commands: [
-            Check.self, Backfill.self, Denormalize.self, Rehash.self, RepairCommand.self,
-        ]),
-        CommandGroup(title: "Console", commands: [Help.self, SettingsCommand.self, Timing.self, WatchCommand.self, Quit.self]),
+        CommandGroup(
+            title: "Integrity",
+            commands: [
+                Check.self, Backfill.self, Denormalize.self, Rehash.self, RepairCommand.self,
+            ]),
+        CommandGroup(
+            title: "Console", commands: [Help.self, SettingsCommand.self, Timing.self, WatchCommand.self, Quit.self]),
     ]
 }

@@ -55,15 +55,20 @@ struct Export: ConsoleCommand {
         let destination = file ?? Self.defaultPath()
         // Not when the JSON itself goes to the terminal: the bar would be drawn into it.
         let toTerminal = destination == "-" && session.output.isTerminal
-        let progress = toTerminal ? nil : ProgressBar(
-            "export", total: keys.isEmpty ? try store.estimatedRowCount() : nil, unit: .rows, session: session)
+        let progress =
+            toTerminal
+            ? nil
+            : ProgressBar(
+                "export", total: keys.isEmpty ? try store.estimatedRowCount() : nil, unit: .rows, session: session)
         defer { progress?.finish() }
         let export = { (write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> ExportReport in
             try store.exportTree(at: keys, options: options, onProgress: { progress?.update(done: $0) }, to: write)
         }
         // nil: `export - | head`, the reader has what it wanted.
-        guard let report = try OutputFile.writing(
-            toFileOrStandardOutput: destination, replacing: force, createsDirectory: file == nil, session: session, export)
+        guard
+            let report = try OutputFile.writing(
+                toFileOrStandardOutput: destination, replacing: force, createsDirectory: file == nil, session: session,
+                export)
         else { return }
         progress?.finish()
         let megabytes = Double(report.bytes) / 1_000_000

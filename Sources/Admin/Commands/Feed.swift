@@ -60,7 +60,9 @@ struct FeedOlder: ConsoleCommand {
               feed older --before 1497918951912 --before-id -KnbF3w6cUQ-Pk1J2B4E --limit 20
             """)
     @Option(help: "A timestamp in milliseconds.") var before: Double
-    @Option(parsing: .unconditional, help: "The id of the last post shown, to page through posts that share a timestamp.") var beforeId: String?
+    @Option(
+        parsing: .unconditional, help: "The id of the last post shown, to page through posts that share a timestamp.")
+    var beforeId: String?
     @OptionGroup var options: FeedOptions
     func run(in session: Session) throws { try options.show(.older(than: before, id: beforeId), in: session) }
 }

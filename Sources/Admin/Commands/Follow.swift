@@ -18,8 +18,9 @@ struct Follow: ConsoleCommand {
 
     func run(in session: Session) throws {
         let result = try session.store().follow(follower, followee)
-        session.output.line(result.changed
-            ? "\(follower) now follows \(followee); \(DomainViews.count(result.count, "post")) added to the timeline."
-            : "\(follower) already follows \(followee); nothing changed.")
+        session.output.line(
+            result.changed
+                ? "\(follower) now follows \(followee); \(DomainViews.count(result.count, "post")) added to the timeline."
+                : "\(follower) already follows \(followee); nothing changed.")
     }
 }

@@ -63,7 +63,8 @@ struct Generate: ConsoleCommand {
             throw ValidationError("--users must be between 1 and \(GeneratorOptions.maximumUsers)")
         }
         if anomalies, dialect != .makestagram {
-            throw ValidationError("--anomalies plants violations of the checks, which are defined on the makestagram tree")
+            throw ValidationError(
+                "--anomalies plants violations of the checks, which are defined on the makestagram tree")
         }
     }
 
@@ -72,16 +73,20 @@ struct Generate: ConsoleCommand {
             users: users, seed: seed, dialect: dialect, plantsAnomalies: anomalies,
             output: JSONTextWriter.Options(isPretty: pretty))
         let toTerminal = file == "-" && session.output.isTerminal
-        let progress = toTerminal ? nil : ProgressBar(
-            "generate", total: session.diagnostics.isTerminal ? try ExportGenerator.estimatedBytes(options) : nil,
-            session: session)
+        let progress =
+            toTerminal
+            ? nil
+            : ProgressBar(
+                "generate", total: session.diagnostics.isTerminal ? try ExportGenerator.estimatedBytes(options) : nil,
+                session: session)
         defer { progress?.finish() }
         let generate = { (write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> GeneratorReport in
             try ExportGenerator.write(options, onProgress: { progress?.update(done: $0) }, to: write)
         }
         // nil: `generate - | head`, the reader has what it wanted.
-        guard let report = try OutputFile.writing(
-            toFileOrStandardOutput: file, replacing: force, session: session, generate)
+        guard
+            let report = try OutputFile.writing(
+                toFileOrStandardOutput: file, replacing: force, session: session, generate)
         else { return }
         progress?.finish()
         if let manifest {
@@ -94,7 +99,8 @@ struct Generate: ConsoleCommand {
         session.inform(
             "Generated \(users) users (\(dialect.rawValue), seed \(seed)): \(rows); \(report.bytes) bytes"
                 + (file == "-" ? "" : " to \(file)")
-                + " in \(String(format: "%.3f", report.seconds)) s (\(String(format: "%.1f", megabytes / max(report.seconds, 1e-9))) MB/s).")
+                + " in \(String(format: "%.3f", report.seconds)) s (\(String(format: "%.1f", megabytes / max(report.seconds, 1e-9))) MB/s)."
+        )
         let planted = report.violations.filter { !$0.isClean }
         if !planted.isEmpty {
             session.inform(
@@ -109,6 +115,8 @@ struct Generate: ConsoleCommand {
             ("users", String(users)), ("seed", String(seed)), ("dialect", JSONWriter.string(dialect.rawValue)),
             ("anomalies", anomalies ? "true" : "false"), ("bytes", String(report.bytes)),
             ("nodes", JSONWriter.object(report.nodes.map { ($0.name, String($0.rows)) })),
-        ] + CheckReportView.contract(report.violations, verdicts: CheckReportView.verdicts(report.violations), timed: false)
+        ]
+            + CheckReportView.contract(
+                report.violations, verdicts: CheckReportView.verdicts(report.violations), timed: false)
     }
 }

@@ -43,7 +43,8 @@ struct Get: ConsoleCommand {
     @Option(help: ArgumentHelp("Only the last N children in the order.", valueName: "n")) var limitToLast: Int?
     @Option(parsing: .unconditional, help: ArgumentHelp("Children ordered at or after this value.", valueName: "value"))
     var startAt: String?
-    @Option(parsing: .unconditional, help: ArgumentHelp("Children ordered at or before this value.", valueName: "value"))
+    @Option(
+        parsing: .unconditional, help: ArgumentHelp("Children ordered at or before this value.", valueName: "value"))
     var endAt: String?
     @Option(parsing: .unconditional, help: ArgumentHelp("Children ordered at exactly this value.", valueName: "value"))
     var equalTo: String?
@@ -55,15 +56,24 @@ struct Get: ConsoleCommand {
 
     /// The query the options ask for; nil without any.
     private func query() throws -> TreeQuery? {
-        let orders: [TreeQuery.Order] = (orderByKey ? [.key] : []) + (orderByValue ? [.value] : [])
+        let orders: [TreeQuery.Order] =
+            (orderByKey ? [.key] : []) + (orderByValue ? [.value] : [])
             + (try orderBy.map { [.child(try FirebasePath.keys(of: $0))] } ?? [])
         let filtered = limitToFirst != nil || limitToLast != nil || startAt != nil || endAt != nil || equalTo != nil
         guard let order = orders.first else {
-            if filtered { throw ValidationError("limits and --start-at, --end-at, --equal-to need an order (--order-by-key, --order-by-value or --order-by CHILD)") }
+            if filtered {
+                throw ValidationError(
+                    "limits and --start-at, --end-at, --equal-to need an order (--order-by-key, --order-by-value or --order-by CHILD)"
+                )
+            }
             return nil
         }
-        guard orders.count == 1 else { throw ValidationError("give one order: --order-by-key, --order-by-value or --order-by CHILD") }
-        guard limitToFirst == nil || limitToLast == nil else { throw ValidationError("give --limit-to-first or --limit-to-last, not both") }
+        guard orders.count == 1 else {
+            throw ValidationError("give one order: --order-by-key, --order-by-value or --order-by CHILD")
+        }
+        guard limitToFirst == nil || limitToLast == nil else {
+            throw ValidationError("give --limit-to-first or --limit-to-last, not both")
+        }
         for limit in [limitToFirst, limitToLast].compactMap({ $0 }) where limit <= 0 {
             throw ValidationError("limits must be positive")
         }
@@ -72,12 +82,15 @@ struct Get: ConsoleCommand {
             guard let text else { return nil }
             if order == .key {
                 // Keys are strings: 5 and "5" both mean the key 5.
-                return .string((try? TreeValue.parse(json: text)).flatMap { if case .string(let key) = $0 { key } else { nil } } ?? text)
+                return .string(
+                    (try? TreeValue.parse(json: text)).flatMap { if case .string(let key) = $0 { key } else { nil } }
+                        ?? text)
             }
             return (try? TreeValue.parse(json: text)) ?? .string(text)
         }
-        return TreeQuery(order: order, start: value(startAt), end: value(endAt), equal: value(equalTo),
-                         limitToFirst: limitToFirst, limitToLast: limitToLast)
+        return TreeQuery(
+            order: order, start: value(startAt), end: value(endAt), equal: value(equalTo),
+            limitToFirst: limitToFirst, limitToLast: limitToLast)
     }
 
     func run(in session: Session) throws {

@@ -32,7 +32,7 @@ struct Help: ConsoleCommand {
             // The parser answers --help with its own help command, whose run throws the text.
             var parsed = try ConsoleCommands.parseAsRoot(command + ["--help"])
             try parsed.run()
-        } catch where ConsoleCommands.exitCode(for: error) == .success {
+        } catch  where ConsoleCommands.exitCode(for: error) == .success {
             return ConsoleCommands.fullMessage(for: error) + "\n"
         }
         throw ConsoleError(.usage, "no such command: \(command.joined(separator: " ")) (try: help)")

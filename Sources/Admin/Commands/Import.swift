@@ -59,8 +59,10 @@ struct Import: ConsoleCommand {
     @Flag(help: "Parse, map and load, report, then roll back.")
     var dryRun = false
 
-    @Option(help: ArgumentHelp("The file is the node at this Firebase path (an export of /posts alone, say).",
-                               valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "The file is the node at this Firebase path (an export of /posts alone, say).",
+            valueName: "path"))
     var at = "/"
 
     @OptionGroup var confirmation: Confirmation
@@ -92,12 +94,15 @@ struct Import: ConsoleCommand {
         let keys = try FirebasePath.keys(of: at)
         if mode == .replace, !dryRun, try !store.isEmpty() {
             let what = keys.isEmpty ? "everything the store holds" : "the node at \(at)"
-            guard confirmation.confirm(
-                "import --mode replace deletes \(what) and loads \(file) instead. Go on?", in: session) else { return }
+            guard
+                confirmation.confirm(
+                    "import --mode replace deletes \(what) and loads \(file) instead. Go on?", in: session)
+            else { return }
         }
         let rejectsFile = try RejectsFile(path: rejects ?? Self.defaultRejectsPath(for: file), replacing: force)
-        let options = ImportOptions(mode: mode, isDryRun: dryRun, maximumRejects: maxRejects, at: keys,
-                                    allowsEmptying: allowEmpty || confirmation.yes)
+        let options = ImportOptions(
+            mode: mode, isDryRun: dryRun, maximumRejects: maxRejects, at: keys,
+            allowsEmptying: allowEmpty || confirmation.yes)
         let report: ImportReport
         let progress = ProgressBar("import", total: input.size, session: session)
         defer { progress?.finish() }
@@ -149,7 +154,8 @@ final class RejectsFile {
         if !replacing, lstat(path, &info) == 0 {
             throw ConsoleError(
                 .commandFailed,
-                "the rejects file \(path) exists (from an earlier import?): --force replaces it, --rejects FILE writes another")
+                "the rejects file \(path) exists (from an earlier import?): --force replaces it, --rejects FILE writes another"
+            )
         }
     }
 
@@ -157,8 +163,10 @@ final class RejectsFile {
         if file == nil { file = try OutputFile(path: path, replacing: replacing, createsDirectory: false) }
         var fields = [("path", JSONWriter.string(reject.path)), ("reason", JSONWriter.string(reject.reason))]
         if reject.isTruncated {
-            fields += [("truncated", "true"), ("value_bytes", String(reject.valueBytes)),
-                       ("value_prefix", JSONWriter.string(reject.value))]
+            fields += [
+                ("truncated", "true"), ("value_bytes", String(reject.valueBytes)),
+                ("value_prefix", JSONWriter.string(reject.value)),
+            ]
         } else {
             fields.append(("value", reject.value))
         }
@@ -207,8 +215,10 @@ struct ImportReportView {
                 ])
             }
             if lines.isEmpty {
-                rows.append([.text(node.name), .null, .integer(0), .integer(0), .integer(node.rejected), .integer(0),
-                             .text(Self.seconds(node.seconds))])
+                rows.append([
+                    .text(node.name), .null, .integer(0), .integer(0), .integer(node.rejected), .integer(0),
+                    .text(Self.seconds(node.seconds)),
+                ])
             }
         }
         rows.append([
@@ -223,11 +233,13 @@ struct ImportReportView {
     private var summary: String {
         let megabytes = Double(report.inputBytes) / 1_000_000
         let rate = report.seconds > 0 ? Double(report.rowsImported) / report.seconds : 0
-        var text = "\(report.isDryRun ? "Dry run: would import" : "Imported") \(DomainViews.count(report.rowsImported, "row")) from "
+        var text =
+            "\(report.isDryRun ? "Dry run: would import" : "Imported") \(DomainViews.count(report.rowsImported, "row")) from "
             + "\(file) (\(String(format: "%.1f", megabytes)) MB) in \(Self.seconds(report.seconds)) s: "
             + "\(String(format: "%.1f", report.bytesPerSecond / 1_000_000)) MB/s, \(Int(rate)) rows/s."
         if report.mode == .merge {
-            text += " Merged: \(DomainViews.count(report.rowsReplaced, "row")) of the store's nodes of the same names "
+            text +=
+                " Merged: \(DomainViews.count(report.rowsReplaced, "row")) of the store's nodes of the same names "
                 + (report.rowsReplaced == 1 ? "was" : "were") + " replaced."
         }
         if report.isDryRun { text += " Rolled back; nothing was changed." }
@@ -255,7 +267,8 @@ struct ImportReportView {
             ("file", JSONWriter.string(file)), ("mode", JSONWriter.string(report.mode.rawValue)),
             ("dry_run", report.isDryRun ? "true" : "false"), ("input_bytes", String(report.inputBytes)),
             ("seconds", JSONWriter.number(report.seconds)), ("rows_imported", String(report.rowsImported)),
-            ("rows_replaced", String(report.rowsReplaced)), ("tables", JSONWriter.array(lines)), ("nodes", JSONWriter.array(nodes)),
+            ("rows_replaced", String(report.rowsReplaced)), ("tables", JSONWriter.array(lines)),
+            ("nodes", JSONWriter.array(nodes)),
             ("rejected", String(report.rejectCount)), ("rejects", JSONWriter.array(rejects)),
             ("warnings", String(report.warningCount)),
         ])

@@ -19,8 +19,9 @@ struct Like: ConsoleCommand {
 
     func run(in session: Session) throws {
         let result = try session.store().like(uid, post: postKey)
-        session.output.line(result.changed
-            ? "\(uid) likes \(postKey); like_count \(result.count)."
-            : "\(uid) already likes \(postKey); like_count \(result.count), nothing changed.")
+        session.output.line(
+            result.changed
+                ? "\(uid) likes \(postKey); like_count \(result.count)."
+                : "\(uid) already likes \(postKey); like_count \(result.count), nothing changed.")
     }
 }

@@ -27,9 +27,10 @@ struct Migrate: ConsoleCommand {
         let store = try session.store(requiringSchema: false, migratingEmbedded: false)
         if list {
             let state = try store.migrationState()
-            let rows: [[Cell]] = state.applied.map {
-                [.integer($0.version), .text($0.fileName), .text("applied"), .text($0.appliedAt)]
-            } + state.pending.map { [.integer($0.version), .text($0.fileName), .text("pending"), .null] }
+            let rows: [[Cell]] =
+                state.applied.map {
+                    [.integer($0.version), .text($0.fileName), .text("applied"), .text($0.appliedAt)]
+                } + state.pending.map { [.integer($0.version), .text($0.fileName), .text("pending"), .null] }
             let table = ResultTable(columns: ["version", "file", "state", "applied_at"], rows: rows)
             session.show(table, as: format ?? session.format)
             return

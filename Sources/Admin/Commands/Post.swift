@@ -37,10 +37,11 @@ struct PostCreate: ConsoleCommand {
 
     func run(in session: Session) throws {
         let (post, entries) = try session.store().createPost(owner: uid, imageURL: imageURL, imageHeight: imageHeight)
-        session.showRecord([
-            ("key", .text(post.key)), ("path", .text("/posts/\(post.ownerUID)/\(post.key)")),
-            ("created_at", post.createdAt.map(Cell.number) ?? .null), ("timeline_entries", .integer(entries)),
-        ], as: format ?? session.format)
+        session.showRecord(
+            [
+                ("key", .text(post.key)), ("path", .text("/posts/\(post.ownerUID)/\(post.key)")),
+                ("created_at", post.createdAt.map(Cell.number) ?? .null), ("timeline_entries", .integer(entries)),
+            ], as: format ?? session.format)
     }
 }
 

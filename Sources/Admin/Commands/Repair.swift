@@ -45,7 +45,8 @@ struct RepairFollows: ConsoleCommand {
     @OptionGroup var options: RepairRunOptions
 
     func run(in session: Session) throws {
-        try options.run(.follows, in: session, options: RepairOptions(followPreference: prefer, batchSize: batch.batchSize))
+        try options.run(
+            .follows, in: session, options: RepairOptions(followPreference: prefer, batchSize: batch.batchSize))
     }
 }
 

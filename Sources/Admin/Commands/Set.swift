@@ -37,7 +37,8 @@ enum FirebaseWrite {
         let report = try session.store().write(write, at: keys)
         let written = FirebasePath.string(of: report.path)
         if case .push = write { session.output.line(TerminalText.escaped(written)) }
-        session.inform("\(written): \(DomainViews.count(report.rowsWritten, "row")) written, "
-            + "\(DomainViews.count(report.rowsRemoved, "row")) removed.")
+        session.inform(
+            "\(written): \(DomainViews.count(report.rowsWritten, "row")) written, "
+                + "\(DomainViews.count(report.rowsRemoved, "row")) removed.")
     }
 }

@@ -4,7 +4,8 @@ import ArgumentParser
 struct SettingsCommand: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "settings",
-        abstract: "Show or change a setting of this session: format, timing, quiet, pager, expanded, lock_timeout (also: \\set).",
+        abstract:
+            "Show or change a setting of this session: format, timing, quiet, pager, expanded, lock_timeout (also: \\set).",
         discussion: """
             format    table, expanded, json or csv: how commands print unless given --format
             timing    on or off: print each command's duration on stderr (also: \\timing)
@@ -39,18 +40,24 @@ struct SettingsCommand: ConsoleCommand {
 
     func run(in session: Session) throws {
         guard let name, let value else {
-            session.showRecord([
-                ("format", .text(session.format.rawValue)), ("timing", .text(session.isTiming ? "on" : "off")),
-                ("quiet", .text(session.isQuiet ? "on" : "off")), ("pager", .text(session.usesPager ? "on" : "off")),
-                ("expanded", .text(session.expandedMode == .auto ? "auto" : session.format == .expanded ? "on" : "off")),
-                ("lock_timeout", .text(session.lockTimeout.map { "\(Self.seconds($0))" } ?? "0")),
-            ], as: session.format)
+            session.showRecord(
+                [
+                    ("format", .text(session.format.rawValue)), ("timing", .text(session.isTiming ? "on" : "off")),
+                    ("quiet", .text(session.isQuiet ? "on" : "off")),
+                    ("pager", .text(session.usesPager ? "on" : "off")),
+                    (
+                        "expanded",
+                        .text(session.expandedMode == .auto ? "auto" : session.format == .expanded ? "on" : "off")
+                    ),
+                    ("lock_timeout", .text(session.lockTimeout.map { "\(Self.seconds($0))" } ?? "0")),
+                ], as: session.format)
             return
         }
         switch name {
         case .format:
             guard let format = OutputFormat(rawValue: value) else {
-                throw ConsoleError(.usage, "format must be one of \(OutputFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+                throw ConsoleError(
+                    .usage, "format must be one of \(OutputFormat.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             session.format = format
         case .timing: session.isTiming = try Self.onOff(value)
@@ -96,7 +103,8 @@ struct Timing: ConsoleCommand {
     @Argument(help: "on or off; without it, toggles.") var value: String?
 
     func run(in session: Session) throws {
-        session.isTiming = try value.map { value throws(ConsoleError) in try SettingsCommand.onOff(value) } ?? !session.isTiming
+        session.isTiming =
+            try value.map { value throws(ConsoleError) in try SettingsCommand.onOff(value) } ?? !session.isTiming
         session.inform("Timing is \(session.isTiming ? "on" : "off").")
     }
 }

@@ -25,21 +25,23 @@ struct Status: ConsoleCommand {
         switch format {
         case .json:
             let tables = status.tableRows.map { ($0.table, String($0.rows)) }
-            session.output.line(JSONWriter.object([
-                ("server_version", JSONWriter.string(status.serverVersion)),
-                ("connection", JSONWriter.string(connection)),
-                ("embedded", session.embeddedDirectory == nil ? "false" : "true"),
-                ("schema_version", String(status.schemaVersion)),
-                ("pending_migrations", JSONWriter.array(status.pendingMigrations.map(JSONWriter.string))),
-                ("tables", JSONWriter.object(tables)),
-            ]))
+            session.output.line(
+                JSONWriter.object([
+                    ("server_version", JSONWriter.string(status.serverVersion)),
+                    ("connection", JSONWriter.string(connection)),
+                    ("embedded", session.embeddedDirectory == nil ? "false" : "true"),
+                    ("schema_version", String(status.schemaVersion)),
+                    ("pending_migrations", JSONWriter.array(status.pendingMigrations.map(JSONWriter.string))),
+                    ("tables", JSONWriter.object(tables)),
+                ]))
         case .csv:
             // One document: each setting, then each table's rows.
-            let rows: [[Cell]] = [
-                [.text("setting"), .text("server"), .text("PostgreSQL \(status.serverVersion)")],
-                [.text("setting"), .text("connection"), .text(connection)],
-                [.text("setting"), .text("schema"), .text(schema)],
-            ] + status.tableRows.map { [.text("rows"), .text($0.table), .integer($0.rows)] }
+            let rows: [[Cell]] =
+                [
+                    [.text("setting"), .text("server"), .text("PostgreSQL \(status.serverVersion)")],
+                    [.text("setting"), .text("connection"), .text(connection)],
+                    [.text("setting"), .text("schema"), .text(schema)],
+                ] + status.tableRows.map { [.text("rows"), .text($0.table), .integer($0.rows)] }
             session.show(ResultTable(columns: ["kind", "name", "value"], rows: rows), as: .csv)
         case .table, .expanded:
             let summary = ResultTable(
@@ -67,8 +69,10 @@ struct Status: ConsoleCommand {
     private func schemaDescription(_ status: StoreStatus) -> String {
         var text = "version \(status.schemaVersion)"
         if let file = status.schemaFile { text += " (\(file))" }
-        text += status.pendingMigrations.isEmpty
-            ? ", up to date" : ", \(status.pendingMigrations.count) pending: " + status.pendingMigrations.joined(separator: ", ")
+        text +=
+            status.pendingMigrations.isEmpty
+            ? ", up to date"
+            : ", \(status.pendingMigrations.count) pending: " + status.pendingMigrations.joined(separator: ", ")
         return text
     }
 }

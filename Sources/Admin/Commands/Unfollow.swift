@@ -18,8 +18,9 @@ struct Unfollow: ConsoleCommand {
 
     func run(in session: Session) throws {
         let result = try session.store().unfollow(follower, followee)
-        session.output.line(result.changed
-            ? "\(follower) no longer follows \(followee); \(DomainViews.count(result.count, "post")) removed from the timeline."
-            : "\(follower) does not follow \(followee); nothing changed.")
+        session.output.line(
+            result.changed
+                ? "\(follower) no longer follows \(followee); \(DomainViews.count(result.count, "post")) removed from the timeline."
+                : "\(follower) does not follow \(followee); nothing changed.")
     }
 }

@@ -18,8 +18,9 @@ struct Unlike: ConsoleCommand {
 
     func run(in session: Session) throws {
         let result = try session.store().unlike(uid, post: postKey)
-        session.output.line(result.changed
-            ? "\(uid) no longer likes \(postKey); like_count \(result.count)."
-            : "\(uid) does not like \(postKey); like_count \(result.count), nothing changed.")
+        session.output.line(
+            result.changed
+                ? "\(uid) no longer likes \(postKey); like_count \(result.count)."
+                : "\(uid) does not like \(postKey); like_count \(result.count), nothing changed.")
     }
 }

@@ -58,11 +58,12 @@ struct UserShow: ConsoleCommand {
         guard let summary = try session.store().user(uid) else {
             throw ConsoleError(.commandFailed, "no user \(uid)")
         }
-        session.showRecord([
-            ("uid", .text(summary.user.uid)), ("username", DomainViews.cell(summary.user.username)),
-            ("posts", .integer(summary.posts)), ("followers", .integer(summary.followers)),
-            ("following", .integer(summary.following)), ("timeline", .integer(summary.timelineEntries)),
-        ], as: format ?? session.format)
+        session.showRecord(
+            [
+                ("uid", .text(summary.user.uid)), ("username", DomainViews.cell(summary.user.username)),
+                ("posts", .integer(summary.posts)), ("followers", .integer(summary.followers)),
+                ("following", .integer(summary.following)), ("timeline", .integer(summary.timelineEntries)),
+            ], as: format ?? session.format)
     }
 }
 
@@ -84,6 +85,8 @@ struct UserRename: ConsoleCommand {
 
     func run(in session: Session) throws {
         let posts = try session.store().renameUser(uid: uid, to: username, propagate: propagate)
-        session.output.line(TerminalText.escaped("Renamed \(uid) to \(username)") + (propagate ? "; updated \(DomainViews.count(posts, "post"))." : "."))
+        session.output.line(
+            TerminalText.escaped("Renamed \(uid) to \(username)")
+                + (propagate ? "; updated \(DomainViews.count(posts, "post"))." : "."))
     }
 }

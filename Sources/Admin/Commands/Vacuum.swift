@@ -28,10 +28,11 @@ struct Vacuum: ConsoleCommand {
 
     func run(in session: Session) throws {
         let tables = try session.store().vacuum(full: full)
-        session.show(ResultTable(
-            columns: ["table", "bytes before", "bytes after"],
-            rows: tables.map { [.text($0.table), .integer($0.bytesBefore), .integer($0.bytesAfter)] }
-        ), as: format ?? session.format)
+        session.show(
+            ResultTable(
+                columns: ["table", "bytes before", "bytes after"],
+                rows: tables.map { [.text($0.table), .integer($0.bytesBefore), .integer($0.bytesAfter)] }
+            ), as: format ?? session.format)
         let freed = tables.reduce(0) { $0 + $1.bytesBefore - $1.bytesAfter }
         session.inform("Gave back \(DomainViews.count(max(0, freed), "byte")) on disk.")
     }

@@ -92,7 +92,8 @@ struct Verify: ConsoleCommand {
                     return try input.source(progress: progress, keepingCopyIn: temporaryDirectory)
                 }
                 progress?.finish()
-                session.inform("\(file): keys not in RTDB order; sorting it first (temporary files in \(temporaryDirectory))")
+                session.inform(
+                    "\(file): keys not in RTDB order; sorting it first (temporary files in \(temporaryDirectory))")
                 progress = ProgressBar("verify: sorting", total: input.size, session: session)
                 return try input.rewound(progress: progress)
             }, at: keys, ignoringPriorities: ignorePriorities, maxListed: maxDifferences, sortingFirst: sort,
@@ -120,7 +121,8 @@ struct Verify: ConsoleCommand {
             rows: report.differences.map { difference in
                 [
                     .text(FirebasePath.string(of: difference.path)), .text(difference.kind.rawValue),
-                    Self.cell(difference.source, cut: cut, reason: difference.reason), Self.cell(difference.store, cut: cut),
+                    Self.cell(difference.source, cut: cut, reason: difference.reason),
+                    Self.cell(difference.store, cut: cut),
                 ]
             })
     }
@@ -135,13 +137,17 @@ struct Verify: ConsoleCommand {
         let rate = report.seconds > 0 ? Double(report.sourceBytes) / 1_000_000 / report.seconds : 0
         let timing = String(format: "%.3f s, %.1f MB/s", report.seconds, rate)
         let compared = "\(DomainViews.count(report.nodesCompared, "node")) compared"
-        let sorted = sort
+        let sorted =
+            sort
             ? " \(file) was sorted first (--sort)."
             : report.sortedBecause.map { " \(file) was sorted first, because \($0)." } ?? ""
         guard !report.isEqual else { return "The store and \(file) are equal: \(compared) (\(timing)).\(sorted)" }
-        let kinds = TreeDifference.Kind.allCases.compactMap { kind in report.counts[kind].map { "\($0) \(kind.rawValue)" } }
+        let kinds = TreeDifference.Kind.allCases.compactMap { kind in
+            report.counts[kind].map { "\($0) \(kind.rawValue)" }
+        }
         let nodes = Self.countsByChild(report).map { "\($0.path): \($0.count)" }
-        var text = "\(DomainViews.count(report.differenceCount, "difference")) (\(kinds.joined(separator: ", "))) "
+        var text =
+            "\(DomainViews.count(report.differenceCount, "difference")) (\(kinds.joined(separator: ", "))) "
             + "under \(nodes.joined(separator: ", ")); \(compared) (\(timing))."
         if report.differences.count < report.differenceCount {
             text += " The first \(report.differences.count) are listed (--max-differences)."
@@ -158,17 +164,21 @@ struct Verify: ConsoleCommand {
     /// The JSON contract: `equal`, `differences` (values whole, as JSON), `summary`.
     static func json(_ report: VerifyReport) -> String {
         let differences = report.differences.map { difference in
-            JSONWriter.object([
-                ("path", JSONWriter.string(FirebasePath.string(of: difference.path))),
-                ("kind", JSONWriter.string(difference.kind.rawValue)),
-                ("source", value(difference.source, isCut: difference.isCut)),
-                ("store", value(difference.store, isCut: difference.isCut)),
-            ] + (difference.reason.map { [("reason", JSONWriter.string($0))] } ?? []))
+            JSONWriter.object(
+                [
+                    ("path", JSONWriter.string(FirebasePath.string(of: difference.path))),
+                    ("kind", JSONWriter.string(difference.kind.rawValue)),
+                    ("source", value(difference.source, isCut: difference.isCut)),
+                    ("store", value(difference.store, isCut: difference.isCut)),
+                ] + (difference.reason.map { [("reason", JSONWriter.string($0))] } ?? []))
         }
         let summary = JSONWriter.object([
             ("nodes_compared", String(report.nodesCompared)),
             ("differences", String(report.differenceCount)),
-            ("by_kind", JSONWriter.object(TreeDifference.Kind.allCases.map { ($0.rawValue, String(report.counts[$0] ?? 0)) })),
+            (
+                "by_kind",
+                JSONWriter.object(TreeDifference.Kind.allCases.map { ($0.rawValue, String(report.counts[$0] ?? 0)) })
+            ),
             ("by_node", JSONWriter.object(countsByChild(report).map { ($0.path, String($0.count)) })),
             ("listed", String(report.differences.count)),
             ("source_bytes", String(report.sourceBytes)),

@@ -15,8 +15,11 @@ struct WatchCommand: ConsoleCommand {
               watch status
             """)
 
-    @Argument(parsing: .captureForPassthrough, help: ArgumentHelp("Seconds between runs (default 2), then the command.",
-                                                                  valueName: "seconds command"))
+    @Argument(
+        parsing: .captureForPassthrough,
+        help: ArgumentHelp(
+            "Seconds between runs (default 2), then the command.",
+            valueName: "seconds command"))
     var words: [String] = []
 
     private var interval: Double { Double(words.first ?? "").flatMap { $0 > 0 ? $0 : nil } ?? 2 }
@@ -29,11 +32,12 @@ struct WatchCommand: ConsoleCommand {
 
     func run(in session: Session) throws {
         while true {
-            session.output.line("Every \(JSONWriter.number(interval)) s: \(command.joined(separator: " "))    "
-                                + (DomainViews.time(seconds: Date().timeIntervalSince1970) ?? ""))
+            session.output.line(
+                "Every \(JSONWriter.number(interval)) s: \(command.joined(separator: " "))    "
+                    + (DomainViews.time(seconds: Date().timeIntervalSince1970) ?? ""))
             do {
                 try Dispatcher.run(command, in: session)
-            } catch where error.status == .violationsFound {
+            } catch  where error.status == .violationsFound {
                 // What the watch is for: keep going.
             } catch {
                 if Interrupt.isPending { break }

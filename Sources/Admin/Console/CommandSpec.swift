@@ -40,7 +40,9 @@ struct CommandSpec {
     private init(_ info: ToolInfo.Command) {
         names = [info.commandName] + (info.aliases ?? [])
         subcommands = (info.subcommands ?? []).map(CommandSpec.init)
-        passesRemainder = (info.arguments ?? []).contains { $0.kind == "positional" && $0.parsingStrategy == "allRemainingInput" }
+        passesRemainder = (info.arguments ?? []).contains {
+            $0.kind == "positional" && $0.parsingStrategy == "allRemainingInput"
+        }
         for argument in info.arguments ?? [] where argument.kind != "positional" {
             let takesValue = argument.kind == "option"
             for name in argument.names ?? [] {

@@ -74,14 +74,15 @@ struct Completer {
         let parent = String(text[..<text.lastIndex(of: "/")!])
         let partial = String(text[text.index(after: text.lastIndex(of: "/")!)...])
         guard let keys = try? FirebasePath.keys(of: parent), let store = session.connectedStore,
-              let children = try? store.childKeys(of: keys, startingWith: partial, limit: uidLimit)
+            let children = try? store.childKeys(of: keys, startingWith: partial, limit: uidLimit)
         else { return [] }
         // Offered as typed, with or without the leading slash, so that they extend the word.
         let written = word.hasPrefix("/") ? parent : String(parent.dropFirst())
         return children.map { child in
             let path = written.isEmpty && !word.hasPrefix("/") ? child : written + "/" + child
             // One child: say whether it goes on, so that Tab again lists its children.
-            guard children.count == 1, (try? store.childKeys(of: keys + [child], startingWith: "", limit: 1))?.isEmpty == false
+            guard children.count == 1,
+                (try? store.childKeys(of: keys + [child], startingWith: "", limit: 1))?.isEmpty == false
             else { return path }
             return path + "/"
         }

@@ -6,8 +6,10 @@ enum Dispatcher {
     static func run(_ arguments: [String], in session: Session) throws(ConsoleError) {
         guard let name = arguments.first else { return }
         guard knownNames.contains(name) else {
-            throw ConsoleError(.usage, "unknown command \"\(name)\"" + suggestion(for: name, among: Array(knownNames))
-                + " (type help for the list)")
+            throw ConsoleError(
+                .usage,
+                "unknown command \"\(name)\"" + suggestion(for: name, among: Array(knownNames))
+                    + " (type help for the list)")
         }
         let command: any ConsoleCommand
         do {
@@ -31,9 +33,10 @@ enum Dispatcher {
     }
 
     /// Every command name and alias.
-    static let knownNames: Set<String> = Set(CommandGroup.all.flatMap(\.commands).flatMap { command in
-        [command._commandName] + command.configuration.aliases
-    })
+    static let knownNames: Set<String> = Set(
+        CommandGroup.all.flatMap(\.commands).flatMap { command in
+            [command._commandName] + command.configuration.aliases
+        })
 
     /// The command and subcommand names at the start of `words`.
     static func commandPath(of words: [String]) -> [String] {
@@ -79,7 +82,9 @@ enum Dispatcher {
                     options.append(word)
                     continue
                 }
-                guard index < words.count else { throw ConsoleError(.usage, "\(word) needs a value (see help \(path.joined(separator: " ")))") }
+                guard index < words.count else {
+                    throw ConsoleError(.usage, "\(word) needs a value (see help \(path.joined(separator: " ")))")
+                }
                 let value = words[index]
                 index += 1
                 if let long = word.hasPrefix("--") ? word : spec.longNameOfShort[word.last!].map({ "--" + $0 }) {
@@ -89,8 +94,10 @@ enum Dispatcher {
                 }
             } else if word.hasPrefix("--"), word.count > 2 {
                 let name = String(word.prefix { $0 != "=" })
-                throw ConsoleError(.usage, "unknown option \(name)" + suggestion(for: name, among: spec.longOptionNames)
-                    + " (-- ends the options, if \(word) is an argument)")
+                throw ConsoleError(
+                    .usage,
+                    "unknown option \(name)" + suggestion(for: name, among: spec.longOptionNames)
+                        + " (-- ends the options, if \(word) is an argument)")
             } else {
                 arguments.append(word)
             }

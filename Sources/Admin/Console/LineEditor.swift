@@ -18,7 +18,8 @@ final class LineEditor {
     private typealias HistoryFile = @convention(c) (UnsafePointer<CChar>?) -> Int32
     private typealias AddHistory = @convention(c) (UnsafePointer<CChar>?) -> Int32
     private typealias Stifle = @convention(c) (Int32) -> Void
-    private typealias CompletionHook = @convention(c) (UnsafePointer<CChar>?, Int32, Int32)
+    private typealias CompletionHook =
+        @convention(c) (UnsafePointer<CChar>?, Int32, Int32)
         -> UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
 
     private let readLineFunction: ReadLine
@@ -33,17 +34,19 @@ final class LineEditor {
     nonisolated(unsafe) private static var appendCharacter: UnsafeMutablePointer<Int32>?
 
     /// The editor, or nil when libedit cannot be loaded. `historyFile` is read now and written after each line.
-    static func load(historyFile: String?, historySize: Int = 1000,
-                     completer: @escaping (_ wordsBefore: String, _ word: String) -> Completion) -> LineEditor? {
+    static func load(
+        historyFile: String?, historySize: Int = 1000,
+        completer: @escaping (_ wordsBefore: String, _ word: String) -> Completion
+    ) -> LineEditor? {
         guard let library = dlopen("libedit.so.2", RTLD_NOW | RTLD_LOCAL) else { return nil }
         func symbol<T>(_ name: String, as type: T.Type) -> T? {
             dlsym(library, name).map { unsafeBitCast($0, to: type) }
         }
         guard let readLine = symbol("readline", as: ReadLine.self),
-              let addHistory = symbol("add_history", as: AddHistory.self),
-              let readHistory = symbol("read_history", as: HistoryFile.self),
-              let writeHistory = symbol("write_history", as: HistoryFile.self),
-              let stifle = symbol("stifle_history", as: Stifle.self)
+            let addHistory = symbol("add_history", as: AddHistory.self),
+            let readHistory = symbol("read_history", as: HistoryFile.self),
+            let writeHistory = symbol("write_history", as: HistoryFile.self),
+            let stifle = symbol("stifle_history", as: Stifle.self)
         else { return nil }
         if let name = dlsym(library, "rl_readline_name") {
             // Lets ~/.editrc bind keys for this program alone ("admin:bind ...").
@@ -60,11 +63,14 @@ final class LineEditor {
         }
         stifle(Int32(historySize))
         if let historyFile { _ = readHistory(historyFile) }
-        return LineEditor(readLine: readLine, addHistory: addHistory, writeHistory: writeHistory, historyFile: historyFile)
+        return LineEditor(
+            readLine: readLine, addHistory: addHistory, writeHistory: writeHistory, historyFile: historyFile)
     }
 
-    private init(readLine: @escaping ReadLine, addHistory: @escaping AddHistory, writeHistory: @escaping HistoryFile,
-                 historyFile: String?) {
+    private init(
+        readLine: @escaping ReadLine, addHistory: @escaping AddHistory, writeHistory: @escaping HistoryFile,
+        historyFile: String?
+    ) {
         readLineFunction = readLine
         addHistoryFunction = addHistory
         writeHistoryFunction = writeHistory

@@ -45,7 +45,9 @@ struct MainLoop {
         }
         if let pending {
             let reason = Self.incompleteness(of: pending.text)
-            report(ConsoleError(.usage, "the script ends inside a command (\(reason))"), command: nil, location: pending.location)
+            report(
+                ConsoleError(.usage, "the script ends inside a command (\(reason))"), command: nil,
+                location: pending.location)
             worst = max(worst, .usage)
         }
         return worst
@@ -200,7 +202,8 @@ struct MainLoop {
         if let location { prefix += "\(location):" }
         if let command { prefix += " \(command):" }
         session.diagnostics.line(
-            session.colored(TerminalText.escaped(prefix), .red) + " " + TerminalText.escaped(error.message, keepingNewlines: true))
+            session.colored(TerminalText.escaped(prefix), .red) + " "
+                + TerminalText.escaped(error.message, keepingNewlines: true))
         session.diagnostics.flush()
     }
 }
@@ -227,10 +230,11 @@ extension SourceLine {
     /// Lines read from a non-terminal standard input as they arrive (a pipe from cron, a heredoc).
     static func standardInput() -> AnySequence<SourceLine> {
         var number = 0
-        return AnySequence(AnyIterator {
-            guard let text = readLine(strippingNewline: true) else { return nil }
-            number += 1
-            return SourceLine(text: text, location: "<stdin>:\(number)")
-        })
+        return AnySequence(
+            AnyIterator {
+                guard let text = readLine(strippingNewline: true) else { return nil }
+                number += 1
+                return SourceLine(text: text, location: "<stdin>:\(number)")
+            })
     }
 }

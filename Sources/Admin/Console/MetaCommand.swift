@@ -29,7 +29,9 @@ enum MetaCommand {
         } catch {
             throw ConsoleError(.usage, error.description)
         }
-        guard let name = words.first else { throw ConsoleError(.usage, "a backslash without a command (\\? lists them)") }
+        guard let name = words.first else {
+            throw ConsoleError(.usage, "a backslash without a command (\\? lists them)")
+        }
         let arguments = Array(words.dropFirst())
         switch name {
         case "?":
@@ -71,9 +73,11 @@ enum MetaCommand {
                 throw ConsoleError.from(error)
             }
         default:
-            throw ConsoleError(.usage, "unknown command \\\(name)"
-                + Dispatcher.suggestion(for: name, among: ["?", "q", "x", "timing", "set", "pset", "i", "o", "c"])
-                + " (\\? lists them)")
+            throw ConsoleError(
+                .usage,
+                "unknown command \\\(name)"
+                    + Dispatcher.suggestion(for: name, among: ["?", "q", "x", "timing", "set", "pset", "i", "o", "c"])
+                    + " (\\? lists them)")
         }
         return .success
     }

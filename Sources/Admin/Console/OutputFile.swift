@@ -15,8 +15,9 @@ final class OutputFile {
         to path: String, replacing: Bool, createsDirectory: Bool = false, permissions: mode_t = 0o600,
         _ body: (_ write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> Result
     ) throws -> Result {
-        let file = try OutputFile(path: path, replacing: replacing, createsDirectory: createsDirectory,
-                                  permissions: permissions)
+        let file = try OutputFile(
+            path: path, replacing: replacing, createsDirectory: createsDirectory,
+            permissions: permissions)
         do {
             let gzip = path.hasSuffix(".gz") ? try GzipWriter { try file.write($0) } : nil
             let result = try body { bytes in
@@ -123,7 +124,9 @@ final class OutputFile {
         // rename(2) replaces the destination's directory entry, a symbolic link included, and never writes
         // through it.
         guard Self.rename(temporaryPath, to: path, replacing: replacing) == 0 else {
-            let reason = errno == EEXIST ? "it was created meanwhile; use --force to replace it" : String(cString: strerror(errno))
+            let reason =
+                errno == EEXIST
+                ? "it was created meanwhile; use --force to replace it" : String(cString: strerror(errno))
             unlink(temporaryPath)
             throw ConsoleError(.commandFailed, "cannot rename \(temporaryPath) to \(path): \(reason)")
         }
@@ -139,10 +142,13 @@ final class OutputFile {
         return Foundation.rename(from, to)
     }
 
-    private static let renameat2Function: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32)? = {
-        guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "renameat2") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32).self)
-    }()
+    private static let renameat2Function:
+        (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32)? = {
+            guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "renameat2") else { return nil }
+            return unsafeBitCast(
+                symbol,
+                to: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32).self)
+        }()
 
     /// Removes the temporary file after a failure.
     func discard() {

@@ -41,9 +41,11 @@ final class Session {
     var promptsForPassword = false
     private var openStore: Store?
 
-    init(target: DatabaseTarget, migratesOnConnect: Bool, format: OutputFormat, isQuiet: Bool,
-         output: TextOutput = TextOutput(descriptor: STDOUT_FILENO),
-         diagnostics: TextOutput = TextOutput(descriptor: STDERR_FILENO)) {
+    init(
+        target: DatabaseTarget, migratesOnConnect: Bool, format: OutputFormat, isQuiet: Bool,
+        output: TextOutput = TextOutput(descriptor: STDOUT_FILENO),
+        diagnostics: TextOutput = TextOutput(descriptor: STDERR_FILENO)
+    ) {
         self.target = target
         self.migratesOnConnect = migratesOnConnect
         self.format = format
@@ -91,7 +93,9 @@ final class Session {
         guard requiringSchema else { return store }
         guard state.pending.isEmpty else {
             let have = state.applied.isEmpty ? "has no admin schema" : "has schema version \(state.schemaVersion)"
-            throw ConsoleError(.commandFailed, """
+            throw ConsoleError(
+                .commandFailed,
+                """
                 the database \(store.endpoint) \(have); this admin needs version \(state.latestVersion) \
                 (\(state.pending.count) pending migration\(state.pending.count == 1 ? "" : "s"))
                 HINT:  Run `admin migrate` with a role that may change the schema (`admin migrate --list` shows them).

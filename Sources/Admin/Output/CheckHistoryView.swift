@@ -24,13 +24,19 @@ struct CheckHistoryView {
             return
         }
         let names = columns(of: runs)
-        var table = ResultTable(columns: ["started", "seconds", "exit", "outcome", "role", "client", "version"], rows: [])
+        var table = ResultTable(
+            columns: ["started", "seconds", "exit", "outcome", "role", "client", "version"], rows: [])
         table.columns += format == .csv ? names.flatMap { [$0, $0 + "_change"] } : names
         for (run, previous) in zip(runs, previous) {
             var row: [Cell] = [
                 .text(DomainViews.time(seconds: run.startedAt.timeIntervalSince1970) ?? ""),
-                .number(((run.finishedAt.timeIntervalSince1970 - run.startedAt.timeIntervalSince1970) * 1000).rounded() / 1000),
-                .integer(run.exitStatus), .text(run.outcome.rawValue + (run.error.map { ": " + ($0.split(separator: "\n").first.map(String.init) ?? "") } ?? "")),
+                .number(
+                    ((run.finishedAt.timeIntervalSince1970 - run.startedAt.timeIntervalSince1970) * 1000).rounded()
+                        / 1000),
+                .integer(run.exitStatus),
+                .text(
+                    run.outcome.rawValue
+                        + (run.error.map { ": " + ($0.split(separator: "\n").first.map(String.init) ?? "") } ?? "")),
                 .text(run.role), .text(run.client), .text(run.version),
             ]
             for name in names {
@@ -39,7 +45,11 @@ struct CheckHistoryView {
                 if format == .csv {
                     row += [count.map(Cell.integer) ?? .null, before.map { .integer(count! - $0) } ?? .null]
                 } else {
-                    row.append(.text(Self.cell(count: count, previous: before, tripped: run.entries.first { $0.check == name }?.tripped == true)))
+                    row.append(
+                        .text(
+                            Self.cell(
+                                count: count, previous: before,
+                                tripped: run.entries.first { $0.check == name }?.tripped == true)))
                 }
             }
             table.rows.append(row)
@@ -51,14 +61,17 @@ struct CheckHistoryView {
     private static func cell(count: Int?, previous: Int?, tripped: Bool) -> String {
         guard let count else { return "" }
         var text = String(count)
-        if let previous, previous != count { text += count > previous ? " (+\(count - previous))" : " (\(count - previous))" }
+        if let previous, previous != count {
+            text += count > previous ? " (+\(count - previous))" : " (\(count - previous))"
+        }
         return tripped ? text + " !" : text
     }
 
     /// The checks any listed run ran, in `check`'s order, then any this console does not know.
     private func columns(of runs: [CheckRun]) -> [String] {
         let ran = Set(runs.flatMap { $0.entries.map(\.check) }).filter(checks)
-        return IntegrityCheck.allCases.map(\.rawValue).filter(ran.contains) + ran.subtracting(IntegrityCheck.allCases.map(\.rawValue)).sorted()
+        return IntegrityCheck.allCases.map(\.rawValue).filter(ran.contains)
+            + ran.subtracting(IntegrityCheck.allCases.map(\.rawValue)).sorted()
     }
 
     private func json(_ run: CheckRun, previous: [String: Int]) -> String {
@@ -69,13 +82,18 @@ struct CheckHistoryView {
             ("role", JSONWriter.string(run.role)), ("client", JSONWriter.string(run.client)),
             ("version", JSONWriter.string(run.version)), ("exit_status", String(run.exitStatus)),
             ("outcome", JSONWriter.string(run.outcome.rawValue)), ("error", run.error.map(JSONWriter.string) ?? "null"),
-            ("checks", JSONWriter.array(run.entries.filter { checks($0.check) }.map { entry in
-                JSONWriter.object([
-                    ("name", JSONWriter.string(entry.check)), ("violations", String(entry.violations)),
-                    ("change", previous[entry.check].map { String(entry.violations - $0) } ?? "null"),
-                    ("seconds", JSONWriter.number(entry.seconds)), ("tripped", entry.tripped ? "true" : "false"),
-                ])
-            })),
+            (
+                "checks",
+                JSONWriter.array(
+                    run.entries.filter { checks($0.check) }.map { entry in
+                        JSONWriter.object([
+                            ("name", JSONWriter.string(entry.check)), ("violations", String(entry.violations)),
+                            ("change", previous[entry.check].map { String(entry.violations - $0) } ?? "null"),
+                            ("seconds", JSONWriter.number(entry.seconds)),
+                            ("tripped", entry.tripped ? "true" : "false"),
+                        ])
+                    })
+            ),
         ])
     }
 }

@@ -24,18 +24,26 @@ struct CheckMetrics {
         func perCheck(_ value: (CheckRun.Entry) -> String) -> [(labels: String, value: String)] {
             run.entries.map { (labelSet([("check", $0.check)]), value($0)) }
         }
-        family("admin_check_up", "Whether the last check run completed (1) or could not connect or failed (0).",
-               [(labelSet([]), isUp ? "1" : "0")])
-        family("admin_check_last_run_timestamp_seconds", "When the last check run ended, in seconds since 1970.",
-               [(labelSet([]), Self.number(run.finishedAt.timeIntervalSince1970))])
-        family("admin_check_exit_status", "The exit status of the last check run (0 passed, 3 violations, 2 cannot connect, 1 failed).",
-               [(labelSet([]), String(run.exitStatus))])
-        family("admin_check_violations", "Violations each check found in the last run.",
-               perCheck { String($0.violations) })
-        family("admin_check_duration_seconds", "How long each check took in the last run.",
-               perCheck { Self.number($0.seconds) })
-        family("admin_check_tripped", "Whether each check failed the last run (1): over its --allow threshold, or risen with --fail-on new.",
-               perCheck { $0.tripped ? "1" : "0" })
+        family(
+            "admin_check_up", "Whether the last check run completed (1) or could not connect or failed (0).",
+            [(labelSet([]), isUp ? "1" : "0")])
+        family(
+            "admin_check_last_run_timestamp_seconds", "When the last check run ended, in seconds since 1970.",
+            [(labelSet([]), Self.number(run.finishedAt.timeIntervalSince1970))])
+        family(
+            "admin_check_exit_status",
+            "The exit status of the last check run (0 passed, 3 violations, 2 cannot connect, 1 failed).",
+            [(labelSet([]), String(run.exitStatus))])
+        family(
+            "admin_check_violations", "Violations each check found in the last run.",
+            perCheck { String($0.violations) })
+        family(
+            "admin_check_duration_seconds", "How long each check took in the last run.",
+            perCheck { Self.number($0.seconds) })
+        family(
+            "admin_check_tripped",
+            "Whether each check failed the last run (1): over its --allow threshold, or risen with --fail-on new.",
+            perCheck { $0.tripped ? "1" : "0" })
         return lines.joined(separator: "\n") + "\n"
     }
 

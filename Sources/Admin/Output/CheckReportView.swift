@@ -60,9 +60,13 @@ struct CheckReportView {
 
     private func summary(_ results: [CheckResult], verdicts: [CheckVerdict]) -> String {
         let failing = results.filter { !$0.isClean }
-        guard !failing.isEmpty else { return results.count == 1 ? "The check passed." : "All \(results.count) checks passed." }
+        guard !failing.isEmpty else {
+            return results.count == 1 ? "The check passed." : "All \(results.count) checks passed."
+        }
         let tripped = verdicts.filter(\.trips).count
-        if tripped == 0 { return "\(failing.count) of \(results.count) checks found violations, none over its threshold." }
+        if tripped == 0 {
+            return "\(failing.count) of \(results.count) checks found violations, none over its threshold."
+        }
         guard showsStatus else { return "\(failing.count) of \(results.count) checks found violations." }
         return "\(failing.count) of \(results.count) checks found violations; \(tripped) tripped."
     }
@@ -96,8 +100,10 @@ struct CheckReportView {
     /// The stable JSON members: `ok` (nothing tripped: exit 0) and `checks`.
     /// `timed`: with each check's seconds (not for results that were predicted rather than run).
     static func contract(_ results: [CheckResult], verdicts: [CheckVerdict], timed: Bool = true) -> [(String, String)] {
-        [("ok", verdicts.contains(where: \.trips) ? "false" : "true"),
-         ("checks", JSONWriter.array(zip(results, verdicts).map { json($0, verdict: $1, timed: timed) }))]
+        [
+            ("ok", verdicts.contains(where: \.trips) ? "false" : "true"),
+            ("checks", JSONWriter.array(zip(results, verdicts).map { json($0, verdict: $1, timed: timed) })),
+        ]
     }
 
     static func json(_ result: CheckResult, verdict: CheckVerdict?, timed: Bool = true) -> String {

@@ -29,9 +29,11 @@ enum DomainViews {
         ResultTable(
             columns: ["id", "user", "timestamp", "time", "votes", "image_file_url"],
             rows: posts.map { post in
-                [.text(post.id), cell(post.user), post.timestamp.map(Cell.number) ?? .null,
-                 cell(time(seconds: post.timestamp.map { $0 / 1000 })), post.votes.map(Cell.integer) ?? .null,
-                 cell(post.imageFileURL)]
+                [
+                    .text(post.id), cell(post.user), post.timestamp.map(Cell.number) ?? .null,
+                    cell(time(seconds: post.timestamp.map { $0 / 1000 })), post.votes.map(Cell.integer) ?? .null,
+                    cell(post.imageFileURL),
+                ]
             })
     }
 
@@ -43,9 +45,11 @@ enum DomainViews {
     static let chatColumns = ["key", "title", "members", "last_message", "last_message_sent", "time", "member_hash"]
 
     static func chatRow(_ chat: Chat) -> [Cell] {
-        [.text(chat.key), cell(chat.title), .list(chat.members), cell(chat.lastMessage),
-         chat.lastMessageSent.map(Cell.number) ?? .null, cell(time(seconds: chat.lastMessageSent)),
-         cell(chat.memberHash)]
+        [
+            .text(chat.key), cell(chat.title), .list(chat.members), cell(chat.lastMessage),
+            chat.lastMessageSent.map(Cell.number) ?? .null, cell(time(seconds: chat.lastMessageSent)),
+            cell(chat.memberHash),
+        ]
     }
 
     /// Messages, one per row.
@@ -56,8 +60,10 @@ enum DomainViews {
     static let messageColumns = ["key", "timestamp", "time", "sender_uid", "sender", "content"]
 
     static func messageRow(_ message: Message) -> [Cell] {
-        [.text(message.key), message.timestamp.map(Cell.number) ?? .null, cell(time(seconds: message.timestamp)),
-         cell(message.senderUID), cell(message.senderUsername), cell(message.content)]
+        [
+            .text(message.key), message.timestamp.map(Cell.number) ?? .null, cell(time(seconds: message.timestamp)),
+            cell(message.senderUID), cell(message.senderUsername), cell(message.content),
+        ]
     }
 
     /// A message as a chat log line: `time  sender: content`.
@@ -73,7 +79,8 @@ enum DomainViews {
     /// A change of a chat copy as a log line: `time  key  title: last message`, or `key  (removed)`.
     static func logLine(_ change: ChatChange) -> String {
         guard let chat = change.chat else { return "\(change.key)  (removed)" }
-        return "\(time(seconds: chat.lastMessageSent) ?? "-")  \(chat.key)  \(chat.title ?? "(no title)"): \(chat.lastMessage ?? "")"
+        return
+            "\(time(seconds: chat.lastMessageSent) ?? "-")  \(chat.key)  \(chat.title ?? "(no title)"): \(chat.lastMessage ?? "")"
     }
 
     /// "1 post", "2 posts".

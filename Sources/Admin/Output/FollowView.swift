@@ -21,7 +21,7 @@ struct FollowView<Change> {
                 for change in try watch.next(waitingAtMost: 0.25) {
                     session.output.line(text(change))
                 }
-            } catch where Interrupt.isPending {
+            } catch  where Interrupt.isPending {
                 // Ctrl-C's cancel request met the read of a change: the follow ends all the same.
                 break
             }

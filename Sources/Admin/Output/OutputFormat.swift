@@ -82,7 +82,8 @@ enum JSONWriter {
             case "\u{08}": result += "\\b"
             case "\u{0C}": result += "\\f"
             case let control where control.value < 0x20:
-                result += "\\u" + String(repeating: "0", count: 4 - String(control.value, radix: 16).count)
+                result +=
+                    "\\u" + String(repeating: "0", count: 4 - String(control.value, radix: 16).count)
                     + String(control.value, radix: 16)
             default: result.unicodeScalars.append(scalar)
             }

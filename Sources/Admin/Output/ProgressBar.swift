@@ -51,7 +51,8 @@ final class ProgressBar {
     func show(_ step: String) {
         lastDrawn = Date()
         let elapsed = Int(lastDrawn.timeIntervalSince(started))
-        FileHandle.standardError.write(Data("\r\u{1B}[K\(label)  \(step)  \(elapsed / 60):\(String(format: "%02d", elapsed % 60))".utf8))
+        FileHandle.standardError.write(
+            Data("\r\u{1B}[K\(label)  \(step)  \(elapsed / 60):\(String(format: "%02d", elapsed % 60))".utf8))
     }
 
     /// Erases the bar; call it before printing results (again is harmless).

@@ -13,7 +13,9 @@ struct RepairReportView {
             return
         }
         let rows: [[Cell]] = reports.flatMap { report in
-            report.changes.map { [.text(report.repair.rawValue), .text($0.table), .text($0.action), .integer($0.rows)] }
+            report.changes.map {
+                [.text(report.repair.rawValue), .text($0.table), .text($0.action), .integer($0.rows)]
+            }
         }
         session.show(
             ResultTable(columns: ["repair", "table", "action", "rows"], rows: rows), as: format)
@@ -22,9 +24,10 @@ struct RepairReportView {
         for report in reports {
             let seconds = String(format: "%.3f", report.seconds)
             let rows = report.rowsChanged == 1 ? "1 row" : "\(report.rowsChanged) rows"
-            session.inform(report.isDryRun
-                ? "\(report.repair.rawValue): dry run, would change \(rows) (\(seconds) s); rolled back."
-                : "\(report.repair.rawValue): changed \(rows) in \(seconds) s.")
+            session.inform(
+                report.isDryRun
+                    ? "\(report.repair.rawValue): dry run, would change \(rows) (\(seconds) s); rolled back."
+                    : "\(report.repair.rawValue): changed \(rows) in \(seconds) s.")
         }
     }
 
@@ -33,12 +36,16 @@ struct RepairReportView {
         JSONWriter.object([
             ("repair", JSONWriter.string(report.repair.rawValue)), ("dry_run", report.isDryRun ? "true" : "false"),
             ("rows_changed", String(report.rowsChanged)), ("seconds", JSONWriter.number(report.seconds)),
-            ("changes", JSONWriter.array(report.changes.map { change in
-                JSONWriter.object([
-                    ("table", JSONWriter.string(change.table)), ("action", JSONWriter.string(change.action)),
-                    ("rows", String(change.rows)),
-                ])
-            })),
+            (
+                "changes",
+                JSONWriter.array(
+                    report.changes.map { change in
+                        JSONWriter.object([
+                            ("table", JSONWriter.string(change.table)), ("action", JSONWriter.string(change.action)),
+                            ("rows", String(change.rows)),
+                        ])
+                    })
+            ),
         ])
     }
 }
@@ -46,14 +53,15 @@ struct RepairReportView {
 /// The options every repair command takes.
 /// `--batch-size N` of the repairs that can run as a series of transactions.
 struct RepairBatchOption: ParsableArguments {
-    @Option(help: ArgumentHelp(
-        "Commit in batches of about N users (by uid) or chats (by key), one transaction each.",
-        discussion: """
-            Instead of one transaction for the whole store: each batch is committed before the next, so that a very \
-            large store is never rewritten in one long transaction. Interrupted, it leaves the batches before done; \
-            run it again to finish, as it only changes what is still wrong.
-            """,
-        valueName: "N"))
+    @Option(
+        help: ArgumentHelp(
+            "Commit in batches of about N users (by uid) or chats (by key), one transaction each.",
+            discussion: """
+                Instead of one transaction for the whole store: each batch is committed before the next, so that a very \
+                large store is never rewritten in one long transaction. Interrupted, it leaves the batches before done; \
+                run it again to finish, as it only changes what is still wrong.
+                """,
+            valueName: "N"))
     var batchSize: Int?
 
     func validate() throws {
@@ -68,8 +76,10 @@ struct RepairRunOptions: ParsableArguments {
     @Option(help: "Output format of the report: table or json (default: the session's).")
     var format: OutputFormat?
 
-    @Option(help: ArgumentHelp("Wait up to this long for another check, repair or import to finish.",
-                               valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Wait up to this long for another check, repair or import to finish.",
+            valueName: "seconds"))
     var wait: Double = 0
 
     @OptionGroup var confirmation: Confirmation
@@ -80,8 +90,11 @@ struct RepairRunOptions: ParsableArguments {
 
     /// Runs `repair` in one transaction and prints its report; on a terminal, asks first unless it is a dry run.
     func run(_ repair: Repair, in session: Session, options: RepairOptions = RepairOptions()) throws {
-        guard dryRun || confirmation.confirm(
-            "\(repair.rawValue) rewrites rows in place (try --dry-run first). Go on?", in: session) else { return }
+        guard
+            dryRun
+                || confirmation.confirm(
+                    "\(repair.rawValue) rewrites rows in place (try --dry-run first). Go on?", in: session)
+        else { return }
         var options = options
         options.isDryRun = dryRun
         options.waitSeconds = wait

@@ -54,16 +54,18 @@ enum TableRenderer {
         }
         var lines: [String] = []
         if let title = table.title { lines.append(TerminalText.escaped(title)) }
-        lines.append(names.enumerated().map { index, name in
-            " " + centered(name, width: widths[index]) + " "
-        }.joined(separator: "|").trimmingTrailingSpaces())
+        lines.append(
+            names.enumerated().map { index, name in
+                " " + centered(name, width: widths[index]) + " "
+            }.joined(separator: "|").trimmingTrailingSpaces())
         lines.append(widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "+"))
         for (rowIndex, row) in cells.enumerated() {
-            lines.append(row.enumerated().map { index, text in
-                let padding = String(repeating: " ", count: max(0, widths[index] - TerminalText.width(text)))
-                let isNumeric = table.rows[rowIndex][index].isNumeric
-                return " " + (isNumeric ? padding + text : text + padding) + " "
-            }.joined(separator: "|").trimmingTrailingSpaces())
+            lines.append(
+                row.enumerated().map { index, text in
+                    let padding = String(repeating: " ", count: max(0, widths[index] - TerminalText.width(text)))
+                    let isNumeric = table.rows[rowIndex][index].isNumeric
+                    return " " + (isNumeric ? padding + text : text + padding) + " "
+                }.joined(separator: "|").trimmingTrailingSpaces())
         }
         lines.append("(\(table.rows.count) \(table.rows.count == 1 ? "row" : "rows"))")
         return lines.joined(separator: "\n") + "\n"

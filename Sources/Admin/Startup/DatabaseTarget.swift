@@ -18,7 +18,8 @@ enum DatabaseTarget: Equatable {
         if let database = options.database { return .conninfo(database) }
         if let url = environment["DATABASE_URL"], !url.isEmpty { return .conninfo(url) }
         if libpqVariables.contains(where: { environment[$0]?.isEmpty == false }) { return .environment }
-        let directory = options.dataDirectory
+        let directory =
+            options.dataDirectory
             ?? environment["ADMIN_DATA_DIR"].flatMap { $0.isEmpty ? nil : $0 }
             ?? EmbeddedCluster.defaultDirectory(environment: environment)
         return .embedded(directory: directory)

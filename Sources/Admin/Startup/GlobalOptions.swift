@@ -10,26 +10,36 @@ enum ErrorPolicy: String, ExpressibleByArgument, CaseIterable {
 
 /// Options that apply to the whole console run, given before the command.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .customLong("db"), help: ArgumentHelp(
-        "libpq connection string or postgresql:// URI.",
-        discussion: "Default: $DATABASE_URL, then libpq's PG* variables, then the embedded local cluster.",
-        valueName: "conninfo"))
+    @Option(
+        name: .customLong("db"),
+        help: ArgumentHelp(
+            "libpq connection string or postgresql:// URI.",
+            discussion: "Default: $DATABASE_URL, then libpq's PG* variables, then the embedded local cluster.",
+            valueName: "conninfo"))
     var database: String?
 
-    @Option(name: .customLong("data-dir"), help: ArgumentHelp(
-        "Directory of the embedded cluster (default: $ADMIN_DATA_DIR, then a per-user data directory).",
-        valueName: "dir"))
+    @Option(
+        name: .customLong("data-dir"),
+        help: ArgumentHelp(
+            "Directory of the embedded cluster (default: $ADMIN_DATA_DIR, then a per-user data directory).",
+            valueName: "dir"))
     var dataDirectory: String?
 
-    @Flag(name: .customLong("no-migrate"), help: "Do not migrate the embedded cluster on first use (other databases change only by migrate).")
+    @Flag(
+        name: .customLong("no-migrate"),
+        help: "Do not migrate the embedded cluster on first use (other databases change only by migrate).")
     var skipMigrations = false
 
-    @Option(name: .customShort("c"), parsing: .singleValue, help: ArgumentHelp(
-        "Run this console command (repeatable), then exit.", valueName: "command"))
+    @Option(
+        name: .customShort("c"), parsing: .singleValue,
+        help: ArgumentHelp(
+            "Run this console command (repeatable), then exit.", valueName: "command"))
     var commands: [String] = []
 
-    @Option(name: .customShort("f"), help: ArgumentHelp(
-        "Run the commands in this file (- for standard input), then exit.", valueName: "file"))
+    @Option(
+        name: .customShort("f"),
+        help: ArgumentHelp(
+            "Run the commands in this file (- for standard input), then exit.", valueName: "file"))
     var file: String?
 
     @Option(name: .customLong("on-error"), help: "What a script does after a failing command: stop or continue.")
@@ -38,7 +48,8 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .customLong("format"), help: "Output format: table, expanded, json or csv.")
     var format: OutputFormat = .table
 
-    @Flag(name: [.customShort("q"), .customLong("quiet")], help: "Print no informational messages, only data and errors.")
+    @Flag(
+        name: [.customShort("q"), .customLong("quiet")], help: "Print no informational messages, only data and errors.")
     var quiet = false
 
     @Flag(name: [.customShort("e"), .customLong("echo")], help: "Print each command before running it.")
@@ -47,8 +58,12 @@ struct GlobalOptions: ParsableArguments {
     @Flag(name: [.customShort("W"), .customLong("password")], help: "Ask for the password before connecting.")
     var promptsForPassword = false
 
-    @Flag(name: [.customShort("X"), .customLong("no-rc")], help: ArgumentHelp(
-        "Do not read the startup file (~/.adminrc, or $ADMINRC).",
-        discussion: "The startup file holds console lines run before anything else, such as \\set format expanded or \\timing on."))
+    @Flag(
+        name: [.customShort("X"), .customLong("no-rc")],
+        help: ArgumentHelp(
+            "Do not read the startup file (~/.adminrc, or $ADMINRC).",
+            discussion:
+                "The startup file holds console lines run before anything else, such as \\set format expanded or \\timing on."
+        ))
     var skipsStartupFile = false
 }

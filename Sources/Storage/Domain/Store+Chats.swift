@@ -27,7 +27,9 @@ extension Store {
         from sender: String, to recipient: String, text: String, pushIDs: PushIDGenerator = .shared,
         clock: () -> Date = Date.init
     ) throws -> SentMessage {
-        guard !FirebaseKey.same(sender, recipient) else { throw StorageError(.refused, "a chat has two members: \(sender) cannot message themselves") }
+        guard !FirebaseKey.same(sender, recipient) else {
+            throw StorageError(.refused, "a chat has two members: \(sender) cannot message themselves")
+        }
         guard !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             throw StorageError(.refused, "the message is empty")
         }
@@ -35,15 +37,20 @@ extension Store {
         return try connection.withTransaction {
             let (senderName, recipientName) = try usernames(sender, recipient)
             // FOR KEY SHARE holds the edge until commit, so an unfollow waits instead of slipping in between.
-            guard try !connection.query("""
-                SELECT FROM following WHERE uid = \(sender) AND followee_uid = \(recipient) FOR KEY SHARE
-                """).isEmpty
+            guard
+                try !connection.query(
+                    """
+                    SELECT FROM following WHERE uid = \(sender) AND followee_uid = \(recipient) FOR KEY SHARE
+                    """
+                ).isEmpty
             else {
-                throw StorageError(.refused, "\(sender) does not follow \(recipient); users can only message users they follow")
+                throw StorageError(
+                    .refused, "\(sender) does not follow \(recipient); users can only message users they follow")
             }
             // One sender at a time per pair: two first messages must not create two chats, and each message must
             // see the one before it to know which is the newest.
-            try connection.execute("""
+            try connection.execute(
+                """
                 SELECT pg_advisory_xact_lock(\(Self.chatLockClass), \(Self.chatLockKey(sender, recipient)))
                 """)
             let existing = try pairChats(sender, recipient).first
@@ -52,7 +59,8 @@ extension Store {
             let message = Message(
                 chatKey: chatKey, key: pushIDs.next(), content: text, timestamp: clock().timeIntervalSince1970,
                 senderUID: sender, senderUsername: senderName)
-            try connection.execute("""
+            try connection.execute(
+                """
                 INSERT INTO messages (chat_key, message_key, content, "timestamp", sender_uid, sender_username)
                 VALUES (\(chatKey), \(message.key), \(text), \(message.timestamp), \(sender), \(senderName))
                 """)
@@ -72,12 +80,14 @@ extension Store {
     public func chats(of uid: String, limit: Int) throws -> [Chat] {
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
             try requireUser(uid, lock: .none)
-            return try connection.query("""
+            return try connection.query(
+                """
                 SELECT \(unsafeSQL: Self.chatColumns) FROM chats
                 WHERE uid = \(uid)
                 ORDER BY last_message_sent DESC NULLS LAST, chat_key DESC
                 LIMIT \(limit)
-                """).map(Self.chat(from:))
+                """
+            ).map(Self.chat(from:))
         }
     }
 
@@ -85,13 +95,15 @@ extension Store {
     /// a chat shows them. Fails when no copy of the chat and no message of it exist.
     public func messages(in chatKey: String, limit: Int, before: String? = nil) throws -> [Message] {
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
-            let messages = try connection.query("""
+            let messages = try connection.query(
+                """
                 SELECT \(unsafeSQL: Self.messageColumns) FROM (
                     SELECT * FROM messages
                     WHERE chat_key = \(chatKey) AND (\(before)::text IS NULL OR message_key < \(before))
                     ORDER BY message_key DESC LIMIT \(limit)) m
                 ORDER BY message_key
-                """).map(Self.message(from:))
+                """
+            ).map(Self.message(from:))
             if messages.isEmpty { try requireChat(chatKey) }
             return messages
         }
@@ -99,7 +111,8 @@ extension Store {
 
     /// Fails unless some user holds a copy of the chat or the chat has messages.
     func requireChat(_ chatKey: String) throws {
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT EXISTS (SELECT FROM chats WHERE chat_key = \(chatKey))
                 OR EXISTS (SELECT FROM messages WHERE chat_key = \(chatKey))
             """)
@@ -109,9 +122,11 @@ extension Store {
     /// The usernames of two users, which must both exist, locking their rows as `lock` says.
     private func usernames(_ a: String, _ b: String, lock: UserLock = .keyShare) throws -> (String?, String?) {
         var names: [TreeKey: String?] = [:]
-        for row in try connection.query("""
+        for row in try connection.query(
+            """
             SELECT uid, username FROM users WHERE uid IN (\(a), \(b)) \(unsafeSQL: lock.rawValue)
-            """) {
+            """)
+        {
             names[TreeKey(try row.decode(String.self, at: 0))] = try row.decode(String?.self, at: 1)
         }
         for uid in [a, b] where names[TreeKey(uid)] == nil { throw StorageError(.notFound, "no user \(uid)") }
@@ -119,20 +134,23 @@ extension Store {
     }
 
     private func pairChats(_ a: String, _ b: String) throws -> [Chat] {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT \(unsafeSQL: Self.chatColumns) FROM (
                 SELECT DISTINCT ON (chat_key) * FROM chats
                 WHERE uid IN (\(a), \(b)) AND members @> ARRAY[\(a), \(b)]::text[] AND cardinality(members) = 2
                 ORDER BY chat_key, uid = \(a) DESC) c
             ORDER BY member_hash IS NOT DISTINCT FROM \(ChatMemberHash.stableText(a, b)) DESC,
                 last_message_sent DESC NULLS LAST, chat_key
-            """).map(Self.chat(from:))
+            """
+        ).map(Self.chat(from:))
     }
 
     /// Writes each member's copy, creating those missing, with `lastMessage` and `lastMessageSent` from the chat's
     /// newest message; a stale copy of those fields in `extra` would win over the columns on export, so it goes.
     private func writeCopies(chatKey: String, members: [String], title: String?, memberHash: String?) throws -> [Chat] {
-        try connection.query("""
+        try connection.query(
+            """
             INSERT INTO chats AS c (uid, chat_key, title, member_hash, members, last_message, last_message_sent)
             SELECT u.uid, \(chatKey), \(title), \(memberHash), \(members)::text[], n.sender_username || ': ' || n.content,
                 n."timestamp"
@@ -144,7 +162,8 @@ extension Store {
             SET last_message = EXCLUDED.last_message, last_message_sent = EXCLUDED.last_message_sent,
                 extra = nullif(c.extra - '{lastMessage,lastMessageSent}'::text[], '{}')
             RETURNING \(unsafeSQL: Self.chatColumns)
-            """).map(Self.chat(from:))
+            """
+        ).map(Self.chat(from:))
     }
 
     /// The advisory lock class of chat pairs (`'chat'`), apart from the single-key lock of maintenance.

@@ -7,18 +7,23 @@ extension Store {
     /// followee's posts to the follower's timeline, in one transaction. Idempotent; following oneself is refused.
     /// `count` is the number of timeline entries added.
     public func follow(_ follower: String, _ followee: String) throws -> OperationResult {
-        guard !FirebaseKey.same(follower, followee) else { throw StorageError(.refused, "a user cannot follow themselves") }
+        guard !FirebaseKey.same(follower, followee) else {
+            throw StorageError(.refused, "a user cannot follow themselves")
+        }
         try Self.requirePath("following", follower, followee)
         try Self.requirePath("followers", followee, follower)
         return try connection.withTransaction {
             try lockFollowPair(follower, followee)
-            let following = try connection.execute("""
+            let following = try connection.execute(
+                """
                 INSERT INTO following (uid, followee_uid) VALUES (\(follower), \(followee)) ON CONFLICT DO NOTHING
                 """)
-            let followers = try connection.execute("""
+            let followers = try connection.execute(
+                """
                 INSERT INTO followers (uid, follower_uid) VALUES (\(followee), \(follower)) ON CONFLICT DO NOTHING
                 """)
-            let entries = try connection.execute("""
+            let entries = try connection.execute(
+                """
                 INSERT INTO timeline (uid, post_key, poster_uid)
                 SELECT \(follower), post_key, owner_uid FROM posts WHERE owner_uid = \(followee)
                 ON CONFLICT (uid, post_key) DO NOTHING
@@ -30,7 +35,9 @@ extension Store {
     /// `unfollow`: removes both follow edges and the followee's posts from the follower's timeline, in one
     /// transaction. Idempotent. `count` is the number of timeline entries removed.
     public func unfollow(_ follower: String, _ followee: String) throws -> OperationResult {
-        guard !FirebaseKey.same(follower, followee) else { throw StorageError(.refused, "a user cannot unfollow themselves") }
+        guard !FirebaseKey.same(follower, followee) else {
+            throw StorageError(.refused, "a user cannot unfollow themselves")
+        }
         return try connection.withTransaction {
             try lockFollowPair(follower, followee)
             let following = try connection.execute(
@@ -49,6 +56,8 @@ extension Store {
     /// The rows are locked in uid order, so that `follow a b` and `follow b a` at once wait instead of deadlocking.
     private func lockFollowPair(_ follower: String, _ followee: String) throws {
         let locks: [(String, UserLock)] = [(follower, .noKeyUpdate), (followee, .share)]
-        for (uid, lock) in locks.sorted(by: { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }) { try requireUser(uid, lock: lock) }
+        for (uid, lock) in locks.sorted(by: { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }) {
+            try requireUser(uid, lock: lock)
+        }
     }
 }

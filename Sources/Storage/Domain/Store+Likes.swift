@@ -9,7 +9,8 @@ extension Store {
         try Self.requirePath("postLikes", key, uid)
         return try connection.withTransaction {
             try requireLiker(uid, post: key)
-            let row = try connection.query("""
+            let row = try connection.query(
+                """
                 WITH liked AS (
                     INSERT INTO post_likes (post_key, liker_uid) VALUES (\(key), \(uid))
                     ON CONFLICT DO NOTHING RETURNING post_key),
@@ -22,7 +23,8 @@ extension Store {
                     coalesce((SELECT max(like_count) FROM counted),
                              (SELECT max(like_count) FROM posts WHERE post_key = \(key)))
                 """)[0]
-            return OperationResult(changed: try row.decode(Int.self, at: 0) > 0, count: try row.decode(Int?.self, at: 1) ?? 0)
+            return OperationResult(
+                changed: try row.decode(Int.self, at: 0) > 0, count: try row.decode(Int?.self, at: 1) ?? 0)
         }
     }
 
@@ -30,7 +32,8 @@ extension Store {
     public func unlike(_ uid: String, post key: String) throws -> OperationResult {
         try connection.withTransaction {
             try requireLiker(uid, post: key)
-            let row = try connection.query("""
+            let row = try connection.query(
+                """
                 WITH unliked AS (
                     DELETE FROM post_likes WHERE post_key = \(key) AND liker_uid = \(uid) RETURNING post_key),
                 counted AS (
@@ -42,7 +45,8 @@ extension Store {
                     coalesce((SELECT max(like_count) FROM counted),
                              (SELECT max(like_count) FROM posts WHERE post_key = \(key)))
                 """)[0]
-            return OperationResult(changed: try row.decode(Int.self, at: 0) > 0, count: try row.decode(Int?.self, at: 1) ?? 0)
+            return OperationResult(
+                changed: try row.decode(Int.self, at: 0) > 0, count: try row.decode(Int?.self, at: 1) ?? 0)
         }
     }
 
@@ -50,7 +54,8 @@ extension Store {
     /// SHARE until the transaction ends: neither can be deleted meanwhile (a like committed after its post's
     /// deletion would be an orphan).
     func requireLiker(_ uid: String, post key: String) throws {
-        let row = try connection.query("""
+        let row = try connection.query(
+            """
             SELECT EXISTS (SELECT FROM (SELECT FROM users WHERE uid = \(uid) FOR KEY SHARE) u),
                 EXISTS (SELECT FROM (SELECT FROM posts WHERE post_key = \(key) FOR KEY SHARE) p)
             """)[0]

@@ -14,7 +14,8 @@ extension Store {
         let key = pushIDs.next()
         let createdAt = now.timeIntervalSince1970
         return try connection.withTransaction {
-            let rows = try connection.query("""
+            let rows = try connection.query(
+                """
                 INSERT INTO posts (owner_uid, post_key, image_url, image_height, created_at, like_count, poster_uid,
                     poster_username)
                 SELECT uid, \(key), \(imageURL), \(imageHeight), \(createdAt), 0, uid, username
@@ -25,7 +26,8 @@ extension Store {
             let post = Post(
                 ownerUID: owner, key: key, imageURL: imageURL, imageHeight: imageHeight, createdAt: createdAt,
                 likeCount: 0, posterUID: owner, posterUsername: try row.decode(at: 0))
-            let entries = try connection.execute("""
+            let entries = try connection.execute(
+                """
                 INSERT INTO timeline (uid, post_key, poster_uid)
                 SELECT \(owner), \(key), \(owner)
                 UNION ALL
@@ -46,18 +48,21 @@ extension Store {
             // Another owner's post under the same key keeps the likes and entries that are its own.
             let shared = try !connection.query("SELECT FROM posts WHERE post_key = \(key)").isEmpty
             let likes = shared ? 0 : try connection.execute("DELETE FROM post_likes WHERE post_key = \(key)")
-            let entries = try connection.execute("DELETE FROM timeline WHERE post_key = \(key) AND poster_uid = \(owner)")
+            let entries = try connection.execute(
+                "DELETE FROM timeline WHERE post_key = \(key) AND poster_uid = \(owner)")
             return [("posts", posts), ("post_likes", likes), ("timeline", entries)]
         }
     }
 
     /// `posts`: a user's posts, newest first (push IDs sort by creation time), `limit` at a time before `before`.
     public func posts(of owner: String, limit: Int, before: String? = nil) throws -> [Post] {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT \(unsafeSQL: Self.postColumns) FROM posts p
             WHERE p.owner_uid = \(owner) AND (\(before)::text IS NULL OR p.post_key < \(before))
             ORDER BY p.post_key DESC LIMIT \(limit)
-            """).map { try Self.post(from: $0) }
+            """
+        ).map { try Self.post(from: $0) }
     }
 
     static let postColumns = """

@@ -7,7 +7,8 @@ extension Store {
     public func timeline(of uid: String, limit: Int, before: String? = nil) throws -> [TimelineEntry] {
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
             try requireUser(uid, lock: .none)
-            return try connection.query("""
+            return try connection.query(
+                """
                 SELECT \(unsafeSQL: Self.postColumns),
                     EXISTS (SELECT FROM post_likes l WHERE l.post_key = t.post_key AND l.liker_uid = \(uid))
                 FROM timeline t
@@ -15,7 +16,8 @@ extension Store {
                 WHERE t.uid = \(uid) AND (\(before)::text IS NULL OR t.post_key < \(before))
                 ORDER BY t.post_key DESC
                 LIMIT \(limit)
-                """).map { TimelineEntry(post: try Self.post(from: $0), isLiked: try $0.decode(at: 8)) }
+                """
+            ).map { TimelineEntry(post: try Self.post(from: $0), isLiked: try $0.decode(at: 8)) }
         }
     }
 
@@ -33,24 +35,30 @@ extension Store {
     public func feed(_ page: FeedPage, limit: Int) throws -> [FeedPost] {
         let columns = "post_id, image_file_url, user_name, votes, timestamp_ms"
         let order = "ORDER BY timestamp_ms DESC, post_id DESC"
-        let query: Query = switch page {
-        case .recent: """
-            SELECT \(unsafeSQL: columns) FROM feed_posts WHERE timestamp_ms IS NOT NULL \(unsafeSQL: order) LIMIT \(limit)
-            """
-        case .older(let timestamp, nil): """
-            SELECT \(unsafeSQL: columns) FROM feed_posts WHERE timestamp_ms < \(timestamp) \(unsafeSQL: order) LIMIT \(limit)
-            """
-        case .older(let timestamp, let id?): """
-            SELECT \(unsafeSQL: columns) FROM feed_posts WHERE (timestamp_ms, post_id) < (\(timestamp), \(id)::text)
-            \(unsafeSQL: order) LIMIT \(limit)
-            """
-        case .newer(let timestamp): """
-            SELECT \(unsafeSQL: columns) FROM feed_posts WHERE timestamp_ms > \(timestamp) \(unsafeSQL: order) LIMIT \(limit)
-            """
-        }
+        let query: Query =
+            switch page {
+            case .recent:
+                """
+                SELECT \(unsafeSQL: columns) FROM feed_posts WHERE timestamp_ms IS NOT NULL \(unsafeSQL: order) LIMIT \(limit)
+                """
+            case .older(let timestamp, nil):
+                """
+                SELECT \(unsafeSQL: columns) FROM feed_posts WHERE timestamp_ms < \(timestamp) \(unsafeSQL: order) LIMIT \(limit)
+                """
+            case .older(let timestamp, let id?):
+                """
+                SELECT \(unsafeSQL: columns) FROM feed_posts WHERE (timestamp_ms, post_id) < (\(timestamp), \(id)::text)
+                \(unsafeSQL: order) LIMIT \(limit)
+                """
+            case .newer(let timestamp):
+                """
+                SELECT \(unsafeSQL: columns) FROM feed_posts WHERE timestamp_ms > \(timestamp) \(unsafeSQL: order) LIMIT \(limit)
+                """
+            }
         return try connection.query(query).map { row in
-            FeedPost(id: try row.decode(at: 0), imageFileURL: try row.decode(at: 1), user: try row.decode(at: 2),
-                     votes: try row.decode(at: 3), timestamp: try row.decode(at: 4))
+            FeedPost(
+                id: try row.decode(at: 0), imageFileURL: try row.decode(at: 1), user: try row.decode(at: 2),
+                votes: try row.decode(at: 3), timestamp: try row.decode(at: 4))
         }
     }
 }

@@ -7,11 +7,15 @@ extension Store {
     public func addUser(uid: String, username: String) throws -> User {
         try Self.requirePath("users", uid)
         guard uid.utf8.count <= Self.maximumUIDBytes else {
-            throw StorageError(.refused, "a uid of \(uid.utf8.count) bytes is too long: at most \(Self.maximumUIDBytes) fit in every path a user's key is part of")
+            throw StorageError(
+                .refused,
+                "a uid of \(uid.utf8.count) bytes is too long: at most \(Self.maximumUIDBytes) fit in every path a user's key is part of"
+            )
         }
         try Self.requireString(username, "username")
         return try connection.withTransaction {
-            let inserted = try connection.execute("""
+            let inserted = try connection.execute(
+                """
                 INSERT INTO users (uid, username) VALUES (\(uid), \(username)) ON CONFLICT (uid) DO NOTHING
                 """)
             guard inserted == 1 else {
@@ -23,7 +27,8 @@ extension Store {
 
     /// `user show`: the user and the sizes of their lists, or nil when there is no such user.
     public func user(_ uid: String) throws -> UserSummary? {
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT u.uid, u.username,
                 (SELECT count(*) FROM posts WHERE owner_uid = u.uid),
                 (SELECT count(*) FROM followers WHERE uid = u.uid),
@@ -46,7 +51,8 @@ extension Store {
                 throw StorageError(.notFound, "no user \(uid)")
             }
             guard propagate else { return 0 }
-            return try connection.execute("""
+            return try connection.execute(
+                """
                 UPDATE posts SET poster_uid = owner_uid, poster_username = \(username)
                 WHERE owner_uid = \(uid)
                     AND (poster_uid IS DISTINCT FROM owner_uid OR poster_username IS DISTINCT FROM \(username))
@@ -56,19 +62,23 @@ extension Store {
 
     /// `users`: users in uid order, `limit` at a time after `after` (keyset paging).
     public func users(limit: Int, after: String? = nil) throws -> [User] {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT uid, username FROM users WHERE \(after)::text IS NULL OR uid > \(after)
             ORDER BY uid LIMIT \(limit)
-            """).map { User(uid: try $0.decode(at: 0), username: try $0.decode(at: 1)) }
+            """
+        ).map { User(uid: try $0.decode(at: 0), username: try $0.decode(at: 1)) }
     }
 
     /// Uids that start with `prefix`, in order, at most `limit` (console completion); an index range scan.
     public func uids(startingWith prefix: String, limit: Int) throws -> [String] {
-        try connection.query("""
+        try connection.query(
+            """
             SELECT uid FROM users
             WHERE uid >= \(prefix) AND uid < \(prefix) || chr(1114111) AND starts_with(uid, \(prefix))
             ORDER BY uid LIMIT \(limit)
-            """).map { try $0.decode(String.self, at: 0) }
+            """
+        ).map { try $0.decode(String.self, at: 0) }
     }
 
     /// How an operation locks a user's row, which is what serializes the operations that could otherwise each
@@ -102,7 +112,9 @@ extension Store {
 
     /// Refuses a string value that import would refuse.
     static func requireString(_ text: String, _ what: String) throws {
-        if let problem = FirebaseKey.problem(withString: text.utf8) { throw StorageError(.refused, "\(what): \(problem)") }
+        if let problem = FirebaseKey.problem(withString: text.utf8) {
+            throw StorageError(.refused, "\(what): \(problem)")
+        }
     }
 
     /// The longest uid `user add` takes: the user's node in every table that a single uid keys, with a push ID

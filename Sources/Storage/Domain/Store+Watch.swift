@@ -72,10 +72,12 @@ extension Store {
             keys, data in
             guard keys.count == 1 else { return nil }
             guard let data else {
-                return try self.connection.query("""
+                return try self.connection.query(
+                    """
                     SELECT \(unsafeSQL: Self.messageColumns) FROM messages
                     WHERE chat_key = \(chatKey) AND message_key = \(keys[0])
-                    """).first.map(Self.message(from:))
+                    """
+                ).first.map(Self.message(from:))
             }
             return Message(
                 chatKey: chatKey, key: keys[0], content: data["content"]?.text, timestamp: data["timestamp"]?.number,
@@ -90,16 +92,22 @@ extension Store {
         return try Watch(connection: connection, channel: Self.chatsChannel, prefix: ["chats", uid]) { keys, data in
             guard keys.count == 1 else { return nil }
             guard let data else {
-                let chat = try self.connection.query("""
+                let chat = try self.connection.query(
+                    """
                     SELECT \(unsafeSQL: Self.chatColumns) FROM chats WHERE uid = \(uid) AND chat_key = \(keys[0])
-                    """).first.map(Self.chat(from:))
+                    """
+                ).first.map(Self.chat(from:))
                 return ChatChange(uid: uid, key: keys[0], chat: chat)
             }
-            let members = data["members"]?.children?.keys.map(\.string).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-            return ChatChange(uid: uid, key: keys[0], chat: Chat(
-                uid: uid, key: keys[0], title: data["title"]?.text, memberHash: data["memberHash"]?.text,
-                members: members ?? [], lastMessage: data["lastMessage"]?.text,
-                lastMessageSent: data["lastMessageSent"]?.number))
+            let members = data["members"]?.children?.keys.map(\.string).sorted {
+                $0.utf8.lexicographicallyPrecedes($1.utf8)
+            }
+            return ChatChange(
+                uid: uid, key: keys[0],
+                chat: Chat(
+                    uid: uid, key: keys[0], title: data["title"]?.text, memberHash: data["memberHash"]?.text,
+                    members: members ?? [], lastMessage: data["lastMessage"]?.text,
+                    lastMessageSent: data["lastMessageSent"]?.number))
         }
     }
 }

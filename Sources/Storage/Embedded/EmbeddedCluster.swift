@@ -71,7 +71,9 @@ public final class EmbeddedCluster {
         }
     }
 
-    private static func openLocked(directory: String, serverUser: String?, runner: ProcessRunner) throws -> EmbeddedCluster {
+    private static func openLocked(directory: String, serverUser: String?, runner: ProcessRunner) throws
+        -> EmbeddedCluster
+    {
         let dataDirectory = directory + "/pgdata"
         let existingVersion = try clusterVersion(at: dataDirectory)
         let binaries = try ServerBinaries.locate(majorVersion: existingVersion)
@@ -100,7 +102,7 @@ public final class EmbeddedCluster {
     public func close() {
         guard sessionLock != nil else { return }
         guard let startupLock = try? FileLock(path: directory + "/startup.lock"),
-              (try? startupLock.lock(exclusive: true, wait: true)) == true
+            (try? startupLock.lock(exclusive: true, wait: true)) == true
         else {
             sessionLock = nil
             return
@@ -108,7 +110,8 @@ public final class EmbeddedCluster {
         withExtendedLifetime(startupLock) {
             sessionLock = nil
             if let sessions = try? FileLock(path: directory + "/sessions.lock"),
-               (try? sessions.lock(exclusive: true, wait: false)) == true {
+                (try? sessions.lock(exclusive: true, wait: false)) == true
+            {
                 _ = try? stopServer()
             }
         }
@@ -142,7 +145,7 @@ public final class EmbeddedCluster {
             return nil
         }
         guard let text = try? String(contentsOfFile: versionFile, encoding: .utf8),
-              let version = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            let version = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
         else {
             throw StorageError(.cluster, "cannot read \(versionFile)")
         }
@@ -158,14 +161,17 @@ public final class EmbeddedCluster {
                     hint: "Create one (useradd --system \(serverUser)), or run admin as an ordinary user.")
             }
             guard chown(dataDirectory, account.pointee.pw_uid, account.pointee.pw_gid) == 0 else {
-                throw StorageError(.cluster, "cannot hand \(dataDirectory) to \(serverUser): \(String(cString: strerror(errno)))")
+                throw StorageError(
+                    .cluster, "cannot hand \(dataDirectory) to \(serverUser): \(String(cString: strerror(errno)))")
             }
         }
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: dataDirectory)
-        let outcome = try runner.run(binaries.path(of: "initdb"), [
-            "--pgdata=\(dataDirectory)", "--username=\(roleName)", "--encoding=UTF8", "--locale=C",
-            "--auth-local=peer", "--auth-host=reject", "--no-instructions",
-        ])
+        let outcome = try runner.run(
+            binaries.path(of: "initdb"),
+            [
+                "--pgdata=\(dataDirectory)", "--username=\(roleName)", "--encoding=UTF8", "--locale=C",
+                "--auth-local=peer", "--auth-host=reject", "--no-instructions",
+            ])
         guard outcome.succeeded else {
             throw StorageError(
                 .cluster, "initdb failed for \(dataDirectory)", detail: outcome.output,
@@ -202,7 +208,8 @@ public final class EmbeddedCluster {
         let socketPath = dataDirectory + "/.s.PGSQL.\(Self.port)"
         guard socketPath.utf8.count < 108 else {
             throw StorageError(
-                .cluster, "the data directory's path is too long for a Unix socket (\(socketPath.utf8.count) bytes, at most 107)",
+                .cluster,
+                "the data directory's path is too long for a Unix socket (\(socketPath.utf8.count) bytes, at most 107)",
                 hint: "Choose a shorter --data-dir.")
         }
     }
@@ -217,7 +224,8 @@ public final class EmbeddedCluster {
             let owner = getpwuid(info.st_uid).map { String(cString: $0.pointee.pw_name) } ?? "uid \(info.st_uid)"
             let runner = serverUser ?? (try? Self.currentUserName()) ?? "you"
             throw StorageError(
-                .cluster, "the data directory \(dataDirectory) is owned by \(owner), but its server would run as \(runner)",
+                .cluster,
+                "the data directory \(dataDirectory) is owned by \(owner), but its server would run as \(runner)",
                 hint: "Use a data directory of your own (--data-dir or ADMIN_DATA_DIR), or run admin as \(owner).")
         }
     }
@@ -230,7 +238,8 @@ public final class EmbeddedCluster {
         guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8) else { return false }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         if let pid = lines.first.flatMap({ Int32($0.trimmingCharacters(in: .whitespaces)) }), pid > 0,
-           Self.isPostgresProcess(pid) {
+            Self.isPostgresProcess(pid)
+        {
             return true
         }
         // The server died without removing its lock file (kill -9, power loss): the file is stale.
@@ -256,9 +265,11 @@ public final class EmbeddedCluster {
 
     private func startServer() throws {
         let logFile = dataDirectory + "/server.log"
-        let outcome = try runner.run(binaries.path(of: "pg_ctl"), [
-            "--pgdata=\(dataDirectory)", "--log=\(logFile)", "--wait", "--timeout=300", "--silent", "start",
-        ])
+        let outcome = try runner.run(
+            binaries.path(of: "pg_ctl"),
+            [
+                "--pgdata=\(dataDirectory)", "--log=\(logFile)", "--wait", "--timeout=300", "--silent", "start",
+            ])
         guard outcome.succeeded else {
             let log = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
             let tail = log.split(separator: "\n").suffix(15).joined(separator: "\n")
@@ -276,8 +287,12 @@ public final class EmbeddedCluster {
     /// the server. It exits when the server is gone, whoever stopped it. It runs in its own session, detached
     /// from the terminal, so that closing the terminal does not take it down first.
     private func startWatchdog() throws {
-        var stop = [binaries.path(of: "pg_ctl"), "--pgdata=\(dataDirectory)", "--mode=fast", "--wait", "--silent", "stop"]
-        if let user = runner.user { stop = [try ProcessRunner.runuserPath(), "-u", user, "--", "/usr/bin/env", "--chdir=/"] + stop }
+        var stop = [
+            binaries.path(of: "pg_ctl"), "--pgdata=\(dataDirectory)", "--mode=fast", "--wait", "--silent", "stop",
+        ]
+        if let user = runner.user {
+            stop = [try ProcessRunner.runuserPath(), "-u", user, "--", "/usr/bin/env", "--chdir=/"] + stop
+        }
         let script = """
             dir=$1; shift
             while sleep 1; do
@@ -285,20 +300,26 @@ public final class EmbeddedCluster {
               ( flock -x -n 4 && flock -x -n 3 && "$@" ) 3<"$dir/sessions.lock" 4<"$dir/startup.lock" && exit 0
             done
             """
-        let quoted = ([script, "admin-watchdog", directory] + stop).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        let quoted = ([script, "admin-watchdog", directory] + stop).map {
+            "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        }
         // The outer shell returns at once; the watchdog, in a session of its own, outlives it and this console.
-        let outcome = try ProcessRunner(user: nil).run("/bin/sh", [
-            "-c", "setsid /bin/sh -c \(quoted.joined(separator: " ")) </dev/null >/dev/null 2>&1 &",
-        ])
+        let outcome = try ProcessRunner(user: nil).run(
+            "/bin/sh",
+            [
+                "-c", "setsid /bin/sh -c \(quoted.joined(separator: " ")) </dev/null >/dev/null 2>&1 &",
+            ])
         guard outcome.succeeded else {
             throw StorageError(.cluster, "cannot start the embedded server's watchdog", detail: outcome.output)
         }
     }
 
     private func stopServer() throws {
-        let outcome = try runner.run(binaries.path(of: "pg_ctl"), [
-            "--pgdata=\(dataDirectory)", "--mode=fast", "--wait", "--silent", "stop",
-        ])
+        let outcome = try runner.run(
+            binaries.path(of: "pg_ctl"),
+            [
+                "--pgdata=\(dataDirectory)", "--mode=fast", "--wait", "--silent", "stop",
+            ])
         guard outcome.succeeded else {
             throw StorageError(.cluster, "the embedded server did not stop", detail: outcome.output)
         }
@@ -307,9 +328,10 @@ public final class EmbeddedCluster {
     private func createDatabaseIfMissing() throws {
         var parameters = connectionParameters
         parameters.removeAll { $0.0 == "dbname" }
-        let maintenance = StoreConnection(try StorageError.converting {
-            try Connection(conninfo: "", parameters: parameters + [("dbname", "postgres")])
-        })
+        let maintenance = StoreConnection(
+            try StorageError.converting {
+                try Connection(conninfo: "", parameters: parameters + [("dbname", "postgres")])
+            })
         let exists = try maintenance.query("SELECT 1 FROM pg_database WHERE datname = \(Self.databaseName)")
         if exists.isEmpty {
             try maintenance.execute("CREATE DATABASE \(identifier: Self.databaseName)")

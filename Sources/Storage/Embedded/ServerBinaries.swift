@@ -14,9 +14,11 @@ public struct ServerBinaries: Sendable, Equatable {
     public static func locate(majorVersion wanted: Int? = nil) throws -> ServerBinaries {
         var found: [ServerBinaries] = []
         for directory in candidateDirectories() {
-            guard ["postgres", "initdb", "pg_ctl"].allSatisfy({
-                FileManager.default.isExecutableFile(atPath: directory + "/" + $0)
-            }), let version = try? version(of: directory) else { continue }
+            guard
+                ["postgres", "initdb", "pg_ctl"].allSatisfy({
+                    FileManager.default.isExecutableFile(atPath: directory + "/" + $0)
+                }), let version = try? version(of: directory)
+            else { continue }
             let binaries = ServerBinaries(directory: directory, majorVersion: version)
             if wanted == nil || wanted == version { return binaries }
             found.append(binaries)
@@ -24,19 +26,22 @@ public struct ServerBinaries: Sendable, Equatable {
         if let wanted {
             let available = found.map { "\($0.majorVersion) (\($0.directory))" }.joined(separator: ", ")
             throw StorageError(
-                .cluster, "the data directory was created by PostgreSQL \(wanted), and its server binaries are not installed",
+                .cluster,
+                "the data directory was created by PostgreSQL \(wanted), and its server binaries are not installed",
                 detail: available.isEmpty ? nil : "installed: \(available)",
                 hint: "Install postgresql-\(wanted), upgrade the cluster with pg_upgrade, or use another --data-dir.")
         }
         throw StorageError(
-            .cluster, "PostgreSQL server binaries were not found (looked at pg_config --bindir and /usr/lib/postgresql/*/bin)",
+            .cluster,
+            "PostgreSQL server binaries were not found (looked at pg_config --bindir and /usr/lib/postgresql/*/bin)",
             hint: "Install them (apt-get install postgresql), or point admin at a server with --db or DATABASE_URL.")
     }
 
     private static func candidateDirectories() -> [String] {
         var directories: [String] = []
         if let pgConfig = findInPath("pg_config"),
-           let outcome = try? ProcessRunner().run(pgConfig, ["--bindir"]), outcome.succeeded {
+            let outcome = try? ProcessRunner().run(pgConfig, ["--bindir"]), outcome.succeeded
+        {
             directories.append(outcome.output.trimmingCharacters(in: .whitespacesAndNewlines))
         }
         let root = "/usr/lib/postgresql"
@@ -50,8 +55,8 @@ public struct ServerBinaries: Sendable, Equatable {
     private static func version(of directory: String) throws -> Int? {
         let outcome = try ProcessRunner().run(directory + "/postgres", ["--version"])
         guard outcome.succeeded,
-              let number = outcome.output.split(separator: " ").first(where: { $0.first?.isNumber == true }),
-              let major = Int(number.prefix { $0.isNumber })
+            let number = outcome.output.split(separator: " ").first(where: { $0.first?.isNumber == true }),
+            let major = Int(number.prefix { $0.isNumber })
         else { return nil }
         return major
     }

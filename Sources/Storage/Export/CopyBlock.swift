@@ -17,8 +17,10 @@ extension Store {
         var blocks: [CopyBlock] = []
         for table in TreeTable.allCases {
             guard let root = table.rootKey else { continue }
-            guard try !connection.query("SELECT EXISTS (SELECT 1 FROM unmapped_values WHERE root = \(root))")[0]
-                .decode(Bool.self, at: 0) else { continue }
+            guard
+                try !connection.query("SELECT EXISTS (SELECT 1 FROM unmapped_values WHERE root = \(root))")[0]
+                    .decode(Bool.self, at: 0)
+            else { continue }
             var sharesRoot = false
             for other in TreeTable.tables(under: root) where other != table {
                 sharesRoot = try connection.query("SELECT EXISTS (SELECT 1 FROM \(identifier: other.name))")[0]
@@ -30,12 +32,17 @@ extension Store {
             let columns = table.exportedColumns.map(Query.quoted(identifier:)).joined(separator: ", ")
             // Keys that byte order misplaces (integers, characters from U+E000) make the block sort by RTDB order;
             // digit-led text keys alone do not.
-            let sorts = try ordered.contains(table) && connection.query(table.misorderedRowsQuery())[0].decode(Bool.self, at: 0)
+            let sorts =
+                try ordered.contains(table) && connection.query(table.misorderedRowsQuery())[0].decode(Bool.self, at: 0)
             let order = table.keyColumns.map { sorts ? table.orderExpression($0) : Query.quoted(identifier: $0) }
                 .joined(separator: ", ")
             let select = "SELECT \(columns) FROM \(Query.quoted(identifier: table.name)) ORDER BY \(order)"
-            let rowCount = sorts ? try connection.query("SELECT count(*) FROM \(identifier: table.name)")[0].decode(Int.self, at: 0) : nil
-            blocks.append(CopyBlock(table: table, statement: Query(unsafeSQL: "COPY (\(select)) TO STDOUT"), rowCount: rowCount))
+            let rowCount =
+                sorts
+                ? try connection.query("SELECT count(*) FROM \(identifier: table.name)")[0].decode(Int.self, at: 0)
+                : nil
+            let statement = Query(unsafeSQL: "COPY (\(select)) TO STDOUT")
+            blocks.append(CopyBlock(table: table, statement: statement, rowCount: rowCount))
         }
         return blocks.sorted { FirebaseKey.exportPrecedes($0.table.rootKey!, $1.table.rootKey!) }
     }

@@ -27,7 +27,8 @@ extension ExportRow {
             guard let bytes else { return false }
             var text = text
             return text.withUTF8 { utf8 in
-                utf8.count == bytes.count && (bytes.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+                utf8.count == bytes.count
+                    && (bytes.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
             }
         }
     }

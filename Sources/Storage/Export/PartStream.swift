@@ -110,8 +110,10 @@ final class PartStream {
                 try settle()
                 shared.cursorCount += 1
                 cursor = "export_\(shared.cursorCount)"
-                try connection.execute(Query(
-                    prefixing: "DECLARE \(Query.quoted(identifier: cursor!)) NO SCROLL CURSOR FOR ", to: selects[nextSelect]))
+                try connection.execute(
+                    Query(
+                        prefixing: "DECLARE \(Query.quoted(identifier: cursor!)) NO SCROLL CURSOR FOR ",
+                        to: selects[nextSelect]))
                 nextSelect += 1
                 isPastFirstBatch = false
                 try prefetch()
@@ -144,7 +146,9 @@ final class PartStream {
     /// The row's last key.
     var leafKey: String {
         if let leaf { return leaf }
-        let key = table == .unmappedValues ? (try? UnmappedPath.lastKey(of: currentRow!)) ?? "" : currentRow![table.keyDepth - 1]!
+        let key =
+            table == .unmappedValues
+            ? (try? UnmappedPath.lastKey(of: currentRow!)) ?? "" : currentRow![table.keyDepth - 1]!
         leaf = key
         return key
     }

@@ -48,14 +48,17 @@ final class SpillBuffer {
 
     /// Calls `body` with the bytes in `range` (offsets from the first byte appended), in pieces of at most
     /// `pieceSize` bytes.
-    func read(_ range: Range<Int>, pieceSize: Int = 1 << 20, _ body: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+    func read(_ range: Range<Int>, pieceSize: Int = 1 << 20, _ body: (UnsafeBufferPointer<UInt8>) throws -> Void) throws
+    {
         var start = range.lowerBound
         if let file, start < spilledByteCount {
             var piece = [UInt8](repeating: 0, count: min(pieceSize, range.count))
             while start < min(range.upperBound, spilledByteCount) {
                 let length = min(piece.count, min(range.upperBound, spilledByteCount) - start)
                 let read = try Self.explainingFailures {
-                    try piece.withUnsafeMutableBytes { try file.read(at: start, into: UnsafeMutableRawBufferPointer(rebasing: $0[..<length])) }
+                    try piece.withUnsafeMutableBytes {
+                        try file.read(at: start, into: UnsafeMutableRawBufferPointer(rebasing: $0[..<length]))
+                    }
                 }
                 guard read > 0 else { throw StorageError(.io, "a temporary file ended early") }
                 try piece.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[..<read])) }

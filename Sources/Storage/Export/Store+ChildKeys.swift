@@ -43,7 +43,8 @@ extension Store {
                 query.appendInterpolation(limit)
                 try add(Query(stringInterpolation: query))
             }
-            try add("""
+            try add(
+                """
                 SELECT DISTINCT path[\(below.count + 1)] FROM unmapped_values
                 WHERE root = \(root) AND cardinality(path) > \(below.count) AND path[1:\(below.count)] = \(below)::text[]
                     AND path[\(below.count + 1)] >= \(prefix) AND path[\(below.count + 1)] < \(prefix) || chr(1114111)
@@ -51,13 +52,17 @@ extension Store {
                 """)
         } else {
             for table in TreeTable.allCases {
-                guard let root = table.rootKey, root.utf8.starts(with: prefix.utf8), !keys.contains(TreeKey(root)) else { continue }
-                if try !connection.query("SELECT EXISTS (SELECT 1 FROM \(identifier: table.name))")[0].decode(Bool.self, at: 0) {
+                guard let root = table.rootKey, root.utf8.starts(with: prefix.utf8), !keys.contains(TreeKey(root))
+                else { continue }
+                if try !connection.query("SELECT EXISTS (SELECT 1 FROM \(identifier: table.name))")[0].decode(
+                    Bool.self, at: 0)
+                {
                     continue
                 }
                 keys.insert(TreeKey(root))
             }
-            try add("""
+            try add(
+                """
                 SELECT DISTINCT root FROM unmapped_values WHERE root >= \(prefix) AND root < \(prefix) || chr(1114111)
                 ORDER BY 1 LIMIT \(limit)
                 """)

@@ -41,7 +41,8 @@ extension Store {
     /// only after ANALYZE).
     public func estimatedRowCount() throws -> Int {
         let names = Store.treeTables
-        return try connection.query("""
+        return try connection.query(
+            """
             SELECT coalesce(sum(greatest(reltuples, 0)), 0)::bigint FROM pg_class
             WHERE relname = ANY(\(names)::text[]) AND relnamespace = current_schema()::regnamespace
             """)[0].decode(Int.self, at: 0)
@@ -51,13 +52,16 @@ extension Store {
     /// children `children` admits, merged from the tables' reads in the caller's read-only transaction. Close the
     /// merge when done with it. `ordered`: `tablesWithOrderedRows()`.
     func openRows(
-        at path: [String], reversed: Bool = false, children: ChildKeyRange = .all, excluding excluded: Set<TreeTable> = [],
+        at path: [String], reversed: Bool = false, children: ChildKeyRange = .all,
+        excluding excluded: Set<TreeTable> = [],
         ordered: Set<TreeTable>
     ) throws -> PartMerge {
         let shared = PartStream.Shared()
         var streams: [PartStream] = []
         for table in TreeTable.allCases where !excluded.contains(table) {
-            for read in table.reads(at: path, reversed: reversed, children: children, hasOrderedRows: ordered.contains(table)) {
+            for read in table.reads(
+                at: path, reversed: reversed, children: children, hasOrderedRows: ordered.contains(table))
+            {
                 streams.append(PartStream(read, connection: connection, shared: shared))
             }
         }
@@ -81,8 +85,8 @@ extension Store {
             // Shallow reads leave priorities out, the node's own included.
             guard !child.hasPrefix(".") else { return [] }
             guard stream.table == .unmappedValues, rowPath.count <= path.count + 2,
-                  let leaf = try stream.table.part(from: stream.currentRow!).value, leaf.children == nil,
-                  rowPath.count == path.count + 1 || rowPath.last == FirebaseKey.value
+                let leaf = try stream.table.part(from: stream.currentRow!).value, leaf.children == nil,
+                rowPath.count == path.count + 1 || rowPath.last == FirebaseKey.value
             else { return [(child, .bool(true))] }
             return [(child, leaf)]
         }

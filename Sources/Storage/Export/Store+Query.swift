@@ -40,7 +40,8 @@ extension Store {
             // The N-th child from the end is where the forward read starts.
             var first: String?
             var seen = 0
-            try forEachChildRow(at: path, reversed: true, children: range, ordered: ordered, tally: tally) { key, _, _ in
+            try forEachChildRow(at: path, reversed: true, children: range, ordered: ordered, tally: tally) {
+                key, _, _ in
                 if first.map({ !FirebaseKey.same(key, $0) }) ?? true {
                     seen += 1
                     if seen > limit { return false }
@@ -53,7 +54,8 @@ extension Store {
         }
         var current: String?
         var count = 0
-        try forEachChildRow(at: path, children: range, ordered: ordered, tally: tally, emitter: emitter) { key, stream, mayGrow in
+        try forEachChildRow(at: path, children: range, ordered: ordered, tally: tally, emitter: emitter) {
+            key, stream, mayGrow in
             if current.map({ !FirebaseKey.same(key, $0) }) ?? true {
                 count += 1
                 if let limit = query.limitToFirst, count > limit { return false }
@@ -192,7 +194,8 @@ enum OrderValue {
             }
         } else {
             // The row is the value, or a record holding it.
-            take((try? stream.table.part(from: stream.currentRow!).value)?.descendant(at: target.dropFirst(below.count)))
+            take(
+                (try? stream.table.part(from: stream.currentRow!).value)?.descendant(at: target.dropFirst(below.count)))
         }
     }
 

@@ -63,9 +63,9 @@ extension TreeTable {
         case .unmappedValues:
             let path = try UnmappedPath.keys(of: row)
             let value: TreeValue? =
-                if let text = row[2] { .string(text) }
-                else if let number = try number(3) { number }
-                else { row[4].map { .bool($0 == "t") } }
+                if let text = row[2] { .string(text) } else if let number = try number(3) { number } else {
+                    row[4].map { .bool($0 == "t") }
+                }
             return (path, value)
         }
     }
@@ -92,15 +92,19 @@ extension TreeTable {
         switch self {
         case .users: [.text("username", 1)]
         case .posts:
-            [.number("created_at", 4), .number("image_height", 3), .text("image_url", 2), .number("like_count", 5),
-             .object("poster", [("uid", 6), ("username", 7)])]
+            [
+                .number("created_at", 4), .number("image_height", 3), .text("image_url", 2), .number("like_count", 5),
+                .object("poster", [("uid", 6), ("username", 7)]),
+            ]
         case .feedPosts: [.text("imageFileURL", 1), .number("timestamp", 4), .text("user", 2), .number("votes", 3)]
         case .timeline: [.text("poster_uid", 2)]
         case .messages:
             [.text("content", 2), .object("sender", [("uid", 4), ("username", 5)]), .number("timestamp", 3)]
         case .chats:
-            [.text("lastMessage", 5), .number("lastMessageSent", 6), .text("memberHash", 3), .keys("members", 4),
-             .text("title", 2)]
+            [
+                .text("lastMessage", 5), .number("lastMessageSent", 6), .text("memberHash", 3), .keys("members", 4),
+                .text("title", 2),
+            ]
         case .postLikes, .followers, .following, .unmappedValues: nil
         }
     }
@@ -190,7 +194,8 @@ extension TreeTable {
         path.reserveCapacity(keyDepth)
         path.append(rootKey!)
         for column in 0..<(keyDepth - 1) {
-            path.append(shared && row.hasText(column, equalTo: previous[column + 1]) ? previous[column + 1] : row[column]!)
+            path.append(
+                shared && row.hasText(column, equalTo: previous[column + 1]) ? previous[column + 1] : row[column]!)
         }
         return (path, nil)
     }

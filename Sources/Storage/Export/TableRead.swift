@@ -67,11 +67,13 @@ extension TreeTable {
         let size = growingColumns.map { column in
             // octet_length and pg_column_size read a stored value's header, never decompress it.
             let name = Query.quoted(identifier: column)
-            return column == "extra" || column == "members" ? "coalesce(pg_column_size(\(name)), 0)"
+            return column == "extra" || column == "members"
+                ? "coalesce(pg_column_size(\(name)), 0)"
                 : "coalesce(octet_length(\(name)), 0)"
         }.joined(separator: " + ")
         let small = "(\(size) <= \(Self.largeRowBytes))"
-        return (keys.map(Query.quoted(identifier:))
+        return
+            (keys.map(Query.quoted(identifier:))
             + others.map { "CASE WHEN \(small) THEN \(Query.quoted(identifier: $0)) END" } + [small])
             .joined(separator: ", ")
     }
@@ -108,7 +110,9 @@ extension TreeTable {
             return "ltrim(\(name), '-0123456789') = '' OR (octet_length(\(name)) <> length(\(name))"
                 + " AND \(name) ~ '[\\uE000-\\U0010FFFF]')"
         }.joined(separator: " OR ")
-        return Query(unsafeSQL: "SELECT EXISTS (SELECT 1 FROM \(Query.quoted(identifier: name)) WHERE (\(needsOrderCondition)) AND (\(misordered)))")
+        let table = Query.quoted(identifier: name)
+        let condition = "(\(needsOrderCondition)) AND (\(misordered))"
+        return Query(unsafeSQL: "SELECT EXISTS (SELECT 1 FROM \(table) WHERE \(condition))")
     }
 
     /// The partial index's predicate, verbatim, so that the planner can use the index.
@@ -146,21 +150,29 @@ extension TreeTable {
         if !fixedNeedsOrder {
             var selects: [Query] = []
             if !hasOrderedRows || free.isEmpty {
-                selects = [plainSelect(fixed: fixed, free: free, range: nil, bounds: boundsApply ? children : .all,
-                                       reversed: reversed, filters: false)].compactMap { $0 }
+                selects = [
+                    plainSelect(
+                        fixed: fixed, free: free, range: nil, bounds: boundsApply ? children : .all,
+                        reversed: reversed, filters: false)
+                ].compactMap { $0 }
             } else {
                 let ranges = reversed ? PlainRange.allCases.reversed() : PlainRange.allCases
                 selects = ranges.compactMap { range in
-                    plainSelect(fixed: fixed, free: free, range: range, bounds: boundsApply ? children : .all,
-                                reversed: reversed, filters: true)
+                    plainSelect(
+                        fixed: fixed, free: free, range: range, bounds: boundsApply ? children : .all,
+                        reversed: reversed, filters: true)
                 }
             }
             if !selects.isEmpty { reads.append(TableRead(table: self, selects: selects)) }
         }
         if hasOrderedRows {
-            reads.append(TableRead(table: self, selects: [
-                orderedSelect(fixed: fixed, free: free, bounds: boundsApply ? children : .all, reversed: reversed),
-            ]))
+            reads.append(
+                TableRead(
+                    table: self,
+                    selects: [
+                        orderedSelect(
+                            fixed: fixed, free: free, bounds: boundsApply ? children : .all, reversed: reversed)
+                    ]))
         }
         return reads
     }
@@ -203,7 +215,9 @@ extension TreeTable {
             }
         }
         if filters {
-            for column in free { query.appendLiteral(" AND NOT rtdb_key_needs_order(\(Query.quoted(identifier: column)))") }
+            for column in free {
+                query.appendLiteral(" AND NOT rtdb_key_needs_order(\(Query.quoted(identifier: column)))")
+            }
         }
         let order = free.map { Query.quoted(identifier: $0) + (reversed ? " DESC" : "") }
         if !order.isEmpty { query.appendLiteral(" ORDER BY " + order.joined(separator: ", ")) }

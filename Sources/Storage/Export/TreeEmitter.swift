@@ -86,7 +86,9 @@ final class TreeEmitter {
         if !options.keepsPriorities {
             if path.last == FirebaseKey.priority { return }
             if path.last == FirebaseKey.value { path.removeLast() }
-            if case .object(var children) = value, children[FirebaseKey.priority] != nil || children[FirebaseKey.value] != nil {
+            if case .object(var children) = value,
+                children[FirebaseKey.priority] != nil || children[FirebaseKey.value] != nil
+            {
                 if let leaf = children[FirebaseKey.value] {
                     value = leaf
                 } else {
@@ -161,7 +163,9 @@ final class TreeEmitter {
         try beginChild(key, of: level)
         withWriter(forContentOf: level, writeValue)
         try relieve()
-        if case .object = levels[level].state, levels[level].overlay.isEmpty, frameLevels.isEmpty { directParent = parent }
+        if case .object = levels[level].state, levels[level].overlay.isEmpty, frameLevels.isEmpty {
+            directParent = parent
+        }
         return true
     }
 
@@ -271,7 +275,8 @@ final class TreeEmitter {
                 return try writeWhole(options.keepsPriorities ? .object([TreeKey(key): value]) : value, at: level)
             case .priority(let priority):
                 return try writeWhole(
-                    options.keepsPriorities ? .object([TreeKey(key): value, TreeKey(FirebaseKey.priority): priority]) : value,
+                    options.keepsPriorities
+                        ? .object([TreeKey(key): value, TreeKey(FirebaseKey.priority): priority]) : value,
                     at: level)
             default:
                 break
@@ -316,7 +321,8 @@ final class TreeEmitter {
         switch levels[level].state {
         case .fresh:
             if options.rendersArrays, let index {
-                let frame = ArrayFrame(options: options, objectDepth: depthOfContent(level), memoryBudget: frameMemoryBudget)
+                let frame = ArrayFrame(
+                    options: options, objectDepth: depthOfContent(level), memoryBudget: frameMemoryBudget)
                 levels[level].state = .deferred(frame)
                 frameLevels.append(level)
                 try frame.begin(index)
@@ -437,7 +443,8 @@ final class TreeEmitter {
     // MARK: Helpers
 
     private static func ordered(_ fields: [TreeKey: TreeValue]) -> ArraySlice<(key: String, value: TreeValue)> {
-        ArraySlice(fields.map { (key: $0.key.string, value: $0.value) }.sorted { FirebaseKey.exportPrecedes($0.key, $1.key) })
+        ArraySlice(
+            fields.map { (key: $0.key.string, value: $0.value) }.sorted { FirebaseKey.exportPrecedes($0.key, $1.key) })
     }
 }
 
@@ -504,7 +511,9 @@ final class ArrayFrame {
         try relieve()
         var entry = [UInt8](repeating: 0, count: 12)
         withUnsafeBytes(of: UInt32(index).littleEndian) { entry.replaceSubrange(0..<4, with: $0) }
-        withUnsafeBytes(of: UInt64(data.count + writer.bytes.count).littleEndian) { entry.replaceSubrange(4..<12, with: $0) }
+        withUnsafeBytes(of: UInt64(data.count + writer.bytes.count).littleEndian) {
+            entry.replaceSubrange(4..<12, with: $0)
+        }
         try table.append(entry)
     }
 

@@ -27,8 +27,10 @@ public struct TreeQuery: Sendable, Equatable {
     public var limitToLast: Int?
 
     /// A query; with nothing but an order it selects every child.
-    public init(order: Order, start: TreeValue? = nil, end: TreeValue? = nil, equal: TreeValue? = nil,
-                limitToFirst: Int? = nil, limitToLast: Int? = nil) {
+    public init(
+        order: Order, start: TreeValue? = nil, end: TreeValue? = nil, equal: TreeValue? = nil,
+        limitToFirst: Int? = nil, limitToLast: Int? = nil
+    ) {
         self.order = order
         self.start = start
         self.end = end

@@ -53,7 +53,8 @@ enum UnmappedPath {
 
     /// Lends the last key of a row's path as bytes, when the literal needs no unescaping; nil otherwise (and for
     /// a value stored at a root).
-    static func withLastKey<R>(of row: some ExportRow, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R? {
+    static func withLastKey<R>(of row: some ExportRow, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R?
+    {
         try row.withText(1) { literal in
             guard let literal, isPlain(literal), literal.count > 2 else { return nil }
             let keys = UnsafeBufferPointer(rebasing: literal[1..<(literal.count - 1)])

@@ -118,7 +118,9 @@ struct TreeWriter {
     /// Objects entered but not opened yet, innermost last; nil is the document itself.
     private var pending: [String?] = [nil]
 
-    init(json: JSONTextWriter, sink: @escaping (UnsafeBufferPointer<UInt8>) throws -> Void, onProgress: ((Int) -> Void)?) {
+    init(
+        json: JSONTextWriter, sink: @escaping (UnsafeBufferPointer<UInt8>) throws -> Void, onProgress: ((Int) -> Void)?
+    ) {
         self.json = json
         self.sink = sink
         self.onProgress = onProgress
@@ -239,7 +241,9 @@ struct GeneratedTree {
     }
 
     /// Calls `body` with every post slot in key order: the posts, and the posts deleted under `--anomalies`.
-    private mutating func forEachPostSlot(_ body: (inout GeneratedTree, GeneratedWorld.PostSlot, Bool) throws -> Void) throws {
+    private mutating func forEachPostSlot(_ body: (inout GeneratedTree, GeneratedWorld.PostSlot, Bool) throws -> Void)
+        throws
+    {
         for band in 0..<GeneratedWorld.postBands {
             for owner in users {
                 if let isDeleted = world.post(of: owner, inBand: band) {
@@ -455,7 +459,8 @@ struct GeneratedTree {
     private func strangersPost(for user: Int) -> GeneratedWorld.PostSlot? {
         guard world.users > 2 else { return nil }
         for attempt in 0..<20 {
-            let owner = (user + 1 + Int(world.dice.bits(.anomaly, user, attempt) % UInt64(world.users - 1))) % world.users
+            let owner =
+                (user + 1 + Int(world.dice.bits(.anomaly, user, attempt) % UInt64(world.users - 1))) % world.users
             if owner != user, !world.follows(user, owner), let post = world.posts(of: owner).first {
                 return post
             }

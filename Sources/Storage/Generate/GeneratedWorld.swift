@@ -84,7 +84,9 @@ struct GeneratedWorld {
         // (a, a+e) and (c, c+e') are the same pair only when e' = ±e or 2e = 0 (mod users).
         var chatOffsets: [Int] = []
         for (index, offset) in offsets.enumerated() where chatOffsets.count < 2 {
-            let clashes = (2 * offset) % users == 0 || chatOffsets.contains { offset == offsets[$0] || (offset + offsets[$0]) % users == 0 }
+            let clashes =
+                (2 * offset) % users == 0
+                || chatOffsets.contains { offset == offsets[$0] || (offset + offsets[$0]) % users == 0 }
             if !clashes { chatOffsets.append(index) }
         }
         self.chatOffsets = chatOffsets
@@ -217,7 +219,8 @@ struct GeneratedWorld {
     func deletedPost(of user: Int) -> PostSlot? {
         guard plants(.deletedPost, user) else { return nil }
         return (0..<Self.postBands).lazy.compactMap { band in
-            self.post(of: user, inBand: band).flatMap { isDeleted in isDeleted ? PostSlot(band: band, owner: user) : nil }
+            self.post(of: user, inBand: band).flatMap { isDeleted in isDeleted ? PostSlot(band: band, owner: user) : nil
+            }
         }.first
     }
 
@@ -309,7 +312,8 @@ struct GeneratedWorld {
     /// Whether the slot holds a chat (whose copies may have been deleted under `--anomalies`).
     func chatExists(_ slot: ChatSlot) -> Bool {
         guard chatExists(pair: slot.pair, a: slot.a) else { return false }
-        return !slot.isDuplicate || (!plants(.deletedChat, slot.a, slot.pair) && plants(.chatDuplicate, slot.a, slot.pair))
+        return !slot.isDuplicate
+            || (!plants(.deletedChat, slot.a, slot.pair) && plants(.chatDuplicate, slot.a, slot.pair))
     }
 
     /// Whether the chat's copies are gone while its messages stay (an orphan anomaly).
@@ -380,11 +384,12 @@ struct GeneratedWorld {
             }
             let microseconds = 1 + Int(dice.bits(.messageMicros, id, index) % 999)
             let sender = index == 0 ? slot.a : members[Int(dice.bits(.sender, id, index) % 2)]
-            messages.append(Message(
-                key: Self.pushID(milliseconds: milliseconds, random: dice.bits(.messageRandom, id, index)),
-                content: Self.phrases[Int(dice.bits(.content, id, index) % UInt64(Self.phrases.count))],
-                sender: sender,
-                timestamp: Double(milliseconds * 1000 + microseconds) / 1_000_000))
+            messages.append(
+                Message(
+                    key: Self.pushID(milliseconds: milliseconds, random: dice.bits(.messageRandom, id, index)),
+                    content: Self.phrases[Int(dice.bits(.content, id, index) % UInt64(Self.phrases.count))],
+                    sender: sender,
+                    timestamp: Double(milliseconds * 1000 + microseconds) / 1_000_000))
         }
         return messages
     }

@@ -38,7 +38,8 @@ extension Store {
         let wholeTree = options.mode == .replace && options.at.isEmpty
         var replaced = 0
         try connection.withTransaction(rollback: options.isDryRun) {
-            try connection.execute("""
+            try connection.execute(
+                """
                 SELECT set_config('lock_timeout', '0', true), set_config('application_name', 'admin import', true)
                 """)
             let heldSomething: Bool
@@ -90,10 +91,13 @@ extension Store {
             }
             report = importer.report
             report.rowsReplaced += replaced
-            if options.mode == .replace, !options.allowsEmptying, report.rowsImported == 0, heldSomething || replaced > 0 {
+            if options.mode == .replace, !options.allowsEmptying, report.rowsImported == 0,
+                heldSomething || replaced > 0
+            {
                 let node = options.at.isEmpty ? "the store" : "the node at /" + options.at.joined(separator: "/")
                 var error = StorageError(
-                    .refused, "the file holds nothing (null or {}): replacing \(node) with it would delete everything there",
+                    .refused,
+                    "the file holds nothing (null or {}): replacing \(node) with it would delete everything there",
                     hint: "Nothing was changed. If emptying it is what you want, allow it.")
                 error.remedy = .allowEmptying
                 throw error

@@ -100,8 +100,10 @@ final class TreeImporter {
                 report.lines[index].rowsImported += rows - deleted
                 report.lines[index].bytes += bytes
             } else {
-                report.lines.append(.init(node: node, table: table.name, rowsRead: rows, rowsImported: rows - deleted,
-                                          bytes: bytes))
+                report.lines.append(
+                    .init(
+                        node: node, table: table.name, rowsRead: rows, rowsImported: rows - deleted,
+                        bytes: bytes))
             }
         }
         let seconds = (clock.now - started).seconds
@@ -111,8 +113,10 @@ final class TreeImporter {
             report.nodes[index].seconds += seconds
             report.nodes[index].rejected += rejected
         } else {
-            report.nodes.append(.init(name: node, inputBytes: reader.bytesRead - bytesBefore, seconds: seconds,
-                                      rejected: rejected))
+            report.nodes.append(
+                .init(
+                    name: node, inputBytes: reader.bytesRead - bytesBefore, seconds: seconds,
+                    rejected: rejected))
         }
     }
 
@@ -505,9 +509,10 @@ final class TreeImporter {
         guard isCertain || deleted.values.contains(where: { $0 > 0 }) else { return }
         report.warningCount += 1
         if report.warnings.count < Self.maximumWarningsKept {
-            report.warnings.append(.init(
-                path: Self.describe(fullPath[...]),
-                message: "duplicate key at \(reader.position): the last occurrence wins"))
+            report.warnings.append(
+                .init(
+                    path: Self.describe(fullPath[...]),
+                    message: "duplicate key at \(reader.position): the last occurrence wins"))
         }
     }
 
@@ -516,8 +521,9 @@ final class TreeImporter {
     /// Records a reject of the current value (consuming it) and aborts when there are more than allowed.
     private func reject(_ reason: String, at rejectPath: [String]? = nil) throws {
         let (value, isTruncated, valueBytes) = try captureValue()
-        let rejected = ImportReject(path: Self.describe((rejectPath ?? path)[...]), reason: reason, value: value,
-                                    isTruncated: isTruncated, valueBytes: valueBytes)
+        let rejected = ImportReject(
+            path: Self.describe((rejectPath ?? path)[...]), reason: reason, value: value,
+            isTruncated: isTruncated, valueBytes: valueBytes)
         report.rejectCount += 1
         if report.rejects.count < ImportReport.rejectsKept { report.rejects.append(rejected.cut(to: 4096)) }
         try onReject(rejected)
@@ -571,7 +577,8 @@ final class TreeImporter {
             case .string:
                 if !afterKey { beforeValue() }
                 var quoted: [UInt8] = []
-                JSONTextWriter.appendQuoted(UnsafeBufferPointer(rebasing: reader.text.prefix(Self.maximumRejectValueBytes)), to: &quoted)
+                JSONTextWriter.appendQuoted(
+                    UnsafeBufferPointer(rebasing: reader.text.prefix(Self.maximumRejectValueBytes)), to: &quoted)
                 write(quoted)
             case .number:
                 if !afterKey { beforeValue() }

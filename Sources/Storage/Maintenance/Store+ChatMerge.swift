@@ -31,10 +31,12 @@ extension Store {
         var report = RepairReport(repair: .chatMerge, isDryRun: isDryRun)
         try connection.withTransaction(rollback: isDryRun) {
             try lockMaintenance(wait: MaintenanceWait(seconds: waitSeconds))
-            let groups = try connection.query("""
+            let groups = try connection.query(
+                """
                 SELECT array_agg(chat_key ORDER BY chat_key) FROM chat_members
                 WHERE cardinality(members) = 2 GROUP BY members HAVING count(*) > 1 ORDER BY members
-                """).map { try $0.decode([String].self, at: 0) }
+                """
+            ).map { try $0.decode([String].self, at: 0) }
             for keys in groups {
                 let keep = keeping == .newest ? keys.last! : keys.first!
                 for drop in keys where !FirebaseKey.same(drop, keep) {
@@ -52,14 +54,17 @@ extension Store {
     /// Checks the two chats, then returns the statements of the merge; runs inside the repair's transaction.
     func chatMergeSteps(_ chats: (keep: String, drop: String)?) throws -> [Step] {
         guard let (keep, drop) = chats else {
-            throw StorageError(.refused, "chat merge needs the chat to keep and the chat to drop (RepairOptions.mergedChats)")
+            throw StorageError(
+                .refused, "chat merge needs the chat to keep and the chat to drop (RepairOptions.mergedChats)")
         }
         guard !FirebaseKey.same(keep, drop) else { throw StorageError(.refused, "a chat cannot be merged into itself") }
         // Keyed and compared by bytes: canonically equivalent chat keys and uids are distinct, as in Firebase.
         var members: [TreeKey: [String]] = [:], holders: [TreeKey: [String]] = [:]
-        for row in try connection.query("""
+        for row in try connection.query(
+            """
             SELECT chat_key, members, holders FROM chat_members WHERE chat_key IN (\(keep), \(drop))
-            """) {
+            """)
+        {
             let key = TreeKey(try row.decode(String.self, at: 0))
             members[key] = try row.decode(at: 1)
             holders[key] = try row.decode(at: 2)
@@ -70,46 +75,60 @@ extension Store {
         guard members[keep]!.map(TreeKey.init(_:)) == members[drop]!.map(TreeKey.init(_:)) else {
             throw StorageError(
                 .refused, "chats \(keep) and \(drop) have different members",
-                detail: "\(keep): \(members[keep]!.joined(separator: ", ")); \(drop): \(members[drop]!.joined(separator: ", "))")
+                detail:
+                    "\(keep): \(members[keep]!.joined(separator: ", ")); \(drop): \(members[drop]!.joined(separator: ", "))"
+            )
         }
-        if let both = try connection.query("""
+        if let both = try connection.query(
+            """
             SELECT message_key FROM messages d
             WHERE d.chat_key = \(drop)
                 AND EXISTS (SELECT FROM messages k WHERE k.chat_key = \(keep) AND k.message_key = d.message_key)
             LIMIT 1
-            """).first {
-            throw StorageError(.refused, "message \(try both.decode(String.self, at: 0)) is in both chats; merge them by hand")
+            """
+        ).first {
+            throw StorageError(
+                .refused, "message \(try both.decode(String.self, at: 0)) is in both chats; merge them by hand")
         }
         let pair = members[keep]!
         if pair.count == 2 {
             // A message sent to the pair meanwhile must land in the chat that stays.
-            try connection.execute("""
+            try connection.execute(
+                """
                 SELECT pg_advisory_xact_lock(\(Self.chatLockClass), \(Self.chatLockKey(pair[0], pair[1])))
                 """)
         }
         return [
-            Step(table: "messages", action: "updated", query: """
-                UPDATE messages SET chat_key = \(keep) WHERE chat_key = \(drop)
-                """),
-            Step(table: "unmapped_values", action: "updated", query: """
-                UPDATE unmapped_values SET path[1] = \(keep),
-                    sort_key = rtdb_path_order(root, ARRAY[\(keep)]::text[] || path[2:])
-                WHERE root = 'messages' AND path[1] = \(drop)
-                """),
+            Step(
+                table: "messages", action: "updated",
+                query: """
+                    UPDATE messages SET chat_key = \(keep) WHERE chat_key = \(drop)
+                    """),
+            Step(
+                table: "unmapped_values", action: "updated",
+                query: """
+                    UPDATE unmapped_values SET path[1] = \(keep),
+                        sort_key = rtdb_path_order(root, ARRAY[\(keep)]::text[] || path[2:])
+                    WHERE root = 'messages' AND path[1] = \(drop)
+                    """),
             Step(table: "chats", action: "deleted", query: "DELETE FROM chats WHERE chat_key = \(drop)"),
-            Step(table: "unmapped_values", action: "deleted", query: """
-                DELETE FROM unmapped_values WHERE root = 'chats' AND path[2] = \(drop)
-                """),
-            Step(table: "chats", action: "updated", query: """
-                UPDATE chats c
-                SET last_message = n.sender_username || ': ' || n.content, last_message_sent = n."timestamp",
-                    extra = nullif(c.extra - '{lastMessage,lastMessageSent}'::text[], '{}')
-                FROM chat_newest_messages n
-                WHERE c.chat_key = \(keep) AND n.chat_key = \(keep)
-                    AND (c.last_message IS DISTINCT FROM n.sender_username || ': ' || n.content
-                         OR c.last_message_sent IS DISTINCT FROM n."timestamp"
-                         OR c.extra ?| '{lastMessage,lastMessageSent}'::text[])
-                """),
+            Step(
+                table: "unmapped_values", action: "deleted",
+                query: """
+                    DELETE FROM unmapped_values WHERE root = 'chats' AND path[2] = \(drop)
+                    """),
+            Step(
+                table: "chats", action: "updated",
+                query: """
+                    UPDATE chats c
+                    SET last_message = n.sender_username || ': ' || n.content, last_message_sent = n."timestamp",
+                        extra = nullif(c.extra - '{lastMessage,lastMessageSent}'::text[], '{}')
+                    FROM chat_newest_messages n
+                    WHERE c.chat_key = \(keep) AND n.chat_key = \(keep)
+                        AND (c.last_message IS DISTINCT FROM n.sender_username || ': ' || n.content
+                             OR c.last_message_sent IS DISTINCT FROM n."timestamp"
+                             OR c.extra ?| '{lastMessage,lastMessageSent}'::text[])
+                    """),
             Step(table: nil, action: "", query: "SELECT notify_chat(\(keep)), notify_chat(\(drop), \(holders[drop]!))"),
         ]
     }

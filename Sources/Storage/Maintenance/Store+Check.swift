@@ -38,9 +38,10 @@ extension Store {
                 ARRAY(SELECT path FROM violation ORDER BY path LIMIT \(max(examples, 0)))
             """
         let row = try connection.query(query)[0]
-        return CheckResult(check: check, violations: try row.decode(Int.self, at: 0),
-                           examples: try row.decode([String].self, at: 1),
-                           seconds: (ContinuousClock.now - started).seconds)
+        return CheckResult(
+            check: check, violations: try row.decode(Int.self, at: 0),
+            examples: try row.decode([String].self, at: 1),
+            seconds: (ContinuousClock.now - started).seconds)
     }
 
     /// Takes the maintenance lock for the current transaction. When another session holds it: fails at once, or
@@ -52,7 +53,8 @@ extension Store {
             wait.onWait(try maintenanceLockHolder())
             // lock_timeout bounds the wait, for this statement only: the session's own setting comes back after.
             let previous = try connection.query("SELECT current_setting('lock_timeout')")[0].decode(String.self, at: 0)
-            try connection.execute("SELECT set_config('lock_timeout', \(String(Int((wait.seconds * 1000).rounded(.up))) + "ms"), true)")
+            try connection.execute(
+                "SELECT set_config('lock_timeout', \(String(Int((wait.seconds * 1000).rounded(.up))) + "ms"), true)")
             do {
                 try connection.execute("SELECT pg_advisory_xact_lock(\(Store.maintenanceLockKey))")
             } catch let error as StorageError where error.sqlState == .lockNotAvailable {
@@ -69,7 +71,8 @@ extension Store {
         var error = StorageError(
             .server, "\(what) is running on this database\(holder.map { " (pid \($0.pid))" } ?? "")",
             sqlState: .lockNotAvailable,
-            hint: "Wait for it to finish; pg_locks shows the session holding advisory lock \(Store.maintenanceLockKey).")
+            hint: "Wait for it to finish; pg_locks shows the session holding advisory lock \(Store.maintenanceLockKey)."
+        )
         error.remedy = .waitForMaintenance
         throw error
     }
@@ -77,7 +80,8 @@ extension Store {
     /// Who holds the maintenance lock, as `pg_stat_activity` tells it (what a role may see of other sessions).
     private func maintenanceLockHolder() throws -> MaintenanceLockHolder? {
         let key = UInt64(bitPattern: Store.maintenanceLockKey)
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT a.pid, coalesce(a.usename::text, ''), coalesce(a.application_name, ''),
                 extract(epoch FROM a.xact_start)::float8
             FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid

@@ -5,7 +5,8 @@ extension Store {
     /// Keeps `run` in `check_runs` (migration 0009), in a transaction of its own; the server fills in the role.
     /// Needs INSERT on `check_runs` and nothing else.
     public func record(_ run: CheckRun) throws {
-        try connection.execute("""
+        try connection.execute(
+            """
             INSERT INTO check_runs (run_id, started_at, finished_at, run_by, client, console_version, exit_status,
                 outcome, error, checks)
             SELECT \(run.id.uuidString)::uuid, to_timestamp(\(run.startedAt.timeIntervalSince1970)::float8),
@@ -21,7 +22,8 @@ extension Store {
 
     /// The recorded runs, newest first, at most `limit` of them.
     public func checkRuns(limit: Int) throws -> [CheckRun] {
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT run_id::text, extract(epoch FROM started_at)::float8, extract(epoch FROM finished_at)::float8,
                 run_by, client, console_version, exit_status::int, outcome, error,
                 ARRAY(SELECT e->>'check' FROM jsonb_array_elements(checks) WITH ORDINALITY AS x(e, n) ORDER BY n),
@@ -55,7 +57,8 @@ extension Store {
     /// Each check's count in the last recorded run that completed and ran it (a check no such run ran is
     /// missing): what `check --fail-on new` compares with.
     public func lastRecordedCounts(of checks: [IntegrityCheck]) throws -> [IntegrityCheck: Int] {
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT name, (SELECT (e->>'violations')::bigint
                           FROM check_runs r, jsonb_array_elements(r.checks) e
                           WHERE r.outcome <> 'failed' AND e->>'check' = name
@@ -65,7 +68,7 @@ extension Store {
         var counts: [IntegrityCheck: Int] = [:]
         for row in rows {
             guard let check = IntegrityCheck(rawValue: try row.decode(String.self, at: 0)),
-                  let count = try row.decode(Int?.self, at: 1)
+                let count = try row.decode(Int?.self, at: 1)
             else { continue }
             counts[check] = count
         }

@@ -26,7 +26,10 @@ extension Store {
         let clock = ContinuousClock()
         let started = clock.now
         var report = RepairReport(repair: repair, isDryRun: options.isDryRun)
-        try run(isDryRun: options.isDryRun, waitSeconds: options.waitSeconds, onStep: onStep, record: { report.changes.append($0) }) {
+        try run(
+            isDryRun: options.isDryRun, waitSeconds: options.waitSeconds, onStep: onStep,
+            record: { report.changes.append($0) }
+        ) {
             try steps(of: repair, options: options)
         }
         report.seconds = (clock.now - started).seconds
@@ -59,19 +62,24 @@ extension Store {
         // The repair's phases (one, but for orphans a phase per table), each run over ranges of its key: every
         // batchSize-th key starts a range; the first range is open below and the last above, so that rows whose
         // keys are in no driving table (entries of uids that are in no /users) fall in one too.
-        let phases: [(key: Repair.BatchKey?, steps: (KeyRange) throws -> [Step])] = repair == .orphans
+        let phases: [(key: Repair.BatchKey?, steps: (KeyRange) throws -> [Step])] =
+            repair == .orphans
             ? Self.orphanStatements.map { statement in (statement.key, { [statement.step($0)] }) }
             : [(repair.batchKey, { try self.steps(of: repair, options: options, range: $0) })]
         let batches = try phases.flatMap { phase in
-            let starts = try phase.key.map { key in
-                try connection.query(key.startsQuery(every: batchSize)).map { try $0.decode(String.self, at: 0) }
-            } ?? []
+            let starts =
+                try phase.key.map { key in
+                    try connection.query(key.startsQuery(every: batchSize)).map { try $0.decode(String.self, at: 0) }
+                } ?? []
             return zip([nil] + starts, starts + [nil]).map { (range: KeyRange(from: $0, to: $1), steps: phase.steps) }
         }
         var report = RepairReport(repair: repair, isDryRun: options.isDryRun)
         for (index, batch) in batches.enumerated() {
             onStep(index, batches.count)
-            try run(isDryRun: options.isDryRun, waitSeconds: options.waitSeconds, onStep: { _, _ in }, record: { report.add($0) }) {
+            try run(
+                isDryRun: options.isDryRun, waitSeconds: options.waitSeconds, onStep: { _, _ in },
+                record: { report.add($0) }
+            ) {
                 try batch.steps(batch.range)
             }
         }
@@ -98,9 +106,12 @@ extension Store {
                 report.isDryRun = isDryRun
                 return report
             }
-            let after = repairs.isEmpty ? before : try check(checks, examples: examples) { check, index in
-                onProgress("check again \(index + 1) of \(checks.count): \(check.rawValue)")
-            }
+            let after =
+                repairs.isEmpty
+                ? before
+                : try check(checks, examples: examples) { check, index in
+                    onProgress("check again \(index + 1) of \(checks.count): \(check.rawValue)")
+                }
             return (before, repairs, after)
         }
     }
@@ -144,145 +155,175 @@ extension Store {
             """
     }
 
-    private static func likeCountSteps(_ range: KeyRange) -> [Step] { [
-        Step(table: "posts", action: "updated", query: """
-            UPDATE posts p SET like_count = c.likes, extra = extra_without(p.extra, 'like_count')
-            FROM (SELECT q.owner_uid, q.post_key, coalesce(l.likes, 0) AS likes
-                  FROM posts q
-                  LEFT JOIN (SELECT post_key, count(*) AS likes FROM tree_post_likes GROUP BY post_key) l USING (post_key)
-                  WHERE key_in_range(q.owner_uid, \(range.from), \(range.to))
-                 ) c
-            WHERE p.owner_uid = c.owner_uid AND p.post_key = c.post_key
-                AND (p.like_count IS DISTINCT FROM c.likes OR extra_without(p.extra, 'like_count') IS DISTINCT FROM p.extra)
-            """),
-    ] }
+    private static func likeCountSteps(_ range: KeyRange) -> [Step] {
+        [
+            Step(
+                table: "posts", action: "updated",
+                query: """
+                    UPDATE posts p SET like_count = c.likes, extra = extra_without(p.extra, 'like_count')
+                    FROM (SELECT q.owner_uid, q.post_key, coalesce(l.likes, 0) AS likes
+                          FROM posts q
+                          LEFT JOIN (SELECT post_key, count(*) AS likes FROM tree_post_likes GROUP BY post_key) l USING (post_key)
+                          WHERE key_in_range(q.owner_uid, \(range.from), \(range.to))
+                         ) c
+                    WHERE p.owner_uid = c.owner_uid AND p.post_key = c.post_key
+                        AND (p.like_count IS DISTINCT FROM c.likes OR extra_without(p.extra, 'like_count') IS DISTINCT FROM p.extra)
+                    """)
+        ]
+    }
 
     /// The posts to change are found first, with one hash join of posts and users, and only they are updated:
     /// joining the updated table to that join directly made the planner join posts with itself.
-    private static func posterSteps(_ range: KeyRange) -> [Step] { [
-        Step(table: "posts", action: "updated", query: """
-            WITH wrong AS MATERIALIZED (
-                SELECT q.owner_uid, q.post_key, u.username
-                FROM posts q LEFT JOIN users u ON u.uid = q.owner_uid
-                WHERE key_in_range(q.owner_uid, \(range.from), \(range.to))
-                    AND (q.poster_uid IS DISTINCT FROM q.owner_uid OR q.poster_username IS DISTINCT FROM u.username
-                        OR (q.extra IS NOT NULL
-                            AND extra_without(q.extra, 'poster', '{uid,username}') IS DISTINCT FROM q.extra)))
-            UPDATE posts p
-            SET poster_uid = p.owner_uid, poster_username = w.username,
-                extra = extra_without(p.extra, 'poster', '{uid,username}')
-            FROM wrong w
-            WHERE p.owner_uid = w.owner_uid AND p.post_key = w.post_key
-            """),
-    ] }
+    private static func posterSteps(_ range: KeyRange) -> [Step] {
+        [
+            Step(
+                table: "posts", action: "updated",
+                query: """
+                    WITH wrong AS MATERIALIZED (
+                        SELECT q.owner_uid, q.post_key, u.username
+                        FROM posts q LEFT JOIN users u ON u.uid = q.owner_uid
+                        WHERE key_in_range(q.owner_uid, \(range.from), \(range.to))
+                            AND (q.poster_uid IS DISTINCT FROM q.owner_uid OR q.poster_username IS DISTINCT FROM u.username
+                                OR (q.extra IS NOT NULL
+                                    AND extra_without(q.extra, 'poster', '{uid,username}') IS DISTINCT FROM q.extra)))
+                    UPDATE posts p
+                    SET poster_uid = p.owner_uid, poster_username = w.username,
+                        extra = extra_without(p.extra, 'poster', '{uid,username}')
+                    FROM wrong w
+                    WHERE p.owner_uid = w.owner_uid AND p.post_key = w.post_key
+                    """)
+        ]
+    }
 
     /// The timeline repair for one user, or for the users whose uid is in `range`.
     private static func timelineSteps(user: String?, _ range: KeyRange) -> [Step] {
         [
             // Entries that are not objects are replaced by typed ones below when they belong.
-            Step(table: "unmapped_values", action: "deleted", query: """
-                DELETE FROM unmapped_values v
-                WHERE \(unsafeSQL: unmappedChildren(of: "timeline"))
-                    AND (\(user)::text IS NULL OR v.path[1] = \(user))
-                    AND key_in_range(v.path[1], \(range.from), \(range.to))
-                    AND EXISTS (SELECT FROM posts p WHERE p.post_key = v.path[2])
-                """),
+            Step(
+                table: "unmapped_values", action: "deleted",
+                query: """
+                    DELETE FROM unmapped_values v
+                    WHERE \(unsafeSQL: unmappedChildren(of: "timeline"))
+                        AND (\(user)::text IS NULL OR v.path[1] = \(user))
+                        AND key_in_range(v.path[1], \(range.from), \(range.to))
+                        AND EXISTS (SELECT FROM posts p WHERE p.post_key = v.path[2])
+                    """),
             // Entries that do not belong, or name the wrong poster, go; the insert below writes the right ones.
             // One NOT EXISTS holding every condition, with the poster compared by IS NOT DISTINCT FROM, lets the
             // planner hash-anti-join timeline with posts on the key alone: ORed NOT EXISTS ran a subplan per
             // entry, and a second join key a sort of the whole table.
-            Step(table: "timeline", action: "deleted", query: """
-                DELETE FROM timeline t
-                WHERE (\(user)::text IS NULL OR t.uid = \(user))
-                    AND key_in_range(t.uid, \(range.from), \(range.to))
-                    AND EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
-                    AND NOT EXISTS (
-                        SELECT FROM posts p
-                        WHERE p.post_key = t.post_key AND p.owner_uid IS NOT DISTINCT FROM t.poster_uid
-                            AND (t.extra IS NULL OR extra_without(t.extra, 'poster_uid') IS NOT DISTINCT FROM t.extra)
-                            AND EXISTS (SELECT FROM users u WHERE u.uid = t.uid)
-                            AND (p.owner_uid = t.uid
-                                 OR EXISTS (SELECT FROM following f WHERE f.uid = t.uid AND f.followee_uid = p.owner_uid)
-                                 OR EXISTS (SELECT FROM unmapped_values v
-                                            WHERE v.root = 'following' AND v.path[1] = t.uid
-                                                AND v.path[2] = p.owner_uid)))
-                """),
-            Step(table: "timeline", action: "inserted", query: """
-                INSERT INTO timeline (uid, post_key, poster_uid)
-                SELECT DISTINCT ON (uid, post_key) uid, post_key, poster_uid
-                FROM expected_timeline e
-                WHERE (\(user)::text IS NULL OR e.uid = \(user))
-                    AND key_in_range(e.uid, \(range.from), \(range.to))
-                    AND NOT EXISTS (SELECT FROM timeline t WHERE t.uid = e.uid AND t.post_key = e.post_key)
-                ORDER BY uid, post_key, poster_uid
-                """),
+            Step(
+                table: "timeline", action: "deleted",
+                query: """
+                    DELETE FROM timeline t
+                    WHERE (\(user)::text IS NULL OR t.uid = \(user))
+                        AND key_in_range(t.uid, \(range.from), \(range.to))
+                        AND EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
+                        AND NOT EXISTS (
+                            SELECT FROM posts p
+                            WHERE p.post_key = t.post_key AND p.owner_uid IS NOT DISTINCT FROM t.poster_uid
+                                AND (t.extra IS NULL OR extra_without(t.extra, 'poster_uid') IS NOT DISTINCT FROM t.extra)
+                                AND EXISTS (SELECT FROM users u WHERE u.uid = t.uid)
+                                AND (p.owner_uid = t.uid
+                                     OR EXISTS (SELECT FROM following f WHERE f.uid = t.uid AND f.followee_uid = p.owner_uid)
+                                     OR EXISTS (SELECT FROM unmapped_values v
+                                                WHERE v.root = 'following' AND v.path[1] = t.uid
+                                                    AND v.path[2] = p.owner_uid)))
+                    """),
+            Step(
+                table: "timeline", action: "inserted",
+                query: """
+                    INSERT INTO timeline (uid, post_key, poster_uid)
+                    SELECT DISTINCT ON (uid, post_key) uid, post_key, poster_uid
+                    FROM expected_timeline e
+                    WHERE (\(user)::text IS NULL OR e.uid = \(user))
+                        AND key_in_range(e.uid, \(range.from), \(range.to))
+                        AND NOT EXISTS (SELECT FROM timeline t WHERE t.uid = e.uid AND t.post_key = e.post_key)
+                    ORDER BY uid, post_key, poster_uid
+                    """),
         ]
     }
 
-    private static func chatHashSteps(_ range: KeyRange) -> [Step] { [
-        Step(table: "chats", action: "updated", query: """
-            UPDATE chats c
-            SET member_hash = m.stable_hash, extra = extra_without(c.extra, 'memberHash')
-            FROM (SELECT chat_key, chat_member_hash(members[1], members[2]) AS stable_hash
-                  FROM chat_members
-                  WHERE cardinality(members) = 2 AND key_in_range(chat_key, \(range.from), \(range.to))) m
-            WHERE c.chat_key = m.chat_key
-                AND (c.member_hash IS DISTINCT FROM m.stable_hash
-                     OR extra_without(c.extra, 'memberHash') IS DISTINCT FROM c.extra)
-            """),
-    ] }
+    private static func chatHashSteps(_ range: KeyRange) -> [Step] {
+        [
+            Step(
+                table: "chats", action: "updated",
+                query: """
+                    UPDATE chats c
+                    SET member_hash = m.stable_hash, extra = extra_without(c.extra, 'memberHash')
+                    FROM (SELECT chat_key, chat_member_hash(members[1], members[2]) AS stable_hash
+                          FROM chat_members
+                          WHERE cardinality(members) = 2 AND key_in_range(chat_key, \(range.from), \(range.to))) m
+                    WHERE c.chat_key = m.chat_key
+                        AND (c.member_hash IS DISTINCT FROM m.stable_hash
+                             OR extra_without(c.extra, 'memberHash') IS DISTINCT FROM c.extra)
+                    """)
+        ]
+    }
 
     /// The follow repair for the edges whose follower's uid is in `range`.
     private static func followSteps(preferring preference: FollowPreference, _ range: KeyRange) -> [Step] {
         // The other side is asked as its table and its unmapped values apart, rather than as its tree_* view:
         // each then gets an anti-join of its own, where the view's UNION ALL got a far slower plan.
-        let addFollowers = Step(table: "followers", action: "inserted", query: """
-            INSERT INTO followers (uid, follower_uid)
-            SELECT f.followee_uid, f.uid FROM tree_following f
-            WHERE key_in_range(f.uid, \(range.from), \(range.to))
-                AND NOT EXISTS (SELECT FROM followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
-                AND NOT EXISTS (
-                    SELECT FROM unmapped_values v
-                    WHERE v.root = 'followers' AND v.path[1] = f.followee_uid AND v.path[2] = f.uid)
-            """)
-        let addFollowing = Step(table: "following", action: "inserted", query: """
-            INSERT INTO following (uid, followee_uid)
-            SELECT r.follower_uid, r.uid FROM tree_followers r
-            WHERE key_in_range(r.follower_uid, \(range.from), \(range.to))
-                AND NOT EXISTS (SELECT FROM following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
-                AND NOT EXISTS (
-                    SELECT FROM unmapped_values v
-                    WHERE v.root = 'following' AND v.path[1] = r.follower_uid AND v.path[2] = r.uid)
-            """)
+        let addFollowers = Step(
+            table: "followers", action: "inserted",
+            query: """
+                INSERT INTO followers (uid, follower_uid)
+                SELECT f.followee_uid, f.uid FROM tree_following f
+                WHERE key_in_range(f.uid, \(range.from), \(range.to))
+                    AND NOT EXISTS (SELECT FROM followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
+                    AND NOT EXISTS (
+                        SELECT FROM unmapped_values v
+                        WHERE v.root = 'followers' AND v.path[1] = f.followee_uid AND v.path[2] = f.uid)
+                """)
+        let addFollowing = Step(
+            table: "following", action: "inserted",
+            query: """
+                INSERT INTO following (uid, followee_uid)
+                SELECT r.follower_uid, r.uid FROM tree_followers r
+                WHERE key_in_range(r.follower_uid, \(range.from), \(range.to))
+                    AND NOT EXISTS (SELECT FROM following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
+                    AND NOT EXISTS (
+                        SELECT FROM unmapped_values v
+                        WHERE v.root = 'following' AND v.path[1] = r.follower_uid AND v.path[2] = r.uid)
+                """)
         switch preference {
         case .union:
             return [addFollowers, addFollowing]
         case .following:
             return [
-                Step(table: "followers", action: "deleted", query: """
-                    DELETE FROM followers r
-                    WHERE key_in_range(r.follower_uid, \(range.from), \(range.to)) AND NOT EXISTS (SELECT FROM tree_following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
-                    """),
-                Step(table: "unmapped_values", action: "deleted", query: """
-                    DELETE FROM unmapped_values v
-                    WHERE \(unsafeSQL: unmappedChildren(of: "followers"))
-                        AND key_in_range(v.path[2], \(range.from), \(range.to)) AND NOT EXISTS (
-                        SELECT FROM tree_following f WHERE f.uid = v.path[2] AND f.followee_uid = v.path[1])
-                    """),
+                Step(
+                    table: "followers", action: "deleted",
+                    query: """
+                        DELETE FROM followers r
+                        WHERE key_in_range(r.follower_uid, \(range.from), \(range.to)) AND NOT EXISTS (SELECT FROM tree_following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
+                        """),
+                Step(
+                    table: "unmapped_values", action: "deleted",
+                    query: """
+                        DELETE FROM unmapped_values v
+                        WHERE \(unsafeSQL: unmappedChildren(of: "followers"))
+                            AND key_in_range(v.path[2], \(range.from), \(range.to)) AND NOT EXISTS (
+                            SELECT FROM tree_following f WHERE f.uid = v.path[2] AND f.followee_uid = v.path[1])
+                        """),
                 addFollowers,
             ]
         case .followers:
             return [
-                Step(table: "following", action: "deleted", query: """
-                    DELETE FROM following f
-                    WHERE key_in_range(f.uid, \(range.from), \(range.to)) AND NOT EXISTS (SELECT FROM tree_followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
-                    """),
-                Step(table: "unmapped_values", action: "deleted", query: """
-                    DELETE FROM unmapped_values v
-                    WHERE \(unsafeSQL: unmappedChildren(of: "following"))
-                        AND key_in_range(v.path[1], \(range.from), \(range.to)) AND NOT EXISTS (
-                        SELECT FROM tree_followers r WHERE r.uid = v.path[2] AND r.follower_uid = v.path[1])
-                    """),
+                Step(
+                    table: "following", action: "deleted",
+                    query: """
+                        DELETE FROM following f
+                        WHERE key_in_range(f.uid, \(range.from), \(range.to)) AND NOT EXISTS (SELECT FROM tree_followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
+                        """),
+                Step(
+                    table: "unmapped_values", action: "deleted",
+                    query: """
+                        DELETE FROM unmapped_values v
+                        WHERE \(unsafeSQL: unmappedChildren(of: "following"))
+                            AND key_in_range(v.path[1], \(range.from), \(range.to)) AND NOT EXISTS (
+                            SELECT FROM tree_followers r WHERE r.uid = v.path[2] AND r.follower_uid = v.path[1])
+                        """),
                 addFollowing,
             ]
         }
@@ -292,93 +333,125 @@ extension Store {
     private static let chatFields = "'{title,memberHash,members,lastMessage,lastMessageSent}'::text[]"
 
     /// The chat repair for the chats whose key is in `range`.
-    private static func chatSteps(_ range: KeyRange) -> [Step] { [
-        // What every copy of each chat should say: the members (the union of the copies' members, or the
-        // holders when no copy names any), the other fields from the most recently updated copy, and the
-        // last message from the newest message when the chat has messages. Only the chats where some copy says
-        // otherwise, or is missing or held by a non-member, are kept, so the statements below touch only them.
-        Step(table: nil, action: "", query: """
-            CREATE TEMPORARY TABLE repair_chats ON COMMIT DROP AS
-            SELECT * FROM (
-                SELECT m.chat_key, m.holders,
-                    CASE WHEN cardinality(m.members) > 0 THEN m.members ELSE m.holders END AS members,
-                    s.title, s.member_hash,
-                    CASE WHEN n.chat_key IS NULL THEN s.last_message ELSE n.sender_username || ': ' || n.content END
-                        AS last_message,
-                    CASE WHEN n.chat_key IS NULL THEN s.last_message_sent ELSE n."timestamp" END AS last_message_sent,
-                    nullif(s.extra - \(unsafeSQL: chatFields), '{}') AS extra
-                FROM chat_members m
-                JOIN (SELECT DISTINCT ON (chat_key) * FROM chats
-                      ORDER BY chat_key, last_message_sent DESC NULLS LAST, uid) s USING (chat_key)
-                LEFT JOIN chat_newest_messages n USING (chat_key)
-                WHERE key_in_range(m.chat_key, \(range.from), \(range.to))
-            ) d
-            WHERE d.holders IS DISTINCT FROM d.members OR EXISTS (
-                SELECT FROM chats c
-                WHERE c.chat_key = d.chat_key
-                    AND (c.title IS DISTINCT FROM d.title OR c.member_hash IS DISTINCT FROM d.member_hash
-                         OR c.members IS DISTINCT FROM d.members OR c.last_message IS DISTINCT FROM d.last_message
-                         OR c.last_message_sent IS DISTINCT FROM d.last_message_sent
-                         OR c.extra ?| \(unsafeSQL: chatFields)))
-            """),
-        Step(table: "chats", action: "deleted", query: """
-            DELETE FROM chats c USING repair_chats d
-            WHERE c.chat_key = d.chat_key AND c.uid <> ALL (d.members)
-            """),
-        Step(table: "chats", action: "updated", query: """
-            UPDATE chats c
-            SET title = d.title, member_hash = d.member_hash, members = d.members, last_message = d.last_message,
-                last_message_sent = d.last_message_sent, extra = nullif(c.extra - \(unsafeSQL: chatFields), '{}')
-            FROM repair_chats d
-            WHERE c.chat_key = d.chat_key
-                AND (c.title IS DISTINCT FROM d.title OR c.member_hash IS DISTINCT FROM d.member_hash
-                     OR c.members IS DISTINCT FROM d.members OR c.last_message IS DISTINCT FROM d.last_message
-                     OR c.last_message_sent IS DISTINCT FROM d.last_message_sent
-                     OR c.extra ?| \(unsafeSQL: chatFields))
-            """),
-        Step(table: "chats", action: "inserted", query: """
-            INSERT INTO chats (uid, chat_key, title, member_hash, members, last_message, last_message_sent, extra)
-            SELECT u.uid, d.chat_key, d.title, d.member_hash, d.members, d.last_message, d.last_message_sent, d.extra
-            FROM repair_chats d CROSS JOIN LATERAL unnest(d.members) AS u(uid)
-            WHERE NOT EXISTS (SELECT FROM chats c WHERE c.uid = u.uid AND c.chat_key = d.chat_key)
-            """),
-        Step(table: nil, action: "", query: "DROP TABLE repair_chats"),
-    ] }
+    private static func chatSteps(_ range: KeyRange) -> [Step] {
+        [
+            // What every copy of each chat should say: the members (the union of the copies' members, or the
+            // holders when no copy names any), the other fields from the most recently updated copy, and the
+            // last message from the newest message when the chat has messages. Only the chats where some copy says
+            // otherwise, or is missing or held by a non-member, are kept, so the statements below touch only them.
+            Step(
+                table: nil, action: "",
+                query: """
+                    CREATE TEMPORARY TABLE repair_chats ON COMMIT DROP AS
+                    SELECT * FROM (
+                        SELECT m.chat_key, m.holders,
+                            CASE WHEN cardinality(m.members) > 0 THEN m.members ELSE m.holders END AS members,
+                            s.title, s.member_hash,
+                            CASE WHEN n.chat_key IS NULL THEN s.last_message ELSE n.sender_username || ': ' || n.content END
+                                AS last_message,
+                            CASE WHEN n.chat_key IS NULL THEN s.last_message_sent ELSE n."timestamp" END AS last_message_sent,
+                            nullif(s.extra - \(unsafeSQL: chatFields), '{}') AS extra
+                        FROM chat_members m
+                        JOIN (SELECT DISTINCT ON (chat_key) * FROM chats
+                              ORDER BY chat_key, last_message_sent DESC NULLS LAST, uid) s USING (chat_key)
+                        LEFT JOIN chat_newest_messages n USING (chat_key)
+                        WHERE key_in_range(m.chat_key, \(range.from), \(range.to))
+                    ) d
+                    WHERE d.holders IS DISTINCT FROM d.members OR EXISTS (
+                        SELECT FROM chats c
+                        WHERE c.chat_key = d.chat_key
+                            AND (c.title IS DISTINCT FROM d.title OR c.member_hash IS DISTINCT FROM d.member_hash
+                                 OR c.members IS DISTINCT FROM d.members OR c.last_message IS DISTINCT FROM d.last_message
+                                 OR c.last_message_sent IS DISTINCT FROM d.last_message_sent
+                                 OR c.extra ?| \(unsafeSQL: chatFields)))
+                    """),
+            Step(
+                table: "chats", action: "deleted",
+                query: """
+                    DELETE FROM chats c USING repair_chats d
+                    WHERE c.chat_key = d.chat_key AND c.uid <> ALL (d.members)
+                    """),
+            Step(
+                table: "chats", action: "updated",
+                query: """
+                    UPDATE chats c
+                    SET title = d.title, member_hash = d.member_hash, members = d.members, last_message = d.last_message,
+                        last_message_sent = d.last_message_sent, extra = nullif(c.extra - \(unsafeSQL: chatFields), '{}')
+                    FROM repair_chats d
+                    WHERE c.chat_key = d.chat_key
+                        AND (c.title IS DISTINCT FROM d.title OR c.member_hash IS DISTINCT FROM d.member_hash
+                             OR c.members IS DISTINCT FROM d.members OR c.last_message IS DISTINCT FROM d.last_message
+                             OR c.last_message_sent IS DISTINCT FROM d.last_message_sent
+                             OR c.extra ?| \(unsafeSQL: chatFields))
+                    """),
+            Step(
+                table: "chats", action: "inserted",
+                query: """
+                    INSERT INTO chats (uid, chat_key, title, member_hash, members, last_message, last_message_sent, extra)
+                    SELECT u.uid, d.chat_key, d.title, d.member_hash, d.members, d.last_message, d.last_message_sent, d.extra
+                    FROM repair_chats d CROSS JOIN LATERAL unnest(d.members) AS u(uid)
+                    WHERE NOT EXISTS (SELECT FROM chats c WHERE c.uid = u.uid AND c.chat_key = d.chat_key)
+                    """),
+            Step(table: nil, action: "", query: "DROP TABLE repair_chats"),
+        ]
+    }
 
     /// The orphan repair's statements, each with the key it is batched by (nil: never batched) and its
     /// statement for the rows whose key is in a range.
-    static var orphanStatements: [(key: Repair.BatchKey?, step: (KeyRange) -> Step)] { [
-        (.postKey, { range in
-            Step(table: "post_likes", action: "deleted", query: """
-                DELETE FROM post_likes l
-                WHERE key_in_range(l.post_key, \(range.from), \(range.to))
-                    AND NOT EXISTS (SELECT FROM posts p WHERE p.post_key = l.post_key)
-                """)
-        }),
-        (.chatKey, { range in
-            Step(table: "messages", action: "deleted", query: """
-                DELETE FROM messages m
-                WHERE key_in_range(m.chat_key, \(range.from), \(range.to))
-                    AND NOT EXISTS (SELECT FROM chats c WHERE c.chat_key = m.chat_key)
-                """)
-        }),
-        (.uid, { range in
-            Step(table: "timeline", action: "deleted", query: """
-                DELETE FROM timeline t
-                WHERE key_in_range(t.uid, \(range.from), \(range.to))
-                    AND NOT EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
-                """)
-        }),
-        (nil, { _ in
-            Step(table: "unmapped_values", action: "deleted", query: """
-                DELETE FROM unmapped_values v
-                WHERE ((\(unsafeSQL: unmappedChildren(of: "postLikes")) AND NOT EXISTS (
-                            SELECT FROM posts p WHERE p.post_key = v.path[1]))
-                    OR (\(unsafeSQL: unmappedChildren(of: "timeline")) AND NOT EXISTS (
-                            SELECT FROM posts p WHERE p.post_key = v.path[2])))
-                """)
-        }),
-    ] }
+    static var orphanStatements: [(key: Repair.BatchKey?, step: (KeyRange) -> Step)] {
+        [
+            (
+                .postKey,
+                { range in
+                    Step(
+                        table: "post_likes", action: "deleted",
+                        query: """
+                            DELETE FROM post_likes l
+                            WHERE key_in_range(l.post_key, \(range.from), \(range.to))
+                                AND NOT EXISTS (SELECT FROM posts p WHERE p.post_key = l.post_key)
+                            """)
+                }
+            ),
+            (
+                .chatKey,
+                { range in
+                    Step(
+                        table: "messages", action: "deleted",
+                        query: """
+                            DELETE FROM messages m
+                            WHERE key_in_range(m.chat_key, \(range.from), \(range.to))
+                                AND NOT EXISTS (SELECT FROM chats c WHERE c.chat_key = m.chat_key)
+                            """)
+                }
+            ),
+            (
+                .uid,
+                { range in
+                    Step(
+                        table: "timeline", action: "deleted",
+                        query: """
+                            DELETE FROM timeline t
+                            WHERE key_in_range(t.uid, \(range.from), \(range.to))
+                                AND NOT EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
+                            """)
+                }
+            ),
+            (
+                nil,
+                { _ in
+                    Step(
+                        table: "unmapped_values", action: "deleted",
+                        query: """
+                            DELETE FROM unmapped_values v
+                            WHERE ((\(unsafeSQL: unmappedChildren(of: "postLikes")) AND NOT EXISTS (
+                                        SELECT FROM posts p WHERE p.post_key = v.path[1]))
+                                OR (\(unsafeSQL: unmappedChildren(of: "timeline")) AND NOT EXISTS (
+                                        SELECT FROM posts p WHERE p.post_key = v.path[2])))
+                            """)
+                }
+            ),
+        ]
+    }
 
     private static func orphanSteps(_ range: KeyRange) -> [Step] {
         orphanStatements.map { $0.step(range) }

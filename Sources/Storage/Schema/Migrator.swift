@@ -64,7 +64,8 @@ public struct Migrator: Sendable {
                 } catch let error as StorageError {
                     throw error.adding(context: "applying migration \(migration.fileName)")
                 }
-                try connection.execute("""
+                try connection.execute(
+                    """
                     INSERT INTO schema_migrations (version, file_name, checksum)
                     VALUES (\(migration.version), \(migration.fileName),
                             encode(sha256(convert_to(\(migration.sql), 'UTF8')), 'hex'))
@@ -77,7 +78,8 @@ public struct Migrator: Sendable {
     }
 
     private func createBookkeeping(on connection: StoreConnection) throws {
-        try connection.execute("""
+        try connection.execute(
+            """
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version     integer PRIMARY KEY,
                 file_name   text NOT NULL,
@@ -90,7 +92,8 @@ public struct Migrator: Sendable {
     private func appliedMigrations(on connection: StoreConnection) throws -> [AppliedMigration] {
         let exists = try connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL")
         guard try exists[0].decode(Bool.self, at: 0) else { return [] }
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT version, file_name, checksum, applied_at::text FROM schema_migrations ORDER BY version
             """)
         return try rows.map { row in
@@ -102,7 +105,8 @@ public struct Migrator: Sendable {
 
     /// SHA-256 of each migration's text, computed by the server (no crypto dependency in the client).
     private func checksums(on connection: StoreConnection) throws -> [String] {
-        let rows = try connection.query("""
+        let rows = try connection.query(
+            """
             SELECT encode(sha256(convert_to(sql, 'UTF8')), 'hex')
             FROM unnest(\(migrations.map(\.sql))::text[]) WITH ORDINALITY AS m(sql, position)
             ORDER BY position

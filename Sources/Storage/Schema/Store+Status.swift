@@ -20,7 +20,8 @@ extension Store {
     /// Whether no table of the tree holds a row; quick on any size.
     public func isEmpty() throws -> Bool {
         let exists = Store.treeTables.map { "EXISTS (SELECT 1 FROM \(Query.quoted(identifier: $0)))" }
-        return try !connection.query(Query(unsafeSQL: "SELECT " + exists.joined(separator: " OR ")))[0].decode(Bool.self, at: 0)
+        let query = Query(unsafeSQL: "SELECT " + exists.joined(separator: " OR "))
+        return try !connection.query(query)[0].decode(Bool.self, at: 0)
     }
 
     /// The server, the schema version and exact row counts per table, in one read-only snapshot.

@@ -22,8 +22,10 @@ enum TreeTable: Int, CaseIterable {
         switch self {
         case .users: ["uid", "username", "extra"]
         case .posts:
-            ["owner_uid", "post_key", "image_url", "image_height", "created_at", "like_count", "poster_uid",
-             "poster_username", "extra"]
+            [
+                "owner_uid", "post_key", "image_url", "image_height", "created_at", "like_count", "poster_uid",
+                "poster_username", "extra",
+            ]
         case .feedPosts: ["post_id", "image_file_url", "user_name", "votes", "timestamp_ms", "extra"]
         case .postLikes: ["post_key", "liker_uid"]
         case .followers: ["uid", "follower_uid"]

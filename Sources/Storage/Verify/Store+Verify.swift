@@ -65,7 +65,8 @@ extension Store {
                 report = try sortedPass(because: "sorting first was asked for")
             } else {
                 do {
-                    report = try compare(try open(), at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed)
+                    report = try compare(
+                        try open(), at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed)
                 } catch let error as TreeError where error.kind == .unordered {
                     report = try sortedPass(because: error.message)
                 }
