@@ -8,34 +8,61 @@ import Foundation
 /// let query: Query = "SELECT username FROM \(identifier: table) WHERE uid = \(uid)"
 /// query.sql    // SELECT username FROM "users" WHERE uid = $1
 /// ```
+///
+/// A query is also a fragment of a larger one: interpolated into another (its placeholders renumbered after
+/// the ones before it), added with `+`, or joined:
+///
+/// ```swift
+/// let conditions: [Query] = ["uid = \(uid)", "post_key = \(key)"]
+/// let query: Query = "DELETE FROM timeline WHERE \(conditions.joined(separator: " AND "))"
+/// query.sql    // DELETE FROM timeline WHERE uid = $1 AND post_key = $2
+/// ```
 public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, CustomStringConvertible {
     /// The statement text, with `$1`, `$2`, … where the values go.
     public private(set) var sql: String
     /// The parameters' values in text format, `nil` for SQL NULL.
     public private(set) var binds: [String?]
+    /// Where in `sql` (UTF-8 offsets) each placeholder starts, in order: what composition renumbers. Only
+    /// placeholders this type wrote are listed, so `$1` inside a literal of trusted SQL is never touched.
+    private var placeholders: [Int]
 
     /// A statement with no parameters.
     public init(stringLiteral value: String) {
         sql = value
         binds = []
+        placeholders = []
     }
 
     /// Builds a statement from interpolation; see `StringInterpolation`.
     public init(stringInterpolation: StringInterpolation) {
         sql = stringInterpolation.sql
         binds = stringInterpolation.binds
+        placeholders = stringInterpolation.placeholders
     }
 
     /// A statement from SQL text built elsewhere (a migration file). Never pass user data here.
     public init(unsafeSQL sql: String) {
         self.sql = sql
         binds = []
+        placeholders = []
     }
 
     /// `query` with trusted SQL text before it (`DECLARE … CURSOR FOR`); its parameters keep their numbers.
     public init(prefixing prefix: String, to query: Query) {
-        sql = prefix + query.sql
-        binds = query.binds
+        self = Query(unsafeSQL: prefix) + query
+    }
+
+    /// Both fragments, one after the other, the second's placeholders numbered after the first's.
+    public static func + (first: Query, second: Query) -> Query {
+        var interpolation = StringInterpolation(literalCapacity: 0, interpolationCount: 0)
+        interpolation.appendInterpolation(first)
+        interpolation.appendInterpolation(second)
+        return Query(stringInterpolation: interpolation)
+    }
+
+    /// Appends a fragment.
+    public static func += (query: inout Query, fragment: Query) {
+        query = query + fragment
     }
 
     /// The statement text only: values are never shown.
@@ -50,6 +77,7 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
     public struct StringInterpolation: StringInterpolationProtocol {
         var sql = ""
         var binds: [String?] = []
+        var placeholders: [Int] = []
 
         /// Reserves room for the literal text.
         public init(literalCapacity: Int, interpolationCount: Int) {
@@ -64,14 +92,43 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
 
         /// A value, sent as the next `$n` parameter.
         public mutating func appendInterpolation(_ value: some QueryBindable) {
-            binds.append(value.queryText)
-            sql += "$\(binds.count)"
+            appendParameter(value.queryText)
         }
 
         /// An optional value, sent as the next `$n` parameter (SQL NULL for nil).
         public mutating func appendInterpolation<Value: QueryBindable>(_ value: Value?) {
-            binds.append(value.queryText)
+            appendParameter(value.queryText)
+        }
+
+        private mutating func appendParameter(_ text: String?) {
+            binds.append(text)
+            placeholders.append(sql.utf8.count)
             sql += "$\(binds.count)"
+        }
+
+        /// A fragment: its SQL, with its values as parameters numbered after the ones before it.
+        public mutating func appendInterpolation(_ fragment: Query) {
+            guard !fragment.placeholders.isEmpty else {
+                sql += fragment.sql
+                return
+            }
+            let text = Array(fragment.sql.utf8)
+            var copied = 0
+            for (index, start) in fragment.placeholders.enumerated() {
+                // The placeholder is `$` and the digits of its number, index + 1.
+                sql += String(decoding: text[copied..<start], as: UTF8.self)
+                appendParameter(fragment.binds[index])
+                copied = start + 1 + String(index + 1).utf8.count
+            }
+            sql += String(decoding: text[copied...], as: UTF8.self)
+        }
+
+        /// Fragments, with `separator` (trusted SQL text) between them.
+        public mutating func appendInterpolation(_ fragments: [Query], separator: String) {
+            for (index, fragment) in fragments.enumerated() {
+                if index > 0 { sql += separator }
+                appendInterpolation(fragment)
+            }
         }
 
         /// An identifier (table, column, role), quoted.
@@ -83,6 +140,15 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
         public mutating func appendInterpolation(unsafeSQL text: String) {
             sql += text
         }
+    }
+}
+
+extension Array where Element == Query {
+    /// The fragments with `separator` (trusted SQL text, such as `" AND "`) between them; `Query("")` when empty.
+    public func joined(separator: String) -> Query {
+        var interpolation = Query.StringInterpolation(literalCapacity: 0, interpolationCount: count)
+        interpolation.appendInterpolation(self, separator: separator)
+        return Query(stringInterpolation: interpolation)
     }
 }
 

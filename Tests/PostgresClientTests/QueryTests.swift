@@ -11,6 +11,31 @@ struct QueryTests {
         #expect(query.binds == [uid, "10"])
     }
 
+    @Test func fragmentsAreRenumberedWhereTheyLand() {
+        let condition: Query = "uid = \(" alice") AND n > \(3)"
+        let query: Query = "SELECT \(1) FROM t WHERE \(condition) LIMIT \(9)"
+        #expect(query.sql == "SELECT $1 FROM t WHERE uid = $2 AND n > $3 LIMIT $4")
+        #expect(query.binds == ["1", " alice", "3", "9"])
+        // Two-digit numbers, in the fragment and before it.
+        let wide: Query = (0..<12).map { "c\($0) = \($0)" as Query }.joined(separator: " AND ")
+        #expect(wide.sql.hasSuffix("c$21 = $22 AND c$23 = $24"))
+        let both = ("SELECT \(true), \(false), \(true)" as Query) + " WHERE " + wide
+        #expect(both.binds.count == 27)
+        #expect(both.sql.hasPrefix("SELECT $1, $2, $3 WHERE c$4 = $5 AND c$6 = $7"))
+        #expect(both.sql.hasSuffix("c$24 = $25 AND c$26 = $27"))
+        #expect(both.binds.suffix(2) == ["11", "11"])
+    }
+
+    @Test func trustedTextThatLooksLikeAPlaceholderIsLeftAlone() {
+        let value = "x"
+        let query = Query(unsafeSQL: "SELECT '$1', $$a $2$$, ") + "\(value)"
+        #expect(query.sql == "SELECT '$1', $$a $2$$, $1")
+        #expect(query.binds == ["x"])
+        let prefixed = Query(prefixing: "DECLARE c CURSOR FOR ", to: "SELECT \(5)")
+        #expect(prefixed.sql == "DECLARE c CURSOR FOR SELECT $1" && prefixed.binds == ["5"])
+        #expect([Query]().joined(separator: ", ").sql.isEmpty)
+    }
+
     @Test func descriptionNeverShowsValues() {
         let password = "s3cret-value"
         let query: Query = "SELECT \(password)"

@@ -82,7 +82,7 @@ extension Store {
             try requireUser(uid, lock: .none)
             return try connection.query(
                 """
-                SELECT \(unsafeSQL: Self.chatColumns) FROM chats
+                SELECT \(Self.chatColumns) FROM chats
                 WHERE uid = \(uid)
                 ORDER BY last_message_sent DESC NULLS LAST, chat_key DESC
                 LIMIT \(limit)
@@ -97,7 +97,7 @@ extension Store {
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
             let messages = try connection.query(
                 """
-                SELECT \(unsafeSQL: Self.messageColumns) FROM (
+                SELECT \(Self.messageColumns) FROM (
                     SELECT * FROM messages
                     WHERE chat_key = \(chatKey) AND (\(before)::text IS NULL OR message_key < \(before))
                     ORDER BY message_key DESC LIMIT \(limit)) m
@@ -124,7 +124,7 @@ extension Store {
         var names: [TreeKey: String?] = [:]
         for row in try connection.query(
             """
-            SELECT uid, username FROM users WHERE uid IN (\(a), \(b)) \(unsafeSQL: lock.rawValue)
+            SELECT uid, username FROM users WHERE uid IN (\(a), \(b)) \(lock.clause)
             """)
         {
             names[TreeKey(try row.decode(String.self, at: 0))] = try row.decode(String?.self, at: 1)
@@ -136,7 +136,7 @@ extension Store {
     private func pairChats(_ a: String, _ b: String) throws -> [Chat] {
         try connection.query(
             """
-            SELECT \(unsafeSQL: Self.chatColumns) FROM (
+            SELECT \(Self.chatColumns) FROM (
                 SELECT DISTINCT ON (chat_key) * FROM chats
                 WHERE uid IN (\(a), \(b)) AND members @> ARRAY[\(a), \(b)]::text[] AND cardinality(members) = 2
                 ORDER BY chat_key, uid = \(a) DESC) c
@@ -161,7 +161,7 @@ extension Store {
             ON CONFLICT (uid, chat_key) DO UPDATE
             SET last_message = EXCLUDED.last_message, last_message_sent = EXCLUDED.last_message_sent,
                 extra = nullif(c.extra - '{lastMessage,lastMessageSent}'::text[], '{}')
-            RETURNING \(unsafeSQL: Self.chatColumns)
+            RETURNING \(Self.chatColumns)
             """
         ).map(Self.chat(from:))
     }
@@ -175,7 +175,7 @@ extension Store {
         return Int32(truncatingIfNeeded: hash ^ (hash >> 32))
     }
 
-    static let chatColumns = "uid, chat_key, title, member_hash, members, last_message, last_message_sent"
+    static let chatColumns: Query = "uid, chat_key, title, member_hash, members, last_message, last_message_sent"
 
     static func chat(from row: Row) throws -> Chat {
         Chat(
@@ -184,7 +184,7 @@ extension Store {
             lastMessage: try row.decode(at: 5), lastMessageSent: try row.decode(at: 6))
     }
 
-    static let messageColumns = "chat_key, message_key, content, \"timestamp\", sender_uid, sender_username"
+    static let messageColumns: Query = "chat_key, message_key, content, \"timestamp\", sender_uid, sender_username"
 
     static func message(from row: Row) throws -> Message {
         Message(

@@ -58,14 +58,14 @@ extension Store {
     public func posts(of owner: String, limit: Int, before: String? = nil) throws -> [Post] {
         try connection.query(
             """
-            SELECT \(unsafeSQL: Self.postColumns) FROM posts p
+            SELECT \(Self.postColumns) FROM posts p
             WHERE p.owner_uid = \(owner) AND (\(before)::text IS NULL OR p.post_key < \(before))
             ORDER BY p.post_key DESC LIMIT \(limit)
             """
         ).map { try Self.post(from: $0) }
     }
 
-    static let postColumns = """
+    static let postColumns: Query = """
         p.owner_uid, p.post_key, p.image_url, p.image_height, p.created_at, p.like_count, p.poster_uid, p.poster_username
         """
 

@@ -9,7 +9,7 @@ extension Store {
             try requireUser(uid, lock: .none)
             return try connection.query(
                 """
-                SELECT \(unsafeSQL: Self.postColumns),
+                SELECT \(Self.postColumns),
                     EXISTS (SELECT FROM post_likes l WHERE l.post_key = t.post_key AND l.liker_uid = \(uid))
                 FROM timeline t
                 JOIN posts p ON p.owner_uid = t.poster_uid AND p.post_key = t.post_key
@@ -33,26 +33,26 @@ extension Store {
 
     /// `feed`: AppCoda's posts newest first (by `timestamp`, then id), keyset-paged.
     public func feed(_ page: FeedPage, limit: Int) throws -> [FeedPost] {
-        let columns = "post_id, image_file_url, user_name, votes, timestamp_ms"
-        let order = "ORDER BY timestamp_ms DESC, post_id DESC"
+        let columns: Query = "post_id, image_file_url, user_name, votes, timestamp_ms"
+        let order: Query = "ORDER BY timestamp_ms DESC, post_id DESC"
         let query: Query =
             switch page {
             case .recent:
                 """
-                SELECT \(unsafeSQL: columns) FROM feed_posts WHERE timestamp_ms IS NOT NULL \(unsafeSQL: order) LIMIT \(limit)
+                SELECT \(columns) FROM feed_posts WHERE timestamp_ms IS NOT NULL \(order) LIMIT \(limit)
                 """
             case .older(let timestamp, nil):
                 """
-                SELECT \(unsafeSQL: columns) FROM feed_posts WHERE timestamp_ms < \(timestamp) \(unsafeSQL: order) LIMIT \(limit)
+                SELECT \(columns) FROM feed_posts WHERE timestamp_ms < \(timestamp) \(order) LIMIT \(limit)
                 """
             case .older(let timestamp, let id?):
                 """
-                SELECT \(unsafeSQL: columns) FROM feed_posts WHERE (timestamp_ms, post_id) < (\(timestamp), \(id)::text)
-                \(unsafeSQL: order) LIMIT \(limit)
+                SELECT \(columns) FROM feed_posts WHERE (timestamp_ms, post_id) < (\(timestamp), \(id)::text)
+                \(order) LIMIT \(limit)
                 """
             case .newer(let timestamp):
                 """
-                SELECT \(unsafeSQL: columns) FROM feed_posts WHERE timestamp_ms > \(timestamp) \(unsafeSQL: order) LIMIT \(limit)
+                SELECT \(columns) FROM feed_posts WHERE timestamp_ms > \(timestamp) \(order) LIMIT \(limit)
                 """
             }
         return try connection.query(query).map { row in

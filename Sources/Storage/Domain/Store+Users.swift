@@ -84,21 +84,31 @@ extension Store {
     /// How an operation locks a user's row, which is what serializes the operations that could otherwise each
     /// miss the other's write: a post created by B and a follow of B (the new follower would miss the post), a
     /// post deleted and a follow (the follower would get an entry of a deleted post).
-    enum UserLock: String {
+    enum UserLock {
         /// Reading only.
-        case none = ""
+        case none
         /// The user must not vanish before the transaction ends.
-        case keyShare = "FOR KEY SHARE"
+        case keyShare
         /// `follow`/`unfollow` of this user: many may run at once, but not with a post change of the user.
-        case share = "FOR SHARE"
+        case share
         /// `post create`/`post delete` by this user, and `follow`/`unfollow` by this user: waits for follows of the
         /// user, and they for it.
-        case noKeyUpdate = "FOR NO KEY UPDATE"
+        case noKeyUpdate
+
+        /// The SELECT's locking clause.
+        var clause: Query {
+            switch self {
+            case .none: ""
+            case .keyShare: "FOR KEY SHARE"
+            case .share: "FOR SHARE"
+            case .noKeyUpdate: "FOR NO KEY UPDATE"
+            }
+        }
     }
 
     /// Fails unless `uid` names a user, locking its row as `lock` says until the transaction ends.
     func requireUser(_ uid: String, lock: UserLock = .keyShare) throws {
-        guard try !connection.query("SELECT FROM users WHERE uid = \(uid) \(unsafeSQL: lock.rawValue)").isEmpty else {
+        guard try !connection.query("SELECT FROM users WHERE uid = \(uid) \(lock.clause)").isEmpty else {
             throw StorageError(.notFound, "no user \(uid)")
         }
     }

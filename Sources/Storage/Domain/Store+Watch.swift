@@ -74,7 +74,7 @@ extension Store {
             guard let data else {
                 return try self.connection.query(
                     """
-                    SELECT \(unsafeSQL: Self.messageColumns) FROM messages
+                    SELECT \(Self.messageColumns) FROM messages
                     WHERE chat_key = \(chatKey) AND message_key = \(keys[0])
                     """
                 ).first.map(Self.message(from:))
@@ -94,7 +94,7 @@ extension Store {
             guard let data else {
                 let chat = try self.connection.query(
                     """
-                    SELECT \(unsafeSQL: Self.chatColumns) FROM chats WHERE uid = \(uid) AND chat_key = \(keys[0])
+                    SELECT \(Self.chatColumns) FROM chats WHERE uid = \(uid) AND chat_key = \(keys[0])
                     """
                 ).first.map(Self.chat(from:))
                 return ChatChange(uid: uid, key: keys[0], chat: chat)

@@ -34,7 +34,7 @@ extension Store {
             // digit-led text keys alone do not.
             let sorts =
                 try ordered.contains(table) && connection.query(table.misorderedRowsQuery())[0].decode(Bool.self, at: 0)
-            let order = table.keyColumns.map { sorts ? table.orderExpression($0) : Query.quoted(identifier: $0) }
+            let order = table.keyColumns.map { sorts ? table.orderExpression($0).sql : Query.quoted(identifier: $0) }
                 .joined(separator: ", ")
             let select = "SELECT \(columns) FROM \(Query.quoted(identifier: table.name)) ORDER BY \(order)"
             let rowCount =

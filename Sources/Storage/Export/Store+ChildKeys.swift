@@ -23,25 +23,14 @@ extension Store {
                     keys.formUnion(children.keys.filter { $0.string.utf8.starts(with: prefix.utf8) })
                     break
                 }
-                var query = Query.StringInterpolation(literalCapacity: 128, interpolationCount: below.count + 3)
                 let column = table.keyColumns[below.count]
-                query.appendLiteral("SELECT DISTINCT ")
-                query.appendInterpolation(identifier: column)
-                query.appendLiteral(" FROM ")
-                query.appendInterpolation(identifier: table.name)
-                query.appendLiteral(" WHERE true")
-                table.appendKeyConditions(below, to: &query)
-                query.appendLiteral(" AND ")
-                query.appendInterpolation(identifier: column)
-                query.appendLiteral(" >= ")
-                query.appendInterpolation(prefix)
-                query.appendLiteral(" AND ")
-                query.appendInterpolation(identifier: column)
-                query.appendLiteral(" < ")
-                query.appendInterpolation(prefix)
-                query.appendLiteral(" || chr(1114111) ORDER BY 1 LIMIT ")
-                query.appendInterpolation(limit)
-                try add(Query(stringInterpolation: query))
+                try add(
+                    """
+                    SELECT DISTINCT \(identifier: column) FROM \(identifier: table.name)
+                    WHERE \(table.keyConditions(below)) AND \(identifier: column) >= \(prefix)
+                        AND \(identifier: column) < \(prefix) || chr(1114111)
+                    ORDER BY 1 LIMIT \(limit)
+                    """)
             }
             try add(
                 """

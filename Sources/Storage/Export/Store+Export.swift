@@ -132,17 +132,12 @@ extension Store {
         var total = 0
         for table in TreeTable.tables(under: root) {
             guard path.count - 1 < table.keyDepth else { return nil }
-            var query = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 2)
-            query.appendLiteral("SELECT count(*) FROM ")
-            query.appendInterpolation(identifier: table.name)
-            query.appendLiteral(" WHERE true")
-            table.appendKeyConditions(path.dropFirst(), to: &query)
-            total += try connection.query(Query(stringInterpolation: query))[0].decode(Int.self, at: 0)
+            let query: Query =
+                "SELECT count(*) FROM \(identifier: table.name) WHERE \(table.keyConditions(path.dropFirst()))"
+            total += try connection.query(query)[0].decode(Int.self, at: 0)
         }
-        var unmapped = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 2)
-        unmapped.appendLiteral("SELECT count(*) FROM unmapped_values WHERE true")
-        TreeTable.appendUnmappedRange(at: path, to: &unmapped)
-        return total + (try connection.query(Query(stringInterpolation: unmapped))[0].decode(Int.self, at: 0))
+        let unmapped: Query = "SELECT count(*) FROM unmapped_values WHERE \(TreeTable.unmappedRange(at: path))"
+        return total + (try connection.query(unmapped)[0].decode(Int.self, at: 0))
     }
 
     /// The typed tables holding a key that needs `rtdb_key_order` (each asked of its partial index).

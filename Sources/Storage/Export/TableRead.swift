@@ -58,71 +58,61 @@ extension TreeTable {
 
     /// The SELECT list of a read: the key columns, the other columns unless the row is large, then whether it
     /// is not (the last column).
-    private var streamColumns: String {
+    private var streamColumns: Query {
         let keys = self == .unmappedValues ? ["root", "path"] : keyColumns
         let others = exportedColumns.dropFirst(keys.count)
         guard !growingColumns.isEmpty else {
-            return (exportedColumns.map(Query.quoted(identifier:)) + ["true"]).joined(separator: ", ")
+            return (exportedColumns.map { "\(identifier: $0)" as Query } + ["true"]).joined(separator: ", ")
         }
-        let size = growingColumns.map { column in
+        let size = growingColumns.map { column -> Query in
             // octet_length and pg_column_size read a stored value's header, never decompress it.
-            let name = Query.quoted(identifier: column)
-            return column == "extra" || column == "members"
-                ? "coalesce(pg_column_size(\(name)), 0)"
-                : "coalesce(octet_length(\(name)), 0)"
+            column == "extra" || column == "members"
+                ? "coalesce(pg_column_size(\(identifier: column)), 0)"
+                : "coalesce(octet_length(\(identifier: column)), 0)"
         }.joined(separator: " + ")
-        let small = "(\(size) <= \(Self.largeRowBytes))"
-        return
-            (keys.map(Query.quoted(identifier:))
-            + others.map { "CASE WHEN \(small) THEN \(Query.quoted(identifier: $0)) END" } + [small])
-            .joined(separator: ", ")
+        let small: Query = "(\(size) <= \(Self.largeRowBytes))"
+        let columns =
+            keys.map { "\(identifier: $0)" as Query }
+            + others.map { "CASE WHEN \(small) THEN \(identifier: $0) END" as Query } + [small]
+        return columns.joined(separator: ", ")
     }
 
     /// The statement that fetches a large row's columns (after its keys) on its own.
     func largeRowQuery(keys row: some ExportRow) throws -> Query {
         let others = exportedColumns.dropFirst(self == .unmappedValues ? 2 : keyDepth)
-        var query = Query.StringInterpolation(literalCapacity: 128, interpolationCount: 2)
-        query.appendLiteral("SELECT " + others.map(Query.quoted(identifier:)).joined(separator: ", ") + " FROM ")
-        query.appendInterpolation(identifier: name)
+        let columns = others.map { "\(identifier: $0)" as Query }.joined(separator: ", ")
         if self == .unmappedValues {
-            query.appendLiteral(" WHERE root = ")
-            query.appendInterpolation(row[0]!)
-            query.appendLiteral(" AND path = ")
-            query.appendInterpolation(Array(try UnmappedPath.keys(of: row).dropFirst()))
-            query.appendLiteral("::text[]")
-        } else {
-            query.appendLiteral(" WHERE true")
-            appendKeyConditions((0..<keyDepth).map { row[$0]! }, to: &query)
+            let path = Array(try UnmappedPath.keys(of: row).dropFirst())
+            return "SELECT \(columns) FROM unmapped_values WHERE root = \(row[0]!) AND path = \(path)::text[]"
         }
-        return Query(stringInterpolation: query)
+        return "SELECT \(columns) FROM \(identifier: name) WHERE \(keyConditions((0..<keyDepth).map { row[$0]! }))"
     }
 
     /// Whether the table holds a row with a key that needs `rtdb_key_order` (answered by its partial index).
     func orderedRowsQuery() -> Query {
-        Query(unsafeSQL: "SELECT EXISTS (SELECT 1 FROM \(Query.quoted(identifier: name)) WHERE \(needsOrderCondition))")
+        "SELECT EXISTS (SELECT 1 FROM \(identifier: name) WHERE \(needsOrderCondition))"
     }
 
     /// Whether the table holds a row with a key that byte order misplaces: an integer (or a key looking like one)
     /// or a character from U+E000 up. Digit-led text keys need `rtdb_key_order` for range reads only.
     func misorderedRowsQuery() -> Query {
-        let misordered = keyColumns.map { column in
-            let name = Query.quoted(identifier: column)
-            return "ltrim(\(name), '-0123456789') = '' OR (octet_length(\(name)) <> length(\(name))"
-                + " AND \(name) ~ '[\\uE000-\\U0010FFFF]')"
+        let misordered = keyColumns.map { column -> Query in
+            """
+            ltrim(\(identifier: column), '-0123456789') = '' OR (octet_length(\(identifier: column)) <> \
+            length(\(identifier: column)) AND \(identifier: column) ~ '[\\uE000-\\U0010FFFF]')
+            """
         }.joined(separator: " OR ")
-        let table = Query.quoted(identifier: name)
-        let condition = "(\(needsOrderCondition)) AND (\(misordered))"
-        return Query(unsafeSQL: "SELECT EXISTS (SELECT 1 FROM \(table) WHERE \(condition))")
+        return "SELECT EXISTS (SELECT 1 FROM \(identifier: name) WHERE (\(needsOrderCondition)) AND (\(misordered)))"
     }
 
     /// The partial index's predicate, verbatim, so that the planner can use the index.
-    private var needsOrderCondition: String {
-        keyColumns.map { "rtdb_key_needs_order(\(Query.quoted(identifier: $0)))" }.joined(separator: " OR ")
+    private var needsOrderCondition: Query {
+        keyColumns.map { "rtdb_key_needs_order(\(identifier: $0))" as Query }.joined(separator: " OR ")
     }
 
-    /// A key column's RTDB order, as the partial indexes hold it.
-    func orderExpression(_ column: String) -> String {
-        #"(rtdb_key_order(\#(Query.quoted(identifier: column))) COLLATE "C")"#
+    /// A key column's RTDB order, as the partial indexes hold it (no parameters: COPY takes it too).
+    func orderExpression(_ column: String) -> Query {
+        "(rtdb_key_order(\(identifier: column)) COLLATE \"C\")"
     }
 
     /// The reads of the rows holding part of the node at `path` (absolute, keys from the root), in export order
@@ -182,11 +172,11 @@ extension TreeTable {
     private enum PlainRange: CaseIterable {
         case belowNegativeDigits, dashLed, aboveDigits
 
-        var condition: String {
+        func condition(on column: String) -> Query {
             switch self {
-            case .belowNegativeDigits: "< '-0'"
-            case .dashLed: ">= '-:' AND %@ < '0'"
-            case .aboveDigits: ">= ':'"
+            case .belowNegativeDigits: "\(identifier: column) < '-0'"
+            case .dashLed: "\(identifier: column) >= '-:' AND \(identifier: column) < '0'"
+            case .aboveDigits: "\(identifier: column) >= ':'"
             }
         }
     }
@@ -194,94 +184,75 @@ extension TreeTable {
     private func plainSelect(
         fixed: [String], free: [String], range: PlainRange?, bounds: ChildKeyRange, reversed: Bool, filters: Bool
     ) -> Query? {
-        var query = Query.StringInterpolation(literalCapacity: 512, interpolationCount: fixed.count + 2)
-        query.appendLiteral("SELECT \(streamColumns) FROM ")
-        query.appendInterpolation(identifier: name)
-        query.appendLiteral(" WHERE true")
-        appendKeyConditions(fixed, to: &query)
-        if let column = free.first.map(Query.quoted(identifier:)) {
-            if let range {
-                query.appendLiteral(" AND \(column) " + range.condition.replacingOccurrences(of: "%@", with: column))
-            }
+        var conditions = [keyConditions(fixed)]
+        if let column = free.first {
+            if let range { conditions.append(range.condition(on: column)) }
             // A plain key lies after every integer key and compares with a string key in byte order.
             if let lower = bounds.lower, FirebaseKey.integerValue(lower) == nil {
-                query.appendLiteral(" AND \(column) >= ")
-                query.appendInterpolation(lower)
+                conditions.append("\(identifier: column) >= \(lower)")
             }
             if let upper = bounds.upper {
                 guard FirebaseKey.integerValue(upper) == nil else { return nil }
-                query.appendLiteral(" AND \(column) <= ")
-                query.appendInterpolation(upper)
+                conditions.append("\(identifier: column) <= \(upper)")
             }
         }
-        if filters {
-            for column in free {
-                query.appendLiteral(" AND NOT rtdb_key_needs_order(\(Query.quoted(identifier: column)))")
-            }
-        }
-        let order = free.map { Query.quoted(identifier: $0) + (reversed ? " DESC" : "") }
-        if !order.isEmpty { query.appendLiteral(" ORDER BY " + order.joined(separator: ", ")) }
-        return Query(stringInterpolation: query)
+        if filters { conditions += free.map { "NOT rtdb_key_needs_order(\(identifier: $0))" } }
+        let direction: Query = reversed ? " DESC" : ""
+        let order = free.map { "\(identifier: $0)\(direction)" as Query }
+        return "SELECT \(streamColumns) FROM \(identifier: name) WHERE \(conditions.joined(separator: " AND "))"
+            + Self.orderBy(order)
     }
 
     private func orderedSelect(fixed: [String], free: [String], bounds: ChildKeyRange, reversed: Bool) -> Query {
-        var query = Query.StringInterpolation(literalCapacity: 512, interpolationCount: 2 * fixed.count + 2)
-        query.appendLiteral("SELECT \(streamColumns) FROM ")
-        query.appendInterpolation(identifier: name)
-        query.appendLiteral(" WHERE (\(needsOrderCondition))")
-        for (column, key) in zip(keyColumns, fixed) {
-            query.appendLiteral(" AND \(orderExpression(column)) = ")
-            query.appendInterpolation(FirebaseKey.order(of: key))
+        var conditions: [Query] = ["(\(needsOrderCondition))"]
+        conditions += zip(keyColumns, fixed).map { column, key in
+            "\(orderExpression(column)) = \(FirebaseKey.order(of: key))"
         }
-        appendKeyConditions(fixed, to: &query)
+        conditions.append(keyConditions(fixed))
         if let column = free.first {
             if let lower = bounds.lower {
-                query.appendLiteral(" AND \(orderExpression(column)) >= ")
-                query.appendInterpolation(FirebaseKey.order(of: lower))
+                conditions.append("\(orderExpression(column)) >= \(FirebaseKey.order(of: lower))")
             }
             if let upper = bounds.upper {
-                query.appendLiteral(" AND \(orderExpression(column)) <= ")
-                query.appendInterpolation(FirebaseKey.order(of: upper))
+                conditions.append("\(orderExpression(column)) <= \(FirebaseKey.order(of: upper))")
             }
         }
-        let order = free.map { orderExpression($0) + (reversed ? " DESC" : "") }
-        if !order.isEmpty { query.appendLiteral(" ORDER BY " + order.joined(separator: ", ")) }
-        return Query(stringInterpolation: query)
+        let direction: Query = reversed ? " DESC" : ""
+        let order = free.map { "\(orderExpression($0))\(direction)" as Query }
+        return "SELECT \(streamColumns) FROM \(identifier: name) WHERE \(conditions.joined(separator: " AND "))"
+            + Self.orderBy(order)
+    }
+
+    /// ` ORDER BY` and the terms, or nothing.
+    private static func orderBy(_ terms: [Query]) -> Query {
+        terms.isEmpty ? "" : " ORDER BY \(terms.joined(separator: ", "))"
     }
 
     private func unmappedRead(at path: [String], reversed: Bool, children: ChildKeyRange) -> TableRead {
-        var query = Query.StringInterpolation(literalCapacity: 256, interpolationCount: 2)
-        query.appendLiteral("SELECT \(streamColumns) FROM unmapped_values WHERE true")
-        if !path.isEmpty || children != .all { Self.appendUnmappedRange(at: path, children: children, to: &query) }
-        query.appendLiteral(reversed ? " ORDER BY sort_key DESC" : " ORDER BY sort_key")
-        return TableRead(table: self, selects: [Query(stringInterpolation: query)])
+        let range = path.isEmpty && children == .all ? "true" : Self.unmappedRange(at: path, children: children)
+        let query: Query = """
+            SELECT \(streamColumns) FROM unmapped_values WHERE \(range) \
+            ORDER BY sort_key \(reversed ? "DESC" : "ASC" as Query)
+            """
+        return TableRead(table: self, selects: [query])
     }
 
-    /// ` AND "column" = $n` for each key the keys below the root name, outermost first.
-    func appendKeyConditions(_ keys: some Sequence<String>, to query: inout Query.StringInterpolation) {
-        for (column, key) in zip(keyColumns, keys) {
-            query.appendLiteral(" AND ")
-            query.appendInterpolation(identifier: column)
-            query.appendLiteral(" = ")
-            query.appendInterpolation(key)
-        }
+    /// `"column" = $n AND …` for each key the keys below the root name, outermost first (`true` for none).
+    func keyConditions(_ keys: some Sequence<String>) -> Query {
+        let conditions = zip(keyColumns, keys).map { column, key in "\(identifier: column) = \(key)" as Query }
+        return conditions.isEmpty ? "true" : conditions.joined(separator: " AND ")
     }
 
-    /// ` AND sort_key >= $n AND sort_key < $m`: the unmapped values at or below `path` (absolute; the root has
-    /// no upper bound of its own), limited to the children `children` admits.
-    static func appendUnmappedRange(
-        at path: [String], children: ChildKeyRange = .all, to query: inout Query.StringInterpolation
-    ) {
+    /// `sort_key >= $n AND sort_key < $m`: the unmapped values at or below `path` (absolute; the root has no
+    /// upper bound of its own), limited to the children `children` admits.
+    static func unmappedRange(at path: [String], children: ChildKeyRange = .all) -> Query {
         let node = FirebaseKey.pathOrder(path)
         var lower = node
         var upper = path.isEmpty ? nil : FirebaseKey.pathOrderUpperBound(node)
         if let key = children.lower { lower = node + FirebaseKey.orderBytes(of: key) }
         if let key = children.upper { upper = node + FirebaseKey.orderBytes(of: key) + [2] }
-        query.appendLiteral(" AND sort_key >= ")
-        query.appendInterpolation(String(decoding: lower, as: UTF8.self))
-        if let upper {
-            query.appendLiteral(" AND sort_key < ")
-            query.appendInterpolation(String(decoding: upper, as: UTF8.self))
-        }
+        let from: Query = "sort_key >= \(String(decoding: lower, as: UTF8.self))"
+        guard let upper else { return from }
+        return from + " AND sort_key < \(String(decoding: upper, as: UTF8.self))"
     }
 }

@@ -44,15 +44,14 @@ extension Store {
                 """)
             let heldSomething: Bool
             if wholeTree {
-                // The lock TRUNCATE takes, before anything reads the tables: a weaker one first would deadlock
-                // with another import doing the same.
                 // The maintenance lock first: checks and repairs then see an import running (and fail at once or
                 // queue with --wait) instead of blocking on the tables.
                 try connection.execute("SELECT pg_advisory_xact_lock(\(Self.maintenanceLockKey))")
-                let tables = Self.quotedTreeTables
-                try connection.execute(Query(unsafeSQL: "LOCK TABLE \(tables) IN ACCESS EXCLUSIVE MODE"))
+                // The lock TRUNCATE takes, before anything reads the tables: a weaker one first would deadlock
+                // with another import doing the same.
+                try connection.execute("LOCK TABLE \(Self.treeTableList) IN ACCESS EXCLUSIVE MODE")
                 heldSomething = try !isEmpty()
-                try connection.execute(Query(unsafeSQL: "TRUNCATE \(tables)"))
+                try connection.execute("TRUNCATE \(Self.treeTableList)")
             } else {
                 try lockTree()
                 heldSomething = false
@@ -110,18 +109,18 @@ extension Store {
     }
 
     /// The tree's tables as a list for LOCK and TRUNCATE.
-    private static let quotedTreeTables = treeTables.map(Query.quoted(identifier:)).joined(separator: ", ")
+    /// The tree's tables, quoted and separated by commas (no parameters: LOCK and TRUNCATE take none).
+    private static let treeTableList = treeTables.map { "\(identifier: $0)" as Query }.joined(separator: ", ")
 
     /// Locks the tree's tables against writes (`SHARE ROW EXCLUSIVE`, which conflicts with itself and with the
     /// app's inserts, updates and deletes, not with reads) for the rest of the transaction, so that a merge or a
     /// write replaces what the store holds as one serializable step. A deadlock with an app transaction that
     /// held one table and wanted another is retried.
     func lockTree() throws {
-        let tables = Self.quotedTreeTables
         for attempt in 1... {
             do {
                 return try connection.withTransaction {
-                    try connection.execute(Query(unsafeSQL: "LOCK TABLE \(tables) IN SHARE ROW EXCLUSIVE MODE"))
+                    try connection.execute("LOCK TABLE \(Self.treeTableList) IN SHARE ROW EXCLUSIVE MODE")
                 }
             } catch let error as StorageError where error.sqlState == .deadlockDetected && attempt < 5 {
                 continue
@@ -134,13 +133,9 @@ extension Store {
     func recordPath(holding path: [String], orIs: Bool = false) throws -> [String]? {
         guard let root = path.first else { return nil }
         for table in TreeTable.tables(under: root) where path.count - 1 > table.keyDepth - (orIs ? 1 : 0) {
-            var query = Query.StringInterpolation(literalCapacity: 96, interpolationCount: table.keyDepth)
-            query.appendLiteral("SELECT EXISTS (SELECT FROM ")
-            query.appendInterpolation(identifier: table.name)
-            query.appendLiteral(" WHERE true")
-            table.appendKeyConditions(path.dropFirst(), to: &query)
-            query.appendLiteral(")")
-            if try connection.query(Query(stringInterpolation: query))[0].decode(Bool.self, at: 0) {
+            let query: Query =
+                "SELECT EXISTS (SELECT FROM \(identifier: table.name) WHERE \(table.keyConditions(path.dropFirst())))"
+            if try connection.query(query)[0].decode(Bool.self, at: 0) {
                 return Array(path.prefix(table.keyDepth + 1))
             }
         }
@@ -153,17 +148,11 @@ extension Store {
         let below = Array(path.dropFirst())
         var deleted: [TreeTable: Int] = [:]
         for table in TreeTable.tables(under: root) where below.count <= table.keyDepth {
-            var query = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 2)
-            query.appendLiteral("DELETE FROM ")
-            query.appendInterpolation(identifier: table.name)
-            query.appendLiteral(" WHERE true")
-            table.appendKeyConditions(below, to: &query)
-            deleted[table, default: 0] += try connection.execute(Query(stringInterpolation: query))
+            deleted[table, default: 0] += try connection.execute(
+                "DELETE FROM \(identifier: table.name) WHERE \(table.keyConditions(below))")
         }
-        var unmapped = Query.StringInterpolation(literalCapacity: 64, interpolationCount: 2)
-        unmapped.appendLiteral("DELETE FROM unmapped_values WHERE true")
-        TreeTable.appendUnmappedRange(at: path, to: &unmapped)
-        deleted[.unmappedValues, default: 0] += try connection.execute(Query(stringInterpolation: unmapped))
+        deleted[.unmappedValues, default: 0] += try connection.execute(
+            "DELETE FROM unmapped_values WHERE \(TreeTable.unmappedRange(at: path))")
         return deleted
     }
 }

@@ -147,12 +147,11 @@ extension Store {
     }
 
     /// Children of `/root/{a}/{b}` kept in unmapped_values (values other than the app's), as a WHERE condition.
-    private static func unmappedChildren(of root: String) -> String {
-        precondition(root.allSatisfy(\.isLetter), "a table root, not user data")
-        return """
-            v.root = '\(root)' AND cardinality(v.path) >= 2
-                AND v.path[1] NOT IN ('.priority', '.value') AND v.path[2] NOT IN ('.priority', '.value')
-            """
+    private static func unmappedChildren(of root: String) -> Query {
+        """
+        v.root = \(root) AND cardinality(v.path) >= 2
+            AND v.path[1] NOT IN ('.priority', '.value') AND v.path[2] NOT IN ('.priority', '.value')
+        """
     }
 
     private static func likeCountSteps(_ range: KeyRange) -> [Step] {
@@ -203,7 +202,7 @@ extension Store {
                 table: "unmapped_values", action: "deleted",
                 query: """
                     DELETE FROM unmapped_values v
-                    WHERE \(unsafeSQL: unmappedChildren(of: "timeline"))
+                    WHERE \(Self.unmappedChildren(of: "timeline"))
                         AND (\(user)::text IS NULL OR v.path[1] = \(user))
                         AND key_in_range(v.path[1], \(range.from), \(range.to))
                         AND EXISTS (SELECT FROM posts p WHERE p.post_key = v.path[2])
@@ -302,7 +301,7 @@ extension Store {
                     table: "unmapped_values", action: "deleted",
                     query: """
                         DELETE FROM unmapped_values v
-                        WHERE \(unsafeSQL: unmappedChildren(of: "followers"))
+                        WHERE \(Self.unmappedChildren(of: "followers"))
                             AND key_in_range(v.path[2], \(range.from), \(range.to)) AND NOT EXISTS (
                             SELECT FROM tree_following f WHERE f.uid = v.path[2] AND f.followee_uid = v.path[1])
                         """),
@@ -320,7 +319,7 @@ extension Store {
                     table: "unmapped_values", action: "deleted",
                     query: """
                         DELETE FROM unmapped_values v
-                        WHERE \(unsafeSQL: unmappedChildren(of: "following"))
+                        WHERE \(Self.unmappedChildren(of: "following"))
                             AND key_in_range(v.path[1], \(range.from), \(range.to)) AND NOT EXISTS (
                             SELECT FROM tree_followers r WHERE r.uid = v.path[2] AND r.follower_uid = v.path[1])
                         """),
@@ -330,7 +329,7 @@ extension Store {
     }
 
     /// The fields a chat's copies share; a stale copy of one in `extra` would win over the typed column on export.
-    private static let chatFields = "'{title,memberHash,members,lastMessage,lastMessageSent}'::text[]"
+    private static let chatFields: Query = "'{title,memberHash,members,lastMessage,lastMessageSent}'::text[]"
 
     /// The chat repair for the chats whose key is in `range`.
     private static func chatSteps(_ range: KeyRange) -> [Step] {
@@ -350,7 +349,7 @@ extension Store {
                             CASE WHEN n.chat_key IS NULL THEN s.last_message ELSE n.sender_username || ': ' || n.content END
                                 AS last_message,
                             CASE WHEN n.chat_key IS NULL THEN s.last_message_sent ELSE n."timestamp" END AS last_message_sent,
-                            nullif(s.extra - \(unsafeSQL: chatFields), '{}') AS extra
+                            nullif(s.extra - \(Self.chatFields), '{}') AS extra
                         FROM chat_members m
                         JOIN (SELECT DISTINCT ON (chat_key) * FROM chats
                               ORDER BY chat_key, last_message_sent DESC NULLS LAST, uid) s USING (chat_key)
@@ -363,7 +362,7 @@ extension Store {
                             AND (c.title IS DISTINCT FROM d.title OR c.member_hash IS DISTINCT FROM d.member_hash
                                  OR c.members IS DISTINCT FROM d.members OR c.last_message IS DISTINCT FROM d.last_message
                                  OR c.last_message_sent IS DISTINCT FROM d.last_message_sent
-                                 OR c.extra ?| \(unsafeSQL: chatFields)))
+                                 OR c.extra ?| \(Self.chatFields)))
                     """),
             Step(
                 table: "chats", action: "deleted",
@@ -376,13 +375,13 @@ extension Store {
                 query: """
                     UPDATE chats c
                     SET title = d.title, member_hash = d.member_hash, members = d.members, last_message = d.last_message,
-                        last_message_sent = d.last_message_sent, extra = nullif(c.extra - \(unsafeSQL: chatFields), '{}')
+                        last_message_sent = d.last_message_sent, extra = nullif(c.extra - \(Self.chatFields), '{}')
                     FROM repair_chats d
                     WHERE c.chat_key = d.chat_key
                         AND (c.title IS DISTINCT FROM d.title OR c.member_hash IS DISTINCT FROM d.member_hash
                              OR c.members IS DISTINCT FROM d.members OR c.last_message IS DISTINCT FROM d.last_message
                              OR c.last_message_sent IS DISTINCT FROM d.last_message_sent
-                             OR c.extra ?| \(unsafeSQL: chatFields))
+                             OR c.extra ?| \(Self.chatFields))
                     """),
             Step(
                 table: "chats", action: "inserted",
@@ -443,9 +442,9 @@ extension Store {
                         table: "unmapped_values", action: "deleted",
                         query: """
                             DELETE FROM unmapped_values v
-                            WHERE ((\(unsafeSQL: unmappedChildren(of: "postLikes")) AND NOT EXISTS (
+                            WHERE ((\(Self.unmappedChildren(of: "postLikes")) AND NOT EXISTS (
                                         SELECT FROM posts p WHERE p.post_key = v.path[1]))
-                                OR (\(unsafeSQL: unmappedChildren(of: "timeline")) AND NOT EXISTS (
+                                OR (\(Self.unmappedChildren(of: "timeline")) AND NOT EXISTS (
                                         SELECT FROM posts p WHERE p.post_key = v.path[2])))
                             """)
                 }

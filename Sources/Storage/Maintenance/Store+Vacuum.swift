@@ -18,9 +18,8 @@ extension Store {
         var tables: [VacuumedTable] = []
         for table in Store.treeTables {
             let before = try size(of: table)
-            try connection.execute(
-                Query(
-                    unsafeSQL: "VACUUM (\(full ? "FULL, " : "")ANALYZE) \(Query.quoted(identifier: table))"))
+            let options: Query = full ? "FULL, ANALYZE" : "ANALYZE"
+            try connection.execute("VACUUM (\(options)) \(identifier: table)")
             tables.append(VacuumedTable(table: table, bytesBefore: before, bytesAfter: try size(of: table)))
         }
         return tables

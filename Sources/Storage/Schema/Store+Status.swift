@@ -19,9 +19,8 @@ public struct StoreStatus: Sendable {
 extension Store {
     /// Whether no table of the tree holds a row; quick on any size.
     public func isEmpty() throws -> Bool {
-        let exists = Store.treeTables.map { "EXISTS (SELECT 1 FROM \(Query.quoted(identifier: $0)))" }
-        let query = Query(unsafeSQL: "SELECT " + exists.joined(separator: " OR "))
-        return try !connection.query(query)[0].decode(Bool.self, at: 0)
+        let exists = Store.treeTables.map { "EXISTS (SELECT 1 FROM \(identifier: $0))" as Query }
+        return try !connection.query("SELECT \(exists.joined(separator: " OR "))")[0].decode(Bool.self, at: 0)
     }
 
     /// The server, the schema version and exact row counts per table, in one read-only snapshot.
@@ -30,14 +29,8 @@ extension Store {
             let state = try migrator.state(on: connection)
             var tableRows: [(table: String, rows: Int)] = []
             if state.schemaVersion > 0 {
-                var counts = Query.StringInterpolation(literalCapacity: 0, interpolationCount: 0)
-                for (index, table) in Store.treeTables.enumerated() {
-                    counts.appendLiteral(index == 0 ? "SELECT " : " UNION ALL SELECT ")
-                    counts.appendInterpolation(table)
-                    counts.appendLiteral("::text, count(*) FROM ")
-                    counts.appendInterpolation(identifier: table)
-                }
-                for row in try connection.query(Query(stringInterpolation: counts)) {
+                let counts = Store.treeTables.map { "SELECT \($0)::text, count(*) FROM \(identifier: $0)" as Query }
+                for row in try connection.query(counts.joined(separator: " UNION ALL ")) {
                     tableRows.append((try row.decode(String.self, at: 0), try row.decode(Int.self, at: 1)))
                 }
             }
