@@ -139,8 +139,15 @@ public enum FirebaseKey {
     }
 
     /// Whether two paths are the same, keys compared as bytes (`==` on `[String]` is canonical equivalence).
-    public static func samePath(_ a: some Collection<String>, _ b: some Collection<String>) -> Bool {
-        a.count == b.count && zip(a, b).allSatisfy { same($0, $1) }
+    /// An export compares every row's parent path with the last one's, usually the very same array: that is
+    /// answered from the arrays' storage without looking at a key.
+    @inlinable
+    public static func samePath(_ a: [String], _ b: [String]) -> Bool {
+        guard a.count == b.count else { return false }
+        let isShared = a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { a.baseAddress == $0.baseAddress } }
+        if isShared { return true }
+        for index in a.indices where !same(a[index], b[index]) { return false }
+        return true
     }
 
     /// Whether `path` is `base` or lies below it, keys compared as bytes.
