@@ -1,6 +1,7 @@
 import Foundation
 import PostgresClient
 import PostgresTestSupport
+import Synchronization
 import Testing
 
 /// Alice follows bob, but /followers misses it; bob's post -P1 counts a like too many and has an orphan like;
@@ -195,12 +196,25 @@ struct ScheduledCheckTests {
         #expect(timedOut.status == 1)
         #expect(timedOut.stderr.contains("still held the maintenance lock after 0.5 s"), "\(timedOut.stderr)")
 
+        // Released once the check is seen waiting for it, so that the check has queued, not found it free.
+        let sawWaiter = Mutex(false)
         let release = Thread {
-            Thread.sleep(forTimeInterval: 1)
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline {
+                let waiting = try? holder.query(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")[0].decode(
+                        Int.self, at: 0)
+                if waiting == 1 {
+                    sawWaiter.withLock { $0 = true }
+                    break
+                }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
             _ = try? holder.execute("SELECT pg_advisory_unlock_all()")
         }
         release.start()
         let queued = try admin(database, "check", "--wait", "60", "--only", "like_count")
+        #expect(sawWaiter.withLock { $0 }, "the check waited for the lock")
         #expect(queued.status == 3, "ran once the lock was free: \(queued.stderr)")
         #expect(queued.stdout.contains(" like_count |          1 |"))
     }

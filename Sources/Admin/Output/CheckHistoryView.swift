@@ -10,6 +10,9 @@ struct CheckHistoryView {
 
     /// Prints `runs` (newest first); `before` is the run before the oldest listed, for its changes.
     func print(_ runs: [CheckRun], before: CheckRun?, to session: Session) {
+        if runs.isEmpty, format != .json, format != .csv {
+            return session.inform("No recorded runs: `check --record` keeps them.")
+        }
         let all = runs + [before].compactMap { $0 }
         // Each run's checks' counts in the newest older run that ran them.
         let previous: [[String: Int]] = runs.indices.map { index in
