@@ -142,9 +142,14 @@ public struct JSONTextWriter {
 
     /// A key that is plain ASCII needing no escapes (a field name), copied as it is.
     package mutating func key(_ key: StaticString) {
+        key.withUTF8Buffer { self.key(plain: $0) }
+    }
+
+    /// A key of plain ASCII bytes needing no escapes (a field name), copied as it is.
+    package mutating func key(plain key: UnsafeBufferPointer<UInt8>) {
         beginKey()
         bytes.append(UInt8(ascii: "\""))
-        key.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: key)
         bytes.append(UInt8(ascii: "\""))
         endKey()
     }

@@ -29,37 +29,27 @@ extension TreeTable {
         }
         let root = rootKey ?? ""
         switch self {
-        case .users:
-            return ([root, row[0]!], try withExtra(object([("username", text(1))]), column: 2))
-        case .posts:
-            let poster = object([("uid", text(6)), ("username", text(7))])
-            let value = object([
-                ("image_url", text(2)), ("image_height", try number(3)), ("created_at", try number(4)),
-                ("like_count", try number(5)), ("poster", poster),
-            ])
-            return ([root, row[0]!, row[1]!], try withExtra(value, column: 8))
-        case .feedPosts:
-            let value = object([
-                ("imageFileURL", text(1)), ("user", text(2)), ("votes", try number(3)), ("timestamp", try number(4)),
-            ])
-            return ([root, row[0]!], try withExtra(value, column: 5))
         case .postLikes, .followers, .following:
             return ([root, row[0]!, row[1]!], .bool(true))
-        case .timeline:
-            return ([root, row[0]!, row[1]!], try withExtra(object([("poster_uid", text(2))]), column: 3))
-        case .chats:
-            let members = try row.textArray(4).flatMap { keys in
-                object(keys.map { ($0, TreeValue.bool(true)) })
+        case .users, .posts, .feedPosts, .timeline, .chats, .messages:
+            func field(_ column: RecordColumn, at index: Int) throws -> TreeValue? {
+                switch column.kind {
+                case .text: text(index)
+                case .number, .integer: try number(index)
+                case .keys: try row.textArray(index).flatMap { keys in object(keys.map { ($0, TreeValue.bool(true)) }) }
+                }
             }
-            let value = object([
-                ("title", text(2)), ("memberHash", text(3)), ("members", members), ("lastMessage", text(5)),
-                ("lastMessageSent", try number(6)),
-            ])
-            return ([root, row[0]!, row[1]!], try withExtra(value, column: 7))
-        case .messages:
-            let sender = object([("uid", text(4)), ("username", text(5))])
-            let value = object([("content", text(2)), ("timestamp", try number(3)), ("sender", sender)])
-            return ([root, row[0]!, row[1]!], try withExtra(value, column: 6))
+            let value = object(
+                try recordFieldGroups.map { group in
+                    guard group.columns[0].column.field.count == 2 else {
+                        return (group.key, try field(group.columns[0].column, at: group.columns[0].index))
+                    }
+                    return (
+                        group.key,
+                        object(try group.columns.map { ($0.column.field[1], try field($0.column, at: $0.index)) })
+                    )
+                })
+            return ([root] + (0..<keyDepth).map { row[$0]! }, try withExtra(value, column: extraColumn))
         case .unmappedValues:
             let path = try UnmappedPath.keys(of: row)
             let value: TreeValue? =
@@ -71,14 +61,14 @@ extension TreeTable {
     }
 }
 
-/// A typed column as the record writes it.
+/// A typed field as the record writes it, its key quoted once (field names are ASCII and need no escapes).
 private enum RecordField {
-    case text(StaticString, Int)
-    case number(StaticString, Int)
+    case text(name: [UInt8], column: Int)
+    case number(name: [UInt8], column: Int)
     /// An object of text fields (`poster`, `sender`).
-    case object(StaticString, [(StaticString, Int)])
+    case object(name: [UInt8], members: [(name: [UInt8], column: Int)])
     /// A text array whose elements are the keys of an object of `true`s (a chat's `members`).
-    case keys(StaticString, Int)
+    case keys(name: [UInt8], column: Int)
 }
 
 extension TreeTable {
@@ -88,24 +78,27 @@ extension TreeTable {
 
     private static let recordFieldsByTable = allCases.map(\.makeRecordFields)
 
+    /// `recordColumns` sorted as a record writes them.
     private var makeRecordFields: [RecordField]? {
-        switch self {
-        case .users: [.text("username", 1)]
-        case .posts:
-            [
-                .number("created_at", 4), .number("image_height", 3), .text("image_url", 2), .number("like_count", 5),
-                .object("poster", [("uid", 6), ("username", 7)]),
-            ]
-        case .feedPosts: [.text("imageFileURL", 1), .number("timestamp", 4), .text("user", 2), .number("votes", 3)]
-        case .timeline: [.text("poster_uid", 2)]
-        case .messages:
-            [.text("content", 2), .object("sender", [("uid", 4), ("username", 5)]), .number("timestamp", 3)]
-        case .chats:
-            [
-                .text("lastMessage", 5), .number("lastMessageSent", 6), .text("memberHash", 3), .keys("members", 4),
-                .text("title", 2),
-            ]
-        case .postLikes, .followers, .following, .unmappedValues: nil
+        guard !recordColumns.isEmpty else { return nil }
+        func quoted(_ name: String) -> [UInt8] { Array(name.utf8) }
+        func byName<T>(_ items: [T], _ name: (T) -> String) -> [T] {
+            items.sorted { name($0).utf8.lexicographicallyPrecedes(name($1).utf8) }
+        }
+        return byName(recordFieldGroups, \.key).map { group in
+            let (column, index) = group.columns[0]
+            if column.field.count == 2 {
+                precondition(group.columns.allSatisfy { $0.column.kind == .text }, "object members are text")
+                return .object(
+                    name: quoted(group.key),
+                    members: byName(group.columns) { $0.column.field[1] }.map { (quoted($0.column.field[1]), $0.index) }
+                )
+            }
+            switch column.kind {
+            case .text: return .text(name: quoted(group.key), column: index)
+            case .number, .integer: return .number(name: quoted(group.key), column: index)
+            case .keys: return .keys(name: quoted(group.key), column: index)
+            }
         }
     }
 
@@ -129,7 +122,7 @@ extension TreeTable {
         return fields.contains { field in
             switch field {
             case .text(_, let column), .number(_, let column): !row.isNull(column)
-            case .object(_, let members): members.contains { !row.isNull($0.1) }
+            case .object(_, let members): members.contains { !row.isNull($0.column) }
             case .keys(_, let column): row.withText(column) { ($0?.count ?? 0) > 2 }
             }
         }
@@ -144,23 +137,23 @@ extension TreeTable {
             case .text(let name, let column):
                 row.withText(column) { text in
                     guard let text else { return }
-                    writer.key(name)
+                    name.withUnsafeBufferPointer { writer.key(plain: $0) }
                     writer.string(utf8: text)
                 }
             case .number(let name, let column):
                 row.withText(column) { text in
                     guard let text else { return }
-                    writer.key(name)
+                    name.withUnsafeBufferPointer { writer.key(plain: $0) }
                     writer.number(postgresText: text)
                 }
             case .object(let name, let members):
-                guard members.contains(where: { !row.isNull($0.1) }) else { continue }
-                writer.key(name)
+                guard members.contains(where: { !row.isNull($0.column) }) else { continue }
+                name.withUnsafeBufferPointer { writer.key(plain: $0) }
                 writer.beginObject()
                 for (member, column) in members {
                     row.withText(column) { text in
                         guard let text else { return }
-                        writer.key(member)
+                        member.withUnsafeBufferPointer { writer.key(plain: $0) }
                         writer.string(utf8: text)
                     }
                 }
@@ -168,7 +161,7 @@ extension TreeTable {
             case .keys(let name, let column):
                 let keys = row.withText(column) { $0.flatMap(ArrayLiteral.parse(utf8:)) }?.compactMap { $0 } ?? []
                 guard !keys.isEmpty else { continue }
-                writer.key(name)
+                name.withUnsafeBufferPointer { writer.key(plain: $0) }
                 writer.beginObject()
                 var previous: TreeKey?
                 for key in keys.sorted(by: FirebaseKey.precedes) where TreeKey(key) != previous {

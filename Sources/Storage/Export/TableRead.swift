@@ -36,14 +36,9 @@ extension TreeTable {
     /// Columns whose size can grow with the data (text, arrays, jsonb), summed to tell large rows.
     private var growingColumns: [String] {
         switch self {
-        case .users: ["username", "extra"]
-        case .posts: ["image_url", "poster_uid", "poster_username", "extra"]
-        case .feedPosts: ["image_file_url", "user_name", "extra"]
-        case .postLikes, .followers, .following: []
-        case .timeline: ["poster_uid", "extra"]
-        case .chats: ["title", "member_hash", "members", "last_message", "extra"]
-        case .messages: ["content", "sender_uid", "sender_username", "extra"]
         case .unmappedValues: ["string_value"]
+        case .postLikes, .followers, .following: []
+        default: recordColumns.filter { $0.kind == .text || $0.kind == .keys }.map(\.name) + ["extra"]
         }
     }
 

@@ -33,10 +33,10 @@ struct RecordFields {
     }
 
     /// Sorts the object field `key` with `body`, keeping what `body` leaves under `key` in `rest`.
-    mutating func nested<T>(_ key: String, _ body: (inout RecordFields) -> T) -> T? {
+    mutating func nested<T>(_ key: String, _ body: (inout RecordFields) throws -> T) rethrows -> T? {
         guard case .object(let children)? = rest[key] else { return nil }
         var inner = RecordFields(children)
-        let result = body(&inner)
+        let result = try body(&inner)
         rest[key] = inner.rest.isEmpty ? nil : .object(inner.rest)
         return result
     }
@@ -60,6 +60,19 @@ struct RecordFields {
     }
 }
 
+extension RecordFields {
+    /// Takes the field `key` as `kind` keeps it and appends it to `row` (NULL when it is missing or of another
+    /// type, and then it stays in `rest`).
+    mutating func take(_ key: String, as kind: RecordColumn.Kind, into row: inout CopyRowEncoder) throws {
+        switch kind {
+        case .text: try row.append(string(key))
+        case .number: row.append(number(key))
+        case .integer: row.append(integer(key))
+        case .keys: try row.append(trueKeys(key))
+        }
+    }
+}
+
 extension TreeTable {
     /// Whether `key` is one of the fields `encodeRecord` takes into typed columns (compared by bytes, as keys
     /// are), which a record always holds in memory.
@@ -68,54 +81,30 @@ extension TreeTable {
     }
 
     /// Made once: the importer asks for every field it reads. Indexed by raw value, which is the case's index.
-    private static let typedFieldNames: [[String]] = allCases.map { table in
-        switch table {
-        case .users: ["username"]
-        case .posts: ["image_url", "image_height", "created_at", "like_count", "poster"]
-        case .feedPosts: ["imageFileURL", "user", "votes", "timestamp"]
-        case .timeline: ["poster_uid"]
-        case .chats: ["title", "memberHash", "members", "lastMessage", "lastMessageSent"]
-        case .messages: ["content", "timestamp", "sender"]
-        case .postLikes, .followers, .following, .unmappedValues: []
-        }
-    }
+    private static let typedFieldNames: [[String]] = allCases.map { $0.recordFieldGroups.map(\.key) }
 
-    /// Encodes the row of a record at `keys` (below the table's root) whose children are `fields`.
+    /// Made once: the encoder walks them for every record.
+    private static let fieldGroups = allCases.map(\.recordFieldGroups)
+
+    /// Encodes the row of a record at `keys` (below the table's root) whose children are `fields`, as the
+    /// table's `recordColumns` lay it out.
     func encodeRecord(keys: [String], fields: [TreeKey: TreeValue], into row: inout CopyRowEncoder) throws {
+        precondition(!recordColumns.isEmpty, "\(name) holds no records")
         for key in keys { try row.append(key) }
         var fields = RecordFields(fields)
-        switch self {
-        case .users:
-            try row.append(fields.string("username"))
-        case .posts:
-            try row.append(fields.string("image_url"))
-            row.append(fields.number("image_height"))
-            row.append(fields.number("created_at"))
-            row.append(fields.integer("like_count"))
-            let poster = fields.nested("poster") { ($0.string("uid"), $0.string("username")) }
-            try row.append(poster?.0)
-            try row.append(poster?.1)
-        case .feedPosts:
-            try row.append(fields.string("imageFileURL"))
-            try row.append(fields.string("user"))
-            row.append(fields.integer("votes"))
-            row.append(fields.number("timestamp"))
-        case .timeline:
-            try row.append(fields.string("poster_uid"))
-        case .chats:
-            try row.append(fields.string("title"))
-            try row.append(fields.string("memberHash"))
-            try row.append(fields.trueKeys("members"))
-            try row.append(fields.string("lastMessage"))
-            row.append(fields.number("lastMessageSent"))
-        case .messages:
-            try row.append(fields.string("content"))
-            row.append(fields.number("timestamp"))
-            let sender = fields.nested("sender") { ($0.string("uid"), $0.string("username")) }
-            try row.append(sender?.0)
-            try row.append(sender?.1)
-        case .postLikes, .followers, .following, .unmappedValues:
-            preconditionFailure("\(name) holds no records")
+        for group in Self.fieldGroups[rawValue] {
+            let column = group.columns[0].column
+            guard column.field.count == 2 else {
+                try fields.take(group.key, as: column.kind, into: &row)
+                continue
+            }
+            // An object's members (`poster.uid`, `poster.username`): what is left of it stays under its key.
+            let taken = try fields.nested(group.key) { inner in
+                for (member, _) in group.columns { try inner.take(member.field[1], as: member.kind, into: &row) }
+            }
+            if taken == nil {
+                for _ in group.columns { try row.append(nil as String?) }
+            }
         }
         try row.append(fields.extraJSON)
     }

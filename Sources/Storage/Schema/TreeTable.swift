@@ -17,29 +17,38 @@ enum TreeTable: Int, CaseIterable {
         }
     }
 
-    /// Columns in the order the importer encodes them.
-    var columns: [String] {
-        switch self {
-        case .users: ["uid", "username", "extra"]
-        case .posts:
-            [
-                "owner_uid", "post_key", "image_url", "image_height", "created_at", "like_count", "poster_uid",
-                "poster_username", "extra",
-            ]
-        case .feedPosts: ["post_id", "image_file_url", "user_name", "votes", "timestamp_ms", "extra"]
-        case .postLikes: ["post_key", "liker_uid"]
-        case .followers: ["uid", "follower_uid"]
-        case .following: ["uid", "followee_uid"]
-        case .timeline: ["uid", "post_key", "poster_uid", "extra"]
-        case .chats:
-            ["uid", "chat_key", "title", "member_hash", "members", "last_message", "last_message_sent", "extra"]
-        case .messages: ["chat_key", "message_key", "content", "timestamp", "sender_uid", "sender_username", "extra"]
+    /// Columns in the order the importer encodes them: the keys, a record's typed columns (`recordColumns`)
+    /// and its `extra`.
+    var columns: [String] { Self.columnLists[rawValue] }
+
+    /// Made once: export asks for every row. Indexed by raw value, which is the case's index.
+    private static let columnLists: [[String]] = allCases.map { table in
+        switch table {
         case .unmappedValues: ["root", "path", "string_value", "number_value", "boolean_value", "sort_key"]
+        case .postLikes, .followers, .following: table.keyColumns
+        default: table.keyColumns + table.recordColumns.map(\.name) + ["extra"]
         }
     }
 
     /// The key columns that address a row below the table's root node, outermost first.
-    var keyColumns: [String] { Array(columns.prefix(keyDepth)) }
+    var keyColumns: [String] { Self.keyColumnLists[rawValue] }
+
+    private static let keyColumnLists: [[String]] = allCases.map(\.makeKeyColumns)
+
+    private var makeKeyColumns: [String] {
+        switch self {
+        case .users: ["uid"]
+        case .posts: ["owner_uid", "post_key"]
+        case .feedPosts: ["post_id"]
+        case .postLikes: ["post_key", "liker_uid"]
+        case .followers: ["uid", "follower_uid"]
+        case .following: ["uid", "followee_uid"]
+        case .timeline: ["uid", "post_key"]
+        case .chats: ["uid", "chat_key"]
+        case .messages: ["chat_key", "message_key"]
+        case .unmappedValues: []
+        }
+    }
 
     /// How many path levels below the root the table's key spans.
     var keyDepth: Int {
