@@ -189,7 +189,7 @@ struct MaintenanceBenchmark {
                     }
                 })
             print(
-                "| \(repair.rawValue) (dry run) | \(report!.rowsChanged) | \(String(format: "%.2f", admin)) | \(String(format: "%.2f", bare)) | \(String(format: "%.2f×", admin / bare)) |"
+                "| repair .\(repair) (dry run) | \(report!.rowsChanged) | \(String(format: "%.2f", admin)) | \(String(format: "%.2f", bare)) | \(String(format: "%.2f×", admin / bare)) |"
             )
         }
     }

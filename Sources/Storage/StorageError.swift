@@ -71,6 +71,17 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         case reclaimSpace
         /// Wait for the check, repair or import that holds the maintenance lock, or run again later.
         case waitForMaintenance
+        /// Use another directory for the embedded cluster (the hint says why).
+        case chooseDataDirectory
+        /// Use a PostgreSQL server other than the embedded one.
+        case useAnotherServer
+    }
+
+    /// The error with `remedy` attached.
+    public func remedied(_ remedy: Remedy) -> StorageError {
+        var error = self
+        error.remedy = remedy
+        return error
     }
 
     /// Creates an error; only `kind` and `message` are required.

@@ -152,6 +152,11 @@ struct EmbeddedClusterTests {
         let run = try AdminProcess.run(["--data-dir", directory, "status"])
         #expect(run.status == 2)
         #expect(run.stderr.contains("not a PostgreSQL data directory"))
+        // Storage says what to do, the console which of its options does it.
+        #expect(
+            run.stderr.contains(
+                "HINT:  Remove it if a first initialization was interrupted, or choose another data directory. "
+                    + "admin takes it from --data-dir or ADMIN_DATA_DIR."), "\(run.stderr)")
         #expect(FileManager.default.fileExists(atPath: directory + "/pgdata/notes.txt"))
     }
 

@@ -236,7 +236,7 @@ struct IntegrityCheckTests {
         }
         // Idempotent: nothing is left to change.
         for repair in Repair.fixOrder {
-            #expect(try store.repair(repair).rowsChanged == 0, "\(repair.rawValue)")
+            #expect(try store.repair(repair).rowsChanged == 0, "\(repair)")
         }
     }
 

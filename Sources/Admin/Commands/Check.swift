@@ -227,7 +227,7 @@ struct Check: ConsoleCommand {
             let progress = ProgressBar("check --fix", total: nil, session: session)
             defer { progress?.finish() }
             return try store.checkAndFix(checks, examples: examples, isDryRun: dryRun, wait: wait) {
-                progress?.show($0)
+                progress?.show($0.description)
             }
         }
         let progress = ProgressBar("check", total: nil, session: session)

@@ -26,7 +26,7 @@ struct ConsoleError: Error, CustomStringConvertible {
         case let error as ConsoleError:
             return error
         case var error as StorageError:
-            if let remedy = error.remedy { error.hint = hint(for: remedy) }
+            if let remedy = error.remedy { error.hint = hint(for: remedy, storageHint: error.hint) }
             switch error.kind {
             case .connectionFailed, .connectionLost, .cluster:
                 return ConsoleError(.cannotConnect, error.description)
@@ -41,7 +41,7 @@ struct ConsoleError: Error, CustomStringConvertible {
     }
 
     /// Storage's remedy in the console's words: the option or command that applies it.
-    private static func hint(for remedy: StorageError.Remedy) -> String {
+    private static func hint(for remedy: StorageError.Remedy, storageHint: String?) -> String {
         switch remedy {
         case .allowRejects(let allowed) where allowed == 0:
             "--max-rejects N lets up to N rejected values through (they are listed and written to the rejects file)"
@@ -57,6 +57,10 @@ struct ConsoleError: Error, CustomStringConvertible {
                 + "it filled."
         case .waitForMaintenance:
             "Wait for it to finish, or queue behind it with --wait SECONDS."
+        case .chooseDataDirectory:
+            (storageHint ?? "Choose another data directory.") + " admin takes it from --data-dir or ADMIN_DATA_DIR."
+        case .useAnotherServer:
+            (storageHint ?? "Use a PostgreSQL server elsewhere.") + " Name it with --db or DATABASE_URL."
         }
     }
 }

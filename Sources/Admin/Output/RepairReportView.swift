@@ -14,7 +14,7 @@ struct RepairReportView {
         }
         let rows: [[Cell]] = reports.flatMap { report in
             report.changes.map {
-                [.text(report.repair.rawValue), .text($0.table), .text($0.action), .integer($0.rows)]
+                [.text(report.repair.commandName), .text($0.table), .text($0.action), .integer($0.rows)]
             }
         }
         session.show(
@@ -26,15 +26,15 @@ struct RepairReportView {
             let rows = report.rowsChanged == 1 ? "1 row" : "\(report.rowsChanged) rows"
             session.inform(
                 report.isDryRun
-                    ? "\(report.repair.rawValue): dry run, would change \(rows) (\(seconds) s); rolled back."
-                    : "\(report.repair.rawValue): changed \(rows) in \(seconds) s.")
+                    ? "\(report.repair.commandName): dry run, would change \(rows) (\(seconds) s); rolled back."
+                    : "\(report.repair.commandName): changed \(rows) in \(seconds) s.")
         }
     }
 
     /// One report as a JSON object.
     static func json(_ report: RepairReport) -> String {
         JSONWriter.object([
-            ("repair", JSONWriter.string(report.repair.rawValue)), ("dry_run", report.isDryRun ? "true" : "false"),
+            ("repair", JSONWriter.string(report.repair.commandName)), ("dry_run", report.isDryRun ? "true" : "false"),
             ("rows_changed", String(report.rowsChanged)), ("seconds", JSONWriter.number(report.seconds)),
             (
                 "changes",
@@ -93,17 +93,44 @@ struct RepairRunOptions: ParsableArguments {
         guard
             dryRun
                 || confirmation.confirm(
-                    "\(repair.rawValue) rewrites rows in place (try --dry-run first). Go on?", in: session)
+                    "\(repair.commandName) rewrites rows in place (try --dry-run first). Go on?", in: session)
         else { return }
         var options = options
         options.isDryRun = dryRun
         options.waitSeconds = wait
-        let progress = ProgressBar(repair.rawValue, total: nil, session: session)
+        let progress = ProgressBar(repair.commandName, total: nil, session: session)
         defer { progress?.finish() }
         let report = try session.store().repair(repair, options: options) { index, count in
             progress?.show("\(options.batchSize == nil ? "statement" : "batch") \(index + 1) of \(count)")
         }
         progress?.finish()
         RepairReportView(format: format ?? session.format).print([report], to: session)
+    }
+}
+
+extension Repair {
+    /// The command that runs the repair; also its name in reports (`"repair"` in JSON).
+    var commandName: String {
+        switch self {
+        case .likeCounts: "backfill like-counts"
+        case .timelines: "backfill timelines"
+        case .posters: "denormalize posters"
+        case .chatHashes: "rehash chats"
+        case .follows: "repair follows"
+        case .chats: "repair chats"
+        case .orphans: "repair orphans"
+        case .chatMerge: "chat merge"
+        }
+    }
+}
+
+extension FixStep {
+    /// The progress bar's words for the step.
+    var description: String {
+        switch self {
+        case .check(let check, let index, let count, let again):
+            "check \(again ? "again " : "")\(index + 1) of \(count): \(check.rawValue)"
+        case .repair(let repair): repair.commandName
+        }
     }
 }

@@ -128,7 +128,8 @@ public final class EmbeddedCluster {
         } catch {
             throw StorageError(
                 .cluster, "cannot create the data directory \(directory): \(error.localizedDescription)",
-                hint: "Choose another one with --data-dir or ADMIN_DATA_DIR.")
+                hint: "Choose another data directory."
+            ).remedied(.chooseDataDirectory)
         }
     }
 
@@ -140,7 +141,8 @@ public final class EmbeddedCluster {
             guard contents.isEmpty else {
                 throw StorageError(
                     .cluster, "\(dataDirectory) exists but is not a PostgreSQL data directory (no PG_VERSION)",
-                    hint: "Remove it if a first initialization was interrupted, or choose another --data-dir.")
+                    hint: "Remove it if a first initialization was interrupted, or choose another data directory."
+                ).remedied(.chooseDataDirectory)
             }
             return nil
         }
@@ -210,7 +212,8 @@ public final class EmbeddedCluster {
             throw StorageError(
                 .cluster,
                 "the data directory's path is too long for a Unix socket (\(socketPath.utf8.count) bytes, at most 107)",
-                hint: "Choose a shorter --data-dir.")
+                hint: "Choose a data directory with a shorter path."
+            ).remedied(.chooseDataDirectory)
         }
     }
 
@@ -226,7 +229,8 @@ public final class EmbeddedCluster {
             throw StorageError(
                 .cluster,
                 "the data directory \(dataDirectory) is owned by \(owner), but its server would run as \(runner)",
-                hint: "Use a data directory of your own (--data-dir or ADMIN_DATA_DIR), or run admin as \(owner).")
+                hint: "Use a data directory of your own, or run admin as \(owner)."
+            ).remedied(.chooseDataDirectory)
         }
     }
 

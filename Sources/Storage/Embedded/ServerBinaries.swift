@@ -29,12 +29,15 @@ public struct ServerBinaries: Sendable, Equatable {
                 .cluster,
                 "the data directory was created by PostgreSQL \(wanted), and its server binaries are not installed",
                 detail: available.isEmpty ? nil : "installed: \(available)",
-                hint: "Install postgresql-\(wanted), upgrade the cluster with pg_upgrade, or use another --data-dir.")
+                hint:
+                    "Install postgresql-\(wanted), upgrade the cluster with pg_upgrade, or use another data directory."
+            ).remedied(.chooseDataDirectory)
         }
         throw StorageError(
             .cluster,
             "PostgreSQL server binaries were not found (looked at pg_config --bindir and /usr/lib/postgresql/*/bin)",
-            hint: "Install them (apt-get install postgresql), or point admin at a server with --db or DATABASE_URL.")
+            hint: "Install them (apt-get install postgresql), or use a PostgreSQL server elsewhere."
+        ).remedied(.useAnotherServer)
     }
 
     private static func candidateDirectories() -> [String] {

@@ -1,24 +1,32 @@
 import PostgresClient
 
+/// What `Store.checkAndFix` is doing.
+public enum FixStep: Sendable, Equatable {
+    /// Running the check at `index` (from 0) of `count`; `again` after the repairs.
+    case check(IntegrityCheck, index: Int, of: Int, again: Bool)
+    /// Running a repair.
+    case repair(Repair)
+}
+
 /// A repair of the app's hand-kept copies: a few set-based statements in one transaction, idempotent.
-public enum Repair: String, CaseIterable, Sendable {
+public enum Repair: CaseIterable, Sendable {
     /// `like_count` = the number of likes.
-    case likeCounts = "backfill like-counts"
+    case likeCounts
     /// Every timeline = own posts and followees' posts, with the right `poster_uid`; nothing else.
-    case timelines = "backfill timelines"
+    case timelines
     /// Every post's `poster` = `{uid: owner, username: current username}`.
-    case posters = "denormalize posters"
+    case posters
     /// Every two-person chat copy's `memberHash` = the stable member hash.
-    case chatHashes = "rehash chats"
+    case chatHashes
     /// `/following` and `/followers` mirror each other.
-    case follows = "repair follows"
+    case follows
     /// Every member holds a copy of each chat, the copies agree, and describe the newest message.
-    case chats = "repair chats"
+    case chats
     /// Likes, messages and timeline entries of posts or chats that do not exist are removed.
-    case orphans = "repair orphans"
+    case orphans
     /// Two chats of the same members become one: the messages of one move into the other, which an operator
     /// decides (`Store.mergeChats`); never part of `check --fix`.
-    case chatMerge = "chat merge"
+    case chatMerge
 
     /// The order `check --fix` runs repairs in: removals first, so later repairs do not count what goes away;
     /// chats before their hashes, since making copies agree may pick a stale hash.

@@ -92,16 +92,16 @@ extension Store {
     /// `onProgress` hears of each check and repair as it begins.
     public func checkAndFix(
         _ checks: [IntegrityCheck] = IntegrityCheck.allCases, examples: Int = 5, isDryRun: Bool = false,
-        wait: MaintenanceWait = .none, onProgress: (String) -> Void = { _ in }
+        wait: MaintenanceWait = .none, onProgress: (FixStep) -> Void = { _ in }
     ) throws -> (before: [CheckResult], repairs: [RepairReport], after: [CheckResult]) {
         try connection.withTransaction(rollback: isDryRun) {
             let before = try check(checks, examples: examples, wait: wait) { check, index in
-                onProgress("check \(index + 1) of \(checks.count): \(check.rawValue)")
+                onProgress(.check(check, index: index, of: checks.count, again: false))
             }
             let failing = Set(before.filter { !$0.isClean }.compactMap(\.check.repair))
             // The repairs run as savepoints of this transaction, which alone rolls back in a dry run.
             let repairs = try Repair.fixOrder.filter(failing.contains).map { repair in
-                onProgress(repair.rawValue)
+                onProgress(.repair(repair))
                 var report = try self.repair(repair)
                 report.isDryRun = isDryRun
                 return report
@@ -110,7 +110,7 @@ extension Store {
                 repairs.isEmpty
                 ? before
                 : try check(checks, examples: examples) { check, index in
-                    onProgress("check again \(index + 1) of \(checks.count): \(check.rawValue)")
+                    onProgress(.check(check, index: index, of: checks.count, again: true))
                 }
             return (before, repairs, after)
         }
