@@ -113,6 +113,16 @@ struct ScheduledCheckTests {
         }
     }
 
+    @Test func aRunIsRecordedOnceWhenItsMetricsFileCannotBeWritten() throws {
+        let database = try damagedDatabase()
+        let run = try admin(database, "check", "-q", "--record", "--metrics-file", "/nonexistent-dir/admin.prom")
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("the directory /nonexistent-dir does not exist"), "\(run.stderr)")
+        let history = try admin(database, "check", "--history", "--format", "csv", "--only", "orphans")
+        #expect(history.stdout.split(separator: "\n").count == 2, "one run, as it ended: \(history.stdout)")
+        #expect(history.stdout.contains(",3,violations,"), "\(history.stdout)")
+    }
+
     @Test func failOnNewHearsOnlyOfRises() throws {
         let database = try damagedDatabase()
         #expect(try admin(database, "check", "--record", "-q").status == 3)

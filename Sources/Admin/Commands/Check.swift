@@ -158,6 +158,7 @@ struct Check: ConsoleCommand {
         let policy = try policy()
         let started = Date()
         var finished: [CheckResult] = []
+        var recorded = false
         do {
             let store = try session.store()
             let previous = policy.failOn == .new ? try store.lastRecordedCounts(of: checks) : [:]
@@ -176,7 +177,10 @@ struct Check: ConsoleCommand {
                 startedAt: started, finishedAt: Date(), client: Self.client, version: AdminMain.version,
                 exitStatus: Int(status.rawValue), outcome: tripped.isEmpty ? .passed : .violations,
                 entries: zip(results.after, verdicts).map { Self.entry($0, tripped: $1.trips) })
-            if record { try store.record(run) }
+            if record {
+                try store.record(run)
+                recorded = true
+            }
             try metricsFile.map { try CheckMetrics(run: run, isUp: true, labels: labels()).write(to: $0) }
             guard tripped.isEmpty else {
                 let total = tripped.reduce(0) { $0 + $1.0.violations }
@@ -193,7 +197,8 @@ struct Check: ConsoleCommand {
                 startedAt: started, finishedAt: Date(), client: Self.client, version: AdminMain.version,
                 exitStatus: Int(failure.status.rawValue), outcome: .failed, error: failure.message,
                 entries: finished.map { Self.entry($0, tripped: false) })
-            if record, let store = session.connectedStore {
+            // A run already recorded (the metrics file failed after) is not recorded twice.
+            if record, !recorded, let store = session.connectedStore {
                 do { try store.record(run) } catch {
                     session.warn("the failed run could not be recorded: \(ConsoleError.from(error).message)")
                 }
