@@ -39,7 +39,7 @@ struct Check: ConsoleCommand {
             (after --fix: any that remains), 2 when the database cannot be reached, 1 on any other error. \
             --format json prints one object for scripts:
               {"ok": false, "checks": [{"name": "like_count", "violations": 4, "examples": ["/posts/UID/KEY"],
-                "seconds": 0.012, "tripped": true, "status": "over --allow 3"}]}
+                "seconds": 0.012, "tripped": true, "status": "tripped: over --allow 3"}]}
 
             Examples:
               check
