@@ -27,13 +27,14 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         // PostgreSQL through libpq: connections, statements with bind parameters, COPY, transactions,
         // notifications, results, and DatabaseError with the server's SQLSTATE.
-        .target(name: "PostgresClient", dependencies: ["CLibPQ"]),
+        .target(name: "PostgresClient", dependencies: ["CLibPQ"], swiftSettings: hotPathSettings),
         // Firebase's JSON trees without a database: the streaming reader and writer, keys and their order,
         // JavaScript numbers, gzip.
-        .target(name: "FirebaseTree", dependencies: ["CZlib"]),
+        .target(name: "FirebaseTree", dependencies: ["CZlib"], swiftSettings: hotPathSettings),
         .target(
             name: "Storage",
             dependencies: ["PostgresClient", "FirebaseTree"],
+            swiftSettings: hotPathSettings,
             plugins: ["EmbedMigrations"]
         ),
         .executableTarget(
@@ -89,3 +90,10 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+/// The modules on import's and export's per-byte path check exclusive access at run time in debug builds only
+/// (every test run), not in release: the checks cost a quarter of import's CPU (232 MB: 11.2-14.0 s user with
+/// them, 8.1-10.0 s without) and a tenth of export's (BENCHMARKS.md, "Exclusivity checks").
+var hotPathSettings: [SwiftSetting] {
+    [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+}
