@@ -83,16 +83,13 @@ extension TreeTable {
     /// Made once: the importer asks for every field it reads. Indexed by raw value, which is the case's index.
     private static let typedFieldNames: [[String]] = allCases.map { $0.recordFieldGroups.map(\.key) }
 
-    /// Made once: the encoder walks them for every record.
-    private static let fieldGroups = allCases.map(\.recordFieldGroups)
-
     /// Encodes the row of a record at `keys` (below the table's root) whose children are `fields`, as the
     /// table's `recordColumns` lay it out.
     func encodeRecord(keys: [String], fields: [TreeKey: TreeValue], into row: inout CopyRowEncoder) throws {
         precondition(!recordColumns.isEmpty, "\(name) holds no records")
         for key in keys { try row.append(key) }
         var fields = RecordFields(fields)
-        for group in Self.fieldGroups[rawValue] {
+        for group in recordFieldGroups {
             let column = group.columns[0].column
             guard column.field.count == 2 else {
                 try fields.take(group.key, as: column.kind, into: &row)

@@ -71,6 +71,13 @@ extension TreeTable {
     /// The record columns in runs that share their first field key: a top-level field alone, or an object's
     /// members together (`poster.uid`, `poster.username`), with each run's first column's index in the row.
     var recordFieldGroups: [(key: String, columns: [(column: RecordColumn, index: Int)])] {
+        Self.fieldGroupsByTable[rawValue]
+    }
+
+    /// Made once: import and export walk them for every record.
+    private static let fieldGroupsByTable = allCases.map(\.makeFieldGroups)
+
+    private var makeFieldGroups: [(key: String, columns: [(column: RecordColumn, index: Int)])] {
         var groups: [(key: String, columns: [(column: RecordColumn, index: Int)])] = []
         for (offset, column) in recordColumns.enumerated() {
             let entry = (column: column, index: keyDepth + offset)
