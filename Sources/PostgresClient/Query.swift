@@ -123,8 +123,8 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
             sql += String(decoding: text[copied...], as: UTF8.self)
         }
 
-        /// Fragments, with `separator` (trusted SQL text) between them.
-        public mutating func appendInterpolation(_ fragments: [Query], separator: String) {
+        /// Fragments, with `separator` (trusted SQL text) between them (`[Query].joined(separator:)`).
+        fileprivate mutating func append(_ fragments: [Query], separator: String) {
             for (index, fragment) in fragments.enumerated() {
                 if index > 0 { sql += separator }
                 appendInterpolation(fragment)
@@ -147,7 +147,7 @@ extension Array where Element == Query {
     /// The fragments with `separator` (trusted SQL text, such as `" AND "`) between them; `Query("")` when empty.
     public func joined(separator: String) -> Query {
         var interpolation = Query.StringInterpolation(literalCapacity: 0, interpolationCount: count)
-        interpolation.appendInterpolation(self, separator: separator)
+        interpolation.append(self, separator: separator)
         return Query(stringInterpolation: interpolation)
     }
 }

@@ -135,7 +135,7 @@ final class StoreConnection {
             (try? base.query(
                 """
                 SELECT pid, to_char(xact_start, 'YYYY-MM-DD HH24:MI:SS TZ') FROM pg_stat_activity
-                WHERE pid <> pg_backend_pid() AND datname = current_database() AND application_name = 'admin import'
+                WHERE pid <> pg_backend_pid() AND datname = current_database() AND application_name = \(Store.importApplicationName)
                     AND xact_start IS NOT NULL
                 ORDER BY xact_start LIMIT 1
                 """))?.first

@@ -82,6 +82,14 @@ enum AdminProcess {
 }
 
 /// A fresh directory under /tmp (short, so a Unix socket path inside it fits), removed by the caller.
+/// A new migrated database holding `tree`, imported as a user would (`admin import -`).
+func databaseHolding(_ tree: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> TestDatabase {
+    let database = try TestPostgres.makeDatabase()
+    let run = try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: tree)
+    #expect(run.status == 0, "\(run.stderr)", sourceLocation: sourceLocation)
+    return database
+}
+
 func makeTemporaryDirectory(_ prefix: String) throws -> String {
     let path = "/tmp/\(prefix)-\(UUID().uuidString.prefix(8))"
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

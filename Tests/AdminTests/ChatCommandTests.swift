@@ -16,10 +16,7 @@ private let chatTree = """
 @Suite("chat commands")
 struct ChatCommandTests {
     private func chatDatabase() throws -> TestDatabase {
-        let database = try TestPostgres.makeDatabase()
-        let run = try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: chatTree)
-        #expect(run.status == 0, "\(run.stderr)")
-        return database
+        try databaseHolding(chatTree)
     }
 
     @Test func oneConsoleFollowsWhatAnotherSends() throws {

@@ -14,10 +14,7 @@ private let damagedTree = """
 @Suite("check and repair commands")
 struct CheckCommandTests {
     private func damagedDatabase() throws -> TestDatabase {
-        let database = try TestPostgres.makeDatabase()
-        let run = try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: damagedTree)
-        #expect(run.status == 0, "\(run.stderr)")
-        return database
+        try databaseHolding(damagedTree)
     }
 
     @Test func violationsExitWithThreeAndNameTheChecks() throws {
@@ -33,13 +30,12 @@ struct CheckCommandTests {
     }
 
     @Test func timelinesInBatches() throws {
-        let database = try TestPostgres.makeDatabase()
-        let tree = """
+        let database = try databaseHolding(
+            """
             {"users": {"alice": {"username": "alice"}, "bob": {"username": "bob"}, "carol": {"username": "carol"}},
              "following": {"alice": {"bob": true}, "carol": {"bob": true}},
              "posts": {"bob": {"-P1": {"image_url": "u", "like_count": 0, "poster": {"uid": "bob", "username": "bob"}}}}}
-            """
-        #expect(try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: tree).status == 0)
+            """)
         let run = try AdminProcess.run(["--db", database.conninfo, "backfill", "timelines", "--batch-size", "1"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("timeline"))

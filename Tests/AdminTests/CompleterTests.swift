@@ -6,10 +6,9 @@ import Testing
 @Suite("Tab completion")
 struct CompleterTests {
     private func completer() throws -> Completer {
-        let database = try TestPostgres.makeDatabase()
-        let tree =
+        let database = try databaseHolding(
             #"{"users": {"alice": {"username": "a"}, "albert": {"username": "b"}, "bob": {"username": "c"}}, "settings": {"theme": "dark"}}"#
-        #expect(try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: tree).status == 0)
+        )
         let session = Session(
             target: .conninfo(database.conninfo), migratesOnConnect: true, format: .table, isQuiet: true)
         _ = try session.store()

@@ -29,10 +29,7 @@ private func samples(in file: String) throws -> [String: Double] {
 @Suite("check unattended: history, thresholds, metrics, waiting")
 struct ScheduledCheckTests {
     private func damagedDatabase() throws -> TestDatabase {
-        let database = try TestPostgres.makeDatabase()
-        let run = try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: damagedTree)
-        #expect(run.status == 0, "\(run.stderr)")
-        return database
+        try databaseHolding(damagedTree)
     }
 
     private func admin(_ database: TestDatabase, _ arguments: String...) throws -> AdminRun {
@@ -290,8 +287,7 @@ enum PrometheusClient {
 struct CheckMetricsFormatTests {
     @Test(.enabled(if: PrometheusClient.pythonPath != nil, "needs python3 and prometheus_client (from PyPI)"))
     func prometheusOwnParserReadsTheFileUpAndDown() throws {
-        let database = try TestPostgres.makeDatabase()
-        #expect(try AdminProcess.run(["--db", database.conninfo, "-q", "import", "-"], input: damagedTree).status == 0)
+        let database = try databaseHolding(damagedTree)
         let directory = try makeTemporaryDirectory("admin-metrics")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let metrics = directory + "/admin_check.prom"

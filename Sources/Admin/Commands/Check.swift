@@ -159,6 +159,14 @@ struct Check: ConsoleCommand {
         let started = Date()
         var finished: [CheckResult] = []
         var recorded = false
+        // The run as it ends now, for the history and the metrics file.
+        func finishedRun(
+            _ status: ExitStatus, outcome: CheckRun.Outcome, error: String? = nil, entries: [CheckRun.Entry]
+        ) -> CheckRun {
+            CheckRun(
+                startedAt: started, finishedAt: Date(), client: Self.client, version: AdminMain.version,
+                exitStatus: Int(status.rawValue), outcome: outcome, error: error, entries: entries)
+        }
         do {
             let store = try session.store()
             let previous = policy.failOn == .new ? try store.lastRecordedCounts(of: checks) : [:]
@@ -173,9 +181,8 @@ struct Check: ConsoleCommand {
             view.print(results.after, verdicts: verdicts, before: results.before, repairs: results.repairs, to: session)
             let tripped = zip(results.after, verdicts).filter { $0.1.trips }
             let status: ExitStatus = tripped.isEmpty ? .success : .violationsFound
-            let run = CheckRun(
-                startedAt: started, finishedAt: Date(), client: Self.client, version: AdminMain.version,
-                exitStatus: Int(status.rawValue), outcome: tripped.isEmpty ? .passed : .violations,
+            let run = finishedRun(
+                status, outcome: tripped.isEmpty ? .passed : .violations,
                 entries: zip(results.after, verdicts).map { Self.entry($0, tripped: $1.trips) })
             if record {
                 try store.record(run)
@@ -193,9 +200,8 @@ struct Check: ConsoleCommand {
             throw error
         } catch {
             let failure = ConsoleError.from(error)
-            let run = CheckRun(
-                startedAt: started, finishedAt: Date(), client: Self.client, version: AdminMain.version,
-                exitStatus: Int(failure.status.rawValue), outcome: .failed, error: failure.message,
+            let run = finishedRun(
+                failure.status, outcome: .failed, error: failure.message,
                 entries: finished.map { Self.entry($0, tripped: false) })
             // A run already recorded (the metrics file failed after) is not recorded twice.
             if record, !recorded, let store = session.connectedStore {
@@ -270,7 +276,7 @@ struct Check: ConsoleCommand {
 
     private static func describe(_ holder: MaintenanceLockHolder?) -> String {
         guard let holder else { return "another check, repair or import" }
-        let what = holder.application == "admin import" ? "an import" : "a check or repair"
+        let what = holder.isImport ? "an import" : "a check or repair"
         var parts = ["pid \(holder.pid)"]
         if !holder.role.isEmpty { parts.append("role \(holder.role)") }
         if let since = DomainViews.time(seconds: holder.since?.timeIntervalSince1970) { parts.append("since " + since) }

@@ -192,10 +192,7 @@ extension TreeTable {
             }
         }
         if filters { conditions += free.map { "NOT rtdb_key_needs_order(\(identifier: $0))" } }
-        let direction: Query = reversed ? " DESC" : ""
-        let order = free.map { "\(identifier: $0)\(direction)" as Query }
-        return "SELECT \(streamColumns) FROM \(identifier: name) WHERE \(conditions.joined(separator: " AND "))"
-            + Self.orderBy(order)
+        return select(where: conditions, orderedBy: free.map { "\(identifier: $0)" }, reversed: reversed)
     }
 
     private func orderedSelect(fixed: [String], free: [String], bounds: ChildKeyRange, reversed: Bool) -> Query {
@@ -212,15 +209,16 @@ extension TreeTable {
                 conditions.append("\(orderExpression(column)) <= \(FirebaseKey.order(of: upper))")
             }
         }
-        let direction: Query = reversed ? " DESC" : ""
-        let order = free.map { "\(orderExpression($0))\(direction)" as Query }
-        return "SELECT \(streamColumns) FROM \(identifier: name) WHERE \(conditions.joined(separator: " AND "))"
-            + Self.orderBy(order)
+        return select(where: conditions, orderedBy: free.map(orderExpression), reversed: reversed)
     }
 
-    /// ` ORDER BY` and the terms, or nothing.
-    private static func orderBy(_ terms: [Query]) -> Query {
-        terms.isEmpty ? "" : " ORDER BY \(terms.joined(separator: ", "))"
+    /// A read's SELECT: the rows that meet every condition, ordered by the terms (descending when `reversed`).
+    private func select(where conditions: [Query], orderedBy terms: [Query], reversed: Bool) -> Query {
+        let select: Query =
+            "SELECT \(streamColumns) FROM \(identifier: name) WHERE \(conditions.joined(separator: " AND "))"
+        guard !terms.isEmpty else { return select }
+        let direction: Query = reversed ? " DESC" : ""
+        return select + " ORDER BY \(terms.map { "\($0)\(direction)" as Query }.joined(separator: ", "))"
     }
 
     private func unmappedRead(at path: [String], reversed: Bool, children: ChildKeyRange) -> TableRead {

@@ -40,7 +40,8 @@ extension Store {
         try connection.withTransaction(rollback: options.isDryRun) {
             try connection.execute(
                 """
-                SELECT set_config('lock_timeout', '0', true), set_config('application_name', 'admin import', true)
+                SELECT set_config('lock_timeout', '0', true),
+                    set_config('application_name', \(Self.importApplicationName), true)
                 """)
             let heldSomething: Bool
             if wholeTree {
@@ -58,13 +59,12 @@ extension Store {
             }
             if !options.at.isEmpty {
                 if let record = try recordPath(holding: options.at) {
-                    var error = StorageError(
+                    let error = StorageError(
                         .invalidValue,
                         "cannot import at /\(options.at.joined(separator: "/")): it lies inside the record /"
                             + record.joined(separator: "/"),
                         hint: "Import the whole record at /\(record.joined(separator: "/")).")
-                    error.remedy = .importWholeRecord(path: record)
-                    throw error
+                    throw error.remedied(.importWholeRecord(path: record))
                 }
                 if options.mode == .replace {
                     replaced = try Store.deleteRows(under: options.at, on: connection).values.reduce(0, +)
@@ -94,12 +94,11 @@ extension Store {
                 heldSomething || replaced > 0
             {
                 let node = options.at.isEmpty ? "the store" : "the node at /" + options.at.joined(separator: "/")
-                var error = StorageError(
+                let error = StorageError(
                     .refused,
                     "the file holds nothing (null or {}): replacing \(node) with it would delete everything there",
                     hint: "Nothing was changed. If emptying it is what you want, allow it.")
-                error.remedy = .allowEmptying
-                throw error
+                throw error.remedied(.allowEmptying)
             }
         }
         report.seconds = (clock.now - started).seconds

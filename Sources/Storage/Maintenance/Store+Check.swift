@@ -67,14 +67,12 @@ extension Store {
             return
         }
         let holder = try maintenanceLockHolder()
-        let what = holder?.application == "admin import" ? "an import" : "another check or repair"
-        var error = StorageError(
+        let what = holder?.isImport == true ? "an import" : "another check or repair"
+        throw StorageError(
             .server, "\(what) is running on this database\(holder.map { " (pid \($0.pid))" } ?? "")",
             sqlState: .lockNotAvailable,
             hint: "Wait for it to finish; pg_locks shows the session holding advisory lock \(Store.maintenanceLockKey)."
-        )
-        error.remedy = .waitForMaintenance
-        throw error
+        ).remedied(.waitForMaintenance)
     }
 
     /// Who holds the maintenance lock, as `pg_stat_activity` tells it (what a role may see of other sessions).
@@ -96,6 +94,9 @@ extension Store {
             application: try row.decode(String.self, at: 2),
             since: try row.decode(Double?.self, at: 3).map(Date.init(timeIntervalSince1970:)))
     }
+
+    /// The `application_name` an import's transaction takes, so that others can tell who holds the tables.
+    static let importApplicationName = "admin import"
 
     /// The advisory lock key that checks and repairs share ("fbadmin" in ASCII).
     static let maintenanceLockKey: Int64 = 0x66_6261_646D_696E
@@ -128,4 +129,7 @@ public struct MaintenanceLockHolder: Sendable, Equatable {
     public var application: String
     /// When its transaction began.
     public var since: Date?
+
+    /// Whether the holder is an import (which names itself so in `pg_stat_activity`).
+    public var isImport: Bool { application == Store.importApplicationName }
 }
