@@ -33,6 +33,8 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         case refused
         /// A local file this layer works with (a temporary file) could not be written or read.
         case io
+        /// The server's place in a Citus cluster does not allow the operation (a worker, no Citus, no workers).
+        case distribution
     }
 
     /// What went wrong, broadly.

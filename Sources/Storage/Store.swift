@@ -43,15 +43,20 @@ public final class Store {
         return { handle.cancel() }
     }
 
-    /// Where the schema stands against `migrator`'s migrations; throws `.migration` when they disagree.
+    /// Where the schema stands against `migrator`'s migrations; throws `.migration` when they disagree, and
+    /// `.distribution` on a Citus worker.
     public func migrationState(_ migrator: Migrator = Migrator()) throws -> MigrationState {
-        try migrator.state(on: connection)
+        let state = try migrator.state(on: connection)
+        // A worker has none of the coordinator's bookkeeping: without this, it would look like an empty database.
+        if state.applied.isEmpty { try refuseWorker() }
+        return state
     }
 
     /// Applies every pending migration, each in its own transaction; returns those it applied.
     @discardableResult
     public func migrate(_ migrator: Migrator = Migrator()) throws -> [Migration] {
-        try migrator.migrate(on: connection)
+        _ = try migrationState(migrator)
+        return try migrator.migrate(on: connection)
     }
 
     /// How long a statement waits for a lock before it fails (`lock_timeout`) for this connection; nil waits

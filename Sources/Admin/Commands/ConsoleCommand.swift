@@ -19,7 +19,7 @@ struct CommandGroup {
     var commands: [any ConsoleCommand.Type]
 
     static let all: [CommandGroup] = [
-        CommandGroup(title: "Status and schema", commands: [Status.self, Migrate.self, Vacuum.self]),
+        CommandGroup(title: "Status and schema", commands: [Status.self, Migrate.self, Vacuum.self, Distribute.self]),
         CommandGroup(
             title: "Import and export", commands: [Import.self, Export.self, Verify.self, Get.self, Generate.self]),
         CommandGroup(title: "Firebase's writes", commands: [SetCommand.self, Update.self, Push.self, Remove.self]),

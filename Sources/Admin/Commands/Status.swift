@@ -22,6 +22,12 @@ struct Status: ConsoleCommand {
         let format = format ?? session.format
         let connection = connectionDescription(status.endpoint, session: session)
         let schema = schemaDescription(status)
+        let distribution = Self.describe(status.distribution)
+        let placements = status.distribution.tables.reduce(into: [String: String]()) { placements, table in
+            placements[table.name] =
+                table.column.map { "by \($0), group \(table.colocationID), \(table.shardCount) shards" }
+                ?? "reference"
+        }
         switch format {
         case .json:
             let tables = status.tableRows.map { ($0.table, String($0.rows)) }
@@ -32,6 +38,12 @@ struct Status: ConsoleCommand {
                     ("embedded", session.embeddedDirectory == nil ? "false" : "true"),
                     ("schema_version", String(status.schemaVersion)),
                     ("pending_migrations", JSONWriter.array(status.pendingMigrations.map(JSONWriter.string))),
+                    ("distribution", JSONWriter.string(distribution)),
+                    (
+                        "placements",
+                        JSONWriter.object(
+                            placements.sorted { $0.key < $1.key }.map { ($0.key, JSONWriter.string($0.value)) })
+                    ),
                     ("tables", JSONWriter.object(tables)),
                 ]))
         case .csv:
@@ -41,7 +53,11 @@ struct Status: ConsoleCommand {
                     [.text("setting"), .text("server"), .text("PostgreSQL \(status.serverVersion)")],
                     [.text("setting"), .text("connection"), .text(connection)],
                     [.text("setting"), .text("schema"), .text(schema)],
+                    [.text("setting"), .text("distribution"), .text(distribution)],
                 ] + status.tableRows.map { [.text("rows"), .text($0.table), .integer($0.rows)] }
+                + status.distribution.tables.map {
+                    [.text("placement"), .text($0.name), .text(placements[$0.name] ?? "")]
+                }
             session.show(ResultTable(columns: ["kind", "name", "value"], rows: rows), as: .csv)
         case .table, .expanded:
             let summary = ResultTable(
@@ -50,9 +66,17 @@ struct Status: ConsoleCommand {
                     [.text("server"), .text("PostgreSQL \(status.serverVersion)")],
                     [.text("connection"), .text(connection)],
                     [.text("schema"), .text(schema)],
+                    [.text("distribution"), .text(distribution)],
                 ])
-            let tables = ResultTable(
-                columns: ["table", "rows"], rows: status.tableRows.map { [.text($0.table), .integer($0.rows)] })
+            let tables =
+                placements.isEmpty
+                ? ResultTable(
+                    columns: ["table", "rows"], rows: status.tableRows.map { [.text($0.table), .integer($0.rows)] })
+                : ResultTable(
+                    columns: ["table", "rows", "placement"],
+                    rows: status.tableRows.map {
+                        [.text($0.table), .integer($0.rows), .text(placements[$0.table] ?? "on the coordinator")]
+                    })
             session.show(summary, as: format)
             session.output.line()
             session.show(tables, as: format)
@@ -64,6 +88,18 @@ struct Status: ConsoleCommand {
             return "embedded cluster in \(directory) (\(endpoint))"
         }
         return endpoint.description
+    }
+
+    /// "PostgreSQL (no Citus)", or the Citus node's role, its workers and how much of the store is placed.
+    static func describe(_ state: DistributionState) -> String {
+        guard let version = state.citusVersion else { return "none (plain PostgreSQL)" }
+        let node = "Citus \(version) coordinator with \(DomainViews.count(state.workerCount, "active worker"))"
+        if state.tables.isEmpty { return node + "; the store is not distributed (see `distribute`)" }
+        if !state.isDistributed {
+            return node + "; \(state.tables.count) of \(Store.distributionPlan.count) tables placed (run `distribute`)"
+        }
+        let groups = Set(state.tables.filter { $0.column != nil }.map(\.colocationID)).count
+        return node + "; distributed in \(DomainViews.count(groups, "co-location group"))"
     }
 
     private func schemaDescription(_ status: StoreStatus) -> String {

@@ -40,7 +40,7 @@ extension Store {
             guard
                 try !connection.query(
                     """
-                    SELECT FROM following WHERE uid = \(sender) AND followee_uid = \(recipient) FOR KEY SHARE
+                    SELECT 1 FROM following WHERE uid = \(sender) AND followee_uid = \(recipient) FOR KEY SHARE
                     """
                 ).isEmpty
             else {
@@ -113,21 +113,20 @@ extension Store {
     func requireChat(_ chatKey: String) throws {
         let rows = try connection.query(
             """
-            SELECT EXISTS (SELECT FROM chats WHERE chat_key = \(chatKey))
-                OR EXISTS (SELECT FROM messages WHERE chat_key = \(chatKey))
+            SELECT EXISTS (SELECT 1 FROM chats WHERE chat_key = \(chatKey))
+                OR EXISTS (SELECT 1 FROM messages WHERE chat_key = \(chatKey))
             """)
         guard try rows[0].decode(Bool.self, at: 0) else { throw StorageError(.notFound, "no chat \(chatKey)") }
     }
 
-    /// The usernames of two users, which must both exist, locking their rows as `lock` says.
+    /// The usernames of two users, which must both exist, locking their rows as `lock` says: one row per
+    /// statement, in uid order, as Citus can lock them (each by its distribution column).
     private func usernames(_ a: String, _ b: String, lock: UserLock = .keyShare) throws -> (String?, String?) {
         var names: [TreeKey: String?] = [:]
-        for row in try connection.query(
-            """
-            SELECT uid, username FROM users WHERE uid IN (\(a), \(b)) \(lock.clause)
-            """)
-        {
-            names[TreeKey(try row.decode(String.self, at: 0))] = try row.decode(String?.self, at: 1)
+        for uid in [a, b].sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            for row in try connection.query("SELECT uid, username FROM users WHERE uid = \(uid) \(lock.clause)") {
+                names[TreeKey(try row.decode(String.self, at: 0))] = try row.decode(String?.self, at: 1)
+            }
         }
         for uid in [a, b] where names[TreeKey(uid)] == nil { throw StorageError(.notFound, "no user \(uid)") }
         return (names[TreeKey(a)]!, names[TreeKey(b)]!)

@@ -14,20 +14,28 @@ extension Store {
         try Self.requirePath("followers", followee, follower)
         return try connection.withTransaction {
             try lockFollowPair(follower, followee)
-            let following = try connection.execute(
+            // Rows returned, not command tags: through a Citus coordinator, an INSERT ... SELECT ... ON CONFLICT DO
+            // NOTHING is tagged with the rows it read (Citus issue 3377).
+            let following = try connection.query(
                 """
                 INSERT INTO following (uid, followee_uid) VALUES (\(follower), \(followee)) ON CONFLICT DO NOTHING
-                """)
-            let followers = try connection.execute(
+                RETURNING 1
+                """
+            ).count
+            let followers = try connection.query(
                 """
                 INSERT INTO followers (uid, follower_uid) VALUES (\(followee), \(follower)) ON CONFLICT DO NOTHING
-                """)
-            let entries = try connection.execute(
+                RETURNING 1
+                """
+            ).count
+            let entries = try connection.query(
                 """
                 INSERT INTO timeline (uid, post_key, poster_uid)
                 SELECT \(follower), post_key, owner_uid FROM posts WHERE owner_uid = \(followee)
                 ON CONFLICT (uid, post_key) DO NOTHING
-                """)
+                RETURNING 1
+                """
+            ).count
             return OperationResult(changed: following + followers + entries > 0, count: entries)
         }
     }

@@ -2,64 +2,83 @@ import Foundation
 import PostgresClient
 
 extension Store {
-    /// `like`: adds `/postLikes/{post}/{uid}` and raises the post's `like_count`, only if the like is new, in one
-    /// statement. Concurrent likes are safe: the insert decides (a second like of the same user conflicts and
-    /// counts nothing) and the increment is applied under the post's row lock. `count` is the new like count.
+    /// `like`: adds `/postLikes/{post}/{uid}` and raises the post's `like_count`, only if the like is new. Concurrent
+    /// likes are safe: the insert decides (a second like of the same user conflicts and counts nothing) and the
+    /// increment is applied under the post's row lock. `count` is the new like count.
     public func like(_ uid: String, post key: String) throws -> OperationResult {
         try Self.requirePath("postLikes", key, uid)
         return try connection.withTransaction {
-            try requireLiker(uid, post: key)
-            let row = try connection.query(
+            let owners = try requireLiker(uid, post: key)
+            // The number of rows returned, not the command tag: through a Citus coordinator the tag of an insert
+            // that conflicted can count the row anyway.
+            let liked = try connection.query(
                 """
-                WITH liked AS (
-                    INSERT INTO post_likes (post_key, liker_uid) VALUES (\(key), \(uid))
-                    ON CONFLICT DO NOTHING RETURNING post_key),
-                counted AS (
-                    UPDATE posts SET like_count = CASE
-                        WHEN like_count IS NULL THEN (SELECT count(*) + 1 FROM post_likes WHERE post_key = \(key))
-                        ELSE like_count + 1 END
-                    WHERE post_key IN (SELECT post_key FROM liked) RETURNING like_count)
-                SELECT (SELECT count(*) FROM liked),
-                    coalesce((SELECT max(like_count) FROM counted),
-                             (SELECT max(like_count) FROM posts WHERE post_key = \(key)))
-                """)[0]
-            return OperationResult(
-                changed: try row.decode(Int.self, at: 0) > 0, count: try row.decode(Int?.self, at: 1) ?? 0)
+                INSERT INTO post_likes (post_key, liker_uid) VALUES (\(key), \(uid))
+                ON CONFLICT DO NOTHING RETURNING 1
+                """
+            ).count
+            return try changeLikeCount(of: key, owners: owners, by: liked)
         }
     }
 
     /// `unlike`: removes the like and lowers `like_count` (never below 0), only if the like existed.
     public func unlike(_ uid: String, post key: String) throws -> OperationResult {
         try connection.withTransaction {
-            try requireLiker(uid, post: key)
-            let row = try connection.query(
-                """
-                WITH unliked AS (
-                    DELETE FROM post_likes WHERE post_key = \(key) AND liker_uid = \(uid) RETURNING post_key),
-                counted AS (
-                    UPDATE posts SET like_count = CASE
-                        WHEN like_count IS NULL THEN (SELECT greatest(count(*) - 1, 0) FROM post_likes WHERE post_key = \(key))
-                        ELSE greatest(like_count - 1, 0) END
-                    WHERE post_key IN (SELECT post_key FROM unliked) RETURNING like_count)
-                SELECT (SELECT count(*) FROM unliked),
-                    coalesce((SELECT max(like_count) FROM counted),
-                             (SELECT max(like_count) FROM posts WHERE post_key = \(key)))
-                """)[0]
-            return OperationResult(
-                changed: try row.decode(Int.self, at: 0) > 0, count: try row.decode(Int?.self, at: 1) ?? 0)
+            let owners = try requireLiker(uid, post: key)
+            let unliked = try connection.query(
+                "DELETE FROM post_likes WHERE post_key = \(key) AND liker_uid = \(uid) RETURNING 1"
+            ).count
+            return try changeLikeCount(of: key, owners: owners, by: -unliked)
         }
     }
 
-    /// Fails unless the user and a post with this key exist, in one round trip. Both rows are locked FOR KEY
-    /// SHARE until the transaction ends: neither can be deleted meanwhile (a like committed after its post's
-    /// deletion would be an orphan).
-    func requireLiker(_ uid: String, post key: String) throws {
-        let row = try connection.query(
-            """
-            SELECT EXISTS (SELECT FROM (SELECT FROM users WHERE uid = \(uid) FOR KEY SHARE) u),
-                EXISTS (SELECT FROM (SELECT FROM posts WHERE post_key = \(key) FOR KEY SHARE) p)
-            """)[0]
-        guard try row.decode(Bool.self, at: 0) else { throw StorageError(.notFound, "no user \(uid)") }
-        guard try row.decode(Bool.self, at: 1) else { throw StorageError(.notFound, "no post \(key)") }
+    /// Adds `delta` (+1, -1 or 0) to the like count of the post `key` of each of `owners` (one, but for a key two
+    /// owners share), never below 0; a post whose count is missing gets its likes counted instead. Each statement
+    /// names the post by its owner, so that on Citus it runs on the owner's shard alone.
+    private func changeLikeCount(of key: String, owners: [String], by delta: Int) throws -> OperationResult {
+        var counts: [Int] = []
+        for owner in owners {
+            if delta != 0 {
+                let updated = try connection.query(
+                    """
+                    UPDATE posts SET like_count = greatest(like_count + \(delta), 0)
+                    WHERE owner_uid = \(owner) AND post_key = \(key) AND like_count IS NOT NULL
+                    RETURNING like_count
+                    """)
+                if let row = updated.first {
+                    counts.append(try row.decode(Int.self, at: 0))
+                    continue
+                }
+                let likes = try connection.query("SELECT count(*) FROM post_likes WHERE post_key = \(key)")[0]
+                    .decode(Int.self, at: 0)
+                try connection.execute(
+                    "UPDATE posts SET like_count = \(likes) WHERE owner_uid = \(owner) AND post_key = \(key)")
+                counts.append(likes)
+            } else if let count = try connection.query(
+                "SELECT like_count FROM posts WHERE owner_uid = \(owner) AND post_key = \(key)"
+            ).first?.decode(Int?.self, at: 0) {
+                counts.append(count)
+            }
+        }
+        return OperationResult(changed: delta != 0, count: counts.max() ?? 0)
+    }
+
+    /// Fails unless the user and a post with this key exist; returns the post's owners (one, but for a key two
+    /// owners share). The user's row and the posts' rows are locked FOR KEY SHARE until the transaction ends:
+    /// none of them can be deleted meanwhile (a like committed after its post's deletion would be an orphan). The
+    /// owners are found first and each row is locked by its distribution column, one statement per row in uid
+    /// order, which is what Citus can lock (shared/distributed-postgres.md, rule 16).
+    func requireLiker(_ uid: String, post key: String) throws -> [String] {
+        try requireUser(uid)
+        let owners = try connection.query("SELECT owner_uid FROM posts WHERE post_key = \(key)")
+            .map { try $0.decode(String.self, at: 0) }
+            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let locked = try owners.filter { owner in
+            try !connection.query(
+                "SELECT 1 FROM posts WHERE owner_uid = \(owner) AND post_key = \(key) FOR KEY SHARE"
+            ).isEmpty
+        }
+        guard !locked.isEmpty else { throw StorageError(.notFound, "no post \(key)") }
+        return locked
     }
 }

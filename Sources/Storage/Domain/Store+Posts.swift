@@ -26,14 +26,17 @@ extension Store {
             let post = Post(
                 ownerUID: owner, key: key, imageURL: imageURL, imageHeight: imageHeight, createdAt: createdAt,
                 likeCount: 0, posterUID: owner, posterUsername: try row.decode(at: 0))
-            let entries = try connection.execute(
+            // Rows returned, not the command tag, which Citus makes the rows read (Citus issue 3377).
+            let entries = try connection.query(
                 """
                 INSERT INTO timeline (uid, post_key, poster_uid)
                 SELECT \(owner), \(key), \(owner)
                 UNION ALL
                 SELECT follower_uid, \(key), \(owner) FROM followers WHERE uid = \(owner) AND follower_uid <> \(owner)
                 ON CONFLICT (uid, post_key) DO UPDATE SET poster_uid = EXCLUDED.poster_uid
-                """)
+                RETURNING 1
+                """
+            ).count
             return (post, entries)
         }
     }
@@ -46,7 +49,7 @@ extension Store {
             let posts = try connection.execute("DELETE FROM posts WHERE owner_uid = \(owner) AND post_key = \(key)")
             guard posts == 1 else { throw StorageError(.notFound, "no post \(key) of user \(owner)") }
             // Another owner's post under the same key keeps the likes and entries that are its own.
-            let shared = try !connection.query("SELECT FROM posts WHERE post_key = \(key)").isEmpty
+            let shared = try !connection.query("SELECT 1 FROM posts WHERE post_key = \(key)").isEmpty
             let likes = shared ? 0 : try connection.execute("DELETE FROM post_likes WHERE post_key = \(key)")
             let entries = try connection.execute(
                 "DELETE FROM timeline WHERE post_key = \(key) AND poster_uid = \(owner)")

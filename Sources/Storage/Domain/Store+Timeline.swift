@@ -7,15 +7,23 @@ extension Store {
     public func timeline(of uid: String, limit: Int, before: String? = nil) throws -> [TimelineEntry] {
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
             try requireUser(uid, lock: .none)
+            // The page of entries first, then its posts (by poster, each one's distribution column) and the
+            // reader's likes of them: on Citus the timeline, the posts and the likes live on different workers.
             return try connection.query(
                 """
-                SELECT \(Self.postColumns),
-                    EXISTS (SELECT FROM post_likes l WHERE l.post_key = t.post_key AND l.liker_uid = \(uid))
-                FROM timeline t
+                WITH page AS MATERIALIZED (
+                    SELECT post_key, poster_uid FROM timeline
+                    WHERE uid = \(uid) AND (\(before)::text IS NULL OR post_key < \(before))
+                    ORDER BY post_key DESC
+                    LIMIT \(limit)),
+                liked AS MATERIALIZED (
+                    SELECT post_key FROM post_likes
+                    WHERE liker_uid = \(uid) AND post_key IN (SELECT post_key FROM page))
+                SELECT \(Self.postColumns), l.post_key IS NOT NULL
+                FROM page t
                 JOIN posts p ON p.owner_uid = t.poster_uid AND p.post_key = t.post_key
-                WHERE t.uid = \(uid) AND (\(before)::text IS NULL OR t.post_key < \(before))
+                LEFT JOIN liked l ON l.post_key = t.post_key
                 ORDER BY t.post_key DESC
-                LIMIT \(limit)
                 """
             ).map { TimelineEntry(post: try Self.post(from: $0), isLiked: try $0.decode(at: 8)) }
         }

@@ -108,7 +108,7 @@ extension Store {
 
     /// Fails unless `uid` names a user, locking its row as `lock` says until the transaction ends.
     func requireUser(_ uid: String, lock: UserLock = .keyShare) throws {
-        guard try !connection.query("SELECT FROM users WHERE uid = \(uid) \(lock.clause)").isEmpty else {
+        guard try !connection.query("SELECT 1 FROM users WHERE uid = \(uid) \(lock.clause)").isEmpty else {
             throw StorageError(.notFound, "no user \(uid)")
         }
     }

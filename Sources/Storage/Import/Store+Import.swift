@@ -133,7 +133,7 @@ extension Store {
         guard let root = path.first else { return nil }
         for table in TreeTable.tables(under: root) where path.count - 1 > table.keyDepth - (orIs ? 1 : 0) {
             let query: Query =
-                "SELECT EXISTS (SELECT FROM \(identifier: table.name) WHERE \(table.keyConditions(path.dropFirst())))"
+                "SELECT EXISTS (SELECT 1 FROM \(identifier: table.name) WHERE \(table.keyConditions(path.dropFirst())))"
             if try connection.query(query)[0].decode(Bool.self, at: 0) {
                 return Array(path.prefix(table.keyDepth + 1))
             }

@@ -83,7 +83,7 @@ extension Store {
             """
             SELECT message_key FROM messages d
             WHERE d.chat_key = \(drop)
-                AND EXISTS (SELECT FROM messages k WHERE k.chat_key = \(keep) AND k.message_key = d.message_key)
+                AND EXISTS (SELECT 1 FROM messages k WHERE k.chat_key = \(keep) AND k.message_key = d.message_key)
             LIMIT 1
             """
         ).first {

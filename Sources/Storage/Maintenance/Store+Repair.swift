@@ -205,7 +205,7 @@ extension Store {
                     WHERE \(Self.unmappedChildren(of: "timeline"))
                         AND (\(user)::text IS NULL OR v.path[1] = \(user))
                         AND key_in_range(v.path[1], \(range.from), \(range.to))
-                        AND EXISTS (SELECT FROM posts p WHERE p.post_key = v.path[2])
+                        AND EXISTS (SELECT 1 FROM posts p WHERE p.post_key = v.path[2])
                     """),
             // Entries that do not belong, or name the wrong poster, go; the insert below writes the right ones.
             // One NOT EXISTS holding every condition, with the poster compared by IS NOT DISTINCT FROM, lets the
@@ -217,15 +217,15 @@ extension Store {
                     DELETE FROM timeline t
                     WHERE (\(user)::text IS NULL OR t.uid = \(user))
                         AND key_in_range(t.uid, \(range.from), \(range.to))
-                        AND EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
+                        AND EXISTS (SELECT 1 FROM posts p WHERE p.post_key = t.post_key)
                         AND NOT EXISTS (
-                            SELECT FROM posts p
+                            SELECT 1 FROM posts p
                             WHERE p.post_key = t.post_key AND p.owner_uid IS NOT DISTINCT FROM t.poster_uid
                                 AND (t.extra IS NULL OR extra_without(t.extra, 'poster_uid') IS NOT DISTINCT FROM t.extra)
-                                AND EXISTS (SELECT FROM users u WHERE u.uid = t.uid)
+                                AND EXISTS (SELECT 1 FROM users u WHERE u.uid = t.uid)
                                 AND (p.owner_uid = t.uid
-                                     OR EXISTS (SELECT FROM following f WHERE f.uid = t.uid AND f.followee_uid = p.owner_uid)
-                                     OR EXISTS (SELECT FROM unmapped_values v
+                                     OR EXISTS (SELECT 1 FROM following f WHERE f.uid = t.uid AND f.followee_uid = p.owner_uid)
+                                     OR EXISTS (SELECT 1 FROM unmapped_values v
                                                 WHERE v.root = 'following' AND v.path[1] = t.uid
                                                     AND v.path[2] = p.owner_uid)))
                     """),
@@ -237,7 +237,7 @@ extension Store {
                     FROM expected_timeline e
                     WHERE (\(user)::text IS NULL OR e.uid = \(user))
                         AND key_in_range(e.uid, \(range.from), \(range.to))
-                        AND NOT EXISTS (SELECT FROM timeline t WHERE t.uid = e.uid AND t.post_key = e.post_key)
+                        AND NOT EXISTS (SELECT 1 FROM timeline t WHERE t.uid = e.uid AND t.post_key = e.post_key)
                     ORDER BY uid, post_key, poster_uid
                     """),
         ]
@@ -270,9 +270,9 @@ extension Store {
                 INSERT INTO followers (uid, follower_uid)
                 SELECT f.followee_uid, f.uid FROM tree_following f
                 WHERE key_in_range(f.uid, \(range.from), \(range.to))
-                    AND NOT EXISTS (SELECT FROM followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
+                    AND NOT EXISTS (SELECT 1 FROM followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
                     AND NOT EXISTS (
-                        SELECT FROM unmapped_values v
+                        SELECT 1 FROM unmapped_values v
                         WHERE v.root = 'followers' AND v.path[1] = f.followee_uid AND v.path[2] = f.uid)
                 """)
         let addFollowing = Step(
@@ -281,9 +281,9 @@ extension Store {
                 INSERT INTO following (uid, followee_uid)
                 SELECT r.follower_uid, r.uid FROM tree_followers r
                 WHERE key_in_range(r.follower_uid, \(range.from), \(range.to))
-                    AND NOT EXISTS (SELECT FROM following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
+                    AND NOT EXISTS (SELECT 1 FROM following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
                     AND NOT EXISTS (
-                        SELECT FROM unmapped_values v
+                        SELECT 1 FROM unmapped_values v
                         WHERE v.root = 'following' AND v.path[1] = r.follower_uid AND v.path[2] = r.uid)
                 """)
         switch preference {
@@ -295,7 +295,7 @@ extension Store {
                     table: "followers", action: "deleted",
                     query: """
                         DELETE FROM followers r
-                        WHERE key_in_range(r.follower_uid, \(range.from), \(range.to)) AND NOT EXISTS (SELECT FROM tree_following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
+                        WHERE key_in_range(r.follower_uid, \(range.from), \(range.to)) AND NOT EXISTS (SELECT 1 FROM tree_following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
                         """),
                 Step(
                     table: "unmapped_values", action: "deleted",
@@ -303,7 +303,7 @@ extension Store {
                         DELETE FROM unmapped_values v
                         WHERE \(Self.unmappedChildren(of: "followers"))
                             AND key_in_range(v.path[2], \(range.from), \(range.to)) AND NOT EXISTS (
-                            SELECT FROM tree_following f WHERE f.uid = v.path[2] AND f.followee_uid = v.path[1])
+                            SELECT 1 FROM tree_following f WHERE f.uid = v.path[2] AND f.followee_uid = v.path[1])
                         """),
                 addFollowers,
             ]
@@ -313,7 +313,7 @@ extension Store {
                     table: "following", action: "deleted",
                     query: """
                         DELETE FROM following f
-                        WHERE key_in_range(f.uid, \(range.from), \(range.to)) AND NOT EXISTS (SELECT FROM tree_followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
+                        WHERE key_in_range(f.uid, \(range.from), \(range.to)) AND NOT EXISTS (SELECT 1 FROM tree_followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
                         """),
                 Step(
                     table: "unmapped_values", action: "deleted",
@@ -321,7 +321,7 @@ extension Store {
                         DELETE FROM unmapped_values v
                         WHERE \(Self.unmappedChildren(of: "following"))
                             AND key_in_range(v.path[1], \(range.from), \(range.to)) AND NOT EXISTS (
-                            SELECT FROM tree_followers r WHERE r.uid = v.path[2] AND r.follower_uid = v.path[1])
+                            SELECT 1 FROM tree_followers r WHERE r.uid = v.path[2] AND r.follower_uid = v.path[1])
                         """),
                 addFollowing,
             ]
@@ -357,7 +357,7 @@ extension Store {
                         WHERE key_in_range(m.chat_key, \(range.from), \(range.to))
                     ) d
                     WHERE d.holders IS DISTINCT FROM d.members OR EXISTS (
-                        SELECT FROM chats c
+                        SELECT 1 FROM chats c
                         WHERE c.chat_key = d.chat_key
                             AND (c.title IS DISTINCT FROM d.title OR c.member_hash IS DISTINCT FROM d.member_hash
                                  OR c.members IS DISTINCT FROM d.members OR c.last_message IS DISTINCT FROM d.last_message
@@ -389,7 +389,7 @@ extension Store {
                     INSERT INTO chats (uid, chat_key, title, member_hash, members, last_message, last_message_sent, extra)
                     SELECT u.uid, d.chat_key, d.title, d.member_hash, d.members, d.last_message, d.last_message_sent, d.extra
                     FROM repair_chats d CROSS JOIN LATERAL unnest(d.members) AS u(uid)
-                    WHERE NOT EXISTS (SELECT FROM chats c WHERE c.uid = u.uid AND c.chat_key = d.chat_key)
+                    WHERE NOT EXISTS (SELECT 1 FROM chats c WHERE c.uid = u.uid AND c.chat_key = d.chat_key)
                     """),
             Step(table: nil, action: "", query: "DROP TABLE repair_chats"),
         ]
@@ -407,7 +407,7 @@ extension Store {
                         query: """
                             DELETE FROM post_likes l
                             WHERE key_in_range(l.post_key, \(range.from), \(range.to))
-                                AND NOT EXISTS (SELECT FROM posts p WHERE p.post_key = l.post_key)
+                                AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.post_key = l.post_key)
                             """)
                 }
             ),
@@ -419,7 +419,7 @@ extension Store {
                         query: """
                             DELETE FROM messages m
                             WHERE key_in_range(m.chat_key, \(range.from), \(range.to))
-                                AND NOT EXISTS (SELECT FROM chats c WHERE c.chat_key = m.chat_key)
+                                AND NOT EXISTS (SELECT 1 FROM chats c WHERE c.chat_key = m.chat_key)
                             """)
                 }
             ),
@@ -431,7 +431,7 @@ extension Store {
                         query: """
                             DELETE FROM timeline t
                             WHERE key_in_range(t.uid, \(range.from), \(range.to))
-                                AND NOT EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
+                                AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.post_key = t.post_key)
                             """)
                 }
             ),
@@ -443,9 +443,9 @@ extension Store {
                         query: """
                             DELETE FROM unmapped_values v
                             WHERE ((\(Self.unmappedChildren(of: "postLikes")) AND NOT EXISTS (
-                                        SELECT FROM posts p WHERE p.post_key = v.path[1]))
+                                        SELECT 1 FROM posts p WHERE p.post_key = v.path[1]))
                                 OR (\(Self.unmappedChildren(of: "timeline")) AND NOT EXISTS (
-                                        SELECT FROM posts p WHERE p.post_key = v.path[2])))
+                                        SELECT 1 FROM posts p WHERE p.post_key = v.path[2])))
                             """)
                 }
             ),

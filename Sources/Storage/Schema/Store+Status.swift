@@ -14,6 +14,8 @@ public struct StoreStatus: Sendable {
     public var pendingMigrations: [String]
     /// Rows per tree table, in `Store.treeTables` order; empty until the schema exists.
     public var tableRows: [(table: String, rows: Int)]
+    /// Whether the server is plain PostgreSQL or a Citus coordinator, and how the tables are placed.
+    public var distribution: DistributionState
 }
 
 extension Store {
@@ -26,7 +28,7 @@ extension Store {
     /// The server, the schema version and exact row counts per table, in one read-only snapshot.
     public func status(migrator: Migrator = Migrator()) throws -> StoreStatus {
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
-            let state = try migrator.state(on: connection)
+            let state = try migrationState(migrator)
             var tableRows: [(table: String, rows: Int)] = []
             if state.schemaVersion > 0 {
                 let counts = Store.treeTables.map { "SELECT \($0)::text, count(*) FROM \(identifier: $0)" as Query }
@@ -37,7 +39,8 @@ extension Store {
             return StoreStatus(
                 serverVersion: connection.serverVersion, endpoint: connection.endpoint,
                 schemaVersion: state.schemaVersion, schemaFile: state.applied.last?.fileName,
-                pendingMigrations: state.pending.map(\.fileName), tableRows: tableRows)
+                pendingMigrations: state.pending.map(\.fileName), tableRows: tableRows,
+                distribution: try distributionState())
         }
     }
 }

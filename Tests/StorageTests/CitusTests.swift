@@ -1,0 +1,176 @@
+import Foundation
+import PostgresClient
+import PostgresTestSupport
+import Testing
+
+@testable import Storage
+
+@Suite("Distributing on plain PostgreSQL")
+struct DistributeRefusalTests {
+    @Test func distributeIsRefusedWithoutCitus() throws {
+        let store = try makeStore()
+        #expect(try store.distributionState().role == .plain)
+        let error = try #require(throws: StorageError.self) { try store.distribute() }
+        #expect(error.kind == .distribution)
+        #expect(error.message.contains("no citus extension"))
+        #expect(try store.status().distribution.citusVersion == nil)
+    }
+}
+
+/// The store on a Citus coordinator with two workers, against the same operations on a single server. Runs where
+/// the server binaries have the citus extension (built by hand: Citus is in no Debian archive), and is skipped,
+/// with the reason, elsewhere.
+@Suite(
+    "On a Citus cluster", .serialized,
+    .enabled(if: TestCitus.isAvailable, Comment(rawValue: "Citus: " + (TestCitus.unavailableReason ?? "available"))))
+struct CitusTests {
+    /// A generated tree with about 200 planted violations of each check (fewer at this size), the same each run.
+    static let tree: String = {
+        var bytes: [UInt8] = []
+        _ = try? ExportGenerator.write(GeneratorOptions(users: 300, seed: 23, plantsAnomalies: true)) {
+            bytes.append(contentsOf: $0)
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }()
+
+    /// The tree imported on a single server and on a distributed store.
+    func makeStores() throws -> (single: Store, citus: Store, database: CitusDatabase) {
+        let single = try makeStore()
+        try importJSON(Self.tree, into: single)
+        let database = try TestCitus.makeDatabase()
+        let citus = Store(connection: try database.connect())
+        try citus.migrate()
+        try importJSON(Self.tree, into: citus)
+        _ = try citus.distribute(shardCount: 4)
+        return (single, citus, database)
+    }
+
+    @Test func distributingKeepsEveryByteAndIsIdempotent() throws {
+        let (_, citus, _) = try makeStores()
+        let state = try citus.distributionState()
+        #expect(state.role == .coordinator)
+        #expect(state.workerCount == 2)
+        #expect(state.isDistributed)
+        #expect(state.tables.map(\.name) == Store.distributionPlan.map(\.name))
+        let users = try #require(state.tables.first { $0.name == "users" })
+        for name in ["posts", "followers", "following", "timeline", "chats"] {
+            #expect(state.tables.first { $0.name == name }?.colocationID == users.colocationID, "\(name)")
+        }
+        #expect(state.tables.first { $0.name == "unmapped_values" }?.kind == "reference")
+        #expect(try citus.distribute().allSatisfy { !$0.changed })
+        expectSameText(try exportJSON(citus), Self.tree)
+        // The rows are on the workers, not left behind on the coordinator.
+        for table in Store.distributionPlan.map(\.name) {
+            let bytes = try citus.connection.query("SELECT pg_relation_size(\(table)::regclass)")[0].decode(
+                Int.self, at: 0)
+            #expect(bytes == 0, "\(table)")
+        }
+    }
+
+    @Test func aReplacingImportOfADistributedStoreGivesTheFileBack() throws {
+        let (_, citus, _) = try makeStores()
+        let other = try generateTree(users: 120, seed: 4)
+        try importJSON(other, into: citus)
+        expectSameText(try exportJSON(citus), other)
+    }
+
+    @Test func aWorkerIsRefusedAndNamesTheCoordinator() throws {
+        let (_, _, database) = try makeStores()
+        let worker = Store(connection: try Connection(conninfo: database.workers[0]))
+        #expect(try worker.distributionState().role == .worker)
+        let error = try #require(throws: StorageError.self) { try worker.migrationState() }
+        #expect(error.kind == .distribution)
+        #expect(error.hint?.contains(":5432") == true)
+        #expect(throws: StorageError.self) { try worker.migrate() }
+    }
+
+    @Test func appOperationsGiveTheSingleServerResults() throws {
+        let (single, citus, _) = try makeStores()
+        let uids = try single.connection.query("SELECT uid FROM users ORDER BY uid LIMIT 3").map {
+            try $0.decode(String.self, at: 0)
+        }
+        let post = try single.connection.query(
+            "SELECT post_key FROM posts WHERE owner_uid <> \(uids[0]) ORDER BY post_key LIMIT 1")[0]
+            .decode(String.self, at: 0)
+        for store in [single, citus] {
+            _ = try store.follow(uids[0], uids[1])
+            _ = try store.follow(uids[1], uids[0])
+        }
+        #expect(try citus.follow(uids[0], uids[2]) == (try single.follow(uids[0], uids[2])))
+        #expect(try citus.follow(uids[0], uids[2]).changed == false, "a repeated follow adds nothing")
+        #expect(try citus.like(uids[0], post: post) == (try single.like(uids[0], post: post)))
+        #expect(try citus.like(uids[0], post: post) == (try single.like(uids[0], post: post)))
+        #expect(try citus.unlike(uids[1], post: post) == (try single.unlike(uids[1], post: post)))
+        #expect(try citus.timeline(of: uids[0], limit: 7) == (try single.timeline(of: uids[0], limit: 7)))
+        let clock = { Date(timeIntervalSince1970: 1_700_000_100) }
+        let sentSingle = try single.sendMessage(from: uids[0], to: uids[1], text: "hi", clock: clock)
+        let sentCitus = try citus.sendMessage(from: uids[0], to: uids[1], text: "hi", clock: clock)
+        #expect(sentCitus.createdChat == sentSingle.createdChat)
+        #expect(sentCitus.chat.members == sentSingle.chat.members)
+        #expect(sentCitus.chat.lastMessage == sentSingle.chat.lastMessage)
+        #expect(try citus.unfollow(uids[0], uids[2]) == (try single.unfollow(uids[0], uids[2])))
+        // Push IDs are random past their time prefix: the new chat's and message's keys are the only difference.
+        let citusExport = try exportJSON(citus)
+            .replacingOccurrences(of: sentCitus.chat.key, with: sentSingle.chat.key)
+            .replacingOccurrences(of: sentCitus.message.key, with: sentSingle.message.key)
+        expectSameText(citusExport, try exportJSON(single))
+    }
+
+    /// Checks whose SQL Citus cannot plan yet (issue 23, items 2 and 3): correlated subqueries between tables of
+    /// different co-location groups, or over a view with UNION ALL.
+    static let checksCitusCannotPlanYet: Set<IntegrityCheck> = [
+        .timelineMissing, .timelineExtra, .chatHashLegacy, .orphans,
+    ]
+
+    @Test func eachCheckFindsWhatASingleServerFinds() throws {
+        let (single, citus, _) = try makeStores()
+        for check in IntegrityCheck.allCases {
+            let want = try single.check([check], examples: 20)
+            #expect(
+                want.allSatisfy { $0.violations > 0 }, "\(check.rawValue): the tree plants violations of each check")
+            if Self.checksCitusCannotPlanYet.contains(check) {
+                withKnownIssue("\(check.rawValue) is not yet written for Citus") {
+                    _ = try citus.check([check])
+                }
+                continue
+            }
+            let got = try citus.check([check], examples: 20)
+            #expect(got.map(\.violations) == want.map(\.violations), "\(check.rawValue)")
+            #expect(got.map(\.examples) == want.map(\.examples), "\(check.rawValue)")
+        }
+    }
+
+    @Test func checkAndFixLeavesWhatASingleServerLeaves() throws {
+        let (single, citus, _) = try makeStores()
+        _ = try single.checkAndFix()
+        withKnownIssue("the timelines, follows, chats and orphans repairs are not yet written for Citus") {
+            _ = try citus.checkAndFix()
+            expectSameText(try exportJSON(citus), try exportJSON(single))
+        }
+    }
+
+    @Test func realtimeEventsReachTheCoordinatorsListeners() throws {
+        let (_, citus, database) = try makeStores()
+        let uids = try citus.connection.query("SELECT uid FROM users ORDER BY uid LIMIT 2").map {
+            try $0.decode(String.self, at: 0)
+        }
+        _ = try citus.follow(uids[0], uids[1])
+        // One connection per watch: each reads its connection's notifications, and drops other channels'.
+        let chats = try Store(connection: try database.connect()).watchChats(of: uids[1])
+        let sent = try citus.sendMessage(from: uids[0], to: uids[1], text: "over the wire")
+        let messages = try Store(connection: try database.connect()).watchMessages(in: sent.chat.key)
+        _ = try citus.sendMessage(from: uids[0], to: uids[1], text: "and again")
+        var changes: [ChatChange] = []
+        for _ in 0..<20 where changes.isEmpty { changes += try chats.next(waitingAtMost: 0.5) }
+        #expect(changes.contains { $0.uid == uids[1] })
+        var heard: [Message] = []
+        for _ in 0..<20 where heard.isEmpty { heard += try messages.next(waitingAtMost: 0.5) }
+        #expect(heard.map(\.content) == ["and again"])
+    }
+
+    private func generateTree(users: Int, seed: UInt64) throws -> String {
+        var bytes: [UInt8] = []
+        _ = try ExportGenerator.write(GeneratorOptions(users: users, seed: seed)) { bytes.append(contentsOf: $0) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
