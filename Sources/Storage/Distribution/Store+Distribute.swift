@@ -92,8 +92,10 @@ extension Store {
             // Creating shards and copying rows over several connections, then reading them in the same
             // transaction, needs one connection per worker.
             try connection.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
+            // Read again under the lock: another console may have distributed tables meanwhile.
+            let placedTables = try distributionState().tables
             return try Store.distributionPlan.map { planned in
-                let placed = state.tables.first { $0.name == planned.name }
+                let placed = placedTables.first { $0.name == planned.name }
                 if let placed {
                     try Self.check(placed, against: planned)
                     return DistributedTable(name: planned.name, placement: planned.placement, changed: false)
