@@ -143,7 +143,7 @@ struct ChatMerge: ConsoleCommand {
                     in: session)
         else { return }
         let report = try session.store().mergeDuplicateChats(
-            keeping: keeping, isDryRun: options.dryRun, waitSeconds: options.wait)
+            keeping: keeping, isDryRun: options.dryRun, waitSeconds: options.waiting.wait)
         RepairReportView(format: options.format ?? session.format).print([report], to: session)
     }
 }

@@ -103,11 +103,7 @@ struct Check: ConsoleCommand {
             valueName: "name=value"))
     var metricsLabel: [String] = []
 
-    @Option(
-        help: ArgumentHelp(
-            "Wait up to this long for another check, repair or import to finish.",
-            valueName: "seconds"))
-    var wait: Double = 0
+    @OptionGroup var waiting: MaintenanceWaitOption
 
     @OptionGroup var confirmation: Confirmation
 
@@ -115,7 +111,6 @@ struct Check: ConsoleCommand {
         guard examples >= 0 else { throw ValidationError("--examples must be 0 or more") }
         guard !dryRun || fix else { throw ValidationError("--dry-run goes with --fix (check alone never writes)") }
         guard !(dryRun && record) else { throw ValidationError("--record keeps real runs; a --dry-run is rolled back") }
-        guard wait >= 0, wait.isFinite else { throw ValidationError("--wait must be 0 or more seconds") }
         guard limit >= 1 else { throw ValidationError("--limit must be 1 or more") }
         if history {
             let running = [
@@ -222,12 +217,7 @@ struct Check: ConsoleCommand {
     private func runChecks(
         _ checks: [IntegrityCheck], on store: Store, in session: Session, finished: inout [CheckResult]
     ) throws -> (before: [CheckResult], repairs: [RepairReport], after: [CheckResult])? {
-        let wait = MaintenanceWait(seconds: wait) { [diagnostics = session.diagnostics] holder in
-            guard diagnostics.isTerminal else { return }
-            diagnostics.line(
-                "Waiting up to \(Int(self.wait.rounded(.up))) s for " + Self.describe(holder) + " to finish…")
-            diagnostics.flush()
-        }
+        let wait = waiting.maintenanceWait(in: session)
         if fix {
             guard
                 dryRun
@@ -272,15 +262,6 @@ struct Check: ConsoleCommand {
         var name = [CChar](repeating: 0, count: 256)
         let host = gethostname(&name, name.count) == 0 ? String(cString: name) : "localhost"
         return user + "@" + host
-    }
-
-    private static func describe(_ holder: MaintenanceLockHolder?) -> String {
-        guard let holder else { return "another check, repair or import" }
-        let what = holder.isImport ? "an import" : "a check or repair"
-        var parts = ["pid \(holder.pid)"]
-        if !holder.role.isEmpty { parts.append("role \(holder.role)") }
-        if let since = DomainViews.time(seconds: holder.since?.timeIntervalSince1970) { parts.append("since " + since) }
-        return what + " (" + parts.joined(separator: ", ") + ")"
     }
 
     private func selectedChecks() throws -> [IntegrityCheck] {

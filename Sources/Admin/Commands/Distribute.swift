@@ -27,11 +27,7 @@ struct Distribute: ConsoleCommand {
     @Option(help: "Shards per co-location group (default: the server's citus.shard_count).")
     var shardCount: Int?
 
-    @Option(
-        help: ArgumentHelp(
-            "Wait up to this long for another check, repair or import to finish.",
-            valueName: "seconds"))
-    var wait: Double = 0
+    @OptionGroup var waiting: MaintenanceWaitOption
 
     @Option(help: "Output format: table, expanded, json or csv (default: the session's).")
     var format: OutputFormat?
@@ -39,7 +35,6 @@ struct Distribute: ConsoleCommand {
     @OptionGroup var confirmation: Confirmation
 
     func validate() throws {
-        guard wait >= 0, wait.isFinite else { throw ValidationError("--wait must be 0 or more seconds") }
         if let shardCount, shardCount < 1 { throw ValidationError("--shard-count must be 1 or more") }
     }
 
@@ -49,7 +44,7 @@ struct Distribute: ConsoleCommand {
             confirmation.confirm(
                 "distribute moves every table's rows to the Citus workers, in one transaction. Go on?", in: session)
         else { return }
-        let tables = try store.distribute(shardCount: shardCount, wait: MaintenanceWait(seconds: wait))
+        let tables = try store.distribute(shardCount: shardCount, wait: waiting.maintenanceWait(in: session))
         session.show(
             ResultTable(
                 columns: ["table", "placement", "done"],

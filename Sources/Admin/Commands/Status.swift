@@ -23,11 +23,8 @@ struct Status: ConsoleCommand {
         let connection = connectionDescription(status.endpoint, session: session)
         let schema = schemaDescription(status)
         let distribution = Self.describe(status.distribution)
-        let placements = status.distribution.tables.reduce(into: [String: String]()) { placements, table in
-            placements[table.name] =
-                table.column.map { "by \($0), group \(table.colocationID), \(table.shardCount) shards" }
-                ?? "reference"
-        }
+        // In the plan's order; empty on plain PostgreSQL and before `distribute`.
+        let placements = status.distribution.tables.map { (table: $0.name, placement: Self.describe($0)) }
         switch format {
         case .json:
             let tables = status.tableRows.map { ($0.table, String($0.rows)) }
@@ -39,11 +36,7 @@ struct Status: ConsoleCommand {
                     ("schema_version", String(status.schemaVersion)),
                     ("pending_migrations", JSONWriter.array(status.pendingMigrations.map(JSONWriter.string))),
                     ("distribution", JSONWriter.string(distribution)),
-                    (
-                        "placements",
-                        JSONWriter.object(
-                            placements.sorted { $0.key < $1.key }.map { ($0.key, JSONWriter.string($0.value)) })
-                    ),
+                    ("placements", JSONWriter.object(placements.map { ($0.table, JSONWriter.string($0.placement)) })),
                     ("tables", JSONWriter.object(tables)),
                 ]))
         case .csv:
@@ -55,9 +48,7 @@ struct Status: ConsoleCommand {
                     [.text("setting"), .text("schema"), .text(schema)],
                     [.text("setting"), .text("distribution"), .text(distribution)],
                 ] + status.tableRows.map { [.text("rows"), .text($0.table), .integer($0.rows)] }
-                + status.distribution.tables.map {
-                    [.text("placement"), .text($0.name), .text(placements[$0.name] ?? "")]
-                }
+                + placements.map { [.text("placement"), .text($0.table), .text($0.placement)] }
             session.show(ResultTable(columns: ["kind", "name", "value"], rows: rows), as: .csv)
         case .table, .expanded:
             let summary = ResultTable(
@@ -75,7 +66,9 @@ struct Status: ConsoleCommand {
                 : ResultTable(
                     columns: ["table", "rows", "placement"],
                     rows: status.tableRows.map {
-                        [.text($0.table), .integer($0.rows), .text(placements[$0.table] ?? "on the coordinator")]
+                        row in
+                        let placement = placements.first { $0.table == row.table }?.placement
+                        return [.text(row.table), .integer(row.rows), .text(placement ?? "on the coordinator")]
                     })
             session.show(summary, as: format)
             session.output.line()
@@ -90,7 +83,7 @@ struct Status: ConsoleCommand {
         return endpoint.description
     }
 
-    /// "PostgreSQL (no Citus)", or the Citus node's role, its workers and how much of the store is placed.
+    /// "none (plain PostgreSQL)", or the Citus node's role, its workers and how much of the store is placed.
     static func describe(_ state: DistributionState) -> String {
         guard let version = state.citusVersion else { return "none (plain PostgreSQL)" }
         let node = "Citus \(version) coordinator with \(DomainViews.count(state.workerCount, "active worker"))"
@@ -100,6 +93,11 @@ struct Status: ConsoleCommand {
         }
         let groups = Set(state.tables.filter { $0.column != nil }.map(\.colocationID)).count
         return node + "; distributed in \(DomainViews.count(groups, "co-location group"))"
+    }
+
+    /// "by uid, group 1, 8 shards" or "reference".
+    private static func describe(_ table: PlacedTable) -> String {
+        table.column.map { "by \($0), group \(table.colocationID), \(table.shardCount) shards" } ?? "reference"
     }
 
     private func schemaDescription(_ status: StoreStatus) -> String {

@@ -76,17 +76,9 @@ struct RepairRunOptions: ParsableArguments {
     @Option(help: "Output format of the report: table or json (default: the session's).")
     var format: OutputFormat?
 
-    @Option(
-        help: ArgumentHelp(
-            "Wait up to this long for another check, repair or import to finish.",
-            valueName: "seconds"))
-    var wait: Double = 0
+    @OptionGroup var waiting: MaintenanceWaitOption
 
     @OptionGroup var confirmation: Confirmation
-
-    func validate() throws {
-        guard wait >= 0, wait.isFinite else { throw ValidationError("--wait must be 0 or more seconds") }
-    }
 
     /// Runs `repair` in one transaction and prints its report; on a terminal, asks first unless it is a dry run.
     func run(_ repair: Repair, in session: Session, options: RepairOptions = RepairOptions()) throws {
@@ -97,7 +89,7 @@ struct RepairRunOptions: ParsableArguments {
         else { return }
         var options = options
         options.isDryRun = dryRun
-        options.waitSeconds = wait
+        options.waitSeconds = waiting.wait
         let progress = ProgressBar(repair.commandName, total: nil, session: session)
         defer { progress?.finish() }
         let report = try session.store().repair(repair, options: options) { index, count in

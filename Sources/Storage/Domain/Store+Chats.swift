@@ -119,11 +119,10 @@ extension Store {
         guard try rows[0].decode(Bool.self, at: 0) else { throw StorageError(.notFound, "no chat \(chatKey)") }
     }
 
-    /// The usernames of two users, which must both exist, locking their rows as `lock` says: one row per
-    /// statement, in uid order, as Citus can lock them (each by its distribution column).
+    /// The usernames of two users, which must both exist, locking their rows as `lock` says, in lock order.
     private func usernames(_ a: String, _ b: String, lock: UserLock = .keyShare) throws -> (String?, String?) {
         var names: [TreeKey: String?] = [:]
-        for uid in [a, b].sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+        for uid in Self.inLockOrder([a, b], uid: { $0 }) {
             for row in try connection.query("SELECT uid, username FROM users WHERE uid = \(uid) \(lock.clause)") {
                 names[TreeKey(try row.decode(String.self, at: 0))] = try row.decode(String?.self, at: 1)
             }

@@ -64,7 +64,7 @@ extension Store {
     /// The rows are locked in uid order, so that `follow a b` and `follow b a` at once wait instead of deadlocking.
     private func lockFollowPair(_ follower: String, _ followee: String) throws {
         let locks: [(String, UserLock)] = [(follower, .noKeyUpdate), (followee, .share)]
-        for (uid, lock) in locks.sorted(by: { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }) {
+        for (uid, lock) in Self.inLockOrder(locks, uid: \.0) {
             try requireUser(uid, lock: lock)
         }
     }

@@ -9,8 +9,6 @@ extension Store {
         try Self.requirePath("postLikes", key, uid)
         return try connection.withTransaction {
             let owners = try requireLiker(uid, post: key)
-            // The number of rows returned, not the command tag: through a Citus coordinator the tag of an insert
-            // that conflicted can count the row anyway.
             let liked = try connection.query(
                 """
                 INSERT INTO post_likes (post_key, liker_uid) VALUES (\(key), \(uid))
@@ -66,14 +64,13 @@ extension Store {
     /// Fails unless the user and a post with this key exist; returns the post's owners (one, but for a key two
     /// owners share). The user's row and the posts' rows are locked FOR KEY SHARE until the transaction ends:
     /// none of them can be deleted meanwhile (a like committed after its post's deletion would be an orphan). The
-    /// owners are found first and each row is locked by its distribution column, one statement per row in uid
-    /// order, which is what Citus can lock (shared/distributed-postgres.md, rule 16).
+    /// owners are found first, so that each post is locked by its owner, in lock order (shared/distributed-postgres.md,
+    /// rule 16).
     func requireLiker(_ uid: String, post key: String) throws -> [String] {
         try requireUser(uid)
         let owners = try connection.query("SELECT owner_uid FROM posts WHERE post_key = \(key)")
             .map { try $0.decode(String.self, at: 0) }
-            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-        let locked = try owners.filter { owner in
+        let locked = try Self.inLockOrder(owners, uid: { $0 }).filter { owner in
             try !connection.query(
                 "SELECT 1 FROM posts WHERE owner_uid = \(owner) AND post_key = \(key) FOR KEY SHARE"
             ).isEmpty

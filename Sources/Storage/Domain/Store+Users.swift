@@ -106,6 +106,14 @@ extension Store {
         }
     }
 
+    /// `items` in the order their rows are locked: by the uid each names, byte-wise. Every operation that locks
+    /// several rows (two users, a post under each owner) takes them in this order and one per statement, so that
+    /// two operations locking the same rows wait for each other instead of deadlocking, and so that Citus locks
+    /// each by its distribution column.
+    static func inLockOrder<Item>(_ items: [Item], uid: (Item) -> String) -> [Item] {
+        items.sorted { uid($0).utf8.lexicographicallyPrecedes(uid($1).utf8) }
+    }
+
     /// Fails unless `uid` names a user, locking its row as `lock` says until the transaction ends.
     func requireUser(_ uid: String, lock: UserLock = .keyShare) throws {
         guard try !connection.query("SELECT 1 FROM users WHERE uid = \(uid) \(lock.clause)").isEmpty else {
