@@ -12,7 +12,7 @@ struct MaintenanceBenchmark {
 
     /// What a DBA would write for each check: a count over the typed tables, without the tree_* views (which also
     /// look at unmapped values), the materialized examples, the snapshot or the lock.
-    static let bareChecks: [IntegrityCheck: String] = [
+    static let bareChecks: [IntegrityCheck: Query] = [
         .likeCount: """
         SELECT count(*) FROM posts p LEFT JOIN (SELECT post_key, count(*) AS n FROM post_likes GROUP BY 1) l
         USING (post_key) WHERE p.like_count IS DISTINCT FROM coalesce(l.n, 0)
@@ -68,7 +68,7 @@ struct MaintenanceBenchmark {
     ]
 
     /// The same work as each repair, written directly against the typed tables.
-    static let bareRepairs: [Repair: [String]] = [
+    static let bareRepairs: [Repair: [Query]] = [
         .likeCounts: [
             """
             UPDATE posts p SET like_count = c.n FROM (SELECT q.owner_uid, q.post_key, count(l.liker_uid) AS n
@@ -161,7 +161,7 @@ struct MaintenanceBenchmark {
             let bare = median(
                 try (0..<runs).map { _ in
                     try seconds {
-                        bareCount = try sql.query(Query(unsafeSQL: Self.bareChecks[check]!))[0].decode(Int.self, at: 0)
+                        bareCount = try sql.query(Self.bareChecks[check]!)[0].decode(Int.self, at: 0)
                     }
                 })
             totalAdmin += admin
@@ -184,7 +184,7 @@ struct MaintenanceBenchmark {
                 try (0..<runs).map { _ in
                     try seconds {
                         try sql.withTransaction(rollback: true) {
-                            for statement in Self.bareRepairs[repair]! { try sql.execute(Query(unsafeSQL: statement)) }
+                            for statement in Self.bareRepairs[repair]! { try sql.execute(statement) }
                         }
                     }
                 })

@@ -121,11 +121,12 @@ public final class Connection {
         try check(send(query), statement: query.sql, expecting: [PGRES_COMMAND_OK, PGRES_TUPLES_OK])
     }
 
-    /// Sends one statement with its parameters in text format and returns libpq's result.
+    /// Sends one statement with its parameters (declared types, values in text format) and returns libpq's result.
     func send(_ query: Query) throws -> OpaquePointer? {
         try Self.refuseNUL(in: query)
+        let types = query.types.map { Oid($0.rawValue) }
         return withCStringArray(query.binds) { values in
-            PQexecParams(handle, query.sql, Int32(values.count), nil, values, nil, nil, 0)
+            PQexecParams(handle, query.sql, Int32(values.count), types, values, nil, nil, 0)
         }
     }
 
@@ -133,8 +134,9 @@ public final class Connection {
     /// result with `receive(_:)` before sending anything else.
     package func sendWithoutWaiting(_ query: Query) throws {
         try Self.refuseNUL(in: query)
+        let types = query.types.map { Oid($0.rawValue) }
         let sent = withCStringArray(query.binds) { values in
-            PQsendQueryParams(handle, query.sql, Int32(values.count), nil, values, nil, nil, 0)
+            PQsendQueryParams(handle, query.sql, Int32(values.count), types, values, nil, nil, 0)
         }
         guard sent == 1 else { throw connectionError(statement: query.sql) }
     }

@@ -22,6 +22,8 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
     public private(set) var sql: String
     /// The parameters' values in text format, `nil` for SQL NULL.
     public private(set) var binds: [String?]
+    /// The parameters' types, declared to the server with the values, so `$1 IS NULL` needs no cast.
+    public private(set) var types: [PostgresType]
     /// Where in `sql` (UTF-8 offsets) each placeholder starts, in order: what composition renumbers. Only
     /// placeholders this type wrote are listed, so `$1` inside a literal of trusted SQL is never touched.
     private var placeholders: [Int]
@@ -30,6 +32,7 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
     public init(stringLiteral value: String) {
         sql = value
         binds = []
+        types = []
         placeholders = []
     }
 
@@ -37,19 +40,22 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
     public init(stringInterpolation: StringInterpolation) {
         sql = stringInterpolation.sql
         binds = stringInterpolation.binds
+        types = stringInterpolation.types
         placeholders = stringInterpolation.placeholders
     }
 
-    /// A statement from SQL text built elsewhere (a migration file). Never pass user data here.
-    public init(unsafeSQL sql: String) {
+    /// A statement from SQL text built inside this module from typed pieces (see `fetch(forward:from:)`).
+    init(unsafeSQL sql: String) {
         self.sql = sql
         binds = []
+        types = []
         placeholders = []
     }
 
-    /// `query` with trusted SQL text before it (`DECLARE … CURSOR FOR`); its parameters keep their numbers.
-    public init(prefixing prefix: String, to query: Query) {
-        self = Query(unsafeSQL: prefix) + query
+    /// `FETCH FORWARD count FROM cursor`: a utility statement, which takes no parameters, so the count is
+    /// written into the text (it is an integer, by its type) and the cursor name is quoted.
+    public static func fetch(forward count: Int, from cursor: String) -> Query {
+        Query(unsafeSQL: "FETCH FORWARD \(count) FROM \(quoted(identifier: cursor))")
     }
 
     /// Both fragments, one after the other, the second's placeholders numbered after the first's.
@@ -77,12 +83,14 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
     public struct StringInterpolation: StringInterpolationProtocol {
         var sql = ""
         var binds: [String?] = []
+        var types: [PostgresType] = []
         var placeholders: [Int] = []
 
         /// Reserves room for the literal text.
         public init(literalCapacity: Int, interpolationCount: Int) {
             sql.reserveCapacity(literalCapacity + interpolationCount * 3)
             binds.reserveCapacity(interpolationCount)
+            types.reserveCapacity(interpolationCount)
         }
 
         /// SQL text written in the literal itself.
@@ -91,17 +99,18 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
         }
 
         /// A value, sent as the next `$n` parameter.
-        public mutating func appendInterpolation(_ value: some QueryBindable) {
-            appendParameter(value.queryText)
+        public mutating func appendInterpolation<Value: QueryBindable>(_ value: Value) {
+            appendParameter(value.queryText, type: Value.postgresType)
         }
 
-        /// An optional value, sent as the next `$n` parameter (SQL NULL for nil).
+        /// An optional value, sent as the next `$n` parameter (SQL NULL for nil) of the wrapped type.
         public mutating func appendInterpolation<Value: QueryBindable>(_ value: Value?) {
-            appendParameter(value.queryText)
+            appendParameter(value.queryText, type: Value.postgresType)
         }
 
-        private mutating func appendParameter(_ text: String?) {
+        private mutating func appendParameter(_ text: String?, type: PostgresType) {
             binds.append(text)
+            types.append(type)
             placeholders.append(sql.utf8.count)
             sql += "$\(binds.count)"
         }
@@ -117,7 +126,7 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
             for (index, start) in fragment.placeholders.enumerated() {
                 // The placeholder is `$` and the digits of its number, index + 1.
                 sql += String(decoding: text[copied..<start], as: UTF8.self)
-                appendParameter(fragment.binds[index])
+                appendParameter(fragment.binds[index], type: fragment.types[index])
                 copied = start + 1 + String(index + 1).utf8.count
             }
             sql += String(decoding: text[copied...], as: UTF8.self)
@@ -136,10 +145,6 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
             sql += Query.quoted(identifier: identifier)
         }
 
-        /// Raw SQL text built by the caller from trusted pieces (never from user data).
-        public mutating func appendInterpolation(unsafeSQL text: String) {
-            sql += text
-        }
     }
 }
 
@@ -152,38 +157,82 @@ extension Array where Element == Query {
     }
 }
 
-/// A Swift value that can travel as a text-format bind parameter.
+/// A PostgreSQL data type that parameters are declared with (its `pg_type` object identifier).
+public enum PostgresType: UInt32, Sendable, Hashable {
+    case boolean = 16
+    case bigint = 20
+    case integer = 23
+    case text = 25
+    case doublePrecision = 701
+    case jsonb = 3802
+    case booleanArray = 1000
+    case integerArray = 1007
+    case textArray = 1009
+    case bigintArray = 1016
+    case doublePrecisionArray = 1022
+    case jsonbArray = 3807
+
+    /// The array type whose elements are of this type; an array type is its own (PostgreSQL arrays of arrays
+    /// are arrays of more dimensions).
+    public var array: PostgresType {
+        switch self {
+        case .boolean, .booleanArray: .booleanArray
+        case .bigint, .bigintArray: .bigintArray
+        case .integer, .integerArray: .integerArray
+        case .text, .textArray: .textArray
+        case .doublePrecision, .doublePrecisionArray: .doublePrecisionArray
+        case .jsonb, .jsonbArray: .jsonbArray
+        }
+    }
+}
+
+/// A Swift value that can travel as a text-format bind parameter of a declared type.
 public protocol QueryBindable: Sendable {
+    /// The PostgreSQL type the parameter is declared with: the server resolves operators and functions
+    /// against it, as it would against a column of that type.
+    static var postgresType: PostgresType { get }
     /// The value in PostgreSQL's text input format, or `nil` for SQL NULL.
     var queryText: String? { get }
 }
 
 extension String: QueryBindable {
+    /// `text`.
+    public static var postgresType: PostgresType { .text }
     /// The string itself.
     public var queryText: String? { self }
 }
 
 extension Substring: QueryBindable {
+    /// `text`.
+    public static var postgresType: PostgresType { .text }
     /// The substring's characters.
     public var queryText: String? { String(self) }
 }
 
 extension Int: QueryBindable {
+    /// `bigint`.
+    public static var postgresType: PostgresType { .bigint }
     /// Decimal digits.
     public var queryText: String? { String(self) }
 }
 
 extension Int64: QueryBindable {
+    /// `bigint`.
+    public static var postgresType: PostgresType { .bigint }
     /// Decimal digits.
     public var queryText: String? { String(self) }
 }
 
 extension Int32: QueryBindable {
+    /// `integer`.
+    public static var postgresType: PostgresType { .integer }
     /// Decimal digits.
     public var queryText: String? { String(self) }
 }
 
 extension Double: QueryBindable {
+    /// `double precision`.
+    public static var postgresType: PostgresType { .doublePrecision }
     /// The shortest text that reads back as the same double; PostgreSQL's spellings for the non-finite.
     public var queryText: String? { postgresText }
 
@@ -196,11 +245,15 @@ extension Double: QueryBindable {
 }
 
 extension Bool: QueryBindable {
+    /// `boolean`.
+    public static var postgresType: PostgresType { .boolean }
     /// `t` or `f`.
     public var queryText: String? { self ? "t" : "f" }
 }
 
 extension Optional: QueryBindable where Wrapped: QueryBindable {
+    /// The wrapped value's type.
+    public static var postgresType: PostgresType { Wrapped.postgresType }
     /// The wrapped value's text, or SQL NULL.
     public var queryText: String? {
         switch self {
@@ -211,6 +264,8 @@ extension Optional: QueryBindable where Wrapped: QueryBindable {
 }
 
 extension Array: QueryBindable where Element: QueryBindable {
+    /// The array type of the element's type.
+    public static var postgresType: PostgresType { Element.postgresType.array }
     /// A PostgreSQL array literal (`{"a","b",NULL}`) with every element quoted and escaped.
     public var queryText: String? {
         var text = "{"
@@ -231,8 +286,10 @@ extension Array: QueryBindable where Element: QueryBindable {
     }
 }
 
-/// A JSON document sent as a `jsonb` (or `json`) parameter: the text is passed as is.
+/// A JSON document sent as a `jsonb` parameter: the text is passed as is.
 public struct JSONText: QueryBindable, Hashable {
+    /// `jsonb`.
+    public static var postgresType: PostgresType { .jsonb }
     /// The JSON document.
     public var text: String
     /// Wraps JSON text that the caller has already serialized.

@@ -159,8 +159,8 @@ struct ScheduledCheckTests {
         let database = try damagedDatabase()
         let role = "reader_" + UUID().uuidString.prefix(8).lowercased()
         let owner = try database.connect()
-        try owner.execute(Query(unsafeSQL: "CREATE ROLE \(role) LOGIN"))
-        try owner.execute(Query(unsafeSQL: "GRANT SELECT ON ALL TABLES IN SCHEMA public TO \(role)"))
+        try owner.execute("CREATE ROLE \(identifier: role) LOGIN")
+        try owner.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO \(identifier: role)")
         // The test cluster authenticates by peer, so the role is taken on after connecting, as SET ROLE does.
         let asReader = ["--db", database.conninfo + " options='-c role=\(role)'"]
         let check = try AdminProcess.run(asReader + ["check", "-q"])
@@ -172,12 +172,12 @@ struct ScheduledCheckTests {
         #expect(refused.stderr.contains("the failed run could not be recorded"), "\(refused.stderr)")
 
         // INSERT on check_runs is all that recording needs; a check that fails half-way is recorded as failed.
-        try owner.execute(Query(unsafeSQL: "GRANT INSERT ON check_runs TO \(role)"))
-        try owner.execute(Query(unsafeSQL: "REVOKE SELECT ON integrity_orphans FROM \(role)"))
+        try owner.execute("GRANT INSERT ON check_runs TO \(identifier: role)")
+        try owner.execute("REVOKE SELECT ON integrity_orphans FROM \(identifier: role)")
         let halfWay = try AdminProcess.run(asReader + ["check", "--record", "-q"])
         #expect(halfWay.status == 1)
         #expect(halfWay.stderr.contains("permission denied for view integrity_orphans"), "\(halfWay.stderr)")
-        try owner.execute(Query(unsafeSQL: "GRANT SELECT ON integrity_orphans TO \(role)"))
+        try owner.execute("GRANT SELECT ON integrity_orphans TO \(identifier: role)")
         let recorded = try AdminProcess.run(asReader + ["check", "--record", "-q"])
         #expect(recorded.status == 3, "\(recorded.stderr)")
 

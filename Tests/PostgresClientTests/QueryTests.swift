@@ -31,8 +31,10 @@ struct QueryTests {
         let query = Query(unsafeSQL: "SELECT '$1', $$a $2$$, ") + "\(value)"
         #expect(query.sql == "SELECT '$1', $$a $2$$, $1")
         #expect(query.binds == ["x"])
-        let prefixed = Query(prefixing: "DECLARE c CURSOR FOR ", to: "SELECT \(5)")
-        #expect(prefixed.sql == "DECLARE c CURSOR FOR SELECT $1" && prefixed.binds == ["5"])
+        let declared: Query = "DECLARE \(identifier: "c") CURSOR FOR \("SELECT \(5)" as Query)"
+        #expect(declared.sql == #"DECLARE "c" CURSOR FOR SELECT $1"# && declared.binds == ["5"])
+        let fetch = Query.fetch(forward: 64, from: #"export "1""#)
+        #expect(fetch.sql == #"FETCH FORWARD 64 FROM "export ""1""""# && fetch.binds.isEmpty)
         #expect([Query]().joined(separator: ", ").sql.isEmpty)
     }
 
@@ -53,6 +55,15 @@ struct QueryTests {
         let present: Int? = 4
         let query: Query = "VALUES (\(missing), \(present))"
         #expect(query.binds == [nil, "4"])
+        #expect(query.types == [.text, .bigint])
+    }
+
+    @Test func parametersCarryTheirTypeThroughComposition() {
+        let flags: [Bool] = [true]
+        let inner: Query = "\(1.5) < \(Int32(2)) AND \(flags) <> \(JSONText("{}"))"
+        let query: Query = "SELECT \(["a"]), \(Int64(3)) WHERE \(inner)"
+        #expect(query.types == [.textArray, .bigint, .doublePrecision, .integer, .booleanArray, .jsonb])
+        #expect([[Double]].postgresType == .doublePrecisionArray)
     }
 
     @Test func doublesUseShortestRoundTrippingText() {

@@ -13,7 +13,7 @@ struct CopyRowTests {
         ]
         try connection.execute("CREATE TABLE texts (n int, text text)")
         try connection.execute(
-            "INSERT INTO texts SELECT n, t FROM unnest(\(values)::text[]) WITH ORDINALITY AS v(t, n)")
+            "INSERT INTO texts SELECT n, t FROM unnest(\(values)) WITH ORDINALITY AS v(t, n)")
         let expected = try connection.query("SELECT text FROM texts ORDER BY n").map {
             try $0.decode(String?.self, at: 0)
         }
@@ -25,7 +25,7 @@ struct CopyRowTests {
             read.append(row[0])
         }
         #expect(read == values)
-        try connection.copyOut(Query(unsafeSQL: "COPY (SELECT 'a', NULL, E'b\\\\c', '', E'd\\te') TO STDOUT")) { line in
+        try connection.copyOut(#"COPY (SELECT 'a', NULL, E'b\\c', '', E'd\te') TO STDOUT"#) { line in
             row.read(line)
             #expect((0..<5).map { row[$0] } == ["a", nil, "b\\c", "", "d\te"])
             #expect(row.isNull(1) && !row.isNull(3) && row.hasText(2, equalTo: "b\\c"))

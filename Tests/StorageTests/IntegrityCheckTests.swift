@@ -327,9 +327,9 @@ struct IntegrityCheckTests {
         #expect(throws: StorageError.self) { try reader.repair(.likeCounts) }
     }
 
-    private func edges(_ store: Store, _ sql: String) throws -> [String: [String]] {
+    private func edges(_ store: Store, _ select: Query) throws -> [String: [String]] {
         var result: [String: [String]] = [:]
-        for row in try store.connection.query(Query(unsafeSQL: sql + " ORDER BY 1, 2")) {
+        for row in try store.connection.query(select + " ORDER BY 1, 2") {
             result[try row.decode(String.self, at: 0), default: []].append(try row.decode(String.self, at: 1))
         }
         return result

@@ -46,7 +46,7 @@ struct SchemaTests {
             JOIN pg_class c ON c.oid = i.indrelid
             JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'public'
             JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY (i.indkey)
-            WHERE i.indisunique AND c.relname <> ALL (\(Self.localTables)::text[])
+            WHERE i.indisunique AND c.relname <> ALL (\(Self.localTables))
             GROUP BY i.indexrelid, c.relname
             """)
         for row in rows {
@@ -85,7 +85,7 @@ struct SchemaTests {
             JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'public'
             JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY (i.indkey)
             LEFT JOIN pg_collation co ON co.oid = a.attcollation
-            WHERE i.indisprimary AND c.relname <> ALL (\(Self.localTables)::text[])
+            WHERE i.indisprimary AND c.relname <> ALL (\(Self.localTables))
             """)
         #expect(rows.count > 10)
         for row in rows {
@@ -108,7 +108,7 @@ struct SchemaTests {
         ]
         for _ in 0..<300 { keys.append(random.key()) }
         let rows = try connection.query(
-            "SELECT k, rtdb_key_order(k), rtdb_key_needs_order(k) FROM unnest(\(keys)::text[]) k")
+            "SELECT k, rtdb_key_order(k), rtdb_key_needs_order(k) FROM unnest(\(keys)) k")
         for row in rows {
             let key = try row.decode(String.self, at: 0)
             let order = try row.decode(String.self, at: 1)

@@ -31,7 +31,7 @@ extension Store {
                 """
                 SELECT p.name, t.citus_table_type, nullif(t.distribution_column, '<none>'), t.colocation_id,
                     t.shard_count
-                FROM unnest(\(names)::text[]) WITH ORDINALITY AS p(name, position)
+                FROM unnest(\(names)) WITH ORDINALITY AS p(name, position)
                 JOIN citus_tables t ON t.table_name = to_regclass(p.name)
                 ORDER BY p.position
                 """)

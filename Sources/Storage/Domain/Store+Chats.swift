@@ -99,7 +99,7 @@ extension Store {
                 """
                 SELECT \(Self.messageColumns) FROM (
                     SELECT * FROM messages
-                    WHERE chat_key = \(chatKey) AND (\(before)::text IS NULL OR message_key < \(before))
+                    WHERE chat_key = \(chatKey) AND (\(before) IS NULL OR message_key < \(before))
                     ORDER BY message_key DESC LIMIT \(limit)) m
                 ORDER BY message_key
                 """
@@ -150,9 +150,9 @@ extension Store {
         try connection.query(
             """
             INSERT INTO chats AS c (uid, chat_key, title, member_hash, members, last_message, last_message_sent)
-            SELECT u.uid, \(chatKey), \(title), \(memberHash), \(members)::text[], n.sender_username || ': ' || n.content,
+            SELECT u.uid, \(chatKey), \(title), \(memberHash), \(members), n.sender_username || ': ' || n.content,
                 n."timestamp"
-            FROM unnest(\(members)::text[]) AS u(uid),
+            FROM unnest(\(members)) AS u(uid),
                 (SELECT sender_username, content, "timestamp" FROM messages
                  WHERE chat_key = \(chatKey) AND "timestamp" IS NOT NULL
                  ORDER BY "timestamp" DESC, message_key DESC LIMIT 1) n

@@ -62,7 +62,7 @@ extension Store {
         try connection.query(
             """
             SELECT \(Self.postColumns) FROM posts p
-            WHERE p.owner_uid = \(owner) AND (\(before)::text IS NULL OR p.post_key < \(before))
+            WHERE p.owner_uid = \(owner) AND (\(before) IS NULL OR p.post_key < \(before))
             ORDER BY p.post_key DESC LIMIT \(limit)
             """
         ).map { try Self.post(from: $0) }

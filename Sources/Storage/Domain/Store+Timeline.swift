@@ -13,7 +13,7 @@ extension Store {
                 """
                 WITH page AS MATERIALIZED (
                     SELECT post_key, poster_uid FROM timeline
-                    WHERE uid = \(uid) AND (\(before)::text IS NULL OR post_key < \(before))
+                    WHERE uid = \(uid) AND (\(before) IS NULL OR post_key < \(before))
                     ORDER BY post_key DESC
                     LIMIT \(limit)),
                 liked AS MATERIALIZED (
@@ -55,7 +55,7 @@ extension Store {
                 """
             case .older(let timestamp, let id?):
                 """
-                SELECT \(columns) FROM feed_posts WHERE (timestamp_ms, post_id) < (\(timestamp), \(id)::text)
+                SELECT \(columns) FROM feed_posts WHERE (timestamp_ms, post_id) < (\(timestamp), \(id))
                 \(order) LIMIT \(limit)
                 """
             case .newer(let timestamp):

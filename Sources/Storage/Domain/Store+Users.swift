@@ -64,7 +64,7 @@ extension Store {
     public func users(limit: Int, after: String? = nil) throws -> [User] {
         try connection.query(
             """
-            SELECT uid, username FROM users WHERE \(after)::text IS NULL OR uid > \(after)
+            SELECT uid, username FROM users WHERE \(after) IS NULL OR uid > \(after)
             ORDER BY uid LIMIT \(limit)
             """
         ).map { User(uid: try $0.decode(at: 0), username: try $0.decode(at: 1)) }

@@ -29,19 +29,18 @@ extension Store {
             }
             guard !sharesRoot else { continue }
             // The whole-table SELECT has no parameters (COPY takes none), only quoted identifiers and constants.
-            let columns = table.exportedColumns.map(Query.quoted(identifier:)).joined(separator: ", ")
+            let columns = table.exportedColumns.map { "\(identifier: $0)" as Query }.joined(separator: ", ")
             // Keys that byte order misplaces (integers, characters from U+E000) make the block sort by RTDB order;
             // digit-led text keys alone do not.
             let sorts =
                 try ordered.contains(table) && connection.query(table.misorderedRowsQuery())[0].decode(Bool.self, at: 0)
-            let order = table.keyColumns.map { sorts ? table.orderExpression($0).sql : Query.quoted(identifier: $0) }
+            let order = table.keyColumns.map { sorts ? table.orderExpression($0) : "\(identifier: $0)" }
                 .joined(separator: ", ")
-            let select = "SELECT \(columns) FROM \(Query.quoted(identifier: table.name)) ORDER BY \(order)"
             let rowCount =
                 sorts
                 ? try connection.query("SELECT count(*) FROM \(identifier: table.name)")[0].decode(Int.self, at: 0)
                 : nil
-            let statement = Query(unsafeSQL: "COPY (\(select)) TO STDOUT")
+            let statement: Query = "COPY (SELECT \(columns) FROM \(identifier: table.name) ORDER BY \(order)) TO STDOUT"
             blocks.append(CopyBlock(table: table, statement: statement, rowCount: rowCount))
         }
         return blocks.sorted { FirebaseKey.exportPrecedes($0.table.rootKey!, $1.table.rootKey!) }

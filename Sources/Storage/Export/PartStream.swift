@@ -83,7 +83,7 @@ final class PartStream {
     }
 
     private func fetchStatement() -> Query {
-        Query(unsafeSQL: "FETCH FORWARD \(fetchSize) FROM \(Query.quoted(identifier: cursor!))")
+        Query.fetch(forward: fetchSize, from: cursor!)
     }
 
     /// Sends the next FETCH of this stream without waiting for it.
@@ -110,10 +110,7 @@ final class PartStream {
                 try settle()
                 shared.cursorCount += 1
                 cursor = "export_\(shared.cursorCount)"
-                try connection.execute(
-                    Query(
-                        prefixing: "DECLARE \(Query.quoted(identifier: cursor!)) NO SCROLL CURSOR FOR ",
-                        to: selects[nextSelect]))
+                try connection.execute("DECLARE \(identifier: cursor!) NO SCROLL CURSOR FOR \(selects[nextSelect])")
                 nextSelect += 1
                 isPastFirstBatch = false
                 try prefetch()

@@ -35,7 +35,7 @@ extension Store {
             try add(
                 """
                 SELECT DISTINCT path[\(below.count + 1)] FROM unmapped_values
-                WHERE root = \(root) AND cardinality(path) > \(below.count) AND path[1:\(below.count)] = \(below)::text[]
+                WHERE root = \(root) AND cardinality(path) > \(below.count) AND path[1:\(below.count)] = \(below)
                     AND path[\(below.count + 1)] >= \(prefix) AND path[\(below.count + 1)] < \(prefix) || chr(1114111)
                 ORDER BY 1 LIMIT \(limit)
                 """)

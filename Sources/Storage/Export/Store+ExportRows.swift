@@ -44,7 +44,7 @@ extension Store {
         return try connection.query(
             """
             SELECT coalesce(sum(greatest(reltuples, 0)), 0)::bigint FROM pg_class
-            WHERE relname = ANY(\(names)::text[]) AND relnamespace = current_schema()::regnamespace
+            WHERE relname = ANY(\(names)) AND relnamespace = current_schema()::regnamespace
             """)[0].decode(Int.self, at: 0)
     }
 

@@ -78,7 +78,7 @@ extension TreeTable {
         let columns = others.map { "\(identifier: $0)" as Query }.joined(separator: ", ")
         if self == .unmappedValues {
             let path = Array(try UnmappedPath.keys(of: row).dropFirst())
-            return "SELECT \(columns) FROM unmapped_values WHERE root = \(row[0]!) AND path = \(path)::text[]"
+            return "SELECT \(columns) FROM unmapped_values WHERE root = \(row[0]!) AND path = \(path)"
         }
         return "SELECT \(columns) FROM \(identifier: name) WHERE \(keyConditions((0..<keyDepth).map { row[$0]! }))"
     }

@@ -112,9 +112,9 @@ final class TableLoader {
     private func activate(_ table: TreeTable) throws {
         guard table != active else { return }
         try endActive()
-        let columns = table.columns.map { "\"\($0)\"" }.joined(separator: ", ")
-        let freeze = usesFreeze ? " WITH (FREEZE)" : ""
-        try connection?.beginCopyIn(Query(unsafeSQL: "COPY \(table.name) (\(columns)) FROM STDIN\(freeze)"))
+        let columns = table.columns.map { "\(identifier: $0)" as Query }.joined(separator: ", ")
+        let freeze: Query = usesFreeze ? " WITH (FREEZE)" : ""
+        try connection?.beginCopyIn("COPY \(identifier: table.name) (\(columns)) FROM STDIN\(freeze)")
         active = table
     }
 

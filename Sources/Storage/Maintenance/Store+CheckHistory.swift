@@ -9,13 +9,13 @@ extension Store {
             """
             INSERT INTO check_runs (run_id, started_at, finished_at, run_by, client, console_version, exit_status,
                 outcome, error, checks)
-            SELECT \(run.id.uuidString)::uuid, to_timestamp(\(run.startedAt.timeIntervalSince1970)::float8),
-                to_timestamp(\(run.finishedAt.timeIntervalSince1970)::float8), current_user, \(run.client),
-                \(run.version), \(run.exitStatus)::smallint, \(run.outcome.rawValue), \(run.error)::text,
+            SELECT \(run.id.uuidString)::uuid, to_timestamp(\(run.startedAt.timeIntervalSince1970)),
+                to_timestamp(\(run.finishedAt.timeIntervalSince1970)), current_user, \(run.client),
+                \(run.version), \(run.exitStatus)::smallint, \(run.outcome.rawValue), \(run.error),
                 coalesce((SELECT jsonb_agg(jsonb_build_object('check', c, 'violations', v, 'seconds', s, 'tripped', t)
                                            ORDER BY n)
-                          FROM unnest(\(run.entries.map(\.check))::text[], \(run.entries.map(\.violations))::bigint[],
-                                      \(run.entries.map(\.seconds))::float8[], \(run.entries.map(\.tripped))::boolean[])
+                          FROM unnest(\(run.entries.map(\.check)), \(run.entries.map(\.violations)),
+                                      \(run.entries.map(\.seconds)), \(run.entries.map(\.tripped)))
                               WITH ORDINALITY AS e(c, v, s, t, n)), '[]'::jsonb)
             """)
     }
@@ -63,7 +63,7 @@ extension Store {
                           FROM check_runs r, jsonb_array_elements(r.checks) e
                           WHERE r.outcome <> 'failed' AND e->>'check' = name
                           ORDER BY r.started_at DESC LIMIT 1)
-            FROM unnest(\(checks.map(\.rawValue))::text[]) AS name
+            FROM unnest(\(checks.map(\.rawValue))) AS name
             """)
         var counts: [IntegrityCheck: Int] = [:]
         for row in rows {

@@ -203,7 +203,7 @@ extension Store {
                 query: """
                     DELETE FROM unmapped_values v
                     WHERE \(Self.unmappedChildren(of: "timeline"))
-                        AND (\(user)::text IS NULL OR v.path[1] = \(user))
+                        AND (\(user) IS NULL OR v.path[1] = \(user))
                         AND key_in_range(v.path[1], \(range.from), \(range.to))
                         AND EXISTS (SELECT 1 FROM posts p WHERE p.post_key = v.path[2])
                     """),
@@ -215,7 +215,7 @@ extension Store {
                 table: "timeline", action: "deleted",
                 query: """
                     DELETE FROM timeline t
-                    WHERE (\(user)::text IS NULL OR t.uid = \(user))
+                    WHERE (\(user) IS NULL OR t.uid = \(user))
                         AND key_in_range(t.uid, \(range.from), \(range.to))
                         AND EXISTS (SELECT 1 FROM posts p WHERE p.post_key = t.post_key)
                         AND NOT EXISTS (
@@ -235,7 +235,7 @@ extension Store {
                     INSERT INTO timeline (uid, post_key, poster_uid)
                     SELECT DISTINCT ON (uid, post_key) uid, post_key, poster_uid
                     FROM expected_timeline e
-                    WHERE (\(user)::text IS NULL OR e.uid = \(user))
+                    WHERE (\(user) IS NULL OR e.uid = \(user))
                         AND key_in_range(e.uid, \(range.from), \(range.to))
                         AND NOT EXISTS (SELECT 1 FROM timeline t WHERE t.uid = e.uid AND t.post_key = e.post_key)
                     ORDER BY uid, post_key, poster_uid

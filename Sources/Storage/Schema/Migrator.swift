@@ -108,7 +108,7 @@ public struct Migrator: Sendable {
         let rows = try connection.query(
             """
             SELECT encode(sha256(convert_to(sql, 'UTF8')), 'hex')
-            FROM unnest(\(migrations.map(\.sql))::text[]) WITH ORDINALITY AS m(sql, position)
+            FROM unnest(\(migrations.map(\.sql))) WITH ORDINALITY AS m(sql, position)
             ORDER BY position
             """)
         return try rows.map { try $0.decode(String.self, at: 0) }

@@ -31,7 +31,7 @@ extension Store {
             let state = try migrationState(migrator)
             var tableRows: [(table: String, rows: Int)] = []
             if state.schemaVersion > 0 {
-                let counts = Store.treeTables.map { "SELECT \($0)::text, count(*) FROM \(identifier: $0)" as Query }
+                let counts = Store.treeTables.map { "SELECT \($0), count(*) FROM \(identifier: $0)" as Query }
                 for row in try connection.query(counts.joined(separator: " UNION ALL ")) {
                     tableRows.append((try row.decode(String.self, at: 0), try row.decode(Int.self, at: 1)))
                 }
