@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTestSupport
 import Testing
 
 /// The layers depend one way, `CLibPQ ← PostgresClient ← Storage ← Admin`, and the compiler holds each to it
@@ -6,8 +7,7 @@ import Testing
 /// `Store`'s connection is internal, so a console that imports Storage alone cannot send SQL.
 @Suite("Module boundaries")
 struct ModuleBoundaryTests {
-    private static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../Sources").standardized
+    private static let sources = Repository.url("Sources")
 
     /// Each Swift file under `Sources/<module>` with the modules it imports.
     private static func imports(in module: String) throws -> [(file: String, modules: [String])] {

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTestSupport
 import Testing
 
 /// The tree is clean under `swift format lint` with the root's `.swift-format`, so that style is mechanical and
@@ -6,8 +7,7 @@ import Testing
 @Suite("Source format")
 struct SourceFormatTests {
     @Test func swiftFormatLintFindsNothing() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..")
-            .standardized
+        let root = Repository.root
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [

@@ -26,27 +26,6 @@ struct ConnectionTests {
         #expect(try connection.query("SELECT count(*) FROM users")[0].decode(Int.self, at: 0) == hostileStrings.count)
     }
 
-    @Test func hostileValuesRoundTripThroughCopy() throws {
-        let connection = try TestPostgres.makeDatabase().connect()
-        let copied = try connection.copyIn("COPY users (uid, username) FROM STDIN") { writer in
-            for (index, value) in hostileStrings.enumerated() {
-                try writer.append("k\(index)")
-                try writer.append(value)
-                try writer.endRow()
-            }
-        }
-        #expect(copied == hostileStrings.count)
-        var lines: [String] = []
-        try connection.copyOut("COPY (SELECT uid FROM users ORDER BY uid) TO STDOUT") { bytes in
-            lines.append(String(decoding: bytes, as: UTF8.self))
-        }
-        #expect(lines.count == hostileStrings.count)
-        for (index, value) in hostileStrings.enumerated() {
-            let rows = try connection.query("SELECT username FROM users WHERE uid = \("k\(index)")")
-            #expect(try rows[0].decode(String.self, at: 0) == value)
-        }
-    }
-
     @Test func tenMegabyteStringRoundTrips() throws {
         let connection = try TestPostgres.makeDatabase().connect()
         let big = String(repeating: "ab'\\😀\n", count: 10 * 1024 * 1024 / 9)
@@ -126,54 +105,6 @@ struct ConnectionTests {
         #expect(syntax?.sqlState?.rawValue == "42601")
     }
 
-    @Test func transactionsCommitOrRollBackAsAUnit() throws {
-        let connection = try TestPostgres.makeDatabase().connect()
-        struct Abort: Error {}
-        #expect(throws: Abort.self) {
-            try connection.withTransaction {
-                try connection.execute("INSERT INTO users (uid) VALUES ('rolled-back')")
-                throw Abort()
-            }
-        }
-        try connection.withTransaction {
-            try connection.execute("INSERT INTO users (uid) VALUES ('kept')")
-            // A failing inner block undoes only itself.
-            #expect(throws: DatabaseError.self) {
-                try connection.withTransaction {
-                    try connection.execute("INSERT INTO users (uid) VALUES ('inner')")
-                    try connection.execute("INSERT INTO users (uid) VALUES ('kept')")
-                }
-            }
-        }
-        try connection.withTransaction(rollback: true) {
-            try connection.execute("INSERT INTO users (uid) VALUES ('dry-run')")
-        }
-        let uids = try connection.query("SELECT uid FROM users ORDER BY uid").map { try $0.decode(String.self, at: 0) }
-        #expect(uids == ["kept"])
-        #expect(!connection.isInTransaction)
-    }
-
-    @Test func aCaughtFailureInsideATransactionIsNotReportedAsCommitted() throws {
-        let connection = try TestPostgres.makeDatabase().connect()
-        #expect(throws: DatabaseError.self) {
-            try connection.withTransaction(isolation: .serializable) {
-                try connection.execute("INSERT INTO users (uid) VALUES ('x')")
-                _ = try? connection.execute("SELECT 1/0")
-            }
-        }
-        #expect(try connection.query("SELECT count(*) FROM users")[0].decode(Int.self, at: 0) == 0)
-    }
-
-    @Test func readOnlyTransactionsRefuseWrites() throws {
-        let connection = try TestPostgres.makeDatabase().connect()
-        let error = #expect(throws: DatabaseError.self) {
-            try connection.withTransaction(readOnly: true) {
-                try connection.execute("INSERT INTO users (uid) VALUES ('x')")
-            }
-        }
-        #expect(error?.sqlState == .readOnlySQLTransaction)
-    }
-
     @Test func typedDecoding() throws {
         let connection = try TestPostgres.makeDatabase().connect()
         let row = try connection.query(
@@ -190,36 +121,6 @@ struct ConnectionTests {
         #expect(throws: DatabaseError.self) { try row.decode(Int.self, at: 2) }
         #expect(throws: DatabaseError.self) { try row.decode(Int.self, at: 1) }
         #expect(throws: DatabaseError.self) { try row.decode(Int.self, named: "missing") }
-    }
-
-    @Test func copyOutStreamsEveryRow() throws {
-        let connection = try TestPostgres.makeDatabase().connect()
-        try connection.execute(
-            "INSERT INTO post_likes SELECT 'p' || (i % 100), 'u' || i FROM generate_series(1, 20000) i")
-        var rows = 0
-        var bytes = 0
-        let count = try connection.copyOut("COPY post_likes TO STDOUT") { buffer in
-            rows += 1
-            bytes += buffer.count
-        }
-        #expect(count == 20000)
-        #expect(rows == 20000)
-        #expect(bytes > 20000 * 5)
-    }
-
-    @Test func anAbortedCopyStoresNothing() throws {
-        let connection = try TestPostgres.makeDatabase().connect()
-        struct Abort: Error {}
-        #expect(throws: Abort.self) {
-            try connection.copyIn("COPY users (uid) FROM STDIN") { writer in
-                for index in 0..<100_000 {
-                    try writer.append("u\(index)")
-                    try writer.endRow()
-                }
-                throw Abort()
-            }
-        }
-        #expect(try connection.query("SELECT count(*) FROM users")[0].decode(Int.self, at: 0) == 0)
     }
 
     @Test func failedConnectionsNameTheProblemButNeverThePassword() {

@@ -81,25 +81,4 @@ struct QueryTests {
         let withNull: [String?] = ["a", nil]
         #expect(withNull.queryText == #"{"a",NULL}"#)
     }
-
-    @Test func arrayLiteralParsing() {
-        #expect(ArrayLiteral.parse("{}") == [])
-        #expect(ArrayLiteral.parse("{a,b}") == ["a", "b"])
-        #expect(ArrayLiteral.parse(#"{"a b","c,d",NULL,"NULL","x\"y"}"#) == ["a b", "c,d", nil, "NULL", "x\"y"])
-        #expect(ArrayLiteral.parse("not an array") == nil)
-        #expect(ArrayLiteral.parse(#"{"unterminated}"#) == nil)
-    }
-
-    @Test func databaseErrorDescriptionFollowsPsqlLayout() {
-        let error = DatabaseError(
-            .server, "duplicate key value violates unique constraint \"users_pkey\"", sqlState: .uniqueViolation,
-            detail: "Key (uid)=(u1) already exists.", hint: nil, constraint: "users_pkey",
-            statement: "INSERT INTO users VALUES ($1)")
-        #expect(
-            error.description == """
-                duplicate key value violates unique constraint "users_pkey" (SQLSTATE 23505)
-                DETAIL:  Key (uid)=(u1) already exists.
-                STATEMENT:  INSERT INTO users VALUES ($1)
-                """)
-    }
 }

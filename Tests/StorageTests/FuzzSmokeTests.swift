@@ -8,8 +8,7 @@ import Testing
 /// seed of the committed corpus, then inputs mutated from them by a seeded generator, so a failure reproduces.
 @Suite("Fuzz smoke run")
 struct FuzzSmokeTests {
-    static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../Fuzz/corpus").standardized
+    static let corpus = Repository.url("Fuzz/corpus")
 
     @Test func theSeedsAndThousandsOfMutationsOfThemPassEveryTarget() throws {
         let seeds = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.path).sorted().map {

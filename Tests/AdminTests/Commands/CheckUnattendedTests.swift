@@ -6,7 +6,7 @@ import Testing
 
 /// Alice follows bob, but /followers misses it; bob's post -P1 counts a like too many and has an orphan like;
 /// his post -P2 is right.
-private let damagedTree = """
+let damagedTreeWithACleanPost = """
     {"users": {"alice": {"username": "alice"}, "bob": {"username": "bob"}},
      "following": {"alice": {"bob": true}},
      "posts": {"bob": {"-P1": {"image_url": "u", "like_count": 2, "poster": {"uid": "bob", "username": "bob"}},
@@ -16,20 +16,10 @@ private let damagedTree = """
                   "bob": {"-P1": {"poster_uid": "bob"}, "-P2": {"poster_uid": "bob"}}}}
     """
 
-/// The samples of a metrics file as `name{labels}` → value, read line by line (HELP and TYPE lines skipped).
-private func samples(in file: String) throws -> [String: Double] {
-    var samples: [String: Double] = [:]
-    for line in try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n") where !line.hasPrefix("#") {
-        let parts = line.split(separator: " ")
-        samples[String(parts[0])] = Double(parts[1])
-    }
-    return samples
-}
-
 @Suite("check unattended: history, thresholds, metrics, waiting")
 struct ScheduledCheckTests {
     private func damagedDatabase() throws -> TestDatabase {
-        try databaseHolding(damagedTree)
+        try databaseHolding(damagedTreeWithACleanPost)
     }
 
     private func admin(_ database: TestDatabase, _ arguments: String...) throws -> AdminRun {
@@ -224,85 +214,5 @@ struct ScheduledCheckTests {
         #expect(sawWaiter.withLock { $0 }, "the check waited for the lock")
         #expect(queued.status == 3, "ran once the lock was free: \(queued.stderr)")
         #expect(queued.stdout.contains(" like_count |          1 |"))
-    }
-}
-
-/// Prometheus's own Python client, whose parser reads the text exposition format as Prometheus does: installed
-/// from PyPI into `.build/test-python` on first use (pure Python, no dependencies), nil when that cannot be done.
-enum PrometheusClient {
-    static let pythonPath: String? = {
-        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/test-python").path
-        func run(_ arguments: [String]) -> Bool {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3"] + arguments
-            process.environment = ProcessInfo.processInfo.environment.merging(["PYTHONPATH": directory]) { $1 }
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            guard (try? process.run()) != nil else { return false }
-            process.waitUntilExit()
-            return process.terminationStatus == 0
-        }
-        if run(["-c", "import prometheus_client.parser"]) { return directory }
-        guard
-            run([
-                "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-warn-script-location",
-                "--target", directory, "prometheus_client==0.26.0",
-            ]),
-            run(["-c", "import prometheus_client.parser"])
-        else { return nil }
-        return directory
-    }()
-
-    /// The samples of the exposition text in `file` as prometheus_client parses them: `name{labels}` → value.
-    static func parse(_ file: String) throws -> [String: Double] {
-        let script = """
-            import json, sys
-            from prometheus_client.parser import text_string_to_metric_families
-            samples = {}
-            for family in text_string_to_metric_families(open(sys.argv[1]).read()):
-                assert family.type == "gauge", family.name
-                assert family.documentation, family.name
-                for sample in family.samples:
-                    labels = ",".join('%s="%s"' % item for item in sorted(sample.labels.items()))
-                    samples[sample.name + ("{%s}" % labels if labels else "")] = sample.value
-            print(json.dumps(samples))
-            """
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, file]
-        process.environment = ProcessInfo.processInfo.environment.merging(["PYTHONPATH": pythonPath ?? ""]) { $1 }
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CocoaError(.fileReadCorruptFile) }
-        return try JSONDecoder().decode([String: Double].self, from: data)
-    }
-}
-
-@Suite("check's metrics file")
-struct CheckMetricsFormatTests {
-    @Test(.enabled(if: PrometheusClient.pythonPath != nil, "needs python3 and prometheus_client (from PyPI)"))
-    func prometheusOwnParserReadsTheFileUpAndDown() throws {
-        let database = try databaseHolding(damagedTree)
-        let directory = try makeTemporaryDirectory("admin-metrics")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let metrics = directory + "/admin_check.prom"
-        #expect(
-            try AdminProcess.run(["--db", database.conninfo, "check", "-q", "--metrics-file", metrics]).status == 3)
-        let parsed = try PrometheusClient.parse(metrics)
-        #expect(parsed == (try samples(in: metrics)))
-        #expect(parsed["admin_check_violations{check=\"like_count\"}"] == 1)
-        #expect(parsed.count == 3 + 3 * 11)
-
-        let down = try AdminProcess.run([
-            "--db", "host=\(directory) port=1", "check", "--metrics-file", metrics,
-            "--metrics-label", "database=app", "--metrics-label", "env=a \"b\"\\c",
-        ])
-        #expect(down.status == 2)
-        #expect(try PrometheusClient.parse(metrics)["admin_check_up{database=\"app\",env=\"a \"b\"\\c\"}"] == 0)
     }
 }

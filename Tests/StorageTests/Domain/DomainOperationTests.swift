@@ -4,29 +4,6 @@ import TreeTestSupport
 @testable import Storage
 import Testing
 
-/// A store holding `tree` (by default `consistentTree`).
-func consistentStore(_ tree: TreeValue = consistentTree) throws -> Store {
-    let store = try makeStore()
-    try importJSON(tree.json, into: store)
-    return store
-}
-
-/// The export of `store` equals the tree the app would have written.
-func expectTree(_ store: Store, _ expected: TreeValue, sourceLocation: SourceLocation = #_sourceLocation) throws {
-    let reference = try makeStore()
-    try importJSON(expected.json, into: reference)
-    expectSameText(try exportJSON(store), try exportJSON(reference), sourceLocation: sourceLocation)
-}
-
-/// Every check passes on `store`.
-func expectCheckClean(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
-    for result in try store.check(examples: 3) {
-        #expect(
-            result.isClean, "\(result.check.rawValue): \(result.violations) \(result.examples)",
-            sourceLocation: sourceLocation)
-    }
-}
-
 @Suite("The app's operations")
 struct DomainOperationTests {
 
@@ -144,19 +121,6 @@ struct DomainOperationTests {
         expectError(.refused) { try store.addUser(uid: "a/b", username: "slash") }
         expectError(.notFound) { try store.timeline(of: "nobody", limit: 5) }
         expectSameText(try exportJSON(store), before)
-    }
-
-    @Test func pushIDsSortByCreationTimeAndNeverRepeat() {
-        let clock = Mutex(Date(timeIntervalSince1970: 1_500_000_000))
-        let generator = PushIDGenerator { clock.withLock { $0 } }
-        var keys: [String] = []
-        for step in 0..<2000 {
-            if step % 500 == 0 { clock.withLock { $0 = $0.addingTimeInterval(0.001) } }
-            keys.append(generator.next())
-        }
-        #expect(keys == keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
-        #expect(Set(keys).count == keys.count)
-        #expect(PushIDGenerator.timestamp(of: keys[0]) == Date(timeIntervalSince1970: 1_500_000_000.001))
     }
 
     @Test func concurrentClientsLeaveEveryCopyRight() throws {

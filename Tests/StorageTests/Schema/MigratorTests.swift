@@ -6,8 +6,7 @@ import Testing
 @Suite("Migrations")
 struct MigratorTests {
     @Test func theEmbeddedMigrationsAreTheFilesInSQL() throws {
-        let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../../sql").standardizedFileURL
+        let directory = Repository.url("sql")
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".sql") }
             .sorted()
         #expect(Migration.embedded.map(\.fileName) == files)

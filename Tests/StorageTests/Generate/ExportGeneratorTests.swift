@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTestSupport
 import Testing
 @testable import Storage
 
@@ -154,8 +155,7 @@ struct GeneratorTests {
     }
 
     @Test func theCommittedSampleIsTheGeneratorsOutput() throws {
-        let exports = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
-            "../../exports")
+        let exports = Repository.url("exports")
         let sample = try String(contentsOf: exports.appendingPathComponent("sample-makestagram.json"), encoding: .utf8)
         let generated = try generate(
             GeneratorOptions(

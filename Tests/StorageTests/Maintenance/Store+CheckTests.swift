@@ -4,73 +4,6 @@ import PostgresTestSupport
 import Testing
 @testable import Storage
 
-/// A small Makestagram tree in which every hand-kept copy agrees: alice follows bob, carol follows both, and
-/// alice and bob chat.
-let consistentTree: TreeValue = {
-    let hash = ChatMemberHash.stableText("alice", "bob")
-    let json = """
-        {
-          "users": {"alice": {"username": "alice"}, "bob": {"username": "bob"}, "carol": {"username": "carol"}},
-          "following": {"alice": {"bob": true}, "carol": {"alice": true, "bob": true}},
-          "followers": {"bob": {"alice": true, "carol": true}, "alice": {"carol": true}},
-          "posts": {
-            "alice": {"-Pa1": {"image_url": "https://i/a1.jpg", "image_height": 320, "created_at": 1500000000.5,
-                               "like_count": 1, "poster": {"uid": "alice", "username": "alice"}}},
-            "bob": {"-Pb1": {"image_url": "https://i/b1.jpg", "image_height": 240, "created_at": 1500000100,
-                             "like_count": 2, "poster": {"uid": "bob", "username": "bob"}},
-                    "-Pb2": {"image_url": "https://i/b2.jpg", "image_height": 240, "created_at": 1500000200,
-                             "like_count": 0, "poster": {"uid": "bob", "username": "bob"}}}
-          },
-          "postLikes": {"-Pa1": {"bob": true}, "-Pb1": {"alice": true, "carol": true}},
-          "timeline": {
-            "alice": {"-Pa1": {"poster_uid": "alice"}, "-Pb1": {"poster_uid": "bob"}, "-Pb2": {"poster_uid": "bob"}},
-            "bob": {"-Pb1": {"poster_uid": "bob"}, "-Pb2": {"poster_uid": "bob"}},
-            "carol": {"-Pa1": {"poster_uid": "alice"}, "-Pb1": {"poster_uid": "bob"}, "-Pb2": {"poster_uid": "bob"}}
-          },
-          "chats": {
-            "alice": {"-Ch1": {"title": "alice, bob", "memberHash": "\(hash)", "members": {"alice": true, "bob": true},
-                               "lastMessage": "bob: hi", "lastMessageSent": 1500000020}},
-            "bob": {"-Ch1": {"title": "alice, bob", "memberHash": "\(hash)", "members": {"alice": true, "bob": true},
-                             "lastMessage": "bob: hi", "lastMessageSent": 1500000020}}
-          },
-          "messages": {"-Ch1": {
-            "-M1": {"content": "hello", "timestamp": 1500000010, "sender": {"uid": "alice", "username": "alice"}},
-            "-M2": {"content": "hi", "timestamp": 1500000020, "sender": {"uid": "bob", "username": "bob"}}
-          }}
-        }
-        """
-    return try! TreeValue.parse(json: json)!
-}()
-
-extension TreeValue {
-    /// The tree with the node at `path` (`a/b/c`) removed.
-    func removing(_ path: String) -> TreeValue {
-        removing(path.split(separator: "/").map(String.init)) ?? .object([:])
-    }
-
-    /// This tree without the node at `path`, and without the objects that leaves empty (as Firebase drops them).
-    func removing(_ path: some Collection<String>) -> TreeValue? {
-        guard let key = path.first else { return nil }
-        guard var children = self.children, let child = children[key] else { return self }
-        children[key] = child.removing(path.dropFirst())
-        return children.isEmpty ? nil : .object(children)
-    }
-
-    /// The tree with `value` (JSON) at `path`.
-    func setting(_ path: String, _ json: String) -> TreeValue {
-        var tree = self
-        tree.set(try! TreeValue.parse(json: json)!, at: path.split(separator: "/").map(String.init)[...])
-        return tree
-    }
-
-    /// The tree as compact JSON.
-    var json: String {
-        var writer = JSONTextWriter(options: .init())
-        writer.value(self)
-        return String(decoding: writer.bytes, as: UTF8.self)
-    }
-}
-
 /// One kind of damage to the consistent tree, and what `check` must say about it.
 struct Injection: CustomTestStringConvertible, Sendable {
     var name: String
@@ -176,29 +109,6 @@ let injections: [Injection] = [
 
 @Suite("Integrity checks and repairs")
 struct IntegrityCheckTests {
-    @Test func theStableMemberHashMatchesTheTestVectorsInSwiftAndSQL() throws {
-        let vectors: [(String, String, Int64)] = [
-            ("uid_1", "uid_2", 423_737_602_377_814_706), ("b", "a", -1_886_276_961_191_958_862),
-            ("ñandú", "日本", 5_552_730_658_041_162_941),
-        ]
-        let store = try makeStore()
-        for (a, b, expected) in vectors {
-            #expect(ChatMemberHash.stable(a, b) == expected)
-            #expect(ChatMemberHash.stable(b, a) == expected)
-            let sql = try store.connection.query("SELECT chat_member_hash(\(a), \(b))")[0].decode(String.self, at: 0)
-            #expect(sql == String(expected))
-        }
-        // Random uids, including multi-byte ones, agree between the two implementations.
-        var generator = SystemRandomNumberGenerator()
-        let alphabet = Array("abcXYZ019-_ñ日本🎉")
-        for _ in 0..<50 {
-            let a = String((0..<Int.random(in: 1...30, using: &generator)).map { _ in alphabet.randomElement()! })
-            let b = String((0..<Int.random(in: 1...30, using: &generator)).map { _ in alphabet.randomElement()! })
-            let sql = try store.connection.query("SELECT chat_member_hash(\(a), \(b))")[0].decode(String.self, at: 0)
-            #expect(sql == ChatMemberHash.stableText(a, b), "\(a) \(b)")
-        }
-    }
-
     @Test func aConsistentTreeIsClean() throws {
         let store = try makeStore()
         try importJSON(consistentTree.json, into: store)

@@ -2,8 +2,7 @@ import Foundation
 import PostgresTestSupport
 import Testing
 
-private let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-    .appendingPathComponent("../StorageTests/Fixtures/friendlypix-console-export.json").standardized.path
+private let fixture = Repository.url("Tests/StorageTests/Fixtures/friendlypix-console-export.json").path
 
 @Suite("import and export commands")
 struct ImportExportCommandTests {

@@ -12,8 +12,7 @@ import Testing
 struct CitusSQLLintTests {
     /// Storage's Swift sources, as text.
     static let sources: [(file: String, text: String)] = {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Sources/Storage")
+        let root = Repository.url("Sources/Storage")
         let files = FileManager.default.enumerator(atPath: root.path)?.compactMap { $0 as? String } ?? []
         return files.filter { $0.hasSuffix(".swift") }.sorted().compactMap { file in
             (try? String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)).map { (file, $0) }

@@ -1,0 +1,68 @@
+import Foundation
+import PostgresTestSupport
+import Testing
+@testable import Storage
+
+/// Imports `json` into a fresh store.
+@discardableResult
+func importJSON(_ json: String, into store: Store, options: ImportOptions = ImportOptions(), chunkSize: Int = .max)
+    throws -> ImportReport
+{
+    try store.importTree(from: MemorySource(json, chunkSize: chunkSize), options: options)
+}
+
+/// The store's export as text.
+func exportJSON(_ store: Store, options: JSONTextWriter.Options = .init()) throws -> String {
+    var bytes: [UInt8] = []
+    _ = try store.exportTree(options: options) { bytes.append(contentsOf: $0) }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+/// Where two texts first differ, with some context, so that a failing comparison of large exports stays readable.
+func firstDifference(_ a: String, _ b: String) -> String {
+    let x = Array(a.utf8), y = Array(b.utf8)
+    var index = 0
+    while index < min(x.count, y.count), x[index] == y[index] { index += 1 }
+    if index == x.count, index == y.count { return "identical" }
+    let start = max(0, index - 80)
+    func excerpt(_ bytes: [UInt8]) -> String {
+        String(decoding: bytes[start..<min(bytes.count, index + 80)], as: UTF8.self)
+    }
+    return "differ at byte \(index):\n  got      \(excerpt(x))\n  expected \(excerpt(y))"
+}
+
+func expectSameText(_ got: String, _ expected: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    // As bytes: `==` on strings is canonical equivalence, and "é" and "e\u{301}" are two Firebase keys.
+    #expect(
+        got.utf8.elementsEqual(expected.utf8), Comment(rawValue: firstDifference(got, expected)),
+        sourceLocation: sourceLocation)
+}
+
+func makeStore() throws -> Store {
+    Store(connection: try TestPostgres.makeDatabase().connect())
+}
+
+let fixtureDirectory = Repository.url("Tests/StorageTests/Fixtures")
+
+/// A store holding `tree` (by default `consistentTree`).
+func consistentStore(_ tree: TreeValue = consistentTree) throws -> Store {
+    let store = try makeStore()
+    try importJSON(tree.json, into: store)
+    return store
+}
+
+/// The export of `store` equals the tree the app would have written.
+func expectTree(_ store: Store, _ expected: TreeValue, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let reference = try makeStore()
+    try importJSON(expected.json, into: reference)
+    expectSameText(try exportJSON(store), try exportJSON(reference), sourceLocation: sourceLocation)
+}
+
+/// Every check passes on `store`.
+func expectCheckClean(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    for result in try store.check(examples: 3) {
+        #expect(
+            result.isClean, "\(result.check.rawValue): \(result.violations) \(result.examples)",
+            sourceLocation: sourceLocation)
+    }
+}
