@@ -119,7 +119,7 @@ struct CitusTests {
     /// Checks whose SQL Citus cannot plan yet (issue 23, items 2 and 3): correlated subqueries between tables of
     /// different co-location groups, or over a view with UNION ALL.
     static let checksCitusCannotPlanYet: Set<IntegrityCheck> = [
-        .timelineMissing, .timelineExtra, .chatHashLegacy, .orphans,
+        .timelineMissing, .timelineExtra,
     ]
 
     @Test func eachCheckFindsWhatASingleServerFinds() throws {
