@@ -74,6 +74,48 @@ struct CitusTests {
         expectSameText(try exportJSON(citus), other)
     }
 
+    /// Shapes of real exports that the generator does not write: all-digit uids and post keys (which export
+    /// as arrays or sort as integers), push IDs that start with `-`, a megabyte value, canonically equivalent
+    /// keys, control characters in text, an array and an epoch-keyed log under unmapped nodes.
+    static let realShapes: String = {
+        let photo = String(repeating: "iVBORw0KGgoAAAANSUhEUgAA", count: 45_000)
+        return #"""
+            {"logs": {"1700000000000": "start", "1700000000001": {"level": 2}},
+             "postLikes": {"-LkeyA": {"1": true, "0042": true}},
+             "posts": {"1": {"-LkeyA": {"image_url": "data:image/png;base64,\#(photo)", "like_count": 2,
+                                        "poster": {"uid": "1", "username": "one"}}},
+                       "0042": {"7": {"image_url": "u", "like_count": 0, "poster": {"uid": "0042", "username": "z"}}}},
+             "settings": ["a", "b", null, "d"],
+             "users": {"0042": {"username": "zero\u001b[31m\u0007"}, "1": {"username": "one"},
+                       "1700000000000": {"username": "é"}, "e\u0301": {"username": "e\u0301"},
+                       "é": {"username": "tab\there"}}}
+            """#
+    }()
+
+    @Test(arguments: ["friendlypix", "real shapes"])
+    func realExportsKeepEveryByteOnADistributedStore(_ name: String) throws {
+        let tree =
+            name == "real shapes"
+            ? Self.realShapes
+            : try String(
+                contentsOf: fixtureDirectory.appendingPathComponent("friendlypix-console-export.json"), encoding: .utf8)
+        let single = try makeStore()
+        try importJSON(tree, into: single)
+        let database = try TestCitus.makeDatabase()
+        let citus = Store(connection: try database.connect())
+        try citus.migrate()
+        _ = try citus.distribute(shardCount: 4)
+        try importJSON(tree, into: citus)
+        expectSameText(try exportJSON(citus), try exportJSON(single))
+        for path in [["users"], ["posts", "1"], ["postLikes", "-LkeyA"], ["settings"], ["logs"]] {
+            var fromCitus: [UInt8] = []
+            var fromSingle: [UInt8] = []
+            _ = try citus.exportTree(at: path) { fromCitus.append(contentsOf: $0) }
+            _ = try single.exportTree(at: path) { fromSingle.append(contentsOf: $0) }
+            #expect(fromCitus == fromSingle, "\(path)")
+        }
+    }
+
     @Test func aWorkerIsRefusedAndNamesTheCoordinator() throws {
         let (_, _, database) = try makeStores()
         let worker = Store(connection: try Connection(conninfo: database.workers[0]))
