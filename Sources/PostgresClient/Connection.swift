@@ -123,9 +123,7 @@ public final class Connection {
 
     /// Sends one statement with its parameters (declared types, values in text format) and returns libpq's result.
     func send(_ query: Query) throws -> OpaquePointer? {
-        try Self.refuseNUL(in: query)
-        let types = query.types.map { Oid($0.rawValue) }
-        return withCStringArray(query.binds) { values in
+        try withParameters(of: query) { types, values in
             PQexecParams(handle, query.sql, Int32(values.count), types, values, nil, nil, 0)
         }
     }
@@ -133,9 +131,7 @@ public final class Connection {
     /// Sends a statement without waiting for its result, so the server works while the caller does; collect the
     /// result with `receive(_:)` before sending anything else.
     package func sendWithoutWaiting(_ query: Query) throws {
-        try Self.refuseNUL(in: query)
-        let types = query.types.map { Oid($0.rawValue) }
-        let sent = withCStringArray(query.binds) { values in
+        let sent = try withParameters(of: query) { types, values in
             PQsendQueryParams(handle, query.sql, Int32(values.count), types, values, nil, nil, 0)
         }
         guard sent == 1 else { throw connectionError(statement: query.sql) }
@@ -163,6 +159,16 @@ public final class Connection {
         }
         let result = PQexec(handle, sql)
         _ = try check(result, statement: sql, expecting: [PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY])
+    }
+
+    /// `query`'s parameters as libpq takes them: their type OIDs and their values as C strings (NULL for SQL
+    /// NULL), after refusing a value with a NUL.
+    private func withParameters<Result>(
+        of query: Query, _ body: ([Oid], [UnsafePointer<CChar>?]) throws -> Result
+    ) throws -> Result {
+        try Self.refuseNUL(in: query)
+        let types = query.types.map { Oid($0.rawValue) }
+        return try withCStringArray(query.binds) { try body(types, $0) }
     }
 
     /// PostgreSQL text cannot hold U+0000, and libpq passes parameters as C strings, which would silently cut

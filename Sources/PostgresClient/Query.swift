@@ -71,6 +71,11 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
         query = query + fragment
     }
 
+    /// A list of identifiers (`"a", "b"`), each quoted, for a column list or a table list.
+    public static func identifiers(_ names: some Sequence<String>) -> Query {
+        names.map { "\(identifier: $0)" as Query }.joined(separator: ", ")
+    }
+
     /// The statement text only: values are never shown.
     public var description: String { sql }
 

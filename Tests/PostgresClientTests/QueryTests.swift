@@ -48,6 +48,8 @@ struct QueryTests {
     @Test func identifiersAreQuotedAndEscaped() {
         let query: Query = "SELECT * FROM \(identifier: "we\"ird table")"
         #expect(query.sql == #"SELECT * FROM "we""ird table""#)
+        #expect(Query.identifiers(["a", "b\"c"]).sql == #""a", "b""c""#)
+        #expect(Query.identifiers([String]()).sql.isEmpty)
     }
 
     @Test func nullsAndOptionals() {

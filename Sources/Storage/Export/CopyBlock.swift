@@ -29,7 +29,7 @@ extension Store {
             }
             guard !sharesRoot else { continue }
             // The whole-table SELECT has no parameters (COPY takes none), only quoted identifiers and constants.
-            let columns = table.exportedColumns.map { "\(identifier: $0)" as Query }.joined(separator: ", ")
+            let columns = Query.identifiers(table.exportedColumns)
             // Keys that byte order misplaces (integers, characters from U+E000) make the block sort by RTDB order;
             // digit-led text keys alone do not.
             let sorts =

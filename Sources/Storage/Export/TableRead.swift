@@ -57,7 +57,7 @@ extension TreeTable {
         let keys = self == .unmappedValues ? ["root", "path"] : keyColumns
         let others = exportedColumns.dropFirst(keys.count)
         guard !growingColumns.isEmpty else {
-            return (exportedColumns.map { "\(identifier: $0)" as Query } + ["true"]).joined(separator: ", ")
+            return Query.identifiers(exportedColumns) + ", true"
         }
         let size = growingColumns.map { column -> Query in
             // octet_length and pg_column_size read a stored value's header, never decompress it.
@@ -75,7 +75,7 @@ extension TreeTable {
     /// The statement that fetches a large row's columns (after its keys) on its own.
     func largeRowQuery(keys row: some ExportRow) throws -> Query {
         let others = exportedColumns.dropFirst(self == .unmappedValues ? 2 : keyDepth)
-        let columns = others.map { "\(identifier: $0)" as Query }.joined(separator: ", ")
+        let columns = Query.identifiers(others)
         if self == .unmappedValues {
             let path = Array(try UnmappedPath.keys(of: row).dropFirst())
             return "SELECT \(columns) FROM unmapped_values WHERE root = \(row[0]!) AND path = \(path)"

@@ -109,7 +109,7 @@ extension Store {
 
     /// The tree's tables as a list for LOCK and TRUNCATE.
     /// The tree's tables, quoted and separated by commas (no parameters: LOCK and TRUNCATE take none).
-    private static let treeTableList = treeTables.map { "\(identifier: $0)" as Query }.joined(separator: ", ")
+    private static let treeTableList = Query.identifiers(treeTables)
 
     /// Locks the tree's tables against writes (`SHARE ROW EXCLUSIVE`, which conflicts with itself and with the
     /// app's inserts, updates and deletes, not with reads) for the rest of the transaction, so that a merge or a

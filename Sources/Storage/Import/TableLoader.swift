@@ -112,7 +112,7 @@ final class TableLoader {
     private func activate(_ table: TreeTable) throws {
         guard table != active else { return }
         try endActive()
-        let columns = table.columns.map { "\(identifier: $0)" as Query }.joined(separator: ", ")
+        let columns = Query.identifiers(table.columns)
         let freeze: Query = usesFreeze ? " WITH (FREEZE)" : ""
         try connection?.beginCopyIn("COPY \(identifier: table.name) (\(columns)) FROM STDIN\(freeze)")
         active = table
