@@ -218,7 +218,7 @@ func pythonWithPsycopg() -> String? {
 func measureReaders(path: String, runs: Int) throws {
     let size = Double(fileSize(path)) / 1_000_000
     print("file: \(path), \(format(size)) MB")
-    print("| measurement | runs | median MB/s | min MB/s | max MB/s | tokens/s (median) | peak RSS MB |")
+    print("| measurement | runs | median MB/s | min MB/s | max MB/s | tokens or rows /s (median) | peak RSS MB |")
     print("|---|---|---|---|---|---|---|")
     func measure(_ name: String, _ mode: String, runs: Int) throws {
         var rates: [Double] = []
@@ -238,6 +238,7 @@ func measureReaders(path: String, runs: Int) throws {
         )
     }
     try measure("JSONReader (streaming)", "reader-once", runs: runs)
+    try measure("import's mapping without a database (read, check, encode COPY rows)", "mapping-once", runs: runs)
     if size <= 320 {
         try measure("Foundation JSONSerialization", "foundation-once", runs: 1)
     } else {
@@ -253,6 +254,16 @@ case "reader-once":
     var tokens = 0
     let time = try seconds { tokens = try readTokens(path) }
     print("\(time) \(tokens) \(peakRSS())")
+
+case "mapping-once":
+    let path = arguments[1]
+    let descriptor = open(path, O_RDONLY)
+    guard descriptor >= 0 else { throw StorageError(.invalidValue, "cannot open \(path)") }
+    var rows = 0
+    let time = try seconds {
+        rows = try ImportMapping.validate(FileDescriptorSource(descriptor: descriptor, name: path)).rowsImported
+    }
+    print("\(time) \(rows) \(peakRSS())")
 
 case "foundation-once":
     let path = arguments[1]

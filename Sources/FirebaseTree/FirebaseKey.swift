@@ -31,18 +31,48 @@ public enum FirebaseKey {
 
     /// Why the string whose UTF-8 is `text` cannot be a Firebase value (over 10 MB, or with a NUL, which
     /// PostgreSQL text cannot hold), or nil when it can.
-    public static func problem(withString text: some Collection<UInt8>) -> String? {
+    /// Import asks this of every string it reads, so the NUL search is one `memchr`.
+    public static func problem(withString text: UnsafeBufferPointer<UInt8>) -> String? {
         let count = text.count
         if count > maximumStringBytes { return "a string of \(count) bytes, over Firebase's 10 MB limit" }
-        if text.contains(0) { return "a string with a NUL character (U+0000), which PostgreSQL text cannot hold" }
+        if let base = text.baseAddress, memchr(base, 0, count) != nil {
+            return "a string with a NUL character (U+0000), which PostgreSQL text cannot hold"
+        }
         return nil
+    }
+
+    /// Why `text` cannot be a Firebase value, or nil when it can.
+    public static func problem(withString text: String) -> String? {
+        var text = text
+        return text.withUTF8 { problem(withString: $0) }
     }
 
     /// Why `key` cannot be a Firebase key, or nil when it can. `.priority` and `.value` are allowed here; the
     /// tree reader gives them their meaning.
     public static func problem(with key: UnsafeBufferPointer<UInt8>) -> String? {
         if key.isEmpty { return "empty key" }
-        for byte in key where mayBeForbidden(byte) {
+        let count = key.count
+        var index = 0
+        // Eight bytes at a time, byte by byte only through a word that may hold a forbidden byte (a push ID's "-").
+        while index < count {
+            if index + 8 <= count, !mayHoldForbidden(UnsafeRawPointer(key.baseAddress! + index)) {
+                index += 8
+                continue
+            }
+            // A tail shorter than a word: the last eight bytes, overlapping those read, may clear it at once.
+            if index + 8 > count, count >= 8, !mayHoldForbidden(UnsafeRawPointer(key.baseAddress! + count - 8)) {
+                return nil
+            }
+            let end = min(index + 8, count)
+            if let problem = problem(in: UnsafeBufferPointer(rebasing: key[index..<end]), of: key) { return problem }
+            index = end
+        }
+        return nil
+    }
+
+    /// The problem of the first forbidden byte in `bytes`, a part of `key`.
+    private static func problem(in bytes: UnsafeBufferPointer<UInt8>, of key: UnsafeBufferPointer<UInt8>) -> String? {
+        for byte in bytes where mayBeForbidden(byte) {
             switch byte {
             case 0x00...0x1F, 0x7F:
                 return "key contains a control character (U+\(hex4(byte)))"
@@ -69,6 +99,19 @@ public enum FirebaseKey {
         if byte >= 0x60 { return byte == 0x7F }
         if byte >= 0x41 { return byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]") }
         return byte < 0x30
+    }
+
+    /// Whether any of the eight bytes at `word` is below 0x30, "[", "]" or DEL: false proves `mayBeForbidden` false
+    /// for all eight.
+    @inline(__always)
+    private static func mayHoldForbidden(_ word: UnsafeRawPointer) -> Bool {
+        let bytes = word.loadUnaligned(as: UInt64.self)
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        // A byte's high bit ends up set when it is below 0x30 or equals one of the three (bytes of 0x80 and up,
+        // UTF-8, are taken out); the answer for the word as a whole is exact.
+        let opens = bytes ^ (ones &* 0x5B), closes = bytes ^ (ones &* 0x5D), deletes = bytes ^ (ones &* 0x7F)
+        let below = bytes &- ones &* 0x30
+        return (below | (opens &- ones) | (closes &- ones) | (deletes &- ones)) & ~bytes & highs != 0
     }
 
     private static func isPseudoChild(_ key: UnsafeBufferPointer<UInt8>) -> Bool {

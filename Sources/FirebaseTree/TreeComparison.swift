@@ -255,7 +255,7 @@ public struct TreeComparison {
         let (json, isCut) = try capture(head, &source)
         var reason = path.last.flatMap { FirebaseKey.problem(with: $0) } ?? FirebaseKey.problem(withPath: path)
         if reason == nil, case .leaf(.string(let text)) = head.body {
-            reason = FirebaseKey.problem(withString: text.utf8)
+            reason = FirebaseKey.problem(withString: text)
         }
         try report(
             TreeDifference(

@@ -164,8 +164,23 @@ public struct CopyRowEncoder {
 
     private mutating func appendEscaped(_ text: UnsafeBufferPointer<UInt8>) throws {
         var runStart = 0
-        for index in text.indices {
+        var index = 0
+        let count = text.count
+        while index < count {
+            // Eight bytes at a time while none is below 0x0E (NUL, tab, newline, return) or a backslash.
+            if index + 8 <= count {
+                let word = UnsafeRawPointer(text.baseAddress! + index).loadUnaligned(as: UInt64.self)
+                let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+                let backslashes = word ^ (ones &* 0x5C)
+                // A byte's high bit ends up set when it is below 0x0E or a backslash (bytes of 0x80 and up, UTF-8,
+                // are taken out).
+                if ((word &- ones &* 0x0E) | (backslashes &- ones)) & ~word & highs == 0 {
+                    index += 8
+                    continue
+                }
+            }
             let byte = text[index]
+            index += 1
             guard byte <= UInt8(ascii: "\\") else { continue }
             let escape: UInt8
             switch byte {
@@ -179,10 +194,10 @@ public struct CopyRowEncoder {
             case UInt8(ascii: "\t"): escape = UInt8(ascii: "t")
             default: continue
             }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[runStart..<index]))
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[runStart..<index - 1]))
             bytes.append(UInt8(ascii: "\\"))
             bytes.append(escape)
-            runStart = index + 1
+            runStart = index
         }
         bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[runStart...]))
     }

@@ -14,6 +14,45 @@ struct FirebaseKeyTests {
         }
     }
 
+    /// The check reads eight bytes at a time: a forbidden byte must be found at any offset, before, inside and
+    /// after the whole words, and the bytes that are allowed beside them must not be refused.
+    @Test func forbiddenBytesAreFoundAtEveryOffset() {
+        let forbidden: [UInt8] = [0x00, 0x01, 0x1F, 0x7F] + Array("$#[]/".utf8)
+        // Also behind a push ID's "-", which sends its word byte by byte.
+        let letter = UInt8(ascii: "a"), dash = UInt8(ascii: "-")
+        for (length, lead) in (1...19).map({ ($0, letter) }) + (2...19).map({ ($0, dash) }) {
+            for position in (lead == dash ? 1 : 0)..<length {
+                for byte in forbidden {
+                    var key = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    key[0] = lead
+                    key[position] = byte
+                    let problem = key.withUnsafeBufferPointer { FirebaseKey.problem(with: $0) }
+                    #expect(problem != nil, "byte \(byte) at \(position) of \(length)")
+                }
+                for byte in Array("-+0 ~ZÁ".utf8) + [0x20, 0x2F + 1, 0x5C, 0x5E, 0x7E, 0x80, 0xFF] {
+                    var key = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                    key[0] = lead
+                    key[position] = byte
+                    let problem = key.withUnsafeBufferPointer { FirebaseKey.problem(with: $0) }
+                    #expect(problem == nil, "byte \(byte) at \(position) of \(length)")
+                }
+            }
+        }
+        #expect(FirebaseKey.problem(with: "-K9euzjFOpEFYT5l.UZrh") != nil)
+    }
+
+    @Test func aStringWithANulIsRefusedAtAnyOffset() {
+        for length in 1...19 {
+            for position in 0..<length {
+                var text = [UInt8](repeating: UInt8(ascii: "x"), count: length)
+                #expect(text.withUnsafeBufferPointer { FirebaseKey.problem(withString: $0) } == nil)
+                text[position] = 0
+                #expect(text.withUnsafeBufferPointer { FirebaseKey.problem(withString: $0) } != nil)
+            }
+        }
+        #expect(FirebaseKey.problem(withString: "tab\tand é") == nil)
+    }
+
     @Test func integerKeysFollowTheSDK() {
         #expect(FirebaseKey.integerValue("0") == 0)
         #expect(FirebaseKey.integerValue("-5") == -5)

@@ -26,6 +26,36 @@ struct CopyTests {
         }
     }
 
+    /// The encoder scans eight bytes at a time: each byte COPY escapes must be escaped at any offset, before,
+    /// inside and after the whole words, and the bytes beside it must arrive as they were.
+    @Test func escapedBytesAtEveryOffsetRoundTrip() throws {
+        let connection = try TestPostgres.makeDatabase().connect()
+        var values: [String] = []
+        for length in 1...19 {
+            for position in 0..<length {
+                for special in ["\\", "\n", "\r", "\t", "\u{0E}", "\u{0D}é", "\u{1B}"] {
+                    var characters = Array(repeating: "x", count: length)
+                    characters[position] = special
+                    values.append(characters.joined())
+                }
+            }
+        }
+        try connection.copyIn("COPY users (uid, username) FROM STDIN") { writer in
+            for (index, value) in values.enumerated() {
+                try writer.append("k\(index)")
+                try writer.append(value)
+                try writer.endRow()
+            }
+        }
+        let rows = try connection.query("SELECT uid, username FROM users")
+        var stored: [String: String] = [:]
+        for row in rows { stored[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1) }
+        #expect(stored.count == values.count)
+        for (index, value) in values.enumerated() {
+            #expect(stored["k\(index)"] == value, "\(value.debugDescription)")
+        }
+    }
+
     @Test func copyOutStreamsEveryRow() throws {
         let connection = try TestPostgres.makeDatabase().connect()
         try connection.execute(

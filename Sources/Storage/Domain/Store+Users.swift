@@ -130,7 +130,7 @@ extension Store {
 
     /// Refuses a string value that import would refuse.
     static func requireString(_ text: String, _ what: String) throws {
-        if let problem = FirebaseKey.problem(withString: text.utf8) {
+        if let problem = FirebaseKey.problem(withString: text) {
             throw StorageError(.refused, "\(what): \(problem)")
         }
     }

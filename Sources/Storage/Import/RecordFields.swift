@@ -1,43 +1,92 @@
 import FirebaseTree
 import PostgresClient
 
+/// A record's children as they were read. A record has a handful of fields, which a search comparing bytes finds
+/// sooner than a dictionary hashes one key (import holds every record of an export this way).
+struct FieldList {
+    private var entries: [(key: String, value: TreeValue)] = []
+
+    init() {}
+
+    /// The children of an object read into memory.
+    init(_ object: [TreeKey: TreeValue]) {
+        entries = object.map { ($0.key.string, $0.value) }
+    }
+
+    var isEmpty: Bool { entries.isEmpty }
+    var count: Int { entries.count }
+
+    /// The field `key` (compared as bytes, as keys are); setting nil removes it.
+    subscript(key: String) -> TreeValue? {
+        get { index(of: key).map { entries[$0].value } }
+        set {
+            switch (index(of: key), newValue) {
+            case (let index?, let value?): entries[index].value = value
+            case (let index?, nil): remove(at: index)
+            case (nil, let value?): entries.append((key, value))
+            case (nil, nil): break
+            }
+        }
+    }
+
+    /// Removes and returns the field `key` when `matches` accepts its value; leaves it otherwise.
+    mutating func take<T>(_ key: String, _ matches: (TreeValue) -> T?) -> T? {
+        guard let index = index(of: key), let value = matches(entries[index].value) else { return nil }
+        remove(at: index)
+        return value
+    }
+
+    /// The fields as an object's children.
+    var object: [TreeKey: TreeValue] {
+        Dictionary(entries.map { (TreeKey($0.key), $0.value) }, uniquingKeysWith: { $1 })
+    }
+
+    private func index(of key: String) -> Int? {
+        entries.firstIndex { FirebaseKey.same($0.key, key) }
+    }
+
+    /// Fields have no order, so the last one takes the removed one's place.
+    private mutating func remove(at index: Int) {
+        entries.swapAt(index, entries.count - 1)
+        entries.removeLast()
+    }
+}
+
 /// A record's children while they are sorted into typed columns: each `take…` removes a field of the expected
 /// type, and whatever is left (unknown fields, fields of an unexpected type, `.priority`) becomes `extra`.
 struct RecordFields {
-    private(set) var rest: [TreeKey: TreeValue]
+    private(set) var rest: FieldList
 
-    init(_ fields: [TreeKey: TreeValue]) {
+    init(_ fields: FieldList) {
         rest = fields
     }
 
     /// Takes a string field.
     mutating func string(_ key: String) -> String? {
-        guard case .string(let value)? = rest[key] else { return nil }
-        rest[key] = nil
-        return value
+        rest.take(key) { if case .string(let value) = $0 { value } else { nil } }
     }
 
     /// Takes a number field.
     mutating func number(_ key: String) -> Double? {
-        guard case .number(let value)? = rest[key] else { return nil }
-        rest[key] = nil
-        return value
+        rest.take(key) { if case .number(let value) = $0 { value } else { nil } }
     }
 
     /// Takes a number field that a bigint holds exactly: an integer within ±2^53.
     mutating func integer(_ key: String) -> Int64? {
-        guard case .number(let value)? = rest[key], value == value.rounded(), abs(value) <= 9_007_199_254_740_992
-        else { return nil }
-        rest[key] = nil
-        return Int64(value)
+        rest.take(key) {
+            guard case .number(let value) = $0, value == value.rounded(), abs(value) <= 9_007_199_254_740_992 else {
+                return nil
+            }
+            return Int64(value)
+        }
     }
 
     /// Sorts the object field `key` with `body`, keeping what `body` leaves under `key` in `rest`.
     mutating func nested<T>(_ key: String, _ body: (inout RecordFields) throws -> T) rethrows -> T? {
         guard case .object(let children)? = rest[key] else { return nil }
-        var inner = RecordFields(children)
+        var inner = RecordFields(FieldList(children))
         let result = try body(&inner)
-        rest[key] = inner.rest.isEmpty ? nil : .object(inner.rest)
+        rest[key] = inner.rest.isEmpty ? nil : .object(inner.rest.object)
         return result
     }
 
@@ -55,7 +104,7 @@ struct RecordFields {
     var extraJSON: String? {
         guard !rest.isEmpty else { return nil }
         var writer = JSONTextWriter(options: .init(rendersArrays: false))
-        writer.value(.object(rest))
+        writer.value(.object(rest.object))
         return String(decoding: writer.bytes, as: UTF8.self)
     }
 }
@@ -85,7 +134,7 @@ extension TreeTable {
 
     /// Encodes the row of a record at `keys` (below the table's root) whose children are `fields`, as the
     /// table's `recordColumns` lay it out.
-    func encodeRecord(keys: [String], fields: [TreeKey: TreeValue], into row: inout CopyRowEncoder) throws {
+    func encodeRecord(keys: [String], fields: FieldList, into row: inout CopyRowEncoder) throws {
         precondition(!recordColumns.isEmpty, "\(name) holds no records")
         for key in keys { try row.append(key) }
         var fields = RecordFields(fields)

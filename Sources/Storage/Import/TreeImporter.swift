@@ -195,16 +195,22 @@ final class TreeImporter {
     /// Emits the row of a record read into memory; when all it holds is a priority but some of its fields went
     /// out as unmapped values (`emittedRows` passed `rowsBefore`), the priority joins them.
     private func emitRecord(_ table: TreeTable, keys: [String], record: HeldRecord, rowsBefore: Int) throws {
-        if let tree = Self.normalized(record.fields) {
-            try emitRecord(table, keys: keys, tree: tree)
-        } else if let priority = record.fields[FirebaseKey.priority], emittedRows > rowsBefore {
-            try emitUnmappedLeaf(path + [FirebaseKey.priority], priority)
+        let fields = record.fields
+        let priority = fields[FirebaseKey.priority]
+        if fields.isEmpty || (fields.count == 1 && priority != nil) {
+            // An object that only has a priority is an empty node, which vanishes.
+            if let priority, emittedRows > rowsBefore { try emitUnmappedLeaf(path + [FirebaseKey.priority], priority) }
+        } else if fields[FirebaseKey.value] != nil {
+            try emitUnmapped(.object(fields.object))
+        } else {
+            try beforeEmit()
+            try loader.appendRow(table) { row in try table.encodeRecord(keys: keys, fields: fields, into: &row) }
         }
     }
 
     /// A record's fields as they are read, and the bytes of JSON they took.
     private struct HeldRecord {
-        var fields: [TreeKey: TreeValue] = [:]
+        var fields = FieldList()
         var bytes = 0
     }
 
@@ -215,23 +221,14 @@ final class TreeImporter {
         let start = reader.tokenStart
         let isTyped = table.isTypedField(key)
         if isTyped, !isContainerToken {
-            record.fields[TreeKey(key)] = try leafValue()
+            record.fields[key] = try leafValue()
             return
         }
         let budget = isTyped ? options.recordMemoryBudget : options.recordMemoryBudget - record.bytes
         guard budget > 0 else { return try unmapped() }
         guard let value = try readTree(budget: budget) else { return }
-        record.fields[TreeKey(key)] = value
+        record.fields[key] = value
         if !isTyped { record.bytes += reader.bytesRead - start }
-    }
-
-    private func emitRecord(_ table: TreeTable, keys: [String], tree: TreeValue?) throws {
-        guard let tree else { return }
-        guard case .object(let fields) = tree, fields[FirebaseKey.value] == nil else {
-            return try emitUnmapped(tree)
-        }
-        try beforeEmit()
-        try loader.appendRow(table) { row in try table.encodeRecord(keys: keys, fields: fields, into: &row) }
     }
 
     /// A `true` under a key (a like, a follow); anything else there is kept as unmapped values.
@@ -450,7 +447,9 @@ final class TreeImporter {
                 try reject(FirebaseKey.pathTooLong, at: path + [key])
                 continue
             }
-            switch key {
+            // Only pseudo-children start with "."; other keys skip two string comparisons.
+            let pseudoChild = key.utf8.first == UInt8(ascii: ".") ? key : ""
+            switch pseudoChild {
             case FirebaseKey.priority:
                 guard reader.token == .string || reader.token == .number else {
                     try reject("a priority must be a string or a number", at: path + [key])
