@@ -44,6 +44,9 @@ extension Store {
     ) throws {
         try connection.withTransaction(rollback: isDryRun) {
             try lockMaintenance(wait: MaintenanceWait(seconds: waitSeconds))
+            // On Citus, a statement that reads rows an earlier one changed on several connections fails unless
+            // every shard is reached over one connection per worker; plain PostgreSQL keeps it as a placeholder.
+            try connection.execute("SELECT set_config('citus.multi_shard_modify_mode', 'sequential', true)")
             let steps = try makeSteps()
             for (index, step) in steps.enumerated() {
                 onStep(index, steps.count)
@@ -152,6 +155,14 @@ extension Store {
         v.root = \(root) AND cardinality(v.path) >= 2
             AND v.path[1] NOT IN ('.priority', '.value') AND v.path[2] NOT IN ('.priority', '.value')
         """
+    }
+
+    /// The values of `columns` of every row of `table`, as a subquery for a FROM list. Citus cannot push a subquery
+    /// with OFFSET down, so it runs it first and ships its rows to the workers: this is how a statement joins
+    /// tables distributed by different columns (likes and timeline entries with posts by post key, messages with
+    /// chats by chat key). One server plans the same hash joins, and runs DML without parallel workers anyway.
+    private static func rows(of columns: [String], in table: String) -> Query {
+        "(SELECT \(Query.identifiers(columns)) FROM \(identifier: table) OFFSET 0)"
     }
 
     private static func likeCountSteps(_ range: KeyRange) -> [Step] {
@@ -407,7 +418,7 @@ extension Store {
                         query: """
                             DELETE FROM post_likes l
                             WHERE key_in_range(l.post_key, \(range.from), \(range.to))
-                                AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.post_key = l.post_key)
+                                AND NOT EXISTS (SELECT 1 FROM \(Self.rows(of: ["post_key"], in: "posts")) p WHERE p.post_key = l.post_key)
                             """)
                 }
             ),
@@ -419,7 +430,7 @@ extension Store {
                         query: """
                             DELETE FROM messages m
                             WHERE key_in_range(m.chat_key, \(range.from), \(range.to))
-                                AND NOT EXISTS (SELECT 1 FROM chats c WHERE c.chat_key = m.chat_key)
+                                AND NOT EXISTS (SELECT 1 FROM \(Self.rows(of: ["chat_key"], in: "chats")) c WHERE c.chat_key = m.chat_key)
                             """)
                 }
             ),
@@ -431,7 +442,7 @@ extension Store {
                         query: """
                             DELETE FROM timeline t
                             WHERE key_in_range(t.uid, \(range.from), \(range.to))
-                                AND NOT EXISTS (SELECT 1 FROM posts p WHERE p.post_key = t.post_key)
+                                AND NOT EXISTS (SELECT 1 FROM \(Self.rows(of: ["post_key"], in: "posts")) p WHERE p.post_key = t.post_key)
                             """)
                 }
             ),
@@ -443,9 +454,9 @@ extension Store {
                         query: """
                             DELETE FROM unmapped_values v
                             WHERE ((\(Self.unmappedChildren(of: "postLikes")) AND NOT EXISTS (
-                                        SELECT 1 FROM posts p WHERE p.post_key = v.path[1]))
+                                        SELECT 1 FROM \(Self.rows(of: ["post_key"], in: "posts")) p WHERE p.post_key = v.path[1]))
                                 OR (\(Self.unmappedChildren(of: "timeline")) AND NOT EXISTS (
-                                        SELECT 1 FROM posts p WHERE p.post_key = v.path[2])))
+                                        SELECT 1 FROM \(Self.rows(of: ["post_key"], in: "posts")) p WHERE p.post_key = v.path[2])))
                             """)
                 }
             ),

@@ -182,10 +182,39 @@ struct CitusTests {
         }
     }
 
+    /// Repairs whose SQL Citus cannot plan yet: a correlated subquery whose FROM holds a subquery (the posts'
+    /// keys and owners shipped to the workers, a tree_* view's UNION ALL, a chat's member view).
+    static let repairsCitusCannotRunYet: Set<Repair> = [.timelines, .follows, .chats]
+
+    /// Each repair run alone (and batched, for those that batch) changes the rows a single server changes and
+    /// leaves the same tree.
+    @Test(arguments: Repair.allCases.filter { $0 != .chatMerge })
+    func eachRepairLeavesWhatASingleServerLeaves(repair: Repair) throws {
+        let (single, citus, _) = try makeStores()
+        if Self.repairsCitusCannotRunYet.contains(repair) {
+            withKnownIssue("the \(repair) repair is not yet written for Citus") { _ = try citus.repair(repair) }
+            return
+        }
+        let want = try single.repair(repair)
+        let got = try citus.repair(repair)
+        #expect(got.changes.map(\.rows) == want.changes.map(\.rows))
+        expectSameText(try exportJSON(citus), try exportJSON(single))
+        #expect(try citus.repair(repair).rowsChanged == 0, "idempotent")
+        if repair.isBatchable {
+            let (single, citus, _) = try makeStores()
+            let want = try single.repair(repair, options: RepairOptions(batchSize: 50))
+            let got = try citus.repair(repair, options: RepairOptions(batchSize: 50))
+            #expect(got.rowsChanged == want.rowsChanged)
+            expectSameText(try exportJSON(citus), try exportJSON(single))
+        }
+    }
+
     @Test func checkAndFixLeavesWhatASingleServerLeaves() throws {
         let (single, citus, _) = try makeStores()
         _ = try single.checkAndFix()
-        withKnownIssue("the timelines, follows, chats and orphans repairs are not yet written for Citus") {
+        withKnownIssue(
+            "timeline_missing, timeline_extra and the timelines, follows and chats repairs are not yet written for Citus"
+        ) {
             _ = try citus.checkAndFix()
             expectSameText(try exportJSON(citus), try exportJSON(single))
         }
