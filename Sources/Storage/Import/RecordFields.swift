@@ -2,15 +2,20 @@ import FirebaseTree
 import PostgresClient
 
 /// A record's children as they were read. A record has a handful of fields, which a search comparing bytes finds
-/// sooner than a dictionary hashes one key (import holds every record of an export this way).
+/// sooner than a dictionary hashes one key (import holds every record of an export this way); past
+/// `linearLimit` fields (a hostile record may hold hundreds of thousands within its memory budget) a dictionary
+/// of positions keeps each lookup constant.
 struct FieldList {
     private var entries: [(key: String, value: TreeValue)] = []
+    /// Each key's position in `entries`, once there are more than `linearLimit`.
+    private var positions: [TreeKey: Int]?
+    private static let linearLimit = 16
 
     init() {}
 
     /// The children of an object read into memory.
     init(_ object: [TreeKey: TreeValue]) {
-        entries = object.map { ($0.key.string, $0.value) }
+        for (key, value) in object { self[key.string] = value }
     }
 
     var isEmpty: Bool { entries.isEmpty }
@@ -23,7 +28,7 @@ struct FieldList {
             switch (index(of: key), newValue) {
             case (let index?, let value?): entries[index].value = value
             case (let index?, nil): remove(at: index)
-            case (nil, let value?): entries.append((key, value))
+            case (nil, let value?): append(key, value)
             case (nil, nil): break
             }
         }
@@ -42,12 +47,28 @@ struct FieldList {
     }
 
     private func index(of key: String) -> Int? {
-        entries.firstIndex { FirebaseKey.same($0.key, key) }
+        if let positions { return positions[TreeKey(key)] }
+        return entries.firstIndex { FirebaseKey.same($0.key, key) }
+    }
+
+    private mutating func append(_ key: String, _ value: TreeValue) {
+        entries.append((key, value))
+        if positions != nil {
+            positions![TreeKey(key)] = entries.count - 1
+        } else if entries.count > Self.linearLimit {
+            positions = Dictionary(
+                entries.indices.map { (TreeKey(entries[$0].key), $0) }, uniquingKeysWith: { $1 })
+        }
     }
 
     /// Fields have no order, so the last one takes the removed one's place.
     private mutating func remove(at index: Int) {
-        entries.swapAt(index, entries.count - 1)
+        let last = entries.count - 1
+        if positions != nil {
+            positions![TreeKey(entries[index].key)] = nil
+            if index != last { positions![TreeKey(entries[last].key)] = index }
+        }
+        entries.swapAt(index, last)
         entries.removeLast()
     }
 }
