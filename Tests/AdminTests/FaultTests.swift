@@ -85,7 +85,7 @@ struct FaultTests {
         let (repairing, _, _, _) = try AdminProcess.start(db + ["repair", "follows"])
         let waiting = try database.connect()
         try waitUntil("the repair waits for the lock") {
-            try someoneIsRunning("INSERT INTO following", on: waiting, waitingOnLock: true)
+            try someoneIsRunning("MERGE INTO \"following\"", on: waiting, waitingOnLock: true)
         }
         kill(repairing.processIdentifier, SIGKILL)
         repairing.waitUntilExit()

@@ -150,10 +150,11 @@ extension Store {
     }
 
     /// Children of `/root/{a}/{b}` kept in unmapped_values (values other than the app's), as a WHERE condition.
-    private static func unmappedChildren(of root: String) -> Query {
+    private static func unmappedChildren(of root: String, as alias: String = "v") -> Query {
         """
-        v.root = \(root) AND cardinality(v.path) >= 2
-            AND v.path[1] NOT IN ('.priority', '.value') AND v.path[2] NOT IN ('.priority', '.value')
+        \(identifier: alias).root = \(root) AND cardinality(\(identifier: alias).path) >= 2
+            AND \(identifier: alias).path[1] NOT IN ('.priority', '.value')
+            AND \(identifier: alias).path[2] NOT IN ('.priority', '.value')
         """
     }
 
@@ -271,72 +272,106 @@ extension Store {
         ]
     }
 
-    /// The follow repair for the edges whose follower's uid is in `range`.
+    /// One side of the follow graph: `/table/{a}/{b}` (the node and its table have one name), typed as (`a`, `b`)
+    /// unless kept unmapped.
+    private struct FollowSide {
+        var table: String
+        var a: String
+        var b: String
+        /// The follower's column (the repair's batches are ranges of followers), and its place in the path of an
+        /// unmapped value aliased `v`.
+        var follower: String
+        var followerInPath: Query
+
+        static let following = FollowSide(
+            table: "following", a: "uid", b: "followee_uid", follower: "uid", followerInPath: "v.path[1]")
+        static let followers = FollowSide(
+            table: "followers", a: "uid", b: "follower_uid", follower: "follower_uid", followerInPath: "v.path[2]")
+    }
+
+    /// The follow repair for the edges whose follower's uid is in `range`. Each side is asked as its table and
+    /// its unmapped values apart, rather than as its tree_* view: each gets an anti-join of its own (the view's
+    /// UNION ALL got a far slower plan on one server, and Citus cannot correlate a subquery with it).
     private static func followSteps(preferring preference: FollowPreference, _ range: KeyRange) -> [Step] {
-        // The other side is asked as its table and its unmapped values apart, rather than as its tree_* view:
-        // each then gets an anti-join of its own, where the view's UNION ALL got a far slower plan.
-        let addFollowers = Step(
-            table: "followers", action: "inserted",
-            query: """
-                INSERT INTO followers (uid, follower_uid)
-                SELECT f.followee_uid, f.uid FROM tree_following f
-                WHERE key_in_range(f.uid, \(range.from), \(range.to))
-                    AND NOT EXISTS (SELECT 1 FROM followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
-                    AND NOT EXISTS (
-                        SELECT 1 FROM unmapped_values v
-                        WHERE v.root = 'followers' AND v.path[1] = f.followee_uid AND v.path[2] = f.uid)
-                """)
-        let addFollowing = Step(
-            table: "following", action: "inserted",
-            query: """
-                INSERT INTO following (uid, followee_uid)
-                SELECT r.follower_uid, r.uid FROM tree_followers r
-                WHERE key_in_range(r.follower_uid, \(range.from), \(range.to))
-                    AND NOT EXISTS (SELECT 1 FROM following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
-                    AND NOT EXISTS (
-                        SELECT 1 FROM unmapped_values v
-                        WHERE v.root = 'following' AND v.path[1] = r.follower_uid AND v.path[2] = r.uid)
-                """)
         switch preference {
         case .union:
-            return [addFollowers, addFollowing]
+            return [
+                addMirrors(to: .followers, of: .following, range), addMirrors(to: .following, of: .followers, range),
+            ]
         case .following:
-            return [
-                Step(
-                    table: "followers", action: "deleted",
-                    query: """
-                        DELETE FROM followers r
-                        WHERE key_in_range(r.follower_uid, \(range.from), \(range.to)) AND NOT EXISTS (SELECT 1 FROM tree_following f WHERE f.uid = r.follower_uid AND f.followee_uid = r.uid)
-                        """),
-                Step(
-                    table: "unmapped_values", action: "deleted",
-                    query: """
-                        DELETE FROM unmapped_values v
-                        WHERE \(Self.unmappedChildren(of: "followers"))
-                            AND key_in_range(v.path[2], \(range.from), \(range.to)) AND NOT EXISTS (
-                            SELECT 1 FROM tree_following f WHERE f.uid = v.path[2] AND f.followee_uid = v.path[1])
-                        """),
-                addFollowers,
-            ]
+            return removeUnmirrored(from: .followers, keeping: .following, range)
+                + [addMirrors(to: .followers, of: .following, range)]
         case .followers:
-            return [
-                Step(
-                    table: "following", action: "deleted",
-                    query: """
-                        DELETE FROM following f
-                        WHERE key_in_range(f.uid, \(range.from), \(range.to)) AND NOT EXISTS (SELECT 1 FROM tree_followers r WHERE r.uid = f.followee_uid AND r.follower_uid = f.uid)
-                        """),
-                Step(
-                    table: "unmapped_values", action: "deleted",
-                    query: """
-                        DELETE FROM unmapped_values v
-                        WHERE \(Self.unmappedChildren(of: "following"))
-                            AND key_in_range(v.path[1], \(range.from), \(range.to)) AND NOT EXISTS (
-                            SELECT 1 FROM tree_followers r WHERE r.uid = v.path[2] AND r.follower_uid = v.path[1])
-                        """),
-                addFollowing,
-            ]
+            return removeUnmirrored(from: .following, keeping: .followers, range)
+                + [addMirrors(to: .following, of: .followers, range)]
         }
+    }
+
+    /// Adds to `side` the mirror of every edge of `other` (typed or unmapped) whose follower is in `range`,
+    /// unless the mirror is there, typed or unmapped. A MERGE on the mirror's own key: Citus sends the source's
+    /// rows to the shards of `side` (repartitioning), where an INSERT … SELECT … NOT EXISTS would join two tables
+    /// distributed by different columns; one server hash-joins as before.
+    private static func addMirrors(to side: FollowSide, of other: FollowSide, _ range: KeyRange) -> Step {
+        Step(
+            table: side.table, action: "inserted",
+            query: """
+                MERGE INTO \(identifier: side.table) t
+                USING (
+                    SELECT o.\(identifier: other.b) AS a, o.\(identifier: other.a) AS b FROM \(identifier: other.table) o
+                    WHERE key_in_range(o.\(identifier: other.follower), \(range.from), \(range.to))
+                        AND NOT EXISTS (
+                            SELECT 1 FROM unmapped_values w
+                            WHERE w.root = \(side.table) AND w.path[1] = o.\(identifier: other.b)
+                                AND w.path[2] = o.\(identifier: other.a))
+                    UNION ALL
+                    SELECT DISTINCT v.path[2], v.path[1] FROM unmapped_values v
+                    WHERE \(Self.unmappedChildren(of: other.table))
+                        AND key_in_range(\(other.followerInPath), \(range.from), \(range.to))
+                        AND NOT EXISTS (
+                            SELECT 1 FROM unmapped_values w
+                            WHERE w.root = \(side.table) AND w.path[1] = v.path[2] AND w.path[2] = v.path[1])
+                ) s
+                ON t.\(identifier: side.a) = s.a AND t.\(identifier: side.b) = s.b
+                WHEN NOT MATCHED THEN INSERT (\(identifier: side.a), \(identifier: side.b)) VALUES (s.a, s.b)
+                """)
+    }
+
+    /// Removes the edges of `side` (typed and unmapped) whose `/side/{a}/{b}` has no mirror in `kept`, for the
+    /// followers in `range`. The typed mirrors are read through an OFFSET 0 subquery, which Citus ships to the workers.
+    private static func removeUnmirrored(
+        from side: FollowSide, keeping kept: FollowSide, _ range: KeyRange
+    ) -> [Step] {
+        let keptPairs = rows(of: [kept.a, kept.b], in: kept.table)
+        return [
+            Step(
+                table: side.table, action: "deleted",
+                query: """
+                    DELETE FROM \(identifier: side.table) t
+                    WHERE key_in_range(t.\(identifier: side.follower), \(range.from), \(range.to))
+                        AND NOT EXISTS (
+                            SELECT 1 FROM \(keptPairs) k
+                            WHERE k.\(identifier: kept.a) = t.\(identifier: side.b)
+                                AND k.\(identifier: kept.b) = t.\(identifier: side.a))
+                        AND NOT EXISTS (
+                            SELECT 1 FROM unmapped_values w
+                            WHERE \(Self.unmappedChildren(of: kept.table, as: "w"))
+                                AND w.path[1] = t.\(identifier: side.b) AND w.path[2] = t.\(identifier: side.a))
+                    """),
+            Step(
+                table: "unmapped_values", action: "deleted",
+                query: """
+                    DELETE FROM unmapped_values v
+                    WHERE \(Self.unmappedChildren(of: side.table))
+                        AND key_in_range(\(side.followerInPath), \(range.from), \(range.to))
+                        AND NOT EXISTS (
+                            SELECT 1 FROM \(keptPairs) k
+                            WHERE k.\(identifier: kept.a) = v.path[2] AND k.\(identifier: kept.b) = v.path[1])
+                        AND NOT EXISTS (
+                            SELECT 1 FROM unmapped_values w
+                            WHERE \(Self.unmappedChildren(of: kept.table, as: "w"))
+                                AND w.path[1] = v.path[2] AND w.path[2] = v.path[1])
+                    """),
+        ]
     }
 
     /// The fields a chat's copies share; a stale copy of one in `extra` would win over the typed column on export.

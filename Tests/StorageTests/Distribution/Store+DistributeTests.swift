@@ -183,8 +183,8 @@ struct CitusTests {
     }
 
     /// Repairs whose SQL Citus cannot plan yet: a correlated subquery whose FROM holds a subquery (the posts'
-    /// keys and owners shipped to the workers, a tree_* view's UNION ALL, a chat's member view).
-    static let repairsCitusCannotRunYet: Set<Repair> = [.timelines, .follows, .chats]
+    /// keys and owners shipped to the workers, a chat's member view).
+    static let repairsCitusCannotRunYet: Set<Repair> = [.timelines, .chats]
 
     /// Each repair run alone (and batched, for those that batch) changes the rows a single server changes and
     /// leaves the same tree.
@@ -207,6 +207,18 @@ struct CitusTests {
             #expect(got.rowsChanged == want.rowsChanged)
             expectSameText(try exportJSON(citus), try exportJSON(single))
         }
+    }
+
+    /// `repair follows --prefer following|followers` deletes the unmirrored side's edges before adding mirrors.
+    @Test(arguments: [FollowPreference.following, .followers])
+    func followRepairsPreferringOneSideLeaveWhatASingleServerLeaves(preference: FollowPreference) throws {
+        let (single, citus, _) = try makeStores()
+        let options = RepairOptions(followPreference: preference)
+        let want = try single.repair(.follows, options: options)
+        let got = try citus.repair(.follows, options: options)
+        #expect(want.rowsChanged > 0)
+        #expect(got.changes.map(\.rows) == want.changes.map(\.rows))
+        expectSameText(try exportJSON(citus), try exportJSON(single))
     }
 
     @Test func checkAndFixLeavesWhatASingleServerLeaves() throws {
