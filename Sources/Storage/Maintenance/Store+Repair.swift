@@ -384,11 +384,14 @@ extension Store {
             // holders when no copy names any), the other fields from the most recently updated copy, and the
             // last message from the newest message when the chat has messages. Only the chats where some copy says
             // otherwise, or is missing or held by a non-member, are kept, so the statements below touch only them.
+            // Those are found by a join and a UNION rather than a correlated EXISTS, which Citus cannot run over
+            // the aggregate; the new copies by an outer join with the temporary table, which Citus turns into a
+            // subquery it ships, where a NOT EXISTS from a local table into a distributed one is refused.
             Step(
                 table: nil, action: "",
                 query: """
                     CREATE TEMPORARY TABLE repair_chats ON COMMIT DROP AS
-                    SELECT * FROM (
+                    WITH d AS MATERIALIZED (
                         SELECT m.chat_key, m.holders,
                             CASE WHEN cardinality(m.members) > 0 THEN m.members ELSE m.holders END AS members,
                             s.title, s.member_hash,
@@ -400,15 +403,14 @@ extension Store {
                         JOIN (SELECT DISTINCT ON (chat_key) * FROM chats
                               ORDER BY chat_key, last_message_sent DESC NULLS LAST, uid) s USING (chat_key)
                         LEFT JOIN chat_newest_messages n USING (chat_key)
-                        WHERE key_in_range(m.chat_key, \(range.from), \(range.to))
-                    ) d
-                    WHERE d.holders IS DISTINCT FROM d.members OR EXISTS (
-                        SELECT 1 FROM chats c
-                        WHERE c.chat_key = d.chat_key
-                            AND (c.title IS DISTINCT FROM d.title OR c.member_hash IS DISTINCT FROM d.member_hash
-                                 OR c.members IS DISTINCT FROM d.members OR c.last_message IS DISTINCT FROM d.last_message
-                                 OR c.last_message_sent IS DISTINCT FROM d.last_message_sent
-                                 OR c.extra ?| \(Self.chatFields)))
+                        WHERE key_in_range(m.chat_key, \(range.from), \(range.to)))
+                    SELECT * FROM d WHERE d.holders IS DISTINCT FROM d.members
+                    UNION
+                    SELECT d.* FROM d JOIN chats c ON c.chat_key = d.chat_key
+                    WHERE c.title IS DISTINCT FROM d.title OR c.member_hash IS DISTINCT FROM d.member_hash
+                        OR c.members IS DISTINCT FROM d.members OR c.last_message IS DISTINCT FROM d.last_message
+                        OR c.last_message_sent IS DISTINCT FROM d.last_message_sent
+                        OR c.extra ?| \(Self.chatFields)
                     """),
             Step(
                 table: "chats", action: "deleted",
@@ -433,9 +435,10 @@ extension Store {
                 table: "chats", action: "inserted",
                 query: """
                     INSERT INTO chats (uid, chat_key, title, member_hash, members, last_message, last_message_sent, extra)
-                    SELECT u.uid, d.chat_key, d.title, d.member_hash, d.members, d.last_message, d.last_message_sent, d.extra
-                    FROM repair_chats d CROSS JOIN LATERAL unnest(d.members) AS u(uid)
-                    WHERE NOT EXISTS (SELECT 1 FROM chats c WHERE c.uid = u.uid AND c.chat_key = d.chat_key)
+                    SELECT w.uid, w.chat_key, w.title, w.member_hash, w.members, w.last_message, w.last_message_sent, w.extra
+                    FROM (SELECT u.uid, d.* FROM repair_chats d CROSS JOIN LATERAL unnest(d.members) AS u(uid)) w
+                    LEFT JOIN chats c ON c.uid = w.uid AND c.chat_key = w.chat_key
+                    WHERE c.uid IS NULL
                     """),
             Step(table: nil, action: "", query: "DROP TABLE repair_chats"),
         ]
