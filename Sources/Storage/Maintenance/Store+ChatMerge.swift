@@ -81,10 +81,8 @@ extension Store {
         }
         if let both = try connection.query(
             """
-            SELECT message_key FROM messages d
-            WHERE d.chat_key = \(drop)
-                AND EXISTS (SELECT 1 FROM messages k WHERE k.chat_key = \(keep) AND k.message_key = d.message_key)
-            LIMIT 1
+            SELECT message_key FROM messages WHERE chat_key IN (\(keep), \(drop))
+            GROUP BY message_key HAVING count(*) > 1 ORDER BY message_key LIMIT 1
             """
         ).first {
             throw StorageError(
@@ -99,10 +97,14 @@ extension Store {
                 """)
         }
         return [
+            // Moved by a delete and an insert rather than an UPDATE of the key: on Citus, chat_key places the row,
+            // and a row cannot change its distribution value in place.
             Step(
                 table: "messages", action: "updated",
                 query: """
-                    UPDATE messages SET chat_key = \(keep) WHERE chat_key = \(drop)
+                    WITH moved AS (DELETE FROM messages WHERE chat_key = \(drop) RETURNING *)
+                    INSERT INTO messages (chat_key, message_key, content, "timestamp", sender_uid, sender_username, extra)
+                    SELECT \(keep), message_key, content, "timestamp", sender_uid, sender_username, extra FROM moved
                     """),
             Step(
                 table: "unmapped_values", action: "updated",

@@ -221,6 +221,17 @@ struct CitusTests {
         expectSameText(try exportJSON(citus), try exportJSON(single))
     }
 
+    /// `chat merge --all` moves messages between chat keys, which on Citus are distribution values.
+    @Test func mergingDuplicateChatsLeavesWhatASingleServerLeaves() throws {
+        let (single, citus, _) = try makeStores()
+        let want = try single.mergeDuplicateChats(keeping: .newest)
+        let got = try citus.mergeDuplicateChats(keeping: .newest)
+        #expect(want.rowsChanged > 0)
+        #expect(got.changes.map(\.rows) == want.changes.map(\.rows))
+        expectSameText(try exportJSON(citus), try exportJSON(single))
+        #expect(try citus.check([.chatDuplicates]).allSatisfy(\.isClean))
+    }
+
     @Test func checkAndFixLeavesWhatASingleServerLeaves() throws {
         let (single, citus, _) = try makeStores()
         _ = try single.checkAndFix()
