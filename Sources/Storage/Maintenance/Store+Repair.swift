@@ -28,7 +28,7 @@ extension Store {
         var report = RepairReport(repair: repair, isDryRun: options.isDryRun)
         try run(
             isDryRun: options.isDryRun, waitSeconds: options.waitSeconds, onStep: onStep,
-            record: { report.changes.append($0) }
+            record: { report.add($0) }
         ) {
             try steps(of: repair, options: options)
         }
@@ -206,9 +206,18 @@ extension Store {
         ]
     }
 
-    /// The timeline repair for one user, or for the users whose uid is in `range`.
+    /// The timeline repair for one user, or for the users whose uid is in `range`. Timeline entries are placed by
+    /// their user, posts by their owner: each statement reads the posts' keys (and owners) through an OFFSET 0
+    /// subquery, which Citus ships to the workers, and only in a top-level [NOT] EXISTS or a join, which one
+    /// server turns into hash joins (inside an OR it would be a subplan scanning every post per entry). DML gets
+    /// no parallel workers on one server, so the shipped lists cost it nothing (measured: BENCHMARKS.md, Citus).
     private static func timelineSteps(user: String?, _ range: KeyRange) -> [Step] {
-        [
+        let postKeys = rows(of: ["post_key"], in: "posts")
+        let postOwners = rows(of: ["owner_uid", "post_key"], in: "posts")
+        let entries: Query = "(\(user) IS NULL OR t.uid = \(user)) AND key_in_range(t.uid, \(range.from), \(range.to))"
+        let readers: Query = "(\(user) IS NULL OR u.uid = \(user)) AND key_in_range(u.uid, \(range.from), \(range.to))"
+        let missing: Query = "NOT EXISTS (SELECT 1 FROM timeline t WHERE t.uid = u.uid AND t.post_key = p.post_key)"
+        return [
             // Entries that are not objects are replaced by typed ones below when they belong.
             Step(
                 table: "unmapped_values", action: "deleted",
@@ -217,39 +226,59 @@ extension Store {
                     WHERE \(Self.unmappedChildren(of: "timeline"))
                         AND (\(user) IS NULL OR v.path[1] = \(user))
                         AND key_in_range(v.path[1], \(range.from), \(range.to))
-                        AND EXISTS (SELECT 1 FROM posts p WHERE p.post_key = v.path[2])
+                        AND EXISTS (SELECT 1 FROM \(postKeys) p WHERE p.post_key = v.path[2])
                     """),
-            // Entries that do not belong, or name the wrong poster, go; the insert below writes the right ones.
-            // One NOT EXISTS holding every condition, with the poster compared by IS NOT DISTINCT FROM, lets the
-            // planner hash-anti-join timeline with posts on the key alone: ORed NOT EXISTS ran a subplan per
-            // entry, and a second join key a sort of the whole table.
+            // Entries of an existing post that name another poster than its owner go…
             Step(
                 table: "timeline", action: "deleted",
                 query: """
                     DELETE FROM timeline t
-                    WHERE (\(user) IS NULL OR t.uid = \(user))
-                        AND key_in_range(t.uid, \(range.from), \(range.to))
-                        AND EXISTS (SELECT 1 FROM posts p WHERE p.post_key = t.post_key)
+                    WHERE \(entries)
+                        AND EXISTS (SELECT 1 FROM \(postKeys) p WHERE p.post_key = t.post_key)
                         AND NOT EXISTS (
-                            SELECT 1 FROM posts p
-                            WHERE p.post_key = t.post_key AND p.owner_uid IS NOT DISTINCT FROM t.poster_uid
-                                AND (t.extra IS NULL OR extra_without(t.extra, 'poster_uid') IS NOT DISTINCT FROM t.extra)
-                                AND EXISTS (SELECT 1 FROM users u WHERE u.uid = t.uid)
-                                AND (p.owner_uid = t.uid
-                                     OR EXISTS (SELECT 1 FROM following f WHERE f.uid = t.uid AND f.followee_uid = p.owner_uid)
-                                     OR EXISTS (SELECT 1 FROM unmapped_values v
-                                                WHERE v.root = 'following' AND v.path[1] = t.uid
-                                                    AND v.path[2] = p.owner_uid)))
+                            SELECT 1 FROM \(postOwners) p WHERE p.post_key = t.post_key AND p.owner_uid = t.poster_uid)
                     """),
+            // …and so do those naming the owner that carry a stale poster copy, or whose user is gone or does not
+            // follow the owner (asked of the tables placed with the entry).
+            Step(
+                table: "timeline", action: "deleted",
+                query: """
+                    DELETE FROM timeline t
+                    WHERE \(entries)
+                        AND EXISTS (
+                            SELECT 1 FROM \(postOwners) p WHERE p.post_key = t.post_key AND p.owner_uid = t.poster_uid)
+                        AND ((t.extra IS NOT NULL AND extra_without(t.extra, 'poster_uid') IS DISTINCT FROM t.extra)
+                             OR NOT EXISTS (SELECT 1 FROM users u WHERE u.uid = t.uid)
+                             OR (t.poster_uid <> t.uid
+                                 AND NOT EXISTS (
+                                     SELECT 1 FROM following f WHERE f.uid = t.uid AND f.followee_uid = t.poster_uid)
+                                 AND NOT EXISTS (
+                                     SELECT 1 FROM unmapped_values v
+                                     WHERE v.root = 'following' AND v.path[1] = t.uid AND v.path[2] = t.poster_uid)))
+                    """),
+            // The entries each user should have (own posts and followees' posts, the follow typed or unmapped)
+            // that are missing, each branch anti-joined with the timeline rows placed with its user, and only
+            // the missing ones deduplicated (expected entries run to millions).
             Step(
                 table: "timeline", action: "inserted",
                 query: """
                     INSERT INTO timeline (uid, post_key, poster_uid)
                     SELECT DISTINCT ON (uid, post_key) uid, post_key, poster_uid
-                    FROM expected_timeline e
-                    WHERE (\(user) IS NULL OR e.uid = \(user))
-                        AND key_in_range(e.uid, \(range.from), \(range.to))
-                        AND NOT EXISTS (SELECT 1 FROM timeline t WHERE t.uid = e.uid AND t.post_key = e.post_key)
+                    FROM (SELECT u.uid, p.post_key, p.owner_uid AS poster_uid
+                          FROM users u JOIN posts p ON p.owner_uid = u.uid
+                          WHERE \(readers) AND \(missing)
+                          UNION ALL
+                          SELECT u.uid, p.post_key, p.owner_uid
+                          FROM users u JOIN following f ON f.uid = u.uid
+                              JOIN \(postOwners) p ON p.owner_uid = f.followee_uid
+                          WHERE \(readers) AND \(missing)
+                          UNION ALL
+                          SELECT u.uid, p.post_key, p.owner_uid
+                          FROM users u
+                              JOIN (SELECT DISTINCT v.path[1] AS uid, v.path[2] AS followee_uid FROM unmapped_values v
+                                    WHERE \(Self.unmappedChildren(of: "following"))) f ON f.uid = u.uid
+                              JOIN \(postOwners) p ON p.owner_uid = f.followee_uid
+                          WHERE \(readers) AND \(missing)) e
                     ORDER BY uid, post_key, poster_uid
                     """),
         ]

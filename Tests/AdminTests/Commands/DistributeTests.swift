@@ -27,6 +27,7 @@ struct DistributeCommandTests {
         repair chats
         chat merge --all --keep newest
         backfill like-counts
+        backfill timelines
         denormalize posters
         rehash chats
 

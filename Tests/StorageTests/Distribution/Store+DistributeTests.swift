@@ -182,19 +182,11 @@ struct CitusTests {
         }
     }
 
-    /// Repairs whose SQL Citus cannot plan yet: the timelines repair's correlated subquery joins timeline
-    /// entries with posts by key, which are distributed by another column.
-    static let repairsCitusCannotRunYet: Set<Repair> = [.timelines]
-
     /// Each repair run alone (and batched, for those that batch) changes the rows a single server changes and
     /// leaves the same tree.
     @Test(arguments: Repair.allCases.filter { $0 != .chatMerge })
     func eachRepairLeavesWhatASingleServerLeaves(repair: Repair) throws {
         let (single, citus, _) = try makeStores()
-        if Self.repairsCitusCannotRunYet.contains(repair) {
-            withKnownIssue("the \(repair) repair is not yet written for Citus") { _ = try citus.repair(repair) }
-            return
-        }
         let want = try single.repair(repair)
         let got = try citus.repair(repair)
         #expect(got.changes.map(\.rows) == want.changes.map(\.rows))
