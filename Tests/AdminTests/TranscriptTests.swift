@@ -1,6 +1,7 @@
 import Foundation
 import PostgresTestSupport
 import Testing
+import TreeTestSupport
 
 /// Scripts replayed through the console against `Transcripts/tree.json`, their stdout and stderr compared with
 /// the reviewed `NAME.out` and `NAME.err` beside them. After a deliberate change of output, regenerate them with
@@ -43,13 +44,4 @@ struct TranscriptTests {
             #expect(text == expected, "\(name).\(suffix) differs; first difference: \(firstDifference(text, expected))")
         }
     }
-}
-
-/// Where two texts first differ, with a little context.
-private func firstDifference(_ a: String, _ b: String) -> String {
-    let (x, y) = (Array(a), Array(b))
-    var index = 0
-    while index < min(x.count, y.count), x[index] == y[index] { index += 1 }
-    return "at character \(index): got \(String(x[index..<min(x.count, index + 60)]).debugDescription), "
-        + "expected \(String(y[index..<min(y.count, index + 60)]).debugDescription)"
 }

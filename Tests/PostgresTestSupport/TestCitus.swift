@@ -137,6 +137,9 @@ final class CitusTestCluster: @unchecked Sendable {
             synchronous_commit = off
             full_page_writes = off
             max_connections = 150
+            # Test stores are small: without this, Citus reaches a worker's shards over one connection and the
+            # tests miss what large stores meet (a repair refused after its checks read over several).
+            citus.force_max_query_parallelization = on
             unix_socket_permissions = 0700
 
             """

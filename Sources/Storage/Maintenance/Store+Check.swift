@@ -20,20 +20,21 @@ extension Store {
     ) throws -> [CheckResult] {
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
             try lockMaintenance(wait: wait)
+            let isDistributed = try distributionState().isDistributed
             return try checks.enumerated().map { index, check in
                 onStart(check, index)
-                let result = try run(check, examples: examples)
+                let result = try run(check, examples: examples, isDistributed: isDistributed)
                 onResult(result)
                 return result
             }
         }
     }
 
-    private func run(_ check: IntegrityCheck, examples: Int) throws -> CheckResult {
+    private func run(_ check: IntegrityCheck, examples: Int, isDistributed: Bool) throws -> CheckResult {
         let started = ContinuousClock.now
         // Materialized once, counted and sampled: the view is computed one time however many examples are asked.
         let query: Query = """
-            WITH violation AS MATERIALIZED (SELECT path FROM \(identifier: check.viewName))
+            WITH violation AS MATERIALIZED (SELECT path FROM \(identifier: check.viewName(isDistributed: isDistributed)))
             SELECT (SELECT count(*) FROM violation),
                 ARRAY(SELECT path FROM violation ORDER BY path LIMIT \(max(examples, 0)))
             """

@@ -14,19 +14,27 @@ extension Store {
     /// `VACUUM (ANALYZE)` of each of the tree's tables, or `VACUUM FULL` (which rewrites each table, needs room
     /// for the copy, and locks it meanwhile): gives back the space of deleted and rolled-back rows, such as a
     /// failed import's, and refreshes the planner's statistics. Runs outside any transaction, table by table.
+    /// On a distributed store Citus vacuums every shard, and the sizes are the shards' on every node.
     public func vacuum(full: Bool = false) throws -> [VacuumedTable] {
+        let placed = Set(try distributionState().tables.map(\.name))
         var tables: [VacuumedTable] = []
         for table in Store.treeTables {
-            let before = try size(of: table)
+            let isPlaced = placed.contains(table)
+            let before = try size(of: table, isPlaced: isPlaced)
             let options: Query = full ? "FULL, ANALYZE" : "ANALYZE"
             try connection.execute("VACUUM (\(options)) \(identifier: table)")
-            tables.append(VacuumedTable(table: table, bytesBefore: before, bytesAfter: try size(of: table)))
+            tables.append(
+                VacuumedTable(table: table, bytesBefore: before, bytesAfter: try size(of: table, isPlaced: isPlaced)))
         }
         return tables
     }
 
-    private func size(of table: String) throws -> Int {
-        try connection.query("SELECT pg_total_relation_size(\(Query.quoted(identifier: table))::regclass)")[0]
-            .decode(Int.self, at: 0)
+    /// A local table's size, or a Citus table's over all its shards (the coordinator's own table is empty).
+    private func size(of table: String, isPlaced: Bool) throws -> Int {
+        let name = Query.quoted(identifier: table)
+        let query: Query =
+            isPlaced
+            ? "SELECT citus_total_relation_size(\(name)::regclass)" : "SELECT pg_total_relation_size(\(name)::regclass)"
+        return try connection.query(query)[0].decode(Int.self, at: 0)
     }
 }

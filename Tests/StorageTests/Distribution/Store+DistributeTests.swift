@@ -158,24 +158,12 @@ struct CitusTests {
         expectSameText(citusExport, try exportJSON(single))
     }
 
-    /// Checks whose SQL Citus cannot plan yet (issue 23, items 2 and 3): correlated subqueries between tables of
-    /// different co-location groups, or over a view with UNION ALL.
-    static let checksCitusCannotPlanYet: Set<IntegrityCheck> = [
-        .timelineMissing, .timelineExtra,
-    ]
-
     @Test func eachCheckFindsWhatASingleServerFinds() throws {
         let (single, citus, _) = try makeStores()
         for check in IntegrityCheck.allCases {
             let want = try single.check([check], examples: 20)
             #expect(
                 want.allSatisfy { $0.violations > 0 }, "\(check.rawValue): the tree plants violations of each check")
-            if Self.checksCitusCannotPlanYet.contains(check) {
-                withKnownIssue("\(check.rawValue) is not yet written for Citus") {
-                    _ = try citus.check([check])
-                }
-                continue
-            }
             let got = try citus.check([check], examples: 20)
             #expect(got.map(\.violations) == want.map(\.violations), "\(check.rawValue)")
             #expect(got.map(\.examples) == want.map(\.examples), "\(check.rawValue)")
@@ -226,13 +214,12 @@ struct CitusTests {
 
     @Test func checkAndFixLeavesWhatASingleServerLeaves() throws {
         let (single, citus, _) = try makeStores()
-        _ = try single.checkAndFix()
-        withKnownIssue(
-            "timeline_missing, timeline_extra and the timelines, follows and chats repairs are not yet written for Citus"
-        ) {
-            _ = try citus.checkAndFix()
-            expectSameText(try exportJSON(citus), try exportJSON(single))
-        }
+        let want = try single.checkAndFix()
+        let got = try citus.checkAndFix()
+        #expect(got.before.map(\.violations) == want.before.map(\.violations))
+        #expect(got.repairs.map { $0.changes.map(\.rows) } == want.repairs.map { $0.changes.map(\.rows) })
+        #expect(got.after.map(\.violations) == want.after.map(\.violations))
+        expectSameText(try exportJSON(citus), try exportJSON(single))
     }
 
     @Test func realtimeEventsReachTheCoordinatorsListeners() throws {

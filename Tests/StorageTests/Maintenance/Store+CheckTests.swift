@@ -119,6 +119,35 @@ struct IntegrityCheckTests {
         }
     }
 
+    /// A distributed store reads the timeline checks' twins (migration 0012): on one server each must list its
+    /// view's rows, as many times, for every injection and for a generated tree with planted anomalies.
+    @Test func theTimelineChecksTwinsListTheirViewsRows() throws {
+        var trees = injections.map { $0.damage(consistentTree).json }
+        var bytes: [UInt8] = []
+        _ = try ExportGenerator.write(GeneratorOptions(users: 300, seed: 23, plantsAnomalies: true)) {
+            bytes.append(contentsOf: $0)
+        }
+        trees.append(String(decoding: bytes, as: UTF8.self))
+        let twinned = IntegrityCheck.allCases.filter { $0.viewName(isDistributed: true) != $0.viewName }
+        #expect(twinned == [.timelineMissing, .timelineExtra])
+        var violations = 0
+        for tree in trees {
+            let store = try makeStore()
+            try importJSON(tree, into: store)
+            for check in twinned {
+                func paths(_ view: String) throws -> [String] {
+                    try store.connection.query("SELECT path FROM \(identifier: view) ORDER BY path").map {
+                        try $0.decode(String.self, at: 0)
+                    }
+                }
+                let want = try paths(check.viewName)
+                #expect(try paths(check.viewName(isDistributed: true)) == want, "\(check.rawValue)")
+                violations += want.count
+            }
+        }
+        #expect(violations > 20, "the trees hold timeline violations to compare")
+    }
+
     @Test(arguments: injections)
     func eachViolationIsFoundExactlyAndFixed(_ injection: Injection) throws {
         let store = try makeStore()

@@ -1,6 +1,7 @@
 import Foundation
 import PostgresTestSupport
 import Testing
+import TreeTestSupport
 @testable import Storage
 
 /// Imports `json` into a fresh store.
@@ -16,19 +17,6 @@ func exportJSON(_ store: Store, options: JSONTextWriter.Options = .init()) throw
     var bytes: [UInt8] = []
     _ = try store.exportTree(options: options) { bytes.append(contentsOf: $0) }
     return String(decoding: bytes, as: UTF8.self)
-}
-
-/// Where two texts first differ, with some context, so that a failing comparison of large exports stays readable.
-func firstDifference(_ a: String, _ b: String) -> String {
-    let x = Array(a.utf8), y = Array(b.utf8)
-    var index = 0
-    while index < min(x.count, y.count), x[index] == y[index] { index += 1 }
-    if index == x.count, index == y.count { return "identical" }
-    let start = max(0, index - 80)
-    func excerpt(_ bytes: [UInt8]) -> String {
-        String(decoding: bytes[start..<min(bytes.count, index + 80)], as: UTF8.self)
-    }
-    return "differ at byte \(index):\n  got      \(excerpt(x))\n  expected \(excerpt(y))"
 }
 
 func expectSameText(_ got: String, _ expected: String, sourceLocation: SourceLocation = #_sourceLocation) {
