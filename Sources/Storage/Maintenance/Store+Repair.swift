@@ -247,10 +247,11 @@ extension Store {
                             SELECT 1 FROM \(postOwners) p WHERE p.post_key = t.post_key AND p.owner_uid = t.poster_uid)
                     """),
             // …and so do those naming the owner that carry a stale poster copy, or whose user is gone or does not
-            // follow the owner. These are found first, where they are placed (asked of the tables placed with the
-            // entry, a list of its own through OFFSET 0): Citus cannot estimate a shipped list's size, and asked in
-            // one step it looped over the posts with an index scan of the timeline per post (20k users: 266 s
-            // instead of 0.7 s; one server is as fast either way, BENCHMARKS.md).
+            // follow the owner. These are found first, joined with the user's row and follow list (placed with
+            // the entry), behind OFFSET 0: neither PostgreSQL nor Citus can estimate how few entries fail, and
+            // asked with the posts in one step they probe the follow list per entry (one server: 2.0 s instead
+            // of 0.9 s on the 232 MB store) or loop over the posts per shard (Citus, 20k users: 266 s instead of
+            // 0.3 s; BENCHMARKS.md).
             Step(
                 table: "timeline", action: "deleted",
                 query: """
@@ -259,14 +260,13 @@ extension Store {
                         SELECT s.uid, s.post_key
                         FROM (SELECT t.uid, t.post_key, t.poster_uid
                               FROM timeline t
+                                  LEFT JOIN users u ON u.uid = t.uid
+                                  LEFT JOIN following f ON f.uid = t.uid AND f.followee_uid = t.poster_uid
                               WHERE \(entries)
                                   AND ((t.extra IS NOT NULL
                                         AND extra_without(t.extra, 'poster_uid') IS DISTINCT FROM t.extra)
-                                       OR NOT EXISTS (SELECT 1 FROM users u WHERE u.uid = t.uid)
-                                       OR (t.poster_uid <> t.uid
-                                           AND NOT EXISTS (
-                                               SELECT 1 FROM following f
-                                               WHERE f.uid = t.uid AND f.followee_uid = t.poster_uid)
+                                       OR u.uid IS NULL
+                                       OR (t.poster_uid <> t.uid AND f.uid IS NULL
                                            AND NOT EXISTS (
                                                SELECT 1 FROM unmapped_values v
                                                WHERE v.root = 'following' AND v.path[1] = t.uid
