@@ -113,8 +113,8 @@ extension Store {
     func requireChat(_ chatKey: String) throws {
         let rows = try connection.query(
             """
-            SELECT EXISTS (SELECT 1 FROM chats WHERE chat_key = \(chatKey))
-                OR EXISTS (SELECT 1 FROM messages WHERE chat_key = \(chatKey))
+            SELECT \(Query.anyRow(in: "chats", where: "chat_key = \(chatKey)"))
+                OR \(Query.anyRow(in: "messages", where: "chat_key = \(chatKey)"))
             """)
         guard try rows[0].decode(Bool.self, at: 0) else { throw StorageError(.notFound, "no chat \(chatKey)") }
     }

@@ -18,12 +18,12 @@ extension Store {
         for table in TreeTable.allCases {
             guard let root = table.rootKey else { continue }
             guard
-                try !connection.query("SELECT EXISTS (SELECT 1 FROM unmapped_values WHERE root = \(root))")[0]
+                try !connection.query("SELECT \(Query.anyRow(in: "unmapped_values", where: "root = \(root)"))")[0]
                     .decode(Bool.self, at: 0)
             else { continue }
             var sharesRoot = false
             for other in TreeTable.tables(under: root) where other != table {
-                sharesRoot = try connection.query("SELECT EXISTS (SELECT 1 FROM \(identifier: other.name))")[0]
+                sharesRoot = try connection.query("SELECT \(Query.anyRow(in: other.name))")[0]
                     .decode(Bool.self, at: 0)
                 if sharesRoot { break }
             }

@@ -43,7 +43,7 @@ extension Store {
             for table in TreeTable.allCases {
                 guard let root = table.rootKey, root.utf8.starts(with: prefix.utf8), !keys.contains(TreeKey(root))
                 else { continue }
-                if try !connection.query("SELECT EXISTS (SELECT 1 FROM \(identifier: table.name))")[0].decode(
+                if try !connection.query("SELECT \(Query.anyRow(in: table.name))")[0].decode(
                     Bool.self, at: 0)
                 {
                     continue

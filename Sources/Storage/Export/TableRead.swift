@@ -85,7 +85,7 @@ extension TreeTable {
 
     /// Whether the table holds a row with a key that needs `rtdb_key_order` (answered by its partial index).
     func orderedRowsQuery() -> Query {
-        "SELECT EXISTS (SELECT 1 FROM \(identifier: name) WHERE \(needsOrderCondition))"
+        "SELECT \(Query.anyRow(in: name, where: needsOrderCondition))"
     }
 
     /// Whether the table holds a row with a key that byte order misplaces: an integer (or a key looking like one)
@@ -97,7 +97,7 @@ extension TreeTable {
             length(\(identifier: column)) AND \(identifier: column) ~ '[\\uE000-\\U0010FFFF]')
             """
         }.joined(separator: " OR ")
-        return "SELECT EXISTS (SELECT 1 FROM \(identifier: name) WHERE (\(needsOrderCondition)) AND (\(misordered)))"
+        return "SELECT \(Query.anyRow(in: name, where: "(\(needsOrderCondition)) AND (\(misordered))"))"
     }
 
     /// The partial index's predicate, verbatim, so that the planner can use the index.

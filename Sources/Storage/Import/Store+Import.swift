@@ -132,8 +132,7 @@ extension Store {
     func recordPath(holding path: [String], orIs: Bool = false) throws -> [String]? {
         guard let root = path.first else { return nil }
         for table in TreeTable.tables(under: root) where path.count - 1 > table.keyDepth - (orIs ? 1 : 0) {
-            let query: Query =
-                "SELECT EXISTS (SELECT 1 FROM \(identifier: table.name) WHERE \(table.keyConditions(path.dropFirst())))"
+            let query: Query = "SELECT \(Query.anyRow(in: table.name, where: table.keyConditions(path.dropFirst())))"
             if try connection.query(query)[0].decode(Bool.self, at: 0) {
                 return Array(path.prefix(table.keyDepth + 1))
             }

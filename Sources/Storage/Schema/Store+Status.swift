@@ -21,7 +21,7 @@ public struct StoreStatus: Sendable {
 extension Store {
     /// Whether no table of the tree holds a row; quick on any size.
     public func isEmpty() throws -> Bool {
-        let exists = Store.treeTables.map { "EXISTS (SELECT 1 FROM \(identifier: $0))" as Query }
+        let exists = Store.treeTables.map { Query.anyRow(in: $0) }
         return try !connection.query("SELECT \(exists.joined(separator: " OR "))")[0].decode(Bool.self, at: 0)
     }
 

@@ -31,6 +31,15 @@ struct CitusSQLLintTests {
         }
     }
 
+    @Test func sourcesAskWhetherATableHasRowsWithALimit() {
+        // Citus answers an uncorrelated EXISTS by first collecting every row its subquery selects from every
+        // shard; `Query.anyRow` adds the LIMIT 1 that each shard then applies.
+        for (file, text) in Self.sources {
+            #expect(text.range(of: #"SELECT\s+(NOT\s+)?EXISTS\s*\("#, options: .regularExpression) == nil, "\(file)")
+        }
+        #expect(Query.anyRow(in: "timeline").sql.hasSuffix(" LIMIT 1)"))
+    }
+
     @Test func sourcesCountConflictingInsertsByTheirRows() throws {
         // Rule 18: through a coordinator, INSERT ... SELECT ... ON CONFLICT is tagged with the rows it read.
         let execute = try Regex(#"execute\(\s*"""(?<sql>(?:(?!""").)*)""""#).dotMatchesNewlines()
