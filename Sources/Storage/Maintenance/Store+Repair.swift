@@ -174,15 +174,23 @@ extension Store {
         "(SELECT \(Query.identifiers(columns)) FROM \(identifier: table) OFFSET 0)"
     }
 
+    /// Typed likes and likes kept as unmapped values are counted apart, as the check counts them: Citus counts
+    /// the typed ones on the workers (likes are placed by post key), where counting their union view first
+    /// collected every like on the coordinator (20k users: 1.9 s; now 0.4 s, and one server is unchanged).
     private static func likeCountSteps(_ range: KeyRange) -> [Step] {
         [
             Step(
                 table: "posts", action: "updated",
                 query: """
                     UPDATE posts p SET like_count = c.likes, extra = extra_without(p.extra, 'like_count')
-                    FROM (SELECT q.owner_uid, q.post_key, coalesce(l.likes, 0) AS likes
+                    FROM (SELECT q.owner_uid, q.post_key, coalesce(l.likes, 0) + coalesce(x.likes, 0) AS likes
                           FROM posts q
-                          LEFT JOIN (SELECT post_key, count(*) AS likes FROM tree_post_likes GROUP BY post_key) l USING (post_key)
+                          LEFT JOIN (SELECT post_key, count(*) AS likes FROM post_likes GROUP BY post_key) l
+                              ON l.post_key = q.post_key
+                          LEFT JOIN (SELECT v.path[1] AS post_key, count(DISTINCT v.path[2]) AS likes
+                                     FROM unmapped_values v WHERE \(Self.unmappedChildren(of: "postLikes"))
+                                     GROUP BY 1) x
+                              ON x.post_key = q.post_key
                           WHERE key_in_range(q.owner_uid, \(range.from), \(range.to))
                          ) c
                     WHERE p.owner_uid = c.owner_uid AND p.post_key = c.post_key
