@@ -83,6 +83,26 @@ struct ConsoleTests {
         #expect(continued.stdout.components(separatedBy: "kind,name,value").count == 3)
     }
 
+    @Test func scriptFilesThatCannotBeReadAreNamedWithTheReason() throws {
+        let database = try TestPostgres.makeDatabase()
+        let directory = try makeTemporaryDirectory("admin-script")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let missing = try AdminProcess.run(["--db", database.conninfo, "-f", directory + "/none.admin"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr == "admin: cannot open \(directory)/none.admin: No such file or directory\n")
+        let folder = try AdminProcess.run(["--db", database.conninfo, "-f", directory])
+        #expect(folder.status == 1)
+        #expect(folder.stderr == "admin: cannot read \(directory): it is a directory\n")
+        // Bytes that are not UTF-8 do not refuse the script: the line holding them fails, as a typo would.
+        let script = directory + "/latin1.admin"
+        try Data("status --format csv\nbogus \u{E9}\n".utf8.map { $0 == 0xC3 ? 0xE9 : $0 }.filter { $0 != 0xA9 })
+            .write(to: URL(fileURLWithPath: script))
+        let latin1 = try AdminProcess.run(["--db", database.conninfo, "-f", script])
+        #expect(latin1.status == 64)
+        #expect(latin1.stdout.hasPrefix("kind,name,value\n"))
+        #expect(latin1.stderr.contains("admin:\(script):2: bogus: unknown command"))
+    }
+
     @Test func commandsFromStdinAndDashC() throws {
         let database = try TestPostgres.makeDatabase()
         let piped = try AdminProcess.run(

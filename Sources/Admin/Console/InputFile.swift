@@ -69,4 +69,19 @@ final class InputFile {
     func close() {
         if descriptor != STDIN_FILENO { Foundation.close(descriptor) }
     }
+
+    /// Every byte of the file (decompressed when the name ends in `.gz`), for inputs read whole: scripts.
+    func readAll() throws -> [UInt8] {
+        var source = try source()
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        do {
+            while case let count = try chunk.withUnsafeMutableBytes({ try source.read(into: $0) }), count > 0 {
+                bytes += chunk[..<count]
+            }
+        } catch let error as TreeError {
+            throw ConsoleError(.commandFailed, error.message)
+        }
+        return bytes
+    }
 }

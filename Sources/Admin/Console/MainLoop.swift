@@ -211,16 +211,11 @@ struct MainLoop {
 extension SourceLine {
     /// The lines of a script file (`-` for stdin), numbered for error messages.
     static func lines(ofFile path: String) throws -> [SourceLine] {
-        let text: String
-        if path == "-" {
-            text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-        } else {
-            do {
-                text = try String(contentsOfFile: path, encoding: .utf8)
-            } catch {
-                throw ConsoleError(.commandFailed, "cannot read \(path): \(error.localizedDescription)")
-            }
-        }
+        // As psql: a missing file is named with the system's reason, and bytes that are not UTF-8 reach the
+        // parser as U+FFFD instead of refusing the whole script.
+        let file = try InputFile(path: path)
+        defer { file.close() }
+        let text = String(decoding: try file.readAll(), as: UTF8.self)
         let name = path == "-" ? "<stdin>" : path
         return text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().map { index, line in
             SourceLine(text: String(line), location: "\(name):\(index + 1)")
