@@ -5,11 +5,11 @@
 --
 -- The view of 0007 asked whether the user follows the poster inside the anti-join with posts, which the planner
 -- can only run as an index probe of /following per entry (1.37 M probes on the 232 MB store). Here the second
--- part joins the entries with users and following first (hash joins), behind OFFSET 0 so that the planner,
--- which cannot estimate how few entries name their post's owner and fail, does not turn those joins back into
--- probes; the few entries left are then matched with the posts. One server, `SELECT count(*)`: 3.0 → 1.1 s on
--- the 232 MB store, 1.0 → 0.3 s at 20k users (BENCHMARKS.md). On Citus the joins are on the user, with whom the
--- entry, the user's row and the follow list are placed.
+-- part joins the entries with users and the follow lists first (hash joins, in parallel: no correlated
+-- subquery), behind OFFSET 0 so that the planner, which cannot estimate how few entries name their post's owner
+-- and fail, does not turn those joins back into probes; the few entries left are then matched with the posts.
+-- One server, `SELECT count(*)`: 3.0 → 0.8 s on the 232 MB store, 1.0 → 0.2 s at 20k users (BENCHMARKS.md). On
+-- Citus the joins are on the user, with whom the entry, the user's row and the follow list are placed.
 
 CREATE OR REPLACE VIEW integrity_timeline_extra AS
     SELECT '/timeline/' || t.uid || '/' || t.post_key AS path
@@ -22,10 +22,10 @@ CREATE OR REPLACE VIEW integrity_timeline_extra AS
           FROM timeline t
               LEFT JOIN users u ON u.uid = t.uid
               LEFT JOIN following f ON f.uid = t.uid AND f.followee_uid = t.poster_uid
-          WHERE u.uid IS NULL
-              OR (t.poster_uid <> t.uid AND f.uid IS NULL
-                  AND NOT EXISTS (SELECT FROM unmapped_values v
-                                  WHERE v.root = 'following' AND v.path[1] = t.uid AND v.path[2] = t.poster_uid))
+              LEFT JOIN (SELECT DISTINCT path[1] AS uid, path[2] AS followee_uid FROM unmapped_values
+                         WHERE root = 'following' AND cardinality(path) >= 2) w
+                  ON w.uid = t.uid AND w.followee_uid = t.poster_uid
+          WHERE u.uid IS NULL OR (t.poster_uid <> t.uid AND f.uid IS NULL AND w.uid IS NULL)
           OFFSET 0) t
     WHERE EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key AND p.owner_uid = t.poster_uid)
     UNION ALL
@@ -48,10 +48,10 @@ CREATE OR REPLACE VIEW integrity_timeline_extra_distributed AS
           FROM timeline t
               LEFT JOIN users u ON u.uid = t.uid
               LEFT JOIN following f ON f.uid = t.uid AND f.followee_uid = t.poster_uid
-          WHERE u.uid IS NULL
-              OR (t.poster_uid <> t.uid AND f.uid IS NULL
-                  AND NOT EXISTS (SELECT 1 FROM unmapped_values v
-                                  WHERE v.root = 'following' AND v.path[1] = t.uid AND v.path[2] = t.poster_uid))
+              LEFT JOIN (SELECT DISTINCT path[1] AS uid, path[2] AS followee_uid FROM unmapped_values
+                         WHERE root = 'following' AND cardinality(path) >= 2) w
+                  ON w.uid = t.uid AND w.followee_uid = t.poster_uid
+          WHERE u.uid IS NULL OR (t.poster_uid <> t.uid AND f.uid IS NULL AND w.uid IS NULL)
           OFFSET 0) t
     WHERE EXISTS (SELECT 1 FROM (SELECT owner_uid, post_key FROM posts OFFSET 0) p
                   WHERE p.post_key = t.post_key AND p.owner_uid = t.poster_uid)

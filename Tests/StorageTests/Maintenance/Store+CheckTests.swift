@@ -48,6 +48,13 @@ let injections: [Injection] = [
             $0.setting("timeline/carol/-Pb2", "true")
         }, expected: [.timelineExtra: ["/timeline/carol/-Pb2"]]),
     Injection(
+        name: "a follow kept as an unmapped value",
+        damage: {
+            // Not `true`, so stored as an unmapped value: it is still a follow, and carol's entries of bob's posts
+            // belong in her timeline.
+            $0.setting("following/carol/bob", #"{"since": 1500000000}"#)
+        }, expected: [:], restoresTree: false),
+    Injection(
         name: "timeline entries that do not belong",
         damage: {
             $0.setting("timeline/bob/-Pa1", #"{"poster_uid": "alice"}"#)
