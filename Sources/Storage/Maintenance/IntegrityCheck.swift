@@ -27,11 +27,13 @@ public enum IntegrityCheck: String, CaseIterable, Sendable {
     /// The view that lists the violations.
     var viewName: String { "integrity_" + rawValue }
 
-    /// The view that lists the violations on a store so placed: the timeline checks have twins that Citus can
-    /// plan (migration 0012), which one server would run without its parallel plans.
+    /// The view that lists the violations on a store so placed: the timeline checks and orphans have twins that
+    /// Citus can plan (migrations 0012 and 0014), which one server would run without its parallel plans.
     func viewName(isDistributed: Bool) -> String {
-        isDistributed && (self == .timelineMissing || self == .timelineExtra) ? viewName + "_distributed" : viewName
+        isDistributed && Self.twinned.contains(self) ? viewName + "_distributed" : viewName
     }
+
+    private static let twinned: Set<IntegrityCheck> = [.timelineMissing, .timelineExtra, .orphans]
 
     /// One line on what a violation is, for `check` and `help`.
     public var summary: String {

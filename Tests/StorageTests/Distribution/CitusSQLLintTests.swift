@@ -19,7 +19,7 @@ struct CitusSQLLintTests {
         }
     }()
 
-    /// Views only a single server reads: checks whose distributed stores read a twin (migration 0012).
+    /// Views only a single server reads: checks whose distributed stores read a twin (migrations 0012, 0014).
     static let singleServerViews: Set<String> = Set(
         IntegrityCheck.allCases.filter { $0.viewName(isDistributed: true) != $0.viewName }.map(\.viewName))
 
