@@ -1,4 +1,4 @@
--- timeline_extra in three disjoint parts, on one server and in its Citus twin (0012), with the same rows as
+-- timeline_extra on one server in three disjoint parts, the shape of its Citus twin (0012), with the same rows as
 -- before: entries of an existing post that name another poster than every owner of its key; entries naming an
 -- owner whose user is gone or does not follow that owner; entries kept as unmapped values (they name no poster)
 -- of an existing post.
@@ -34,30 +34,3 @@ CREATE OR REPLACE VIEW integrity_timeline_extra AS
     WHERE v.root = 'timeline' AND cardinality(v.path) >= 2
         AND v.path[1] NOT IN ('.priority', '.value') AND v.path[2] NOT IN ('.priority', '.value')
         AND EXISTS (SELECT FROM posts p WHERE p.post_key = v.path[2]);
-
--- The twin reads the posts' keys and owners through OFFSET 0 subqueries, which Citus ships to the workers.
-CREATE OR REPLACE VIEW integrity_timeline_extra_distributed AS
-    SELECT '/timeline/' || t.uid || '/' || t.post_key AS path
-    FROM timeline t
-    WHERE EXISTS (SELECT 1 FROM (SELECT post_key FROM posts OFFSET 0) p WHERE p.post_key = t.post_key)
-        AND NOT EXISTS (SELECT 1 FROM (SELECT owner_uid, post_key FROM posts OFFSET 0) p
-                        WHERE p.post_key = t.post_key AND p.owner_uid = t.poster_uid)
-    UNION ALL
-    SELECT '/timeline/' || t.uid || '/' || t.post_key
-    FROM (SELECT t.uid, t.post_key, t.poster_uid
-          FROM timeline t
-              LEFT JOIN users u ON u.uid = t.uid
-              LEFT JOIN following f ON f.uid = t.uid AND f.followee_uid = t.poster_uid
-              LEFT JOIN (SELECT DISTINCT path[1] AS uid, path[2] AS followee_uid FROM unmapped_values
-                         WHERE root = 'following' AND cardinality(path) >= 2) w
-                  ON w.uid = t.uid AND w.followee_uid = t.poster_uid
-          WHERE u.uid IS NULL OR (t.poster_uid <> t.uid AND f.uid IS NULL AND w.uid IS NULL)
-          OFFSET 0) t
-    WHERE EXISTS (SELECT 1 FROM (SELECT owner_uid, post_key FROM posts OFFSET 0) p
-                  WHERE p.post_key = t.post_key AND p.owner_uid = t.poster_uid)
-    UNION ALL
-    SELECT DISTINCT '/timeline/' || v.path[1] || '/' || v.path[2]
-    FROM unmapped_values v
-    WHERE v.root = 'timeline' AND cardinality(v.path) >= 2
-        AND v.path[1] NOT IN ('.priority', '.value') AND v.path[2] NOT IN ('.priority', '.value')
-        AND EXISTS (SELECT 1 FROM (SELECT post_key FROM posts OFFSET 0) p WHERE p.post_key = v.path[2]);
