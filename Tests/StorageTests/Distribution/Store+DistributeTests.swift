@@ -25,13 +25,7 @@ struct DistributeRefusalTests {
     .enabled(if: TestCitus.isAvailable, Comment(rawValue: "Citus: " + (TestCitus.unavailableReason ?? "available"))))
 struct CitusTests {
     /// A generated tree with about 200 planted violations of each check (fewer at this size), the same each run.
-    static let tree: String = {
-        var bytes: [UInt8] = []
-        _ = try? ExportGenerator.write(GeneratorOptions(users: 300, seed: 23, plantsAnomalies: true)) {
-            bytes.append(contentsOf: $0)
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }()
+    static let tree: String = (try? generate(GeneratorOptions(users: 300, seed: 23, plantsAnomalies: true)))?.json ?? ""
 
     /// The tree imported on a single server and on a distributed store.
     func makeStores() throws -> (single: Store, citus: Store, database: CitusDatabase) {
@@ -69,7 +63,7 @@ struct CitusTests {
 
     @Test func aReplacingImportOfADistributedStoreGivesTheFileBack() throws {
         let (_, citus, _) = try makeStores()
-        let other = try generateTree(users: 120, seed: 4)
+        let other = try generate(GeneratorOptions(users: 120, seed: 4)).json
         try importJSON(other, into: citus)
         expectSameText(try exportJSON(citus), other)
     }
@@ -239,11 +233,5 @@ struct CitusTests {
         var heard: [Message] = []
         for _ in 0..<20 where heard.isEmpty { heard += try messages.next(waitingAtMost: 0.5) }
         #expect(heard.map(\.content) == ["and again"])
-    }
-
-    private func generateTree(users: Int, seed: UInt64) throws -> String {
-        var bytes: [UInt8] = []
-        _ = try ExportGenerator.write(GeneratorOptions(users: users, seed: seed)) { bytes.append(contentsOf: $0) }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -129,12 +129,9 @@ struct IntegrityCheckTests {
     /// A distributed store reads twins of some checks' views (migrations 0012 and 0014): on one server each must
     /// list its view's rows, as many times, for every injection and for a generated tree with planted anomalies.
     @Test func theChecksTwinsListTheirViewsRows() throws {
-        var trees = injections.map { $0.damage(consistentTree).json }
-        var bytes: [UInt8] = []
-        _ = try ExportGenerator.write(GeneratorOptions(users: 300, seed: 23, plantsAnomalies: true)) {
-            bytes.append(contentsOf: $0)
-        }
-        trees.append(String(decoding: bytes, as: UTF8.self))
+        let trees =
+            injections.map { $0.damage(consistentTree).json }
+            + [try generate(GeneratorOptions(users: 300, seed: 23, plantsAnomalies: true)).json]
         let twinned = IntegrityCheck.allCases.filter { $0.viewName(isDistributed: true) != $0.viewName }
         #expect(twinned == [.timelineMissing, .timelineExtra, .orphans])
         var violations = 0
