@@ -59,10 +59,10 @@ struct CopyTests {
     @Test func copyOutStreamsEveryRow() throws {
         let connection = try TestPostgres.makeDatabase().connect()
         try connection.execute(
-            "INSERT INTO post_likes SELECT 'p' || (i % 100), 'u' || i FROM generate_series(1, 20000) i")
+            "INSERT INTO followers SELECT 'p' || (i % 100), 'u' || i FROM generate_series(1, 20000) i")
         var rows = 0
         var bytes = 0
-        let count = try connection.copyOut("COPY post_likes TO STDOUT") { buffer in
+        let count = try connection.copyOut("COPY followers TO STDOUT") { buffer in
             rows += 1
             bytes += buffer.count
         }

@@ -6,17 +6,17 @@ struct Distribute: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Spread the store over a Citus cluster's workers (run on the coordinator).",
         discussion: """
-            Distributes each table as the plan says: users, posts, followers, following, timeline and chats by \
-            the user's uid, all in one co-location group, so that one user's rows sit on one worker; messages \
-            by chat key; likes by post key; AppCoda's feed posts by post id; unmapped values copied to every \
-            node. The rows move to the workers in one transaction; migration bookkeeping and check history stay \
+            Distributes each table as the plan says: users, posts, likes (by their post's owner), followers, \
+            following, timeline and chats by the user's uid, all in one co-location group, so that one user's \
+            rows sit on one worker; messages by chat key; AppCoda's feed posts by post id; unmapped values \
+            copied to every node. The rows move to the workers in one transaction; migration bookkeeping and check history stay \
             on the coordinator. Tables already distributed so are left alone, so running it again is harmless.
 
             Needs a Citus coordinator with the citus extension in this database (and in the same database on \
             every worker) and at least one active worker. Refused on plain PostgreSQL and on a worker. `status` \
             then shows each table's placement.
 
-            --shard-count applies to the tables that lead a group (users, messages, post_likes, feed_posts); \
+            --shard-count applies to the tables that lead a group (users, messages, feed_posts); \
             the others take their group's count. Without it, Citus's citus.shard_count (32 by default).
 
             Examples:

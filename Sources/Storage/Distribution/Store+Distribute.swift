@@ -48,6 +48,15 @@ extension Store {
             workerCount: try node.decode(Int.self, at: 1), tables: tables)
     }
 
+    /// Whether the store's tables are distributed (by the plan's first table), asked of Citus's catalog alone:
+    /// `distributionState` reads `citus_tables`, which measures every shard over connections of its own, and
+    /// those wait forever on a table this transaction truncated.
+    func isDistributed() throws -> Bool {
+        let hasCatalog = try connection.query("SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL")[0]
+        guard try hasCatalog.decode(Bool.self, at: 0) else { return false }
+        return try !connection.query("SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'users'::regclass").isEmpty
+    }
+
     /// Fails when this server is a Citus worker: it answers queries, but its own tables are shards, and the
     /// store's bookkeeping lives on the coordinator. Names the coordinator when the worker knows it.
     func refuseWorker() throws {

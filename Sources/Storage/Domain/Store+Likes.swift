@@ -8,34 +8,42 @@ extension Store {
     public func like(_ uid: String, post key: String) throws -> OperationResult {
         try Self.requirePath("postLikes", key, uid)
         return try connection.withTransaction {
-            let owners = try requireLiker(uid, post: key)
-            let liked = try connection.query(
-                """
-                INSERT INTO post_likes (post_key, liker_uid) VALUES (\(key), \(uid))
-                ON CONFLICT DO NOTHING RETURNING 1
-                """
-            ).count
-            return try changeLikeCount(of: key, owners: owners, by: liked)
+            // A like has a row per owner of its key (migration 0015), each placed with its post.
+            let changes = try requireLiker(uid, post: key).map { owner in
+                let liked = try connection.query(
+                    """
+                    INSERT INTO post_likes (post_owner_uid, post_key, liker_uid) VALUES (\(owner), \(key), \(uid))
+                    ON CONFLICT DO NOTHING RETURNING 1
+                    """
+                ).count
+                return (owner, liked)
+            }
+            return try changeLikeCounts(of: key, by: changes)
         }
     }
 
     /// `unlike`: removes the like and lowers `like_count` (never below 0), only if the like existed.
     public func unlike(_ uid: String, post key: String) throws -> OperationResult {
         try connection.withTransaction {
-            let owners = try requireLiker(uid, post: key)
-            let unliked = try connection.query(
-                "DELETE FROM post_likes WHERE post_key = \(key) AND liker_uid = \(uid) RETURNING 1"
-            ).count
-            return try changeLikeCount(of: key, owners: owners, by: -unliked)
+            let changes = try requireLiker(uid, post: key).map { owner in
+                let unliked = try connection.query(
+                    """
+                    DELETE FROM post_likes WHERE post_owner_uid = \(owner) AND post_key = \(key) AND liker_uid = \(uid)
+                    RETURNING 1
+                    """
+                ).count
+                return (owner, -unliked)
+            }
+            return try changeLikeCounts(of: key, by: changes)
         }
     }
 
-    /// Adds `delta` (+1, -1 or 0) to the like count of the post `key` of each of `owners` (one, but for a key two
-    /// owners share), never below 0; a post whose count is missing gets its likes counted instead. Each statement
-    /// names the post by its owner, so that on Citus it runs on the owner's shard alone.
-    private func changeLikeCount(of key: String, owners: [String], by delta: Int) throws -> OperationResult {
+    /// Adds each owner's `delta` (+1, -1 or 0) to the like count of that owner's post `key` (one owner, but for a
+    /// key two owners share), never below 0; a post whose count is missing gets its likes counted instead. Each
+    /// statement names the post by its owner, so that on Citus it runs on the owner's shard alone.
+    private func changeLikeCounts(of key: String, by changes: [(owner: String, delta: Int)]) throws -> OperationResult {
         var counts: [Int] = []
-        for owner in owners {
+        for (owner, delta) in changes {
             if delta != 0 {
                 let updated = try connection.query(
                     """
@@ -47,8 +55,9 @@ extension Store {
                     counts.append(try row.decode(Int.self, at: 0))
                     continue
                 }
-                let likes = try connection.query("SELECT count(*) FROM post_likes WHERE post_key = \(key)")[0]
-                    .decode(Int.self, at: 0)
+                let likes = try connection.query(
+                    "SELECT count(*) FROM post_likes WHERE post_owner_uid = \(owner) AND post_key = \(key)"
+                )[0].decode(Int.self, at: 0)
                 try connection.execute(
                     "UPDATE posts SET like_count = \(likes) WHERE owner_uid = \(owner) AND post_key = \(key)")
                 counts.append(likes)
@@ -58,7 +67,7 @@ extension Store {
                 counts.append(count)
             }
         }
-        return OperationResult(changed: delta != 0, count: counts.max() ?? 0)
+        return OperationResult(changed: changes.contains { $0.delta != 0 }, count: counts.max() ?? 0)
     }
 
     /// Fails unless the user and a post with this key exist; returns the post's owners (one, but for a key two

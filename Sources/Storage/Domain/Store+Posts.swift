@@ -26,6 +26,7 @@ extension Store {
             let post = Post(
                 ownerUID: owner, key: key, imageURL: imageURL, imageHeight: imageHeight, createdAt: createdAt,
                 likeCount: 0, posterUID: owner, posterUsername: try row.decode(at: 0))
+            try adoptUnownedLikes(of: key, owner: owner)
             // Rows returned, not the command tag, which Citus makes the rows read (Citus issue 3377).
             let entries = try connection.query(
                 """
@@ -48,12 +49,14 @@ extension Store {
             try requireUser(owner, lock: .noKeyUpdate)
             let posts = try connection.execute("DELETE FROM posts WHERE owner_uid = \(owner) AND post_key = \(key)")
             guard posts == 1 else { throw StorageError(.notFound, "no post \(key) of user \(owner)") }
-            // Another owner's post under the same key keeps the likes and entries that are its own.
+            // Another owner's post under the same key keeps the likes and entries that are its own: the likes
+            // stay in the tree, only this owner's rows of them go (migration 0015).
             let shared = try !connection.query("SELECT 1 FROM posts WHERE post_key = \(key)").isEmpty
-            let likes = shared ? 0 : try connection.execute("DELETE FROM post_likes WHERE post_key = \(key)")
+            let likes = try connection.execute(
+                "DELETE FROM post_likes WHERE post_owner_uid = \(owner) AND post_key = \(key)")
             let entries = try connection.execute(
                 "DELETE FROM timeline WHERE post_key = \(key) AND poster_uid = \(owner)")
-            return [("posts", posts), ("post_likes", likes), ("timeline", entries)]
+            return [("posts", posts), ("post_likes", shared ? 0 : likes), ("timeline", entries)]
         }
     }
 

@@ -17,12 +17,12 @@ extension Store {
                     ORDER BY post_key DESC
                     LIMIT \(limit)),
                 liked AS MATERIALIZED (
-                    SELECT post_key FROM post_likes
-                    WHERE liker_uid = \(uid) AND post_key IN (SELECT post_key FROM page))
+                    SELECT post_owner_uid, post_key FROM post_likes
+                    WHERE liker_uid = \(uid) AND (post_owner_uid, post_key) IN (SELECT poster_uid, post_key FROM page))
                 SELECT \(Self.postColumns), l.post_key IS NOT NULL
                 FROM page t
                 JOIN posts p ON p.owner_uid = t.poster_uid AND p.post_key = t.post_key
-                LEFT JOIN liked l ON l.post_key = t.post_key
+                LEFT JOIN liked l ON l.post_owner_uid = t.poster_uid AND l.post_key = t.post_key
                 ORDER BY t.post_key DESC
                 """
             ).map { TimelineEntry(post: try Self.post(from: $0), isLiked: try $0.decode(at: 8)) }

@@ -50,9 +50,11 @@ extension Store {
     func copy(_ block: CopyBlock, into emitter: TreeEmitter, tally: ExportTally) throws {
         var row = CopyRow()
         var parent: [String] = []
+        var repeatedLikes = RepeatedLikeFilter()
         let table = block.table
         try connection.copyOut(block.statement) { line in
             row.read(line)
+            if table == .postLikes, repeatedLikes.repeats(row) { return }
             do {
                 parent = try table.parentPath(of: row, reusing: parent).parent
                 if try !emitter.addDirectly(row, of: table, under: parent) {

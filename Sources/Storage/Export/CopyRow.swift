@@ -127,3 +127,27 @@ struct CopyRow: ExportRow {
         return try body(UnsafeBufferPointer(start: line! + range.lowerBound, count: range.count))
     }
 }
+
+/// Tells the repeated rows of a like apart, so that export writes it once: a like has a row per owner of its post
+/// key (migration 0015), and they come next to each other in every order export reads likes in (their keys are
+/// equal). Remembers the last like seen in buffers it reuses.
+struct RepeatedLikeFilter {
+    private var postKey: [UInt8] = []
+    private var likerUID: [UInt8] = []
+    private var hasLike = false
+
+    /// Whether `row` (a `post_likes` row: post key, liker) is the like of the row before; remembers it if not.
+    mutating func repeats(_ row: some ExportRow) -> Bool {
+        let same =
+            hasLike && row.withText(0) { $0?.elementsEqual(postKey) ?? false }
+            && row.withText(1) { $0?.elementsEqual(likerUID) ?? false }
+        if !same {
+            postKey.removeAll(keepingCapacity: true)
+            likerUID.removeAll(keepingCapacity: true)
+            row.withText(0) { postKey.append(contentsOf: $0 ?? .init(start: nil, count: 0)) }
+            row.withText(1) { likerUID.append(contentsOf: $0 ?? .init(start: nil, count: 0)) }
+            hasLike = true
+        }
+        return same
+    }
+}

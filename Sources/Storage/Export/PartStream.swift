@@ -27,6 +27,8 @@ final class PartStream {
     private let shared: Shared
     private var batch: QueryResult?
     private var index = 0
+    /// Skips a like's rows after the first (one per owner of its key).
+    private var repeatedLikes = RepeatedLikeFilter()
     /// Rows the FETCH behind `prefetched` asked for: fewer mean the cursor is done.
     private var prefetchedSize = 0
     private var isCursorDone = false
@@ -98,7 +100,11 @@ final class PartStream {
     /// Moves to the next row.
     func advance() throws {
         leaf = nil
-        while batch == nil || index >= batch!.count {
+        while batch == nil || index >= batch!.count || (table == .postLikes && repeatedLikes.repeats(batch![index])) {
+            if let batch, index < batch.count {
+                index += 1
+                continue
+            }
             currentRow = nil
             if cursor != nil, !isCursorDone {
                 if prefetched == nil {

@@ -57,6 +57,9 @@ extension Store {
                 try lockTree()
                 heldSomething = false
             }
+            // Likes carry their post's owner: what an import does to /posts moves likes between owners.
+            let postKeysBefore = wholeTree ? [] : try postKeys(touchedAt: options.at)
+            var deletedPosts = false
             if !options.at.isEmpty {
                 if let record = try recordPath(holding: options.at) {
                     let error = StorageError(
@@ -76,11 +79,23 @@ extension Store {
             loader.isCancelled = isCancelled
             let importer = TreeImporter(
                 source: source, loader: loader, options: options,
-                deleteRows: { [connection] path in try Store.deleteRows(under: path, on: connection) },
+                deleteRows: { [connection] path in
+                    // A merge names each node it replaces, `null` ones included.
+                    if path.first == "posts" { deletedPosts = true }
+                    var deleted = try Store.deleteRows(under: path, on: connection)
+                    if loader.hasStagedLikes {
+                        deleted[.postLikes, default: 0] += try self.deleteStagedLikes(under: path)
+                    }
+                    return deleted
+                },
                 onReject: onReject)
             do {
                 try StorageError.converting { try importer.run() }
                 try loader.flush()
+                try settleLikes(
+                    staged: loader.hasStagedLikes,
+                    wrotePosts: !wholeTree && (deletedPosts || options.at.first == "posts"),
+                    postKeysBefore: postKeysBefore, at: options.at)
             } catch let error as StorageError {
                 loader.abort()
                 throw error.adding(context: "import rolled back after reading \(importer.bytesRead) bytes")
@@ -105,6 +120,22 @@ extension Store {
         report.isDryRun = options.isDryRun
         report.mode = options.mode
         return report
+    }
+
+    /// Stores the likes the import staged and moves the likes of the posts it may have added or removed
+    /// (`settleLikeOwners`): those of the keys under /posts/{uid} it wrote, read before (`postKeysBefore`) and
+    /// after; all of them when it wrote /posts whole. A whole-tree import stored no like before, so staging gives
+    /// each its owners.
+    private func settleLikes(staged: Bool, wrotePosts: Bool, postKeysBefore: [String]?, at: [String]) throws {
+        guard staged || wrotePosts else { return }
+        let isDistributed = try isDistributed()
+        if staged { try storeStagedLikes(isDistributed: isDistributed) }
+        guard wrotePosts else { return }
+        var keys = postKeysBefore
+        if let before = postKeysBefore, let after = try postKeys(touchedAt: at) {
+            keys = Array(Set(before).union(after))
+        }
+        try settleLikeOwners(ofKeys: keys, isDistributed: isDistributed)
     }
 
     /// The tree's tables as a list for LOCK and TRUNCATE.

@@ -23,6 +23,8 @@ final class TableLoader {
     private var totalRows = 0
     /// COPY messages sent so far: a mark is good while none was.
     private var sends = 0
+    /// Whether likes went to `Store.stagedLikesTable`, which the import must then store (`storeStagedLikes`).
+    private(set) var hasStagedLikes = false
 
     /// The rows encoded since the last send, in order: each one's table and where it starts in that table's
     /// buffer. A mark is two numbers and a roll-back walks back only the rows it drops: the importer marks every
@@ -112,9 +114,16 @@ final class TableLoader {
     private func activate(_ table: TreeTable) throws {
         guard table != active else { return }
         try endActive()
+        var target = table.name
+        if table == .postLikes, let connection {
+            // A like's owner is its post's, and in an export /postLikes comes before /posts.
+            if !hasStagedLikes { try connection.execute(Store.createStagedLikes) }
+            hasStagedLikes = true
+            target = Store.stagedLikesTable
+        }
         let columns = Query.identifiers(table.columns)
         let freeze: Query = usesFreeze ? " WITH (FREEZE)" : ""
-        try connection?.beginCopyIn("COPY \(identifier: table.name) (\(columns)) FROM STDIN\(freeze)")
+        try connection?.beginCopyIn("COPY \(identifier: target) (\(columns)) FROM STDIN\(freeze)")
         active = table
     }
 

@@ -20,7 +20,7 @@ extension Store {
     ) throws -> [CheckResult] {
         try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
             try lockMaintenance(wait: wait)
-            let isDistributed = try distributionState().isDistributed
+            let isDistributed = try isDistributed()
             return try checks.enumerated().map { index, check in
                 onStart(check, index)
                 let result = try run(check, examples: examples, isDistributed: isDistributed)

@@ -47,7 +47,7 @@ struct CitusTests {
         #expect(state.isDistributed)
         #expect(state.tables.map(\.name) == Store.distributionPlan.map(\.name))
         let users = try #require(state.tables.first { $0.name == "users" })
-        for name in ["posts", "followers", "following", "timeline", "chats"] {
+        for name in ["posts", "post_likes", "followers", "following", "timeline", "chats"] {
             #expect(state.tables.first { $0.name == name }?.colocationID == users.colocationID, "\(name)")
         }
         #expect(state.tables.first { $0.name == "unmapped_values" }?.kind == "reference")
@@ -70,7 +70,8 @@ struct CitusTests {
 
     /// Shapes of real exports that the generator does not write: all-digit uids and post keys (which export
     /// as arrays or sort as integers), push IDs that start with `-`, a megabyte value, canonically equivalent
-    /// keys, control characters in text, an array and an epoch-keyed log under unmapped nodes.
+    /// keys, control characters in text, an array and an epoch-keyed log under unmapped nodes, a post key two
+    /// users share (its likes have a row per owner).
     static let realShapes: String = {
         let photo = String(repeating: "iVBORw0KGgoAAAANSUhEUgAA", count: 45_000)
         return #"""
@@ -78,7 +79,8 @@ struct CitusTests {
              "postLikes": {"-LkeyA": {"1": true, "0042": true}},
              "posts": {"1": {"-LkeyA": {"image_url": "data:image/png;base64,\#(photo)", "like_count": 2,
                                         "poster": {"uid": "1", "username": "one"}}},
-                       "0042": {"7": {"image_url": "u", "like_count": 0, "poster": {"uid": "0042", "username": "z"}}}},
+                       "0042": {"-LkeyA": {"like_count": 2},
+                                "7": {"image_url": "u", "like_count": 0, "poster": {"uid": "0042", "username": "z"}}}},
              "settings": ["a", "b", null, "d"],
              "users": {"0042": {"username": "zero\u001b[31m\u0007"}, "1": {"username": "one"},
                        "1700000000000": {"username": "é"}, "e\u0301": {"username": "e\u0301"},
@@ -108,6 +110,60 @@ struct CitusTests {
             _ = try single.exportTree(at: path) { fromSingle.append(contentsOf: $0) }
             #expect(fromCitus == fromSingle, "\(path)")
         }
+    }
+
+    @Test func writesMoveLikesBetweenOwnersOnADistributedStore() throws {
+        let database = try TestCitus.makeDatabase()
+        let citus = Store(connection: try database.connect())
+        try citus.migrate()
+        _ = try citus.distribute(shardCount: 4)
+        try importJSON(LikeOwnersTests.tree, into: citus)
+        try expectLikesOwnedByTheirPosts(citus)
+        try LikeOwnersTests.writePostsAndLikes(citus)
+    }
+
+    /// Migration 0015 on a store distributed before it: likes get their owners and move into the users' group.
+    @Test func aStoreDistributedBeforeLikesHadOwnersMovesThem() throws {
+        let database = try TestCitus.makeDatabase()
+        let citus = Store(connection: try database.connect())
+        try citus.migrate(Migrator(migrations: Array(Migration.embedded.prefix { !$0.fileName.hasPrefix("0015") })))
+        try citus.connection.execute(
+            script: """
+                INSERT INTO users (uid, username) VALUES ('a', 'a'), ('b', 'b');
+                INSERT INTO posts (owner_uid, post_key, like_count) VALUES ('a', '1', 2), ('b', '1', 2), ('a', '2', 1);
+                INSERT INTO post_likes (post_key, liker_uid) VALUES ('1', 'x'), ('1', 'y'), ('2', 'x'), ('9', 'z');
+                """)
+        let single = try makeStore()
+        try importJSON(try exportJSON(citus), into: single)
+        for planned in Store.distributionPlan {
+            let (column, group): (String?, String?) =
+                switch planned.placement {
+                case .reference: (nil, nil)
+                case .distributed(let column, let group):
+                    planned.name == "post_likes" ? ("post_key", nil) : (column, group)
+                }
+            if let column, let group {
+                try citus.connection.execute(
+                    "SELECT create_distributed_table(\(planned.name)::regclass, \(column), colocate_with => \(group))")
+            } else if let column {
+                try citus.connection.execute(
+                    """
+                    SELECT create_distributed_table(\(planned.name)::regclass, \(column), colocate_with => 'none', \
+                    shard_count => 4)
+                    """)
+            } else {
+                try citus.connection.execute("SELECT create_reference_table(\(planned.name)::regclass)")
+            }
+        }
+        try citus.migrate()
+        let state = try citus.distributionState()
+        #expect(state.isDistributed)
+        let likes = try #require(state.tables.first { $0.name == "post_likes" })
+        #expect(likes.column == "post_owner_uid")
+        #expect(likes.colocationID == state.tables.first { $0.name == "users" }?.colocationID)
+        try expectLikesOwnedByTheirPosts(citus)
+        expectSameText(try exportJSON(citus), try exportJSON(single))
+        #expect(try citus.distribute().allSatisfy { !$0.changed })
     }
 
     @Test func aWorkerIsRefusedAndNamesTheCoordinator() throws {

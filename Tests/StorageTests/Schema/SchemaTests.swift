@@ -10,7 +10,7 @@ struct SchemaTests {
     static let localTables = ["schema_migrations", "check_runs"]
 
     static let distributionColumns = [
-        "users": "uid", "posts": "owner_uid", "feed_posts": "post_id", "post_likes": "post_key",
+        "users": "uid", "posts": "owner_uid", "feed_posts": "post_id", "post_likes": "post_owner_uid",
         "followers": "uid", "following": "uid", "timeline": "uid", "chats": "uid", "messages": "chat_key",
         "unmapped_values": "root",
     ]

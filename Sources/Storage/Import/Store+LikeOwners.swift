@@ -1,0 +1,91 @@
+import PostgresClient
+
+/// Likes carry their post's owner (migration 0015): the like /postLikes/{key}/{liker} is one row per owner of a
+/// post with that key, or one row with the owner '' while there is none. Which rows a like has is a function of
+/// /posts, so every write that adds likes or adds or removes posts settles them in its own transaction.
+extension Store {
+    /// The temporary table an import copies likes into: in an export /postLikes comes before /posts, so a like's
+    /// owners are known only once the whole file is read (`storeStagedLikes`).
+    static let stagedLikesTable = "post_likes_staged"
+
+    /// Creates `stagedLikesTable` for the rest of the transaction.
+    static let createStagedLikes: Query = """
+        CREATE TEMPORARY TABLE post_likes_staged (post_key text COLLATE "C" NOT NULL, liker_uid text COLLATE "C" NOT NULL)
+            ON COMMIT DROP
+        """
+
+    /// Where posts' keys and owners are read from when likes are settled: on a distributed store, the posts'
+    /// rows through an OFFSET 0 subquery, which Citus runs first (likes and posts meet by key, not by the
+    /// distribution column); one server joins the table itself and finds a few keys by its index.
+    private func postOwners(isDistributed: Bool) -> Query {
+        isDistributed ? "(SELECT owner_uid, post_key FROM posts OFFSET 0)" : "posts"
+    }
+
+    /// Moves the likes an import staged into `post_likes`, each with a row per owner of its key ('' when there is
+    /// none), and drops the staging table.
+    func storeStagedLikes(isDistributed: Bool) throws {
+        try connection.execute(
+            """
+            INSERT INTO post_likes (post_owner_uid, post_key, liker_uid)
+            SELECT coalesce(p.owner_uid, ''), s.post_key, s.liker_uid
+            FROM post_likes_staged s LEFT JOIN \(postOwners(isDistributed: isDistributed)) p ON p.post_key = s.post_key
+            """)
+        try connection.execute("DROP TABLE post_likes_staged")
+    }
+
+    /// Deletes the staged likes at or below `path` (a repeated key's earlier occurrence); returns how many.
+    func deleteStagedLikes(under path: [String]) throws -> Int {
+        guard path.first == TreeTable.postLikes.rootKey else { return 0 }
+        return try connection.execute(
+            "DELETE FROM post_likes_staged WHERE \(TreeTable.postLikes.keyConditions(path.dropFirst()))")
+    }
+
+    /// Gives the likes of the post keys `keys` (nil: of every key) the rows that /posts now says they have: a
+    /// post added under a key gains a row of each of its likes, a post removed loses them, and a key left with no
+    /// post keeps its likes under the owner ''. The likes of those keys are read with their owners into a
+    /// temporary table, deleted, and stored again: Citus can run each of these statements (a DELETE correlated
+    /// with a local table it cannot). Run after posts were added or removed other than by `storeStagedLikes`.
+    func settleLikeOwners(ofKeys keys: [String]?, isDistributed: Bool) throws {
+        let scope: Query = keys.map { "post_key = ANY(\($0))" } ?? "true"
+        try connection.execute(
+            """
+            CREATE TEMPORARY TABLE post_likes_settled (
+                post_owner_uid text COLLATE "C" NOT NULL, post_key text COLLATE "C" NOT NULL,
+                liker_uid text COLLATE "C" NOT NULL) ON COMMIT DROP
+            """)
+        try connection.execute(
+            """
+            INSERT INTO post_likes_settled
+            SELECT coalesce(p.owner_uid, ''), l.post_key, l.liker_uid
+            FROM (SELECT DISTINCT post_key, liker_uid FROM post_likes WHERE \(scope) OFFSET 0) l
+            LEFT JOIN \(postOwners(isDistributed: isDistributed)) p ON p.post_key = l.post_key
+            """)
+        try connection.execute("DELETE FROM post_likes WHERE \(scope)")
+        try connection.execute(
+            """
+            INSERT INTO post_likes (post_owner_uid, post_key, liker_uid)
+            SELECT post_owner_uid, post_key, liker_uid FROM post_likes_settled
+            """)
+        try connection.execute("DROP TABLE post_likes_settled")
+    }
+
+    /// Gives the likes of `key` that had no post (owner '') to `owner`, whose new post has that key.
+    func adoptUnownedLikes(of key: String, owner: String) throws {
+        try connection.execute(
+            """
+            INSERT INTO post_likes (post_owner_uid, post_key, liker_uid)
+            SELECT \(owner), post_key, liker_uid FROM post_likes WHERE post_owner_uid = '' AND post_key = \(key)
+            """)
+        try connection.execute("DELETE FROM post_likes WHERE post_owner_uid = '' AND post_key = \(key)")
+    }
+
+    /// The keys of the posts an import at `path` (below /posts) may add or remove, read before and after it: those
+    /// of the user it names, or of that user's one post; nil for any other path (the caller knows whether it touches /posts).
+    func postKeys(touchedAt path: [String]) throws -> [String]? {
+        guard path.first == "posts", path.count >= 2 else { return nil }
+        let key: String? = path.count >= 3 ? path[2] : nil
+        return try connection.query(
+            "SELECT post_key FROM posts WHERE owner_uid = \(path[1]) AND (\(key)::text IS NULL OR post_key = \(key))"
+        ).map { try $0.decode(String.self, at: 0) }
+    }
+}

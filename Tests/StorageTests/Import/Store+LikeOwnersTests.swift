@@ -1,0 +1,165 @@
+import FirebaseTree
+import Foundation
+import PostgresTestSupport
+import Testing
+import TreeTestSupport
+@testable import Storage
+
+/// The rows of `post_likes` are what the store's export says they must be: a row per owner of a post with the
+/// like's key, or one row with the owner '' when no post has it (migration 0015). Derived from the exported tree
+/// alone (Makestagram's /posts/{uid}/{key} records), not from the SQL that keeps them.
+func expectLikesOwnedByTheirPosts(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let tree = try TreeValue.parse(json: try exportJSON(store))?.children ?? [:]
+    var owners: [String: [String]] = [:]
+    for (uid, posts) in tree[TreeKey("posts")]?.children ?? [:] {
+        for (key, post) in posts.children ?? [:] where post.children != nil {
+            owners[key.string, default: []].append(uid.string)
+        }
+    }
+    var expected: Set<[String]> = []
+    for (key, likers) in tree[TreeKey("postLikes")]?.children ?? [:] {
+        for (liker, value) in likers.children ?? [:] where value == .bool(true) {
+            for owner in owners[key.string] ?? [""] { expected.insert([owner, key.string, liker.string]) }
+        }
+    }
+    let rows = try store.connection.query("SELECT post_owner_uid, post_key, liker_uid FROM post_likes").map { row in
+        try (0..<3).map { try row.decode(String.self, at: $0) }
+    }
+    #expect(rows.count == Set(rows).count, sourceLocation: sourceLocation)
+    #expect(Set(rows) == expected, sourceLocation: sourceLocation)
+}
+
+@Suite("Likes carry their post's owner")
+struct LikeOwnersTests {
+    /// Key 1 belongs to two users, key 9 to none; key 2 has more likers than a first FETCH takes, three rows each.
+    static let tree = """
+        {"postLikes": {"1": {"x": true, "y": true}, "2": {\((0..<40).map { "\"u\($0)\": true" }.joined(separator: ", "))},
+                       "9": {"z": true, "w": "not a like"}},
+         "posts": {"a": {"1": {"like_count": 2}, "2": {"like_count": 40}},
+                   "b": {"1": {"like_count": 2}, "2": {"like_count": 40}},
+                   "c": {"2": {"like_count": 39}}}}
+        """
+
+    @Test func aLikeHasARowPerOwnerOfItsKeyAndIsExportedOnce() throws {
+        let store = try makeStore()
+        try importJSON(Self.tree, into: store)
+        try expectLikesOwnedByTheirPosts(store)
+        #expect(
+            try store.connection.query("SELECT count(*) FROM post_likes")[0].decode(Int.self, at: 0) == 2 * 2 + 3 * 40
+                + 1)
+        let exported = try exportJSON(store)
+        #expect(try TreeValue.parse(json: exported) == TreeValue.parse(json: Self.tree))
+        // Read through cursors (a node below the root), whose batches split a like's three rows.
+        var bytes: [UInt8] = []
+        _ = try store.exportTree(at: ["postLikes", "2"]) { bytes.append(contentsOf: $0) }
+        #expect(try TreeValue.parse(json: String(decoding: bytes, as: UTF8.self))?.children?.count == 40)
+        let results = Dictionary(uniqueKeysWithValues: try store.check(examples: 5).map { ($0.check, $0) })
+        #expect(results[.likeCount]?.examples == ["/posts/c/2"])
+        #expect(results[.orphans]?.examples == ["/postLikes/9/w", "/postLikes/9/z"])
+    }
+
+    @Test func writesToPostsMoveTheirLikes() throws {
+        let store = try makeStore()
+        try importJSON(Self.tree, into: store)
+        try Self.writePostsAndLikes(store)
+    }
+
+    /// Writes that add and remove posts (of one key, one user, all) and likes, each followed by the rows check.
+    static func writePostsAndLikes(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let writes: [(TreeWrite, [String])] = [
+            (.set(json: #"{"like_count": 1}"#), ["posts", "d", "9"]),
+            (.remove, ["posts", "a"]),
+            (.update(json: #"{"1": null, "3": {"like_count": 0}}"#), ["posts", "b"]),
+            (.set(json: "7"), ["posts", "c", "2", "like_count"]),
+        ]
+        for (write, path) in writes {
+            _ = try store.write(write, at: path)
+            try expectLikesOwnedByTheirPosts(store, sourceLocation: sourceLocation)
+        }
+        // Firebase's update at the root replaces /posts whole.
+        for json in [
+            #"{"posts": {"e": {"1": {"like_count": 2}}}}"#, #"{"posts": null, "users": {"x": {"username": "x"}}}"#,
+        ] {
+            try importJSON(json, into: store, options: ImportOptions(mode: .merge))
+            try expectLikesOwnedByTheirPosts(store, sourceLocation: sourceLocation)
+        }
+        _ = try store.write(
+            .set(json: #"{"e": {"2": {"like_count": 1}}, "f": {"2": {"like_count": 40}}}"#), at: ["posts"])
+        try expectLikesOwnedByTheirPosts(store, sourceLocation: sourceLocation)
+        _ = try store.write(.set(json: #"{"q": true}"#), at: ["postLikes", "2"])
+        try expectLikesOwnedByTheirPosts(store, sourceLocation: sourceLocation)
+        #expect(
+            try store.check([.orphans]).first?.examples == [
+                "/postLikes/1/x", "/postLikes/1/y", "/postLikes/9/w", "/postLikes/9/z",
+            ],
+            sourceLocation: sourceLocation)
+    }
+
+    /// The first occurrence is large enough to have gone to the server before the second is read.
+    @Test func aRepeatedKeyInTheFileKeepsItsLastValue() throws {
+        let store = try makeStore()
+        let many = (0..<100_000).map { "\"u\($0)\": true" }.joined(separator: ", ")
+        let report = try importJSON(
+            #"{"postLikes": {"p": {\#(many)}, "p": {"y": true}}, "posts": {"a": {"p": {"like_count": 1}}}}"#,
+            into: store)
+        #expect(report.warningCount == 1)
+        try expectLikesOwnedByTheirPosts(store)
+        #expect(try exportJSON(store) == #"{"postLikes":{"p":{"y":true}},"posts":{"a":{"p":{"like_count":1}}}}"#)
+    }
+
+    @Test func theAppsOperationsKeepEveryOwnersRows() throws {
+        let store = try makeStore()
+        try importJSON(
+            #"{"users": {"a": {"username": "a"}, "b": {"username": "b"}, "l": {"username": "l"}}}"#, into: store)
+        try importJSON(Self.tree, into: store, options: ImportOptions(mode: .merge))
+        #expect(try store.like("l", post: "1") == OperationResult(changed: true, count: 3))
+        try expectLikesOwnedByTheirPosts(store)
+        #expect(try store.unlike("b", post: "1") == OperationResult(changed: false, count: 3))
+        #expect(try store.unlike("l", post: "1") == OperationResult(changed: true, count: 2))
+        try expectLikesOwnedByTheirPosts(store)
+        // b's post goes; its rows of the shared likes go, and the likes stay for a's post.
+        #expect(try store.deletePost(owner: "b", key: "1").map(\.rows) == [1, 0, 0])
+        try expectLikesOwnedByTheirPosts(store)
+        #expect(try store.deletePost(owner: "a", key: "1").map(\.rows) == [1, 2, 0])
+        try expectLikesOwnedByTheirPosts(store)
+        // A new post whose key already has likes (from before it existed) takes them. Push IDs made in one
+        // millisecond count up, so the post's key is the one after `first`.
+        let clock = Date(timeIntervalSince1970: 1_700_000_000)
+        let pushIDs = PushIDGenerator(now: { clock })
+        let key = Self.pushID(after: pushIDs.next())
+        _ = try store.write(.set(json: #"{"l": true}"#), at: ["postLikes", key])
+        #expect(try store.check([.orphans]).first?.examples.contains("/postLikes/\(key)/l") == true)
+        let created = try store.createPost(owner: "a", imageURL: "u", imageHeight: 1, pushIDs: pushIDs, now: clock)
+        #expect(created.post.key == key)
+        try expectLikesOwnedByTheirPosts(store)
+        #expect(try store.check([.orphans]).first?.examples.contains("/postLikes/\(key)/l") == false)
+    }
+
+    /// The push ID one after `key` (its random part counted up by one, in base 64).
+    static func pushID(after key: String) -> String {
+        var digits = key.utf8.map { PushIDGenerator.alphabet.firstIndex(of: $0)! }
+        var index = digits.count - 1
+        while digits[index] == 63 {
+            digits[index] = 0
+            index -= 1
+        }
+        digits[index] += 1
+        return String(decoding: digits.map { PushIDGenerator.alphabet[$0] }, as: UTF8.self)
+    }
+
+    @Test func theMigrationGivesAStoresLikesTheirOwners() throws {
+        let connection = try TestPostgres.makeEmptyDatabase().connect()
+        let store = Store(connection: connection)
+        let before = Array(Migration.embedded.prefix { !$0.fileName.hasPrefix("0015") })
+        try store.migrate(Migrator(migrations: before))
+        try store.connection.execute(
+            script: """
+                INSERT INTO posts (owner_uid, post_key, like_count) VALUES ('a', '1', 2), ('b', '1', 2), ('a', '2', 1);
+                INSERT INTO post_likes (post_key, liker_uid) VALUES ('1', 'x'), ('1', 'y'), ('2', 'x'), ('9', 'z');
+                """)
+        let exported = try exportJSON(store)
+        try store.migrate()
+        try expectLikesOwnedByTheirPosts(store)
+        expectSameText(try exportJSON(store), exported)
+    }
+}

@@ -1,0 +1,114 @@
+-- Likes carry their post's owner (shared/distributed-postgres.md, rule 21), so that a distributed store places
+-- them beside their posts and counts them there: `like_count` and the likes of `orphans` become co-located
+-- questions instead of a collection of every like on the coordinator.
+--
+-- /postLikes/{key} names a post by its key alone, and a key is not unique across owners in real trees (numeric
+-- per-user ids). A like is therefore stored once per owner of its key, and once with the owner '' (no Firebase
+-- key is empty) while no post has that key: such a like is still data, exported as it was imported, and it is
+-- exactly what `orphans` reports. The tree's like /postLikes/{key}/{liker} is the set of rows with that key and
+-- liker; export writes it once. Which rows a like has is a function of /posts, kept so by every write in the
+-- same transaction (the store's `ownLikes`), never by a trigger.
+
+-- The default is the owner of a like whose key has no post. It stays: Citus propagates ALTER COLUMN by the text
+-- of the statement, which in a migration is the whole file, and refuses it ("cannot insert multiple commands into
+-- a prepared statement"). Every write names the owner anyway.
+ALTER TABLE post_likes ADD COLUMN post_owner_uid text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE post_likes DROP CONSTRAINT post_likes_pkey;
+
+-- The posts' keys through OFFSET 0 subqueries: Citus runs them first, so a store distributed before this
+-- migration moves too.
+INSERT INTO post_likes (post_owner_uid, post_key, liker_uid)
+    SELECT p.owner_uid, l.post_key, l.liker_uid
+    FROM post_likes l JOIN (SELECT owner_uid, post_key FROM posts OFFSET 0) p ON p.post_key = l.post_key;
+DELETE FROM post_likes
+    WHERE post_owner_uid = '' AND post_key IN (SELECT post_key FROM posts OFFSET 0);
+
+ALTER TABLE post_likes ADD PRIMARY KEY (post_owner_uid, post_key, liker_uid);
+-- The tree's order (export, reads of /postLikes/{key}) and every lookup by post key. An unnamed constraint, not
+-- CREATE INDEX or a named one, for the same reason as the default (Citus names it itself); it holds the
+-- distribution column, as Citus wants of unique indexes.
+ALTER TABLE post_likes ADD UNIQUE (post_key, liker_uid, post_owner_uid);
+
+-- A store distributed before: likes move from their own group (by post key) into the users' group. (Nested IFs:
+-- an expression naming Citus's catalog is planned only where Citus is installed.)
+DO $$
+BEGIN
+    IF to_regclass('pg_dist_partition') IS NOT NULL THEN
+        IF EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'post_likes'::regclass) THEN
+            PERFORM alter_distributed_table('post_likes', distribution_column := 'post_owner_uid',
+                                            colocate_with := 'users');
+        END IF;
+    END IF;
+END
+$$;
+
+CREATE OR REPLACE VIEW integrity_like_count AS
+    SELECT '/posts/' || p.owner_uid || '/' || p.post_key AS path
+    FROM posts p
+    LEFT JOIN (SELECT post_owner_uid, post_key, count(*) AS likes FROM post_likes GROUP BY 1, 2) l
+        ON l.post_owner_uid = p.owner_uid AND l.post_key = p.post_key
+    LEFT JOIN (SELECT path[1] AS post_key, count(DISTINCT path[2]) AS likes FROM unmapped_values
+               WHERE root = 'postLikes' AND cardinality(path) >= 2
+                   AND path[1] NOT IN ('.priority', '.value') AND path[2] NOT IN ('.priority', '.value')
+               GROUP BY 1) x ON x.post_key = p.post_key
+    WHERE p.like_count IS DISTINCT FROM coalesce(l.likes, 0) + coalesce(x.likes, 0);
+
+-- Every child of /postLikes/{key}, once: a typed like has a row per owner of its key.
+CREATE OR REPLACE VIEW tree_post_likes AS
+    SELECT post_key, liker_uid FROM post_likes WHERE post_owner_uid = ''
+    UNION ALL
+    SELECT DISTINCT post_key, liker_uid FROM post_likes WHERE post_owner_uid <> ''
+    UNION ALL
+    SELECT DISTINCT path[1], path[2] FROM unmapped_values
+    WHERE root = 'postLikes' AND cardinality(path) >= 2
+        AND path[1] NOT IN ('.priority', '.value') AND path[2] NOT IN ('.priority', '.value');
+
+CREATE OR REPLACE VIEW integrity_orphans AS
+    SELECT '/postLikes/' || l.post_key || '/' || l.liker_uid AS path
+    FROM post_likes l
+    WHERE l.post_owner_uid = ''
+    UNION ALL
+    SELECT DISTINCT '/postLikes/' || v.path[1] || '/' || v.path[2]
+    FROM unmapped_values v
+    WHERE v.root = 'postLikes' AND cardinality(v.path) >= 2
+        AND v.path[1] NOT IN ('.priority', '.value') AND v.path[2] NOT IN ('.priority', '.value')
+        AND NOT EXISTS (SELECT FROM posts p WHERE p.post_key = v.path[1])
+    UNION ALL
+    SELECT '/messages/' || m.chat_key || '/' || m.message_key
+    FROM messages m
+    WHERE NOT EXISTS (SELECT FROM chats c WHERE c.chat_key = m.chat_key)
+    UNION ALL
+    SELECT '/timeline/' || t.uid || '/' || t.post_key
+    FROM timeline t
+    WHERE NOT EXISTS (SELECT FROM posts p WHERE p.post_key = t.post_key)
+    UNION ALL
+    SELECT DISTINCT '/timeline/' || v.path[1] || '/' || v.path[2]
+    FROM unmapped_values v
+    WHERE v.root = 'timeline' AND cardinality(v.path) >= 2
+        AND v.path[1] NOT IN ('.priority', '.value') AND v.path[2] NOT IN ('.priority', '.value')
+        AND NOT EXISTS (SELECT FROM posts p WHERE p.post_key = v.path[2]);
+
+CREATE OR REPLACE VIEW integrity_orphans_distributed AS
+    SELECT '/postLikes/' || l.post_key || '/' || l.liker_uid AS path
+    FROM post_likes l
+    WHERE l.post_owner_uid = ''
+    UNION ALL
+    SELECT DISTINCT '/postLikes/' || v.path[1] || '/' || v.path[2]
+    FROM unmapped_values v
+    WHERE v.root = 'postLikes' AND cardinality(v.path) >= 2
+        AND v.path[1] NOT IN ('.priority', '.value') AND v.path[2] NOT IN ('.priority', '.value')
+        AND NOT EXISTS (SELECT 1 FROM (SELECT post_key FROM posts OFFSET 0) p WHERE p.post_key = v.path[1])
+    UNION ALL
+    SELECT '/messages/' || m.chat_key || '/' || m.message_key
+    FROM messages m
+    WHERE NOT EXISTS (SELECT 1 FROM (SELECT chat_key FROM chats OFFSET 0) c WHERE c.chat_key = m.chat_key)
+    UNION ALL
+    SELECT '/timeline/' || t.uid || '/' || t.post_key
+    FROM timeline t
+    WHERE NOT EXISTS (SELECT 1 FROM (SELECT post_key FROM posts OFFSET 0) p WHERE p.post_key = t.post_key)
+    UNION ALL
+    SELECT DISTINCT '/timeline/' || v.path[1] || '/' || v.path[2]
+    FROM unmapped_values v
+    WHERE v.root = 'timeline' AND cardinality(v.path) >= 2
+        AND v.path[1] NOT IN ('.priority', '.value') AND v.path[2] NOT IN ('.priority', '.value')
+        AND NOT EXISTS (SELECT 1 FROM (SELECT post_key FROM posts OFFSET 0) p WHERE p.post_key = v.path[2]);
