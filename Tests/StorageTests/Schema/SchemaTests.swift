@@ -15,25 +15,33 @@ struct SchemaTests {
         "unmapped_values": "root",
     ]
 
+    /// Tables whose key leads with the tree's order rather than the distribution column (migration 0015: likes
+    /// are read and found by post key; Citus wants the column in the key, not first).
+    static let keysLedByTreeOrder: Set<String> = ["post_likes"]
+
     @Test func everyTreeTableIsPlannedAndHasAPrimaryKeyLedByItsDistributionColumn() throws {
         let connection = try TestPostgres.makeDatabase().connect()
         #expect(Set(Store.treeTables) == Set(Self.distributionColumns.keys))
         let rows = try connection.query(
             """
-            SELECT c.relname::text, a.attname::text, a.attnotnull
+            SELECT c.relname::text, array_agg(a.attname::text ORDER BY k.position)
             FROM pg_index i
             JOIN pg_class c ON c.oid = i.indrelid
             JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'public'
-            JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
+            CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, position)
+            JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
             WHERE i.indisprimary
+            GROUP BY 1
             """)
-        var leading: [String: String] = [:]
-        for row in rows {
-            leading[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1)
-            #expect(try row.decode(Bool.self, at: 2), "distribution columns are NOT NULL")
-        }
+        var keys: [String: [String]] = [:]
+        for row in rows { keys[try row.decode(String.self, at: 0)] = try row.decode([String].self, at: 1) }
         for (table, column) in Self.distributionColumns {
-            #expect(leading[table] == column, "\(table)'s primary key must lead with \(column)")
+            let key = keys[table] ?? []
+            if Self.keysLedByTreeOrder.contains(table) {
+                #expect(key.contains(column), "\(table)'s primary key must hold \(column)")
+            } else {
+                #expect(key.first == column, "\(table)'s primary key must lead with \(column)")
+            }
         }
     }
 
