@@ -122,10 +122,10 @@ extension Store {
         return report
     }
 
-    /// Stores the likes the import staged and moves the likes of the posts it may have added or removed
-    /// (`settleLikeOwners`): those of the keys under /posts/{uid} it wrote, read before (`postKeysBefore`) and
-    /// after; all of them when it wrote /posts whole. A whole-tree import stored no like before, so staging gives
-    /// each its owners.
+    /// Stores the likes the import staged and moves the likes of the posts it added or removed
+    /// (`settleLikeOwners`): under /posts/{uid}, the keys that user held before (`postKeysBefore`) or holds now but
+    /// not both (a rewritten post keeps its likes where they are); all of them when it wrote /posts whole. A
+    /// whole-tree import stored no like before, so staging gives each its owners.
     private func settleLikes(staged: Bool, wrotePosts: Bool, postKeysBefore: [String]?, at: [String]) throws {
         guard staged || wrotePosts else { return }
         let isDistributed = try isDistributed()
@@ -133,7 +133,8 @@ extension Store {
         guard wrotePosts else { return }
         var keys = postKeysBefore
         if let before = postKeysBefore, let after = try postKeys(touchedAt: at) {
-            keys = Array(Set(before).union(after))
+            keys = Array(Set(before).symmetricDifference(after))
+            if keys?.isEmpty == true { return }
         }
         try settleLikeOwners(ofKeys: keys, isDistributed: isDistributed)
     }

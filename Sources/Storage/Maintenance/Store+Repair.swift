@@ -168,8 +168,9 @@ extension Store {
 
     /// The values of `columns` of every row of `table`, as a subquery for a FROM list. Citus cannot push a subquery
     /// with OFFSET down, so it runs it first and ships its rows to the workers: this is how a statement joins
-    /// tables distributed by different columns (timeline entries and unmapped likes with posts by post key, messages with
-    /// chats by chat key). One server plans the same hash joins, and runs DML without parallel workers anyway.
+    /// tables distributed by different columns (timeline entries and unmapped likes with posts by post key,
+    /// messages with chats by chat key). One server plans the same hash joins, and runs DML without parallel
+    /// workers anyway.
     private static func rows(of columns: [String], in table: String) -> Query {
         "(SELECT \(Query.identifiers(columns)) FROM \(identifier: table) OFFSET 0)"
     }
