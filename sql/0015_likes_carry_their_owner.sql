@@ -29,7 +29,19 @@ DELETE FROM post_likes
 -- default (Citus names it itself).
 ALTER TABLE post_likes ADD PRIMARY KEY (post_key, liker_uid, post_owner_uid);
 
--- A store distributed before: likes move from their own group (by post key) into the users' group. (Nested IFs:
+-- Each post's key and owner, kept with /posts by every write (`settlePostKeys`, post create and delete): the
+-- app names a post by its key alone (/postLikes/{key}, `like`), and on Citus this table, placed by key, answers
+-- "whose post is this" from one shard where posts would ask every shard (rule 1 of shared/distributed-postgres.md).
+-- Not part of the tree: never exported.
+CREATE TABLE post_keys (
+    post_key   text COLLATE "C" NOT NULL,
+    owner_uid  text COLLATE "C" NOT NULL,
+    PRIMARY KEY (post_key, owner_uid)
+);
+INSERT INTO post_keys (post_key, owner_uid) SELECT post_key, owner_uid FROM posts;
+
+-- A store distributed before: likes move from their own group (by post key) into the users' group, and the lookup
+-- joins the feed's group (by post key). (Nested IFs:
 -- an expression naming Citus's catalog is planned only where Citus is installed.)
 DO $$
 BEGIN
@@ -37,6 +49,7 @@ BEGIN
         IF EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'post_likes'::regclass) THEN
             PERFORM alter_distributed_table('post_likes', distribution_column := 'post_owner_uid',
                                             colocate_with := 'users');
+            PERFORM create_distributed_table('post_keys', 'post_key', colocate_with := 'feed_posts');
         END IF;
     END IF;
 END

@@ -71,4 +71,9 @@ public final class Store {
         "users", "posts", "feed_posts", "post_likes", "followers", "following", "timeline", "chats", "messages",
         "unmapped_values",
     ]
+
+    /// Tables the store keeps from the tree's tables, in the same transaction as every write (migration 0015):
+    /// `post_keys`, each post's key and owner, placed by key on Citus so that finding a post by its key alone asks
+    /// one shard. Written with the tree, never exported.
+    public static let lookupTables = ["post_keys"]
 }

@@ -77,7 +77,8 @@ extension Store {
     /// rule 16).
     func requireLiker(_ uid: String, post key: String) throws -> [String] {
         try requireUser(uid)
-        let owners = try connection.query("SELECT owner_uid FROM posts WHERE post_key = \(key)")
+        // The lookup, not posts: on Citus one shard holds a key's owners, where posts would ask every shard.
+        let owners = try connection.query("SELECT owner_uid FROM post_keys WHERE post_key = \(key)")
             .map { try $0.decode(String.self, at: 0) }
         let locked = try Self.inLockOrder(owners, uid: { $0 }).filter { owner in
             try !connection.query(

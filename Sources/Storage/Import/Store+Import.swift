@@ -92,8 +92,8 @@ extension Store {
             do {
                 try StorageError.converting { try importer.run() }
                 try loader.flush()
-                try settleLikes(
-                    staged: loader.hasStagedLikes,
+                try settleOwnership(
+                    staged: loader.hasStagedLikes, wholeTree: wholeTree,
                     wrotePosts: !wholeTree && (deletedPosts || options.at.first == "posts"),
                     postKeysBefore: postKeysBefore, at: options.at)
             } catch let error as StorageError {
@@ -122,11 +122,17 @@ extension Store {
         return report
     }
 
-    /// Stores the likes the import staged and moves the likes of the posts it added or removed
-    /// (`settleLikeOwners`): under /posts/{uid}, the keys that user held before (`postKeysBefore`) or holds now but
-    /// not both (a rewritten post keeps its likes where they are); all of them when it wrote /posts whole. A
-    /// whole-tree import stored no like before, so staging gives each its owners.
-    private func settleLikes(staged: Bool, wrotePosts: Bool, postKeysBefore: [String]?, at: [String]) throws {
+    /// Keeps what the store derives from /posts in step with what the import did to it: stores the likes it
+    /// staged, and the post-key lookup and the likes of the posts it added or removed (`settleLikeOwners`): under
+    /// /posts/{uid}, the keys that user held before (`postKeysBefore`) or holds now but not both (a rewritten post
+    /// keeps its rows); all of them when it wrote /posts whole. A whole-tree import held nothing before, so the
+    /// lookup is filled from posts and staging gives each like its owners.
+    private func settleOwnership(
+        staged: Bool, wholeTree: Bool, wrotePosts: Bool, postKeysBefore: [String]?, at: [String]
+    ) throws {
+        if wholeTree {
+            try connection.execute("INSERT INTO post_keys (post_key, owner_uid) SELECT post_key, owner_uid FROM posts")
+        }
         guard staged || wrotePosts else { return }
         let isDistributed = try isDistributed()
         if staged { try storeStagedLikes(isDistributed: isDistributed) }
@@ -136,12 +142,13 @@ extension Store {
             keys = Array(Set(before).symmetricDifference(after))
             if keys?.isEmpty == true { return }
         }
+        try settlePostKeys(ofKeys: keys)
         try settleLikeOwners(ofKeys: keys, isDistributed: isDistributed)
     }
 
     /// The tree's tables as a list for LOCK and TRUNCATE.
     /// The tree's tables, quoted and separated by commas (no parameters: LOCK and TRUNCATE take none).
-    private static let treeTableList = Query.identifiers(treeTables)
+    private static let treeTableList = Query.identifiers(treeTables + lookupTables)
 
     /// Locks the tree's tables against writes (`SHARE ROW EXCLUSIVE`, which conflicts with itself and with the
     /// app's inserts, updates and deletes, not with reads) for the rest of the transaction, so that a merge or a

@@ -18,7 +18,7 @@ extension Store {
     public func vacuum(full: Bool = false) throws -> [VacuumedTable] {
         let placed = Set(try distributionState().tables.map(\.name))
         var tables: [VacuumedTable] = []
-        for table in Store.treeTables {
+        for table in Store.treeTables + Store.lookupTables {
             let isPlaced = placed.contains(table)
             let before = try size(of: table, isPlaced: isPlaced)
             let options: Query = full ? "FULL, ANALYZE" : "ANALYZE"

@@ -117,9 +117,9 @@ struct CitusTests {
         let citus = Store(connection: try database.connect())
         try citus.migrate()
         _ = try citus.distribute(shardCount: 4)
-        try importJSON(LikeOwnersTests.tree, into: citus)
-        try expectLikesOwnedByTheirPosts(citus)
-        try LikeOwnersTests.writePostsAndLikes(citus)
+        try importJSON(PostOwnershipTests.tree, into: citus)
+        try expectOwnershipFollowsPosts(citus)
+        try PostOwnershipTests.writePostsAndLikes(citus)
     }
 
     /// Migration 0015 on a store distributed before it: likes get their owners and move into the users' group.
@@ -135,7 +135,7 @@ struct CitusTests {
                 """)
         let single = try makeStore()
         try importJSON(try exportJSON(citus), into: single)
-        for planned in Store.distributionPlan {
+        for planned in Store.distributionPlan where planned.name != "post_keys" {
             let (column, group): (String?, String?) =
                 switch planned.placement {
                 case .reference: (nil, nil)
@@ -161,7 +161,7 @@ struct CitusTests {
         let likes = try #require(state.tables.first { $0.name == "post_likes" })
         #expect(likes.column == "post_owner_uid")
         #expect(likes.colocationID == state.tables.first { $0.name == "users" }?.colocationID)
-        try expectLikesOwnedByTheirPosts(citus)
+        try expectOwnershipFollowsPosts(citus)
         expectSameText(try exportJSON(citus), try exportJSON(single))
         #expect(try citus.distribute().allSatisfy { !$0.changed })
     }

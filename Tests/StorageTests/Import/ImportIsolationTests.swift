@@ -150,6 +150,6 @@ struct ImportIsolationTests {
             #expect(error.remedy == .reclaimSpace)
         }
         let vacuumed = try store.vacuum()
-        #expect(vacuumed.map(\.table) == Store.treeTables)
+        #expect(vacuumed.map(\.table) == Store.treeTables + Store.lookupTables)
     }
 }

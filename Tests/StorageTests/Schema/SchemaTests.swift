@@ -12,7 +12,7 @@ struct SchemaTests {
     static let distributionColumns = [
         "users": "uid", "posts": "owner_uid", "feed_posts": "post_id", "post_likes": "post_owner_uid",
         "followers": "uid", "following": "uid", "timeline": "uid", "chats": "uid", "messages": "chat_key",
-        "unmapped_values": "root",
+        "unmapped_values": "root", "post_keys": "post_key",
     ]
 
     /// Tables whose key leads with the tree's order rather than the distribution column (migration 0015: likes
@@ -21,7 +21,7 @@ struct SchemaTests {
 
     @Test func everyTreeTableIsPlannedAndHasAPrimaryKeyLedByItsDistributionColumn() throws {
         let connection = try TestPostgres.makeDatabase().connect()
-        #expect(Set(Store.treeTables) == Set(Self.distributionColumns.keys))
+        #expect(Set(Store.treeTables + Store.lookupTables) == Set(Self.distributionColumns.keys))
         let rows = try connection.query(
             """
             SELECT c.relname::text, array_agg(a.attname::text ORDER BY k.position)

@@ -1,14 +1,16 @@
 import FirebaseTree
 import Foundation
+import PostgresClient
 import PostgresTestSupport
 import Testing
 import TreeTestSupport
 @testable import Storage
 
-/// The rows of `post_likes` are what the store's export says they must be: a row per owner of a post with the
-/// like's key, or one row with the owner '' when no post has it (migration 0015). Derived from the exported tree
-/// alone (Makestagram's /posts/{uid}/{key} records), not from the SQL that keeps them.
-func expectLikesOwnedByTheirPosts(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
+/// The rows of `post_likes` and `post_keys` are what the store's export says they must be: a like has a row per
+/// owner of a post with its key, or one row with the owner '' when no post has it, and the lookup holds each post's
+/// key and owner (migration 0015). Derived from the exported tree alone (Makestagram's /posts/{uid}/{key}
+/// records), not from the SQL that keeps them.
+func expectOwnershipFollowsPosts(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
     let tree = try TreeValue.parse(json: try exportJSON(store))?.children ?? [:]
     var owners: [String: [String]] = [:]
     for (uid, posts) in tree[TreeKey("posts")]?.children ?? [:] {
@@ -22,15 +24,19 @@ func expectLikesOwnedByTheirPosts(_ store: Store, sourceLocation: SourceLocation
             for owner in owners[key.string] ?? [""] { expected.insert([owner, key.string, liker.string]) }
         }
     }
-    let rows = try store.connection.query("SELECT post_owner_uid, post_key, liker_uid FROM post_likes").map { row in
-        try (0..<3).map { try row.decode(String.self, at: $0) }
+    func rows(_ query: Query, columns: Int) throws -> [[String]] {
+        try store.connection.query(query).map { row in try (0..<columns).map { try row.decode(String.self, at: $0) } }
     }
-    #expect(rows.count == Set(rows).count, sourceLocation: sourceLocation)
-    #expect(Set(rows) == expected, sourceLocation: sourceLocation)
+    let likes = try rows("SELECT post_owner_uid, post_key, liker_uid FROM post_likes", columns: 3)
+    #expect(likes.count == Set(likes).count, sourceLocation: sourceLocation)
+    #expect(Set(likes) == expected, sourceLocation: sourceLocation)
+    let keys = try rows("SELECT post_key, owner_uid FROM post_keys", columns: 2)
+    #expect(Set(keys) == Set(owners.flatMap { key, uids in uids.map { [key, $0] } }), sourceLocation: sourceLocation)
+    #expect(keys.count == Set(keys).count, sourceLocation: sourceLocation)
 }
 
-@Suite("Likes carry their post's owner")
-struct LikeOwnersTests {
+@Suite("Likes and the post-key lookup follow /posts")
+struct PostOwnershipTests {
     /// Key 1 belongs to two users, key 9 to none; key 2 has more likers than a first FETCH takes, three rows each.
     static let tree = """
         {"postLikes": {"1": {"x": true, "y": true}, "2": {\((0..<40).map { "\"u\($0)\": true" }.joined(separator: ", "))},
@@ -43,7 +49,7 @@ struct LikeOwnersTests {
     @Test func aLikeHasARowPerOwnerOfItsKeyAndIsExportedOnce() throws {
         let store = try makeStore()
         try importJSON(Self.tree, into: store)
-        try expectLikesOwnedByTheirPosts(store)
+        try expectOwnershipFollowsPosts(store)
         #expect(
             try store.connection.query("SELECT count(*) FROM post_likes")[0].decode(Int.self, at: 0) == 2 * 2 + 3 * 40
                 + 1)
@@ -74,20 +80,20 @@ struct LikeOwnersTests {
         ]
         for (write, path) in writes {
             _ = try store.write(write, at: path)
-            try expectLikesOwnedByTheirPosts(store, sourceLocation: sourceLocation)
+            try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
         }
         // Firebase's update at the root replaces /posts whole.
         for json in [
             #"{"posts": {"e": {"1": {"like_count": 2}}}}"#, #"{"posts": null, "users": {"x": {"username": "x"}}}"#,
         ] {
             try importJSON(json, into: store, options: ImportOptions(mode: .merge))
-            try expectLikesOwnedByTheirPosts(store, sourceLocation: sourceLocation)
+            try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
         }
         _ = try store.write(
             .set(json: #"{"e": {"2": {"like_count": 1}}, "f": {"2": {"like_count": 40}}}"#), at: ["posts"])
-        try expectLikesOwnedByTheirPosts(store, sourceLocation: sourceLocation)
+        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
         _ = try store.write(.set(json: #"{"q": true}"#), at: ["postLikes", "2"])
-        try expectLikesOwnedByTheirPosts(store, sourceLocation: sourceLocation)
+        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
         #expect(
             try store.check([.orphans]).first?.examples == [
                 "/postLikes/1/x", "/postLikes/1/y", "/postLikes/9/w", "/postLikes/9/z",
@@ -103,7 +109,7 @@ struct LikeOwnersTests {
             #"{"postLikes": {"p": {\#(many)}, "p": {"y": true}}, "posts": {"a": {"p": {"like_count": 1}}}}"#,
             into: store)
         #expect(report.warningCount == 1)
-        try expectLikesOwnedByTheirPosts(store)
+        try expectOwnershipFollowsPosts(store)
         #expect(try exportJSON(store) == #"{"postLikes":{"p":{"y":true}},"posts":{"a":{"p":{"like_count":1}}}}"#)
     }
 
@@ -113,15 +119,15 @@ struct LikeOwnersTests {
             #"{"users": {"a": {"username": "a"}, "b": {"username": "b"}, "l": {"username": "l"}}}"#, into: store)
         try importJSON(Self.tree, into: store, options: ImportOptions(mode: .merge))
         #expect(try store.like("l", post: "1") == OperationResult(changed: true, count: 3))
-        try expectLikesOwnedByTheirPosts(store)
+        try expectOwnershipFollowsPosts(store)
         #expect(try store.unlike("b", post: "1") == OperationResult(changed: false, count: 3))
         #expect(try store.unlike("l", post: "1") == OperationResult(changed: true, count: 2))
-        try expectLikesOwnedByTheirPosts(store)
+        try expectOwnershipFollowsPosts(store)
         // b's post goes; its rows of the shared likes go, and the likes stay for a's post.
         #expect(try store.deletePost(owner: "b", key: "1").map(\.rows) == [1, 0, 0])
-        try expectLikesOwnedByTheirPosts(store)
+        try expectOwnershipFollowsPosts(store)
         #expect(try store.deletePost(owner: "a", key: "1").map(\.rows) == [1, 2, 0])
-        try expectLikesOwnedByTheirPosts(store)
+        try expectOwnershipFollowsPosts(store)
         // A new post whose key already has likes (from before it existed) takes them. Push IDs made in one
         // millisecond count up, so the post's key is the one after `first`.
         let clock = Date(timeIntervalSince1970: 1_700_000_000)
@@ -131,7 +137,7 @@ struct LikeOwnersTests {
         #expect(try store.check([.orphans]).first?.examples.contains("/postLikes/\(key)/l") == true)
         let created = try store.createPost(owner: "a", imageURL: "u", imageHeight: 1, pushIDs: pushIDs, now: clock)
         #expect(created.post.key == key)
-        try expectLikesOwnedByTheirPosts(store)
+        try expectOwnershipFollowsPosts(store)
         #expect(try store.check([.orphans]).first?.examples.contains("/postLikes/\(key)/l") == false)
     }
 
@@ -159,7 +165,7 @@ struct LikeOwnersTests {
                 """)
         let exported = try exportJSON(store)
         try store.migrate()
-        try expectLikesOwnedByTheirPosts(store)
+        try expectOwnershipFollowsPosts(store)
         expectSameText(try exportJSON(store), exported)
     }
 }

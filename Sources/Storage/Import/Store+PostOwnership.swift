@@ -1,8 +1,9 @@
 import PostgresClient
 
-/// Likes carry their post's owner (migration 0015): the like /postLikes/{key}/{liker} is one row per owner of a
-/// post with that key, or one row with the owner '' while there is none. Which rows a like has is a function of
-/// /posts, so every write that adds likes or adds or removes posts settles them in its own transaction.
+/// What the store derives from who owns which post (migration 0015): the like /postLikes/{key}/{liker} is one
+/// row per owner of a post with that key, or one row with the owner '' while there is none, and `post_keys` lists
+/// each post's key and owner. Both are functions of /posts, so every write that adds likes or adds or removes posts
+/// settles them in its own transaction.
 extension Store {
     /// The temporary table an import copies likes into: in an export /postLikes comes before /posts, so a like's
     /// owners are known only once the whole file is read (`storeStagedLikes`).
@@ -67,6 +68,14 @@ extension Store {
             SELECT post_owner_uid, post_key, liker_uid FROM post_likes_settled
             """)
         try connection.execute("DROP TABLE post_likes_settled")
+    }
+
+    /// Gives the post-key lookup the rows of the keys `keys` (nil: of every key) that /posts now holds.
+    func settlePostKeys(ofKeys keys: [String]?) throws {
+        let scope: Query = keys.map { "post_key = ANY(\($0))" } ?? "true"
+        try connection.execute("DELETE FROM post_keys WHERE \(scope)")
+        try connection.execute(
+            "INSERT INTO post_keys (post_key, owner_uid) SELECT post_key, owner_uid FROM posts WHERE \(scope)")
     }
 
     /// Gives the likes of `key` that had no post (owner '') to `owner`, whose new post has that key.
