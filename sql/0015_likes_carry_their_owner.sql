@@ -7,7 +7,8 @@
 -- key is empty) while no post has that key: such a like is still data, exported as it was imported, and it is
 -- exactly what `orphans` reports. The tree's like /postLikes/{key}/{liker} is the set of rows with that key and
 -- liker; export writes it once. Which rows a like has is a function of /posts, kept so by every write in the
--- same transaction (the store's `ownLikes`), never by a trigger.
+-- same transaction (the store's `settleLikeOwners`, `like`, post create and delete), never by a trigger. A lookup
+-- of each post's key and owner (`post_keys`, below) serves the same writes on a distributed store.
 
 -- The default is the owner of a like whose key has no post. It stays: Citus propagates ALTER COLUMN by the text
 -- of the statement, which in a migration is the whole file, and refuses it ("cannot insert multiple commands into
@@ -41,8 +42,8 @@ CREATE TABLE post_keys (
 INSERT INTO post_keys (post_key, owner_uid) SELECT post_key, owner_uid FROM posts;
 
 -- A store distributed before: likes move from their own group (by post key) into the users' group, and the lookup
--- joins the feed's group (by post key). (Nested IFs:
--- an expression naming Citus's catalog is planned only where Citus is installed.)
+-- joins the feed's group (by post key). Nested IFs: an expression naming Citus's catalog is planned only where
+-- Citus is installed.
 DO $$
 BEGIN
     IF to_regclass('pg_dist_partition') IS NOT NULL THEN
