@@ -72,8 +72,8 @@ public final class Store {
         "unmapped_values",
     ]
 
-    /// Tables the store keeps from the tree's tables, in the same transaction as every write (migration 0015):
-    /// `post_keys`, each post's key and owner, placed by key on Citus so that finding a post by its key alone asks
-    /// one shard. Written with the tree, never exported.
-    public static let lookupTables = ["post_keys"]
+    /// Tables the store keeps from the tree's tables, in the same transaction as every write, placed on Citus so
+    /// that a question by a key other than the tree's asks one shard: `post_keys`, each post's key and owner
+    /// (migration 0015), and `chat_holders`, who holds a copy of each chat (0016). Never exported.
+    public static let lookupTables = ["post_keys", "chat_holders"]
 }

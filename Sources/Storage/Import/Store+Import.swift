@@ -59,7 +59,9 @@ extension Store {
             }
             // Likes carry their post's owner: what an import does to /posts moves likes between owners.
             let postKeysBefore = wholeTree ? [] : try postKeys(touchedAt: options.at)
+            let chatKeysBefore = wholeTree ? [] : try chatKeys(touchedAt: options.at)
             var deletedPosts = false
+            var deletedChats = false
             if !options.at.isEmpty {
                 if let record = try recordPath(holding: options.at) {
                     let error = StorageError(
@@ -82,6 +84,7 @@ extension Store {
                 deleteRows: { [connection] path in
                     // A merge names each node it replaces, `null` ones included.
                     if path.first == "posts" { deletedPosts = true }
+                    if path.first == "chats" { deletedChats = true }
                     var deleted = try Store.deleteRows(under: path, on: connection)
                     if loader.hasStagedLikes {
                         deleted[.postLikes, default: 0] += try self.deleteStagedLikes(under: path)
@@ -96,6 +99,9 @@ extension Store {
                     staged: loader.hasStagedLikes, wholeTree: wholeTree,
                     wrotePosts: !wholeTree && (deletedPosts || options.at.first == "posts"),
                     postKeysBefore: postKeysBefore, at: options.at)
+                try settleChatHolders(
+                    wholeTree: wholeTree, wroteChats: !wholeTree && (deletedChats || options.at.first == "chats"),
+                    chatKeysBefore: chatKeysBefore, at: options.at)
             } catch let error as StorageError {
                 loader.abort()
                 throw error.adding(context: "import rolled back after reading \(importer.bytesRead) bytes")
@@ -144,6 +150,23 @@ extension Store {
         }
         try settlePostKeys(ofKeys: keys)
         try settleLikeOwners(ofKeys: keys, isDistributed: isDistributed)
+    }
+
+    /// Keeps `chat_holders` in step with what the import did to /chats, as `settleOwnership` does for /posts:
+    /// under /chats/{uid}, the chat keys that user held before or holds now but not both; all of them when it
+    /// wrote /chats whole; filled from chats after a whole-tree import.
+    private func settleChatHolders(wholeTree: Bool, wroteChats: Bool, chatKeysBefore: [String]?, at: [String]) throws {
+        if wholeTree {
+            try connection.execute("INSERT INTO chat_holders (chat_key, uid) SELECT chat_key, uid FROM chats")
+            return
+        }
+        guard wroteChats else { return }
+        var keys = chatKeysBefore
+        if let before = chatKeysBefore, let after = try chatKeys(touchedAt: at) {
+            keys = Array(Set(before).symmetricDifference(after))
+            if keys?.isEmpty == true { return }
+        }
+        try settleChatHolders(ofKeys: keys)
     }
 
     /// The tree's tables as a list for LOCK and TRUNCATE.

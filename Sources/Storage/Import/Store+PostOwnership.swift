@@ -1,9 +1,10 @@
 import PostgresClient
 
-/// What the store derives from who owns which post (migration 0015): the like /postLikes/{key}/{liker} is one
-/// row per owner of a post with that key, or one row with the owner '' while there is none, and `post_keys` lists
-/// each post's key and owner. Both are functions of /posts, so every write that adds likes or adds or removes posts
-/// settles them in its own transaction.
+/// What the store derives from who owns which post or holds which chat (migrations 0015, 0016): the like
+/// /postLikes/{key}/{liker} is one row per owner of a post with that key, or one row with the owner '' while there
+/// is none; `post_keys` lists each post's key and owner; `chat_holders` each chat's key and holders. They are
+/// functions of /posts and /chats, so every write that adds likes or adds or removes posts or chat copies settles
+/// them in its own transaction.
 extension Store {
     /// The temporary table an import copies likes into: in an export /postLikes comes before /posts, so a like's
     /// owners are known only once the whole file is read (`storeStagedLikes`).
@@ -76,6 +77,24 @@ extension Store {
         try connection.execute("DELETE FROM post_keys WHERE \(scope)")
         try connection.execute(
             "INSERT INTO post_keys (post_key, owner_uid) SELECT post_key, owner_uid FROM posts WHERE \(scope)")
+    }
+
+    /// Gives `chat_holders` the rows of the chat keys `keys` (nil: of every chat) that /chats now holds.
+    func settleChatHolders(ofKeys keys: [String]?) throws {
+        let scope: Query = keys.map { "chat_key = ANY(\($0))" } ?? "true"
+        try connection.execute("DELETE FROM chat_holders WHERE \(scope)")
+        try connection.execute(
+            "INSERT INTO chat_holders (chat_key, uid) SELECT chat_key, uid FROM chats WHERE \(scope)")
+    }
+
+    /// The chat keys of the copies an import at `path` (below /chats) may add or remove, read before and after it:
+    /// those of the user it names, or that user's one copy; nil for any other path.
+    func chatKeys(touchedAt path: [String]) throws -> [String]? {
+        guard path.first == "chats", path.count >= 2 else { return nil }
+        let key: String? = path.count >= 3 ? path[2] : nil
+        return try connection.query(
+            "SELECT chat_key FROM chats WHERE uid = \(path[1]) AND (\(key)::text IS NULL OR chat_key = \(key))"
+        ).map { try $0.decode(String.self, at: 0) }
     }
 
     /// Gives the likes of `key` that had no post (owner '') to `owner`, whose new post has that key.

@@ -114,6 +114,7 @@ extension Store {
                     WHERE root = 'messages' AND path[1] = \(drop)
                     """),
             Step(table: "chats", action: "deleted", query: "DELETE FROM chats WHERE chat_key = \(drop)"),
+            Step(table: nil, action: "", query: "DELETE FROM chat_holders WHERE chat_key = \(drop)"),
             Step(
                 table: "unmapped_values", action: "deleted",
                 query: """

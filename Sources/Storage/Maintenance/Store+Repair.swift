@@ -168,9 +168,8 @@ extension Store {
 
     /// The values of `columns` of every row of `table`, as a subquery for a FROM list. Citus cannot push a subquery
     /// with OFFSET down, so it runs it first and ships its rows to the workers: this is how a statement joins
-    /// tables distributed by different columns (timeline entries and unmapped likes with posts by post key,
-    /// messages with chats by chat key). One server plans the same hash joins, and runs DML without parallel
-    /// workers anyway.
+    /// tables distributed by different columns (timeline entries and unmapped likes with posts by post key). One
+    /// server plans the same hash joins, and runs DML without parallel workers anyway.
     private static func rows(of columns: [String], in table: String) -> Query {
         "(SELECT \(Query.identifiers(columns)) FROM \(identifier: table) OFFSET 0)"
     }
@@ -498,6 +497,16 @@ extension Store {
                     LEFT JOIN chats c ON c.uid = w.uid AND c.chat_key = w.chat_key
                     WHERE c.uid IS NULL
                     """),
+            // The repaired chats' holders (migration 0016), as their copies now are.
+            Step(
+                table: nil, action: "",
+                query: "DELETE FROM chat_holders h USING repair_chats d WHERE h.chat_key = d.chat_key"),
+            Step(
+                table: nil, action: "",
+                query: """
+                    INSERT INTO chat_holders (chat_key, uid)
+                    SELECT c.chat_key, c.uid FROM chats c JOIN repair_chats d ON d.chat_key = c.chat_key
+                    """),
             Step(table: nil, action: "", query: "DROP TABLE repair_chats"),
         ]
     }
@@ -525,7 +534,7 @@ extension Store {
                         query: """
                             DELETE FROM messages m
                             WHERE key_in_range(m.chat_key, \(range.from), \(range.to))
-                                AND NOT EXISTS (SELECT 1 FROM \(Self.rows(of: ["chat_key"], in: "chats")) c WHERE c.chat_key = m.chat_key)
+                                AND NOT EXISTS (SELECT 1 FROM chat_holders c WHERE c.chat_key = m.chat_key)
                             """)
                 }
             ),

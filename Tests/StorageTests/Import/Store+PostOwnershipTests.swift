@@ -6,9 +6,9 @@ import Testing
 import TreeTestSupport
 @testable import Storage
 
-/// The rows of `post_likes` and `post_keys` are what the store's export says they must be: a like has a row per
-/// owner of a post with its key, or one row with the owner '' when no post has it, and the lookup holds each post's
-/// key and owner (migration 0015). Derived from the exported tree alone (Makestagram's /posts/{uid}/{key}
+/// The rows of `post_likes`, `post_keys` and `chat_holders` are what the store's export says they must be: a like
+/// has a row per owner of a post with its key, or one row with the owner '' when no post has it, the lookup holds
+/// each post's key and owner (migration 0015), and the holders each chat copy's key and user (0016). Derived from the exported tree alone (Makestagram's /posts/{uid}/{key}
 /// records), not from the SQL that keeps them.
 func expectOwnershipFollowsPosts(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
     let tree = try TreeValue.parse(json: try exportJSON(store))?.children ?? [:]
@@ -33,6 +33,12 @@ func expectOwnershipFollowsPosts(_ store: Store, sourceLocation: SourceLocation 
     let keys = try rows("SELECT post_key, owner_uid FROM post_keys", columns: 2)
     #expect(Set(keys) == Set(owners.flatMap { key, uids in uids.map { [key, $0] } }), sourceLocation: sourceLocation)
     #expect(keys.count == Set(keys).count, sourceLocation: sourceLocation)
+    var copies: Set<[String]> = []
+    for (uid, chats) in tree[TreeKey("chats")]?.children ?? [:] {
+        for (key, chat) in chats.children ?? [:] where chat.children != nil { copies.insert([key.string, uid.string]) }
+    }
+    let holders = try rows("SELECT chat_key, uid FROM chat_holders", columns: 2)
+    #expect(Set(holders) == copies, sourceLocation: sourceLocation)
 }
 
 @Suite("Likes and the post-key lookup follow /posts")
@@ -151,6 +157,50 @@ struct PostOwnershipTests {
         }
         digits[index] += 1
         return String(decoding: digits.map { PushIDGenerator.alphabet[$0] }, as: UTF8.self)
+    }
+
+    /// Two copies of chat c1, one of c2 (held by a non-member), messages of c1, c2 and of c9, which no one holds.
+    static let chats = """
+        {"chats": {"a": {"c1": {"members": {"a": true, "b": true}, "memberHash": "h"}},
+                   "b": {"c1": {"members": {"a": true, "b": true}, "memberHash": "h"},
+                         "c2": {"members": {"b": true, "c": true}, "memberHash": "g"}}},
+         "messages": {"c1": {"m1": {"content": "hi", "timestamp": 1}}, "c2": {"m2": {"content": "yo", "timestamp": 2}},
+                      "c9": {"m9": {"content": "lost", "timestamp": 3}}},
+         "users": {"a": {"username": "a"}, "b": {"username": "b"}, "c": {"username": "c"}}}
+        """
+
+    @Test func everyWriteToChatsKeepsTheirHolders() throws {
+        let store = try makeStore()
+        try importJSON(Self.chats, into: store)
+        try expectOwnershipFollowsPosts(store)
+        #expect(try store.check([.orphans]).first?.examples == ["/messages/c9/m9"])
+        try Self.writeChats(store)
+    }
+
+    /// Writes, operations and repairs that add or remove chat copies, each followed by the holders' check.
+    static func writeChats(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        _ = try store.write(.set(json: #"{"members": {"c": true}}"#), at: ["chats", "c", "c9"])
+        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        #expect(try store.check([.orphans]).first?.violations == 0, sourceLocation: sourceLocation)
+        _ = try store.write(.remove, at: ["chats", "b"])
+        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        #expect(try store.check([.orphans]).first?.examples == ["/messages/c2/m2"], sourceLocation: sourceLocation)
+        _ = try store.write(.update(json: #"{"c2": {"title": "back"}}"#), at: ["chats", "b"])
+        _ = try store.write(.set(json: #""renamed""#), at: ["chats", "b", "c2", "title"])
+        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        _ = try store.follow("a", "c")
+        let sent = try store.sendMessage(from: "a", to: "c", text: "new chat")
+        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        _ = try store.repair(.chats)
+        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        // A second chat of a and c, held by a alone, merged into the one sent to.
+        _ = try store.write(.set(json: #"{"members": {"a": true, "c": true}}"#), at: ["chats", "a", "c8"])
+        _ = try store.mergeChats(keep: sent.chat.key, drop: "c8")
+        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        try importJSON(#"{"chats": {"d": {"c7": {"title": "t"}}}}"#, into: store, options: ImportOptions(mode: .merge))
+        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        // Every chat with messages is gone but c7, which has none.
+        #expect(try store.check([.orphans]).first?.violations == 4, sourceLocation: sourceLocation)
     }
 
     @Test func theMigrationGivesAStoresLikesTheirOwners() throws {

@@ -13,6 +13,7 @@ struct SchemaTests {
         "users": "uid", "posts": "owner_uid", "feed_posts": "post_id", "post_likes": "post_owner_uid",
         "followers": "uid", "following": "uid", "timeline": "uid", "chats": "uid", "messages": "chat_key",
         "unmapped_values": "root", "post_keys": "post_key",
+        "chat_holders": "chat_key",
     ]
 
     /// Tables whose key leads with the tree's order rather than the distribution column (migration 0015: likes
