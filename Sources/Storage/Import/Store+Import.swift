@@ -58,8 +58,8 @@ extension Store {
                 heldSomething = false
             }
             // Likes carry their post's owner: what an import does to /posts moves likes between owners.
-            let postKeysBefore = wholeTree ? [] : try postKeys(touchedAt: options.at)
-            let chatKeysBefore = wholeTree ? [] : try chatKeys(touchedAt: options.at)
+            let postKeysBefore = wholeTree ? [] : try heldKeys(of: .posts, touchedAt: options.at)
+            let chatKeysBefore = wholeTree ? [] : try heldKeys(of: .chats, touchedAt: options.at)
             var deletedPosts = false
             var deletedChats = false
             if !options.at.isEmpty {
@@ -143,11 +143,8 @@ extension Store {
         let isDistributed = try isDistributed()
         if staged { try storeStagedLikes(isDistributed: isDistributed) }
         guard wrotePosts else { return }
-        var keys = postKeysBefore
-        if let before = postKeysBefore, let after = try postKeys(touchedAt: at) {
-            keys = Array(Set(before).symmetricDifference(after))
-            if keys?.isEmpty == true { return }
-        }
+        let keys = try changedKeys(of: .posts, before: postKeysBefore, at: at)
+        if keys?.isEmpty == true { return }
         try settlePostKeys(ofKeys: keys)
         try settleLikeOwners(ofKeys: keys, isDistributed: isDistributed)
     }
@@ -161,11 +158,8 @@ extension Store {
             return
         }
         guard wroteChats else { return }
-        var keys = chatKeysBefore
-        if let before = chatKeysBefore, let after = try chatKeys(touchedAt: at) {
-            keys = Array(Set(before).symmetricDifference(after))
-            if keys?.isEmpty == true { return }
-        }
+        let keys = try changedKeys(of: .chats, before: chatKeysBefore, at: at)
+        if keys?.isEmpty == true { return }
         try settleChatHolders(ofKeys: keys)
     }
 

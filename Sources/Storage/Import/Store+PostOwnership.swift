@@ -87,16 +87,6 @@ extension Store {
             "INSERT INTO chat_holders (chat_key, uid) SELECT chat_key, uid FROM chats WHERE \(scope)")
     }
 
-    /// The chat keys of the copies an import at `path` (below /chats) may add or remove, read before and after it:
-    /// those of the user it names, or that user's one copy; nil for any other path.
-    func chatKeys(touchedAt path: [String]) throws -> [String]? {
-        guard path.first == "chats", path.count >= 2 else { return nil }
-        let key: String? = path.count >= 3 ? path[2] : nil
-        return try connection.query(
-            "SELECT chat_key FROM chats WHERE uid = \(path[1]) AND (\(key)::text IS NULL OR chat_key = \(key))"
-        ).map { try $0.decode(String.self, at: 0) }
-    }
-
     /// Gives the likes of `key` that had no post (owner '') to `owner`, whose new post has that key.
     func adoptUnownedLikes(of key: String, owner: String) throws {
         try connection.execute(
@@ -107,13 +97,41 @@ extension Store {
         try connection.execute("DELETE FROM post_likes WHERE post_owner_uid = '' AND post_key = \(key)")
     }
 
-    /// The keys of the posts an import at `path` (below /posts) may add or remove, read before and after it: those
-    /// of the user it names, or of that user's one post; nil for any other path (the caller knows whether it touches /posts).
-    func postKeys(touchedAt path: [String]) throws -> [String]? {
-        guard path.first == "posts", path.count >= 2 else { return nil }
+    /// The keys of the records an import at `path` (below the records' root) may add or remove, read before and
+    /// after it: those the user it names holds, or that user's one record; nil for any other path (the caller
+    /// knows whether it touches the root).
+    func heldKeys(of records: HeldRecords, touchedAt path: [String]) throws -> [String]? {
+        guard path.first == records.table, path.count >= 2 else { return nil }
         let key: String? = path.count >= 3 ? path[2] : nil
         return try connection.query(
-            "SELECT post_key FROM posts WHERE owner_uid = \(path[1]) AND (\(key)::text IS NULL OR post_key = \(key))"
+            """
+            SELECT \(identifier: records.key) FROM \(identifier: records.table)
+            WHERE \(identifier: records.holder) = \(path[1]) AND (\(key)::text IS NULL OR \(identifier: records.key) = \(key))
+            """
         ).map { try $0.decode(String.self, at: 0) }
     }
+
+    /// The keys whose holders an import at `path` changed: held by its user before (`before`, from `heldKeys`) or
+    /// now but not both (a rewritten record keeps its derived rows); nil (every key) when it was not below one
+    /// user; empty when none changed.
+    func changedKeys(of records: HeldRecords, before: [String]?, at path: [String]) throws -> [String]? {
+        guard let before, let after = try heldKeys(of: records, touchedAt: path) else { return nil }
+        return Array(Set(before).symmetricDifference(after))
+    }
+}
+
+/// Records held per user under a root named like their table (/posts/{uid}/{key}, /chats/{uid}/{key}), as the
+/// tables derived from who holds which key see them.
+struct HeldRecords {
+    /// The table, and the tree's root.
+    var table: String
+    /// The column of the user holding the record.
+    var holder: String
+    /// The column of the record's key.
+    var key: String
+
+    /// Posts, held by their owner.
+    static let posts = HeldRecords(table: "posts", holder: "owner_uid", key: "post_key")
+    /// Chat copies, held by their member.
+    static let chats = HeldRecords(table: "chats", holder: "uid", key: "chat_key")
 }
