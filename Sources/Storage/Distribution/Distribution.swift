@@ -63,9 +63,10 @@ public struct DistributionState: Sendable {
 
 extension Store {
     /// The distribution plan: the user group (everything keyed by a user's uid: a user's posts and their likes,
-    /// follow lists, timeline and chat copies), the chat group (messages and who holds each chat, by chat key), AppCoda's feed and the
-    /// post-key lookup (`post_keys`) by post key, and the leftover values copied to every node. `schema_migrations` and `check_runs` stay on the
-    /// coordinator, which is the only node the console runs against.
+    /// follow lists, timeline and chat copies), the chat group (messages and who holds each chat, by chat key),
+    /// AppCoda's feed and the post-key lookup (`post_keys`) by post key, and the leftover values copied to every
+    /// node. `schema_migrations` and `check_runs` stay on the coordinator, which is the only node the console runs
+    /// against.
     public static let distributionPlan: [PlannedTable] = [
         PlannedTable(name: "users", placement: .distributed(column: "uid", colocateWith: nil)),
         PlannedTable(name: "posts", placement: .distributed(column: "owner_uid", colocateWith: "users")),
