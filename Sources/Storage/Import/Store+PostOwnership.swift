@@ -1,6 +1,6 @@
 import PostgresClient
 
-/// What the store derives from who owns which post or holds which chat (migrations 0015, 0016): the like
+/// What the store derives from who owns which post or holds which chat (migration 0015): the like
 /// /postLikes/{key}/{liker} is one row per owner of a post with that key, or one row with the owner '' while there
 /// is none; `post_keys` lists each post's key and owner; `chat_holders` each chat's key and holders. They are
 /// functions of /posts and /chats, so every write that adds likes or adds or removes posts or chat copies settles

@@ -497,7 +497,7 @@ extension Store {
                     LEFT JOIN chats c ON c.uid = w.uid AND c.chat_key = w.chat_key
                     WHERE c.uid IS NULL
                     """),
-            // The repaired chats' holders (migration 0016), as their copies now are.
+            // The repaired chats' holders (migration 0015), as their copies now are.
             Step(
                 table: nil, action: "",
                 query: "DELETE FROM chat_holders h USING repair_chats d WHERE h.chat_key = d.chat_key"),

@@ -8,7 +8,7 @@ import TreeTestSupport
 
 /// The rows of `post_likes`, `post_keys` and `chat_holders` are what the store's export says they must be: a like
 /// has a row per owner of a post with its key, or one row with the owner '' when no post has it, the lookup holds
-/// each post's key and owner (migration 0015), and the holders each chat copy's key and user (0016). Derived from the exported tree alone (Makestagram's /posts/{uid}/{key}
+/// each post's key and owner (migration 0015), and the holders each chat copy's key and user (also 0015). Derived from the exported tree alone (Makestagram's /posts/{uid}/{key}
 /// records), not from the SQL that keeps them.
 func expectOwnershipFollowsPosts(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
     let tree = try TreeValue.parse(json: try exportJSON(store))?.children ?? [:]

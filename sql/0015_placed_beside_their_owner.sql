@@ -1,6 +1,8 @@
--- Likes carry their post's owner (shared/distributed-postgres.md, rule 21), so that a distributed store places
--- them beside their posts and counts them there: `like_count` and the likes of `orphans` become co-located
--- questions instead of a collection of every like on the coordinator.
+-- Rows placed beside what they are compared with (shared/distributed-postgres.md, rules 1 and 21): likes carry
+-- their post's owner, a lookup finds a post by its key, and a table of who holds each chat sits beside its
+-- messages. A distributed store then counts likes beside their posts and asks one shard where it asked every one:
+-- `like_count` and the likes and messages of `orphans` become co-located questions instead of a collection of
+-- every like and chat key on the coordinator.
 --
 -- /postLikes/{key} names a post by its key alone, and a key is not unique across owners in real trees (numeric
 -- per-user ids). A like is therefore stored once per owner of its key, and once with the owner '' (no Firebase
@@ -41,9 +43,21 @@ CREATE TABLE post_keys (
 );
 INSERT INTO post_keys (post_key, owner_uid) SELECT post_key, owner_uid FROM posts;
 
--- A store distributed before: likes move from their own group (by post key) into the users' group, and the lookup
--- joins the feed's group (by post key). Nested IFs: an expression naming Citus's catalog is planned only where
--- Citus is installed.
+-- Who holds a copy of each chat, placed by chat key beside the chat's messages (shared/distributed-postgres.md,
+-- rule 21): /chats/{uid}/{chat_key} is placed by its holder, so "does this chat exist", which `orphans` asks of
+-- every message, was a question to every shard. One row per copy of /chats, kept with it by every write in the same
+-- transaction (imports, `chat send`, `chat merge`, the chats repair), never by a trigger; not part of the tree, never
+-- exported.
+CREATE TABLE chat_holders (
+    chat_key  text COLLATE "C" NOT NULL,
+    uid       text COLLATE "C" NOT NULL,
+    PRIMARY KEY (chat_key, uid)
+);
+INSERT INTO chat_holders (chat_key, uid) SELECT chat_key, uid FROM chats;
+
+-- A store distributed before: likes move from their own group (by post key) into the users' group, the post-key
+-- lookup joins the feed's group (by post key) and the chat holders the messages' (by chat key). Nested IFs: an
+-- expression naming Citus's catalog is planned only where Citus is installed.
 DO $$
 BEGIN
     IF to_regclass('pg_dist_partition') IS NOT NULL THEN
@@ -51,6 +65,7 @@ BEGIN
             PERFORM alter_distributed_table('post_likes', distribution_column := 'post_owner_uid',
                                             colocate_with := 'users');
             PERFORM create_distributed_table('post_keys', 'post_key', colocate_with := 'feed_posts');
+            PERFORM create_distributed_table('chat_holders', 'chat_key', colocate_with := 'messages');
         END IF;
     END IF;
 END
@@ -77,6 +92,8 @@ CREATE OR REPLACE VIEW tree_post_likes AS
     WHERE root = 'postLikes' AND cardinality(path) >= 2
         AND path[1] NOT IN ('.priority', '.value') AND path[2] NOT IN ('.priority', '.value');
 
+-- Orphan likes are those with the owner ''; messages of missing chats are asked of the holders, beside the
+-- messages, on one server and Citus alike.
 CREATE OR REPLACE VIEW integrity_orphans AS
     SELECT '/postLikes/' || l.post_key || '/' || l.liker_uid AS path
     FROM post_likes l
@@ -90,7 +107,7 @@ CREATE OR REPLACE VIEW integrity_orphans AS
     UNION ALL
     SELECT '/messages/' || m.chat_key || '/' || m.message_key
     FROM messages m
-    WHERE NOT EXISTS (SELECT FROM chats c WHERE c.chat_key = m.chat_key)
+    WHERE NOT EXISTS (SELECT 1 FROM chat_holders c WHERE c.chat_key = m.chat_key)
     UNION ALL
     SELECT '/timeline/' || t.uid || '/' || t.post_key
     FROM timeline t
@@ -115,7 +132,7 @@ CREATE OR REPLACE VIEW integrity_orphans_distributed AS
     UNION ALL
     SELECT '/messages/' || m.chat_key || '/' || m.message_key
     FROM messages m
-    WHERE NOT EXISTS (SELECT 1 FROM (SELECT chat_key FROM chats OFFSET 0) c WHERE c.chat_key = m.chat_key)
+    WHERE NOT EXISTS (SELECT 1 FROM chat_holders c WHERE c.chat_key = m.chat_key)
     UNION ALL
     SELECT '/timeline/' || t.uid || '/' || t.post_key
     FROM timeline t
