@@ -32,7 +32,7 @@ DELETE FROM post_likes
 -- default (Citus names it itself).
 ALTER TABLE post_likes ADD PRIMARY KEY (post_key, liker_uid, post_owner_uid);
 
--- Each post's key and owner, kept with /posts by every write (`settlePostKeys`, post create and delete): the
+-- Each post's key and owner, kept with /posts by every write (`settleLookup`, post create and delete): the
 -- app names a post by its key alone (/postLikes/{key}, `like`), and on Citus this table, placed by key, answers
 -- "whose post is this" from one shard where posts would ask every shard (rule 1 of shared/distributed-postgres.md).
 -- Not part of the tree: never exported.

@@ -75,5 +75,5 @@ public final class Store {
     /// Tables the store keeps from the tree's tables, in the same transaction as every write, placed on Citus so
     /// that a question by a key other than the tree's asks one shard: `post_keys`, each post's key and owner
     /// (migration 0015), and `chat_holders`, who holds a copy of each chat (also 0015). Never exported.
-    public static let lookupTables = ["post_keys", "chat_holders"]
+    public static let lookupTables = HeldRecords.all.map(\.lookup)
 }

@@ -57,11 +57,12 @@ extension Store {
                 try lockTree()
                 heldSomething = false
             }
-            // Likes carry their post's owner: what an import does to /posts moves likes between owners.
-            let postKeysBefore = wholeTree ? [] : try heldKeys(of: .posts, touchedAt: options.at)
-            let chatKeysBefore = wholeTree ? [] : try heldKeys(of: .chats, touchedAt: options.at)
-            var deletedPosts = false
-            var deletedChats = false
+            // What the store derives from /posts and /chats follows what the import does to them.
+            var heldBefore: [String: [String]?] = [:]
+            for records in HeldRecords.all where !wholeTree {
+                heldBefore[records.table] = try heldKeys(of: records, touchedAt: options.at)
+            }
+            var deletedRoots: Set<String> = []
             if !options.at.isEmpty {
                 if let record = try recordPath(holding: options.at) {
                     let error = StorageError(
@@ -83,8 +84,7 @@ extension Store {
                 source: source, loader: loader, options: options,
                 deleteRows: { [connection] path in
                     // A merge names each node it replaces, `null` ones included.
-                    if path.first == "posts" { deletedPosts = true }
-                    if path.first == "chats" { deletedChats = true }
+                    if let root = path.first { deletedRoots.insert(root) }
                     var deleted = try Store.deleteRows(under: path, on: connection)
                     if loader.hasStagedLikes {
                         deleted[.postLikes, default: 0] += try self.deleteStagedLikes(under: path)
@@ -95,13 +95,9 @@ extension Store {
             do {
                 try StorageError.converting { try importer.run() }
                 try loader.flush()
-                try settleOwnership(
+                try settleDerivedRows(
                     staged: loader.hasStagedLikes, wholeTree: wholeTree,
-                    wrotePosts: !wholeTree && (deletedPosts || options.at.first == "posts"),
-                    postKeysBefore: postKeysBefore, at: options.at)
-                try settleChatHolders(
-                    wholeTree: wholeTree, wroteChats: !wholeTree && (deletedChats || options.at.first == "chats"),
-                    chatKeysBefore: chatKeysBefore, at: options.at)
+                    written: deletedRoots.union(options.at.prefix(1)), before: heldBefore, at: options.at)
             } catch let error as StorageError {
                 loader.abort()
                 throw error.adding(context: "import rolled back after reading \(importer.bytesRead) bytes")
@@ -128,43 +124,27 @@ extension Store {
         return report
     }
 
-    /// Keeps what the store derives from /posts in step with what the import did to it: stores the likes it
-    /// staged, and the post-key lookup and the likes of the posts it added or removed (`settleLikeOwners`): under
-    /// /posts/{uid}, the keys that user held before (`postKeysBefore`) or holds now but not both (a rewritten post
-    /// keeps its rows); all of them when it wrote /posts whole. A whole-tree import held nothing before, so the
-    /// lookup is filled from posts and staging gives each like its owners.
-    private func settleOwnership(
-        staged: Bool, wholeTree: Bool, wrotePosts: Bool, postKeysBefore: [String]?, at: [String]
+    /// Keeps what the store derives from /posts and /chats in step with what the import did to them: stores the
+    /// likes it staged, then for posts and chat copies whose root it wrote (`written`) settles the lookup, and for
+    /// posts the likes, of the keys whose holders changed (`changedKeys`: below one user, the keys held before,
+    /// in `before`, or now but not both; all of them when it wrote the root). A whole-tree import held nothing
+    /// before: the lookups are filled whole, and staging gave each like its owners.
+    private func settleDerivedRows(
+        staged: Bool, wholeTree: Bool, written: Set<String>, before: [String: [String]?], at: [String]
     ) throws {
-        if wholeTree {
-            try connection.execute("INSERT INTO post_keys (post_key, owner_uid) SELECT post_key, owner_uid FROM posts")
+        let settlesLikes = !wholeTree && written.contains(HeldRecords.posts.table)
+        let distributed = staged || settlesLikes ? try isDistributed() : false
+        if staged { try storeStagedLikes(isDistributed: distributed) }
+        for records in HeldRecords.all where wholeTree || written.contains(records.table) {
+            let keys = wholeTree ? nil : try changedKeys(of: records, before: before[records.table] ?? nil, at: at)
+            if keys?.isEmpty == true { continue }
+            try settleLookup(of: records, ofKeys: keys)
+            if records == .posts, settlesLikes { try settleLikeOwners(ofKeys: keys, isDistributed: distributed) }
         }
-        guard staged || wrotePosts else { return }
-        let isDistributed = try isDistributed()
-        if staged { try storeStagedLikes(isDistributed: isDistributed) }
-        guard wrotePosts else { return }
-        let keys = try changedKeys(of: .posts, before: postKeysBefore, at: at)
-        if keys?.isEmpty == true { return }
-        try settlePostKeys(ofKeys: keys)
-        try settleLikeOwners(ofKeys: keys, isDistributed: isDistributed)
     }
 
-    /// Keeps `chat_holders` in step with what the import did to /chats, as `settleOwnership` does for /posts:
-    /// under /chats/{uid}, the chat keys that user held before or holds now but not both; all of them when it
-    /// wrote /chats whole; filled from chats after a whole-tree import.
-    private func settleChatHolders(wholeTree: Bool, wroteChats: Bool, chatKeysBefore: [String]?, at: [String]) throws {
-        if wholeTree {
-            try connection.execute("INSERT INTO chat_holders (chat_key, uid) SELECT chat_key, uid FROM chats")
-            return
-        }
-        guard wroteChats else { return }
-        let keys = try changedKeys(of: .chats, before: chatKeysBefore, at: at)
-        if keys?.isEmpty == true { return }
-        try settleChatHolders(ofKeys: keys)
-    }
-
-    /// The tree's tables as a list for LOCK and TRUNCATE.
-    /// The tree's tables, quoted and separated by commas (no parameters: LOCK and TRUNCATE take none).
+    /// The tree's tables and the lookups kept from them, quoted and separated by commas, for LOCK and TRUNCATE
+    /// (no parameters: they take none).
     private static let treeTableList = Query.identifiers(treeTables + lookupTables)
 
     /// Locks the tree's tables against writes (`SHARE ROW EXCLUSIVE`, which conflicts with itself and with the

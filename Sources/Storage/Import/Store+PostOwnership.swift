@@ -71,20 +71,17 @@ extension Store {
         try connection.execute("DROP TABLE post_likes_settled")
     }
 
-    /// Gives the post-key lookup the rows of the keys `keys` (nil: of every key) that /posts now holds.
-    func settlePostKeys(ofKeys keys: [String]?) throws {
-        let scope: Query = keys.map { "post_key = ANY(\($0))" } ?? "true"
-        try connection.execute("DELETE FROM post_keys WHERE \(scope)")
+    /// Gives the lookup of `records` (`post_keys`, `chat_holders`) the rows of the keys `keys` (nil: of every key)
+    /// that the records now hold.
+    func settleLookup(of records: HeldRecords, ofKeys keys: [String]?) throws {
+        let scope: Query = keys.map { "\(identifier: records.key) = ANY(\($0))" } ?? "true"
+        let columns = Query.identifiers([records.key, records.holder])
+        try connection.execute("DELETE FROM \(identifier: records.lookup) WHERE \(scope)")
         try connection.execute(
-            "INSERT INTO post_keys (post_key, owner_uid) SELECT post_key, owner_uid FROM posts WHERE \(scope)")
-    }
-
-    /// Gives `chat_holders` the rows of the chat keys `keys` (nil: of every chat) that /chats now holds.
-    func settleChatHolders(ofKeys keys: [String]?) throws {
-        let scope: Query = keys.map { "chat_key = ANY(\($0))" } ?? "true"
-        try connection.execute("DELETE FROM chat_holders WHERE \(scope)")
-        try connection.execute(
-            "INSERT INTO chat_holders (chat_key, uid) SELECT chat_key, uid FROM chats WHERE \(scope)")
+            """
+            INSERT INTO \(identifier: records.lookup) (\(columns))
+            SELECT \(columns) FROM \(identifier: records.table) WHERE \(scope)
+            """)
     }
 
     /// Gives the likes of `key` that had no post (owner '') to `owner`, whose new post has that key.
@@ -122,16 +119,20 @@ extension Store {
 
 /// Records held per user under a root named like their table (/posts/{uid}/{key}, /chats/{uid}/{key}), as the
 /// tables derived from who holds which key see them.
-struct HeldRecords {
+struct HeldRecords: Equatable {
     /// The table, and the tree's root.
     var table: String
     /// The column of the user holding the record.
     var holder: String
     /// The column of the record's key.
     var key: String
+    /// The lookup of keys and holders kept from the table, with the same two columns.
+    var lookup: String
 
     /// Posts, held by their owner.
-    static let posts = HeldRecords(table: "posts", holder: "owner_uid", key: "post_key")
+    static let posts = HeldRecords(table: "posts", holder: "owner_uid", key: "post_key", lookup: "post_keys")
     /// Chat copies, held by their member.
-    static let chats = HeldRecords(table: "chats", holder: "uid", key: "chat_key")
+    static let chats = HeldRecords(table: "chats", holder: "uid", key: "chat_key", lookup: "chat_holders")
+    /// Both; their lookups are `Store.lookupTables`.
+    static let all = [posts, chats]
 }
