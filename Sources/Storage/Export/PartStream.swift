@@ -97,14 +97,15 @@ final class PartStream {
         fetchSize = min(largestFetch, fetchSize * 4)
     }
 
-    /// Moves to the next row.
+    /// Moves to the next row, past a like's rows after its first.
     func advance() throws {
+        try moveToNextRow()
+        while table == .postLikes, let row = currentRow, repeatedLikes.repeats(row) { try moveToNextRow() }
+    }
+
+    private func moveToNextRow() throws {
         leaf = nil
-        while batch == nil || index >= batch!.count || (table == .postLikes && repeatedLikes.repeats(batch![index])) {
-            if let batch, index < batch.count {
-                index += 1
-                continue
-            }
+        while batch == nil || index >= batch!.count {
             currentRow = nil
             if cursor != nil, !isCursorDone {
                 if prefetched == nil {
