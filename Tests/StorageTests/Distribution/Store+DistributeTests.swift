@@ -118,7 +118,7 @@ struct CitusTests {
         try citus.migrate()
         _ = try citus.distribute(shardCount: 4)
         try importJSON(PostOwnershipTests.tree, into: citus)
-        try expectOwnershipFollowsPosts(citus)
+        try expectDerivedRowsFollowTheTree(citus)
         try PostOwnershipTests.writePostsAndLikes(citus)
         try importJSON(PostOwnershipTests.chats, into: citus)
         try PostOwnershipTests.writeChats(citus)
@@ -163,7 +163,7 @@ struct CitusTests {
         let likes = try #require(state.tables.first { $0.name == "post_likes" })
         #expect(likes.column == "post_owner_uid")
         #expect(likes.colocationID == state.tables.first { $0.name == "users" }?.colocationID)
-        try expectOwnershipFollowsPosts(citus)
+        try expectDerivedRowsFollowTheTree(citus)
         expectSameText(try exportJSON(citus), try exportJSON(single))
         #expect(try citus.distribute().allSatisfy { !$0.changed })
     }

@@ -10,22 +10,23 @@ import TreeTestSupport
 /// has a row per owner of a post with its key, or one row with the owner '' when no post has it, the lookup holds
 /// each post's key and owner (migration 0015), and the holders each chat copy's key and user (also 0015). Derived from the exported tree alone (Makestagram's /posts/{uid}/{key}
 /// records), not from the SQL that keeps them.
-func expectOwnershipFollowsPosts(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
+func expectDerivedRowsFollowTheTree(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    // Keys compare as `TreeKey`s, byte for byte: "é" and "e\u{301}" are two keys, which `String` would merge.
     let tree = try TreeValue.parse(json: try exportJSON(store))?.children ?? [:]
-    var owners: [String: [String]] = [:]
+    var owners: [TreeKey: [TreeKey]] = [:]
     for (uid, posts) in tree[TreeKey("posts")]?.children ?? [:] {
-        for (key, post) in posts.children ?? [:] where post.children != nil {
-            owners[key.string, default: []].append(uid.string)
-        }
+        for (key, post) in posts.children ?? [:] where post.children != nil { owners[key, default: []].append(uid) }
     }
-    var expected: Set<[String]> = []
+    var expected: Set<[TreeKey]> = []
     for (key, likers) in tree[TreeKey("postLikes")]?.children ?? [:] {
         for (liker, value) in likers.children ?? [:] where value == .bool(true) {
-            for owner in owners[key.string] ?? [""] { expected.insert([owner, key.string, liker.string]) }
+            for owner in owners[key] ?? [TreeKey("")] { expected.insert([owner, key, liker]) }
         }
     }
-    func rows(_ query: Query, columns: Int) throws -> [[String]] {
-        try store.connection.query(query).map { row in try (0..<columns).map { try row.decode(String.self, at: $0) } }
+    func rows(_ query: Query, columns: Int) throws -> [[TreeKey]] {
+        try store.connection.query(query).map { row in
+            try (0..<columns).map { TreeKey(try row.decode(String.self, at: $0)) }
+        }
     }
     let likes = try rows("SELECT post_owner_uid, post_key, liker_uid FROM post_likes", columns: 3)
     #expect(likes.count == Set(likes).count, sourceLocation: sourceLocation)
@@ -33,9 +34,9 @@ func expectOwnershipFollowsPosts(_ store: Store, sourceLocation: SourceLocation 
     let keys = try rows("SELECT post_key, owner_uid FROM post_keys", columns: 2)
     #expect(Set(keys) == Set(owners.flatMap { key, uids in uids.map { [key, $0] } }), sourceLocation: sourceLocation)
     #expect(keys.count == Set(keys).count, sourceLocation: sourceLocation)
-    var copies: Set<[String]> = []
+    var copies: Set<[TreeKey]> = []
     for (uid, chats) in tree[TreeKey("chats")]?.children ?? [:] {
-        for (key, chat) in chats.children ?? [:] where chat.children != nil { copies.insert([key.string, uid.string]) }
+        for (key, chat) in chats.children ?? [:] where chat.children != nil { copies.insert([key, uid]) }
     }
     let holders = try rows("SELECT chat_key, uid FROM chat_holders", columns: 2)
     #expect(Set(holders) == copies, sourceLocation: sourceLocation)
@@ -55,7 +56,7 @@ struct PostOwnershipTests {
     @Test func aLikeHasARowPerOwnerOfItsKeyAndIsExportedOnce() throws {
         let store = try makeStore()
         try importJSON(Self.tree, into: store)
-        try expectOwnershipFollowsPosts(store)
+        try expectDerivedRowsFollowTheTree(store)
         #expect(
             try store.connection.query("SELECT count(*) FROM post_likes")[0].decode(Int.self, at: 0) == 2 * 2 + 3 * 40
                 + 1)
@@ -68,6 +69,29 @@ struct PostOwnershipTests {
         let results = Dictionary(uniqueKeysWithValues: try store.check(examples: 5).map { ($0.check, $0) })
         #expect(results[.likeCount]?.examples == ["/posts/c/2"])
         #expect(results[.orphans]?.examples == ["/postLikes/9/w", "/postLikes/9/z"])
+    }
+
+    /// Shapes of real exports: all-digit post keys (the likes and the posts render as arrays) with one key two
+    /// owners share, likers whose keys are canonically equivalent but not the same bytes, a push ID that starts
+    /// with `-` and holds y and h, a 3 MB value and control characters in text.
+    @Test func likesOfRealShapesExportAsTheyCame() throws {
+        let photo = String(repeating: "iVBORw0KGgo", count: 300_000)
+        let tree = #"""
+            {"postLikes": [{"e\u0301": true, "é": true}, {"-Kyh0Ah": true}],
+             "posts": {"1": [{"image_url": "\#(photo)", "like_count": 2}, {"like_count": 1}],
+                       "2": [{"image_url": "esc\u001b[31m\u0007", "like_count": 2}]}}
+            """#
+        let store = try makeStore()
+        try importJSON(tree, into: store)
+        try expectDerivedRowsFollowTheTree(store)
+        #expect(try store.connection.query("SELECT count(*) FROM post_likes")[0].decode(Int.self, at: 0) == 5)
+        let exported = try exportJSON(store)
+        #expect(exported.contains(#""postLikes":[{"#))
+        #expect(try TreeValue.parse(json: exported) == TreeValue.parse(json: tree))
+        let again = try makeStore()
+        try importJSON(exported, into: again)
+        expectSameText(try exportJSON(again), exported)
+        #expect(try store.check([.likeCount, .orphans]).allSatisfy(\.isClean))
     }
 
     @Test func writesToPostsMoveTheirLikes() throws {
@@ -86,20 +110,20 @@ struct PostOwnershipTests {
         ]
         for (write, path) in writes {
             _ = try store.write(write, at: path)
-            try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+            try expectDerivedRowsFollowTheTree(store, sourceLocation: sourceLocation)
         }
         // Firebase's update at the root replaces /posts whole.
         for json in [
             #"{"posts": {"e": {"1": {"like_count": 2}}}}"#, #"{"posts": null, "users": {"x": {"username": "x"}}}"#,
         ] {
             try importJSON(json, into: store, options: ImportOptions(mode: .merge))
-            try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+            try expectDerivedRowsFollowTheTree(store, sourceLocation: sourceLocation)
         }
         _ = try store.write(
             .set(json: #"{"e": {"2": {"like_count": 1}}, "f": {"2": {"like_count": 40}}}"#), at: ["posts"])
-        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        try expectDerivedRowsFollowTheTree(store, sourceLocation: sourceLocation)
         _ = try store.write(.set(json: #"{"q": true}"#), at: ["postLikes", "2"])
-        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        try expectDerivedRowsFollowTheTree(store, sourceLocation: sourceLocation)
         #expect(
             try store.check([.orphans]).first?.examples == [
                 "/postLikes/1/x", "/postLikes/1/y", "/postLikes/9/w", "/postLikes/9/z",
@@ -115,7 +139,7 @@ struct PostOwnershipTests {
             #"{"postLikes": {"p": {\#(many)}, "p": {"y": true}}, "posts": {"a": {"p": {"like_count": 1}}}}"#,
             into: store)
         #expect(report.warningCount == 1)
-        try expectOwnershipFollowsPosts(store)
+        try expectDerivedRowsFollowTheTree(store)
         #expect(try exportJSON(store) == #"{"postLikes":{"p":{"y":true}},"posts":{"a":{"p":{"like_count":1}}}}"#)
     }
 
@@ -125,15 +149,15 @@ struct PostOwnershipTests {
             #"{"users": {"a": {"username": "a"}, "b": {"username": "b"}, "l": {"username": "l"}}}"#, into: store)
         try importJSON(Self.tree, into: store, options: ImportOptions(mode: .merge))
         #expect(try store.like("l", post: "1") == OperationResult(changed: true, count: 3))
-        try expectOwnershipFollowsPosts(store)
+        try expectDerivedRowsFollowTheTree(store)
         #expect(try store.unlike("b", post: "1") == OperationResult(changed: false, count: 3))
         #expect(try store.unlike("l", post: "1") == OperationResult(changed: true, count: 2))
-        try expectOwnershipFollowsPosts(store)
+        try expectDerivedRowsFollowTheTree(store)
         // b's post goes; its rows of the shared likes go, and the likes stay for a's post.
         #expect(try store.deletePost(owner: "b", key: "1").map(\.rows) == [1, 0, 0])
-        try expectOwnershipFollowsPosts(store)
+        try expectDerivedRowsFollowTheTree(store)
         #expect(try store.deletePost(owner: "a", key: "1").map(\.rows) == [1, 2, 0])
-        try expectOwnershipFollowsPosts(store)
+        try expectDerivedRowsFollowTheTree(store)
         // A new post whose key already has likes (from before it existed) takes them. Push IDs made in one
         // millisecond count up, so the post's key is the one after `first`.
         let clock = Date(timeIntervalSince1970: 1_700_000_000)
@@ -143,7 +167,7 @@ struct PostOwnershipTests {
         #expect(try store.check([.orphans]).first?.examples.contains("/postLikes/\(key)/l") == true)
         let created = try store.createPost(owner: "a", imageURL: "u", imageHeight: 1, pushIDs: pushIDs, now: clock)
         #expect(created.post.key == key)
-        try expectOwnershipFollowsPosts(store)
+        try expectDerivedRowsFollowTheTree(store)
         #expect(try store.check([.orphans]).first?.examples.contains("/postLikes/\(key)/l") == false)
     }
 
@@ -172,7 +196,7 @@ struct PostOwnershipTests {
     @Test func everyWriteToChatsKeepsTheirHolders() throws {
         let store = try makeStore()
         try importJSON(Self.chats, into: store)
-        try expectOwnershipFollowsPosts(store)
+        try expectDerivedRowsFollowTheTree(store)
         #expect(try store.check([.orphans]).first?.examples == ["/messages/c9/m9"])
         try Self.writeChats(store)
     }
@@ -180,25 +204,25 @@ struct PostOwnershipTests {
     /// Writes, operations and repairs that add or remove chat copies, each followed by the holders' check.
     static func writeChats(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
         _ = try store.write(.set(json: #"{"members": {"c": true}}"#), at: ["chats", "c", "c9"])
-        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        try expectDerivedRowsFollowTheTree(store, sourceLocation: sourceLocation)
         #expect(try store.check([.orphans]).first?.violations == 0, sourceLocation: sourceLocation)
         _ = try store.write(.remove, at: ["chats", "b"])
-        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        try expectDerivedRowsFollowTheTree(store, sourceLocation: sourceLocation)
         #expect(try store.check([.orphans]).first?.examples == ["/messages/c2/m2"], sourceLocation: sourceLocation)
         _ = try store.write(.update(json: #"{"c2": {"title": "back"}}"#), at: ["chats", "b"])
         _ = try store.write(.set(json: #""renamed""#), at: ["chats", "b", "c2", "title"])
-        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        try expectDerivedRowsFollowTheTree(store, sourceLocation: sourceLocation)
         _ = try store.follow("a", "c")
         let sent = try store.sendMessage(from: "a", to: "c", text: "new chat")
-        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        try expectDerivedRowsFollowTheTree(store, sourceLocation: sourceLocation)
         _ = try store.repair(.chats)
-        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        try expectDerivedRowsFollowTheTree(store, sourceLocation: sourceLocation)
         // A second chat of a and c, held by a alone, merged into the one sent to.
         _ = try store.write(.set(json: #"{"members": {"a": true, "c": true}}"#), at: ["chats", "a", "c8"])
         _ = try store.mergeChats(keep: sent.chat.key, drop: "c8")
-        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        try expectDerivedRowsFollowTheTree(store, sourceLocation: sourceLocation)
         try importJSON(#"{"chats": {"d": {"c7": {"title": "t"}}}}"#, into: store, options: ImportOptions(mode: .merge))
-        try expectOwnershipFollowsPosts(store, sourceLocation: sourceLocation)
+        try expectDerivedRowsFollowTheTree(store, sourceLocation: sourceLocation)
         // Every chat with messages is gone but c7, which has none.
         #expect(try store.check([.orphans]).first?.violations == 4, sourceLocation: sourceLocation)
     }
@@ -215,7 +239,7 @@ struct PostOwnershipTests {
                 """)
         let exported = try exportJSON(store)
         try store.migrate()
-        try expectOwnershipFollowsPosts(store)
+        try expectDerivedRowsFollowTheTree(store)
         expectSameText(try exportJSON(store), exported)
     }
 }
