@@ -166,7 +166,7 @@ extension TreeTable {
                 continue
             }
             // An object's members (`poster.uid`, `poster.username`): what is left of it stays under its key.
-            let taken = try fields.nested(group.key) { inner in
+            let taken: Void? = try fields.nested(group.key) { inner in
                 for (member, _) in group.columns { try inner.take(member.field[1], as: member.kind, into: &row) }
             }
             if taken == nil {

@@ -44,6 +44,7 @@ extension Store {
                     set_config('application_name', \(Self.importApplicationName), true)
                 """)
             let heldSomething: Bool
+            var deferredIndexes: DeferredIndexes?
             if wholeTree {
                 // The maintenance lock first: checks and repairs then see an import running (and fail at once or
                 // queue with --wait) instead of blocking on the tables.
@@ -53,6 +54,7 @@ extension Store {
                 try connection.execute("LOCK TABLE \(Self.treeTableList) IN ACCESS EXCLUSIVE MODE")
                 heldSomething = try !isEmpty()
                 try connection.execute("TRUNCATE \(Self.treeTableList)")
+                deferredIndexes = try deferIndexes()
             } else {
                 try lockTree()
                 heldSomething = false
@@ -85,6 +87,7 @@ extension Store {
                 deleteRows: { [connection] path in
                     // A merge names each node it replaces, `null` ones included.
                     if let root = path.first { deletedRoots.insert(root) }
+                    try deferredIndexes?.build()
                     var deleted = try Store.deleteRows(under: path, on: connection)
                     if loader.hasStagedLikes {
                         deleted[.postLikes, default: 0] += try self.deleteStagedLikes(under: path)
@@ -98,6 +101,7 @@ extension Store {
                 try settleDerivedRows(
                     staged: loader.hasStagedLikes, wholeTree: wholeTree,
                     written: deletedRoots.union(options.at.prefix(1)), before: heldBefore, at: options.at)
+                try deferredIndexes?.build()
             } catch let error as StorageError {
                 loader.abort()
                 throw error.adding(context: "import rolled back after reading \(importer.bytesRead) bytes")

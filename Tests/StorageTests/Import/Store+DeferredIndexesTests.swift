@@ -1,0 +1,170 @@
+import Foundation
+import PostgresClient
+import PostgresTestSupport
+import Testing
+import TreeTestSupport
+@testable import Storage
+
+/// A whole-tree import drops the secondary indexes after its TRUNCATE and builds them once the rows are in
+/// (`DeferredIndexes`): whatever happens, the store ends with the indexes it had, holding what they should.
+@Suite("Indexes built after a whole-tree import's rows")
+struct DeferredIndexesTests {
+    /// A tree whose keys land in the partial indexes (digit-led and U+E000 keys) as well as outside them.
+    static let tree =
+        consistentTree
+        .setting("users/42", #"{"username": "answer"}"#)
+        .setting("users/\u{E000}x", #"{"username": "private use"}"#)
+        .setting("following/42", #"{"alice": true}"#)
+        .setting("followers/alice", #"{"42": true, "carol": true}"#)
+
+    /// Every index of the store's tables: name, definition, validity and object id.
+    struct IndexState: Equatable {
+        var name: String
+        var definition: String
+        var isValid: Bool
+        var oid: Int
+    }
+
+    static func indexes(_ store: Store) throws -> [IndexState] {
+        try store.connection.query(
+            """
+            SELECT c.relname, pg_get_indexdef(i.indexrelid), i.indisvalid, i.indexrelid::oid::bigint
+            FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+            WHERE i.indrelid = ANY(\(Store.treeTables + Store.lookupTables)::regclass[])
+            ORDER BY c.relname
+            """
+        ).map {
+            IndexState(
+                name: try $0.decode(String.self, at: 0), definition: try $0.decode(String.self, at: 1),
+                isValid: try $0.decode(Bool.self, at: 2), oid: try $0.decode(Int.self, at: 3))
+        }
+    }
+
+    /// The same indexes by name and definition, all valid.
+    static func expectSameIndexes(
+        _ after: [IndexState], _ before: [IndexState], sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(after.map(\.name) == before.map(\.name), sourceLocation: sourceLocation)
+        #expect(after.map(\.definition) == before.map(\.definition), sourceLocation: sourceLocation)
+        #expect(after.allSatisfy { $0.isValid }, sourceLocation: sourceLocation)
+    }
+
+    /// Every index of the store's tables holds exactly the rows it should: amcheck walks each one and looks up
+    /// every row of its table that belongs in it (`heapallindexed`), and fails on anything missing or misplaced.
+    static func expectIndexesHoldTheirRows(_ store: Store) throws {
+        try store.connection.execute("CREATE EXTENSION IF NOT EXISTS amcheck")
+        let checked = try store.connection.query(
+            """
+            SELECT count(bt_index_check(i.indexrelid, true)) FROM pg_index i
+            WHERE i.indrelid = ANY(\(Store.treeTables + Store.lookupTables)::regclass[])
+            """)
+        #expect(try checked[0].decode(Int.self, at: 0) > 20)
+    }
+
+    /// The keys the users' partial index orders (digit-led and U+E000 keys).
+    static func orderedUsers(_ store: Store) throws -> [String] {
+        try store.connection.query(
+            "SELECT uid FROM users WHERE rtdb_key_needs_order(uid) ORDER BY rtdb_key_order(uid) COLLATE \"C\""
+        ).map { try $0.decode(String.self, at: 0) }
+    }
+
+    @Test func theIndexesComeBackAsTheyWereAndHoldTheNewRows() throws {
+        let store = try makeStore()
+        let before = try Self.indexes(store)
+        #expect(before.contains { $0.name == "timeline_key_order" })
+        try importJSON(Self.tree.json, into: store)
+        let after = try Self.indexes(store)
+        Self.expectSameIndexes(after, before)
+        // They were built again (new objects), except the primary keys, which stayed.
+        for (old, new) in zip(before, after) {
+            #expect((old.oid == new.oid) == old.name.hasSuffix("_pkey"), "\(old.name)")
+        }
+        #expect(try Self.orderedUsers(store) == ["42", "\u{E000}x"])
+        try Self.expectIndexesHoldTheirRows(store)
+        try expectTree(store, Self.tree)
+        // A second whole-tree import over a full store does the same.
+        try importJSON(consistentTree.json, into: store)
+        Self.expectSameIndexes(try Self.indexes(store), before)
+        try Self.expectIndexesHoldTheirRows(store)
+    }
+
+    @Test func aRolledBackImportLeavesTheIndexesItFound() throws {
+        let store = try consistentStore(Self.tree)
+        let before = try Self.indexes(store)
+        try importJSON(consistentTree.json, into: store, options: ImportOptions(isDryRun: true))
+        #expect(try Self.indexes(store) == before)
+        // Malformed at the end: everything was read and loaded, the indexes dropped, then it all rolls back.
+        let broken = String(consistentTree.json.dropLast()) + ", \"zzz\" 1}"
+        #expect(throws: StorageError.self) { try importJSON(broken, into: store) }
+        #expect(try Self.indexes(store) == before)
+        try expectTree(store, Self.tree)
+        try Self.expectIndexesHoldTheirRows(store)
+    }
+
+    /// A repeated key the loader can no longer roll back is deleted from the tables (by `sort_key` for unmapped
+    /// values, so the indexes are built before that DELETE, and the rest of the file loads into them).
+    @Test func aRepeatedKeyMidwayLeavesTheIndexesWhole() throws {
+        let store = try makeStore()
+        let before = try Self.indexes(store)
+        let file = """
+            {"settings": {"theme": "dark", "size": 3}, "users": {"42": {"username": "first"}},
+             "settings": {"theme": "light"}, "users": {"42": {"username": "answer"}, "bob": {"username": "bob"}}}
+            """
+        let report = try importJSON(file, into: store)
+        #expect(report.warningCount == 2)
+        Self.expectSameIndexes(try Self.indexes(store), before)
+        try expectTree(
+            store,
+            TreeValue.parse(
+                json:
+                    #"{"settings": {"theme": "light"}, "users": {"42": {"username": "answer"}, "bob": {"username": "bob"}}}"#
+            )!)
+        #expect(try Self.orderedUsers(store) == ["42"])
+        try Self.expectIndexesHoldTheirRows(store)
+    }
+
+    /// Indexes an operator added are rebuilt the same when a CREATE INDEX gives them back whole, and left alone
+    /// when it would not (a comment, a statistics target).
+    @Test func anOperatorsIndexesAreKeptWhole() throws {
+        let store = try consistentStore()
+        let connection = store.connection
+        try connection.execute("CREATE INDEX timeline_poster ON timeline (poster_uid) WITH (fillfactor = 70)")
+        try connection.execute("CREATE INDEX users_username ON users (lower(username))")
+        try connection.execute("COMMENT ON INDEX users_username IS 'for the search page'")
+        try connection.execute("CREATE INDEX posts_height ON posts ((image_height * 2))")
+        try connection.execute("ALTER INDEX posts_height ALTER COLUMN 1 SET STATISTICS 500")
+        let before = try Self.indexes(store)
+        try importJSON(Self.tree.json, into: store)
+        let after = try Self.indexes(store)
+        Self.expectSameIndexes(after, before)
+        func oid(_ name: String, _ states: [IndexState]) -> Int? { states.first { $0.name == name }?.oid }
+        #expect(oid("timeline_poster", after) != oid("timeline_poster", before))
+        #expect(oid("users_username", after) == oid("users_username", before))
+        #expect(oid("posts_height", after) == oid("posts_height", before))
+        let comment = try connection.query("SELECT obj_description('users_username'::regclass, 'pg_class')")
+        #expect(try comment[0].decode(String.self, at: 0) == "for the search page")
+        try Self.expectIndexesHoldTheirRows(store)
+    }
+
+    /// DROP INDEX needs the tables' owner: a role that may only write them imports with the indexes in place.
+    @Test func aRoleThatDoesNotOwnTheTablesImportsWithTheIndexesInPlace() throws {
+        let database = try TestPostgres.makeDatabase()
+        let owner = Store(connection: try database.connect())
+        try importJSON(consistentTree.json, into: owner)
+        let role = "writer_" + database.name
+        try owner.connection.execute("CREATE ROLE \(identifier: role)")
+        try owner.connection.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO \(identifier: role)")
+        try owner.connection.execute("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO \(identifier: role)")
+        defer {
+            _ = try? owner.connection.execute("DROP OWNED BY \(identifier: role)")
+            _ = try? owner.connection.execute("DROP ROLE \(identifier: role)")
+        }
+        let before = try Self.indexes(owner)
+        let writer = Store(connection: try database.connect())
+        try writer.connection.execute("SET ROLE \(identifier: role)")
+        try importJSON(Self.tree.json, into: writer)
+        #expect(try Self.indexes(owner) == before)
+        try expectTree(owner, Self.tree)
+        try Self.expectIndexesHoldTheirRows(owner)
+    }
+}
