@@ -109,7 +109,8 @@ struct Import: ConsoleCommand {
         do {
             report = try store.importTree(
                 from: input.source(progress: progress), options: options, onReject: { try rejectsFile.write($0) },
-                onRows: { progress?.update(rows: $0) }, isCancelled: { Interrupt.isPending })
+                onRows: { progress?.update(rows: $0) }, isCancelled: { Interrupt.isPending },
+                onStep: { progress?.show($0.description) })
             progress?.finish()
             try rejectsFile.finish()
         } catch let error as StorageError {

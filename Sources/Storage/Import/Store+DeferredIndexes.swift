@@ -13,21 +13,26 @@ import PostgresClient
 /// depends on it. Only indexes this role owns are dropped.
 final class DeferredIndexes {
     private let connection: StoreConnection
-    /// `CREATE INDEX` statements as the catalog wrote them, not yet run.
-    private var definitions: [String]
+    /// Each index's name and `CREATE INDEX` statement as the catalog wrote it, in the order they are built.
+    private let indexes: [(name: String, definition: String)]
+    /// How many of them were built.
+    private var built = 0
 
-    fileprivate init(connection: StoreConnection, definitions: [String]) {
+    fileprivate init(connection: StoreConnection, indexes: [(name: String, definition: String)]) {
         self.connection = connection
-        self.definitions = definitions
+        self.indexes = indexes
     }
 
-    /// Builds the indexes still missing; nothing the second time. Run before any statement that finds rows by one
-    /// of them (the DELETE of a repeated key's earlier rows finds unmapped values by `sort_key`).
-    func build() throws {
-        while let definition = definitions.first {
+    /// Builds the indexes still missing, telling `onStep` of each; nothing the second time. Run before any
+    /// statement that finds rows by one of them (the DELETE of a repeated key's earlier rows finds unmapped values
+    /// by `sort_key`).
+    func build(onStep: (ImportStep) -> Void) throws {
+        while built < indexes.count {
+            let index = indexes[built]
+            onStep(.buildingIndex(name: index.name, number: built + 1, count: indexes.count))
             // The text comes from the catalog (`pg_get_indexdef`), which quotes every name it holds.
-            try connection.execute(script: definition)
-            definitions.removeFirst()
+            try connection.execute(script: index.definition)
+            built += 1
         }
     }
 }
@@ -57,13 +62,13 @@ extension Store {
             ORDER BY c.relname
             """)
         var names: [Query] = []
-        var definitions: [String] = []
+        var indexes: [(name: String, definition: String)] = []
         for row in rows {
-            names.append(
-                "\(identifier: try row.decode(String.self, at: 0)).\(identifier: try row.decode(String.self, at: 1))")
-            definitions.append(try row.decode(String.self, at: 2))
+            let (schema, name) = (try row.decode(String.self, at: 0), try row.decode(String.self, at: 1))
+            names.append("\(identifier: schema).\(identifier: name)")
+            indexes.append((name, try row.decode(String.self, at: 2)))
         }
         if !names.isEmpty { try connection.execute("DROP INDEX \(names.joined(separator: ", "))") }
-        return DeferredIndexes(connection: connection, definitions: definitions)
+        return DeferredIndexes(connection: connection, indexes: indexes)
     }
 }

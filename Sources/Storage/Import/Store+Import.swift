@@ -21,11 +21,13 @@ extension Store {
     /// than `options.maximumRejects` were rejected. A failure carries how far the import got in its context.
     /// `onRows` hears the number of rows mapped so far, every few thousand rows. `isCancelled`, asked as often, stops
     /// the import (rolled back, as a cancelled statement): during COPY the server's answer to a cancel request is
-    /// only read at the end, so the reading must stop by itself.
+    /// only read at the end, so the reading must stop by itself. `onStep` hears of each step that follows the
+    /// reading (storing likes, building indexes: seconds on a large store).
     public func importTree(
         from source: some ByteSource, options: ImportOptions = ImportOptions(),
         onReject: @escaping (ImportReject) throws -> Void = { _ in },
-        onRows: @escaping (Int) -> Void = { _ in }, isCancelled: @escaping () -> Bool = { false }
+        onRows: @escaping (Int) -> Void = { _ in }, isCancelled: @escaping () -> Bool = { false },
+        onStep: @escaping (ImportStep) -> Void = { _ in }
     ) throws -> ImportReport {
         for key in options.at {
             if let problem = FirebaseKey.problem(with: key) ?? (key.hasPrefix(".") ? "a priority is not a node" : nil) {
@@ -87,7 +89,7 @@ extension Store {
                 deleteRows: { [connection] path in
                     // A merge names each node it replaces, `null` ones included.
                     if let root = path.first { deletedRoots.insert(root) }
-                    try deferredIndexes?.build()
+                    try deferredIndexes?.build(onStep: onStep)
                     var deleted = try Store.deleteRows(under: path, on: connection)
                     if loader.hasStagedLikes {
                         deleted[.postLikes, default: 0] += try self.deleteStagedLikes(under: path)
@@ -100,8 +102,9 @@ extension Store {
                 try loader.flush()
                 try settleDerivedRows(
                     staged: loader.hasStagedLikes, wholeTree: wholeTree,
-                    written: deletedRoots.union(options.at.prefix(1)), before: heldBefore, at: options.at)
-                try deferredIndexes?.build()
+                    written: deletedRoots.union(options.at.prefix(1)), before: heldBefore, at: options.at,
+                    onStep: onStep)
+                try deferredIndexes?.build(onStep: onStep)
             } catch let error as StorageError {
                 loader.abort()
                 throw error.adding(context: "import rolled back after reading \(importer.bytesRead) bytes")
@@ -134,16 +137,24 @@ extension Store {
     /// in `before`, or now but not both; all of them when it wrote the root). A whole-tree import held nothing
     /// before: the lookups are filled whole, and staging gave each like its owners.
     private func settleDerivedRows(
-        staged: Bool, wholeTree: Bool, written: Set<String>, before: [String: [String]?], at: [String]
+        staged: Bool, wholeTree: Bool, written: Set<String>, before: [String: [String]?], at: [String],
+        onStep: (ImportStep) -> Void
     ) throws {
         let settlesLikes = !wholeTree && written.contains(HeldRecords.posts.table)
         let distributed = staged || settlesLikes ? try isDistributed() : false
-        if staged { try storeStagedLikes(isDistributed: distributed) }
+        if staged {
+            onStep(.storingLikes)
+            try storeStagedLikes(isDistributed: distributed)
+        }
         for records in HeldRecords.all where wholeTree || written.contains(records.table) {
             let keys = wholeTree ? nil : try changedKeys(of: records, before: before[records.table] ?? nil, at: at)
             if keys?.isEmpty == true { continue }
+            onStep(.fillingLookup(table: records.lookup))
             try settleLookup(of: records, ofKeys: keys)
-            if records == .posts, settlesLikes { try settleLikeOwners(ofKeys: keys, isDistributed: distributed) }
+            if records == .posts, settlesLikes {
+                onStep(.settlingLikes)
+                try settleLikeOwners(ofKeys: keys, isDistributed: distributed)
+            }
         }
     }
 

@@ -88,6 +88,30 @@ struct DeferredIndexesTests {
         try Self.expectIndexesHoldTheirRows(store)
     }
 
+    /// What follows the reading is told step by step, for the progress display: the likes, the lookups, then each
+    /// index in turn; a merge keeps its indexes and builds none.
+    @Test func theStepsAfterTheReadingAreTold() throws {
+        let store = try makeStore()
+        let dropped = try Self.indexes(store).filter { !$0.name.hasSuffix("_pkey") }.map(\.name)
+        var steps: [ImportStep] = []
+        try store.importTree(from: MemorySource(Self.tree.json), onStep: { steps.append($0) })
+        let builds = dropped.enumerated().map {
+            ImportStep.buildingIndex(name: $1, number: $0 + 1, count: dropped.count)
+        }
+        #expect(
+            steps == [.storingLikes, .fillingLookup(table: "post_keys"), .fillingLookup(table: "chat_holders")] + builds
+        )
+        #expect(steps.last?.description == "building index \(dropped.count) of \(dropped.count): \(dropped.last!)")
+
+        steps = []
+        let post =
+            #"{"-Pnew": {"image_url": "u", "image_height": 1, "created_at": 1, "like_count": 0, "poster": {"uid": "bob", "username": "bob"}}}"#
+        try store.importTree(
+            from: MemorySource(#"{"posts": {"bob": \#(post)}}"#), options: ImportOptions(mode: .merge),
+            onStep: { steps.append($0) })
+        #expect(steps == [.fillingLookup(table: "post_keys"), .settlingLikes])
+    }
+
     @Test func aRolledBackImportLeavesTheIndexesItFound() throws {
         let store = try consistentStore(Self.tree)
         let before = try Self.indexes(store)
