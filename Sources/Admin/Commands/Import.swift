@@ -39,6 +39,10 @@ struct Import: ConsoleCommand {
 
             A malformed byte, a lost connection or Ctrl-C leave the store exactly as it was.
 
+            A replace of the whole store builds the tables' secondary indexes once the rows are in, as \
+            pg_restore does (when the importing role owns the tables); the report times that and the other steps \
+            after the reading on its "(after reading)" lines.
+
             Examples:
               import backup.json
               import backup-2026-11-21.json.gz
@@ -222,6 +226,14 @@ struct ImportReportView {
                 ])
             }
         }
+        // pgloader's summary likewise times its index builds below the tables.
+        for step in report.finishing {
+            let target =
+                step.target == "indexes" ? "\(step.count) \(step.count == 1 ? "index" : "indexes")" : step.target
+            rows.append([
+                .text("(after reading)"), .text(target), .null, .null, .null, .null, .text(Self.seconds(step.seconds)),
+            ])
+        }
         rows.append([
             .text("total"), .null, .integer(report.lines.reduce(0) { $0 + $1.rowsRead }), .integer(report.rowsImported),
             .integer(report.rejectCount), .integer(report.lines.reduce(0) { $0 + $1.bytes }),
@@ -261,6 +273,12 @@ struct ImportReportView {
                 ("seconds", JSONWriter.number(node.seconds)), ("rejected", String(node.rejected)),
             ])
         }
+        let finishing = report.finishing.map { step in
+            JSONWriter.object([
+                ("target", JSONWriter.string(step.target)), ("count", String(step.count)),
+                ("seconds", JSONWriter.number(step.seconds)),
+            ])
+        }
         let rejects = report.rejects.map { reject in
             JSONWriter.object([("path", JSONWriter.string(reject.path)), ("reason", JSONWriter.string(reject.reason))])
         }
@@ -269,7 +287,7 @@ struct ImportReportView {
             ("dry_run", report.isDryRun ? "true" : "false"), ("input_bytes", String(report.inputBytes)),
             ("seconds", JSONWriter.number(report.seconds)), ("rows_imported", String(report.rowsImported)),
             ("rows_replaced", String(report.rowsReplaced)), ("tables", JSONWriter.array(lines)),
-            ("nodes", JSONWriter.array(nodes)),
+            ("nodes", JSONWriter.array(nodes)), ("after_reading", JSONWriter.array(finishing)),
             ("rejected", String(report.rejectCount)), ("rejects", JSONWriter.array(rejects)),
             ("warnings", String(report.warningCount)),
         ])

@@ -26,6 +26,17 @@ public struct ImportReport: Sendable {
         public var rejected: Int
     }
 
+    /// What an import did after the file was read (the `ImportStep`s of one table together, every index build
+    /// together), and how long it took.
+    public struct Finishing: Sendable, Equatable {
+        /// The table it wrote (`post_likes`, `post_keys`, `chat_holders`), or `indexes`.
+        public var target: String
+        /// Steps taken: the indexes built, for `indexes`.
+        public var count: Int
+        /// Seconds it took.
+        public var seconds: Double
+    }
+
     /// Lines by node, then table, in the order the nodes were met.
     public var lines: [Line] = []
     /// Node totals, in the order the nodes were met.
@@ -45,6 +56,8 @@ public struct ImportReport: Sendable {
     public var inputBytes = 0
     /// Seconds from start to commit (or rollback).
     public var seconds: Double = 0
+    /// What followed the reading, in order: part of `seconds`, in none of the nodes'.
+    public var finishing: [Finishing] = []
     /// Whether the work was rolled back on purpose (`--dry-run`).
     public var isDryRun = false
     /// The import's mode.

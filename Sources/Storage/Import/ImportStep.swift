@@ -10,6 +10,15 @@ public enum ImportStep: Sendable, Equatable, CustomStringConvertible {
     /// Building the secondary index `name`, the `number`th of `count`, dropped while the rows loaded.
     case buildingIndex(name: String, number: Int, count: Int)
 
+    /// What the step writes: a table, or `indexes`.
+    var target: String {
+        switch self {
+        case .storingLikes, .settlingLikes: TreeTable.postLikes.name
+        case .fillingLookup(let table): table
+        case .buildingIndex: "indexes"
+        }
+    }
+
     /// The step in a few words.
     public var description: String {
         switch self {
@@ -18,5 +27,34 @@ public enum ImportStep: Sendable, Equatable, CustomStringConvertible {
         case .settlingLikes: "settling the likes of posts added or removed"
         case .buildingIndex(let name, let number, let count): "building index \(number) of \(count): \(name)"
         }
+    }
+}
+
+/// Times the steps of an import that follow its reading, for `ImportReport.finishing`: each lasts from its
+/// `begin` to the next `begin` or `end`; steps of one target add up.
+final class FinishingClock {
+    private let clock = ContinuousClock()
+    /// When the running step began.
+    private var current: ContinuousClock.Instant?
+    /// The steps so far, in order.
+    private(set) var steps: [ImportReport.Finishing] = []
+
+    /// Starts `step`, ending the one before.
+    func begin(_ step: ImportStep) {
+        end()
+        current = clock.now
+        if steps.last?.target == step.target {
+            steps[steps.count - 1].count += 1
+        } else {
+            steps.append(.init(target: step.target, count: 1, seconds: 0))
+        }
+    }
+
+    /// Ends the running step, if any.
+    func end() {
+        guard let started = current else { return }
+        current = nil
+        // `begin` made the running step's entry the last one.
+        steps[steps.count - 1].seconds += (clock.now - started).seconds
     }
 }

@@ -37,6 +37,11 @@ extension Store {
         let clock = ContinuousClock()
         let started = clock.now
         var report = ImportReport()
+        let finishing = FinishingClock()
+        let timedStep: (ImportStep) -> Void = { step in
+            finishing.begin(step)
+            onStep(step)
+        }
         let wholeTree = options.mode == .replace && options.at.isEmpty
         var replaced = 0
         try connection.withTransaction(rollback: options.isDryRun) {
@@ -89,7 +94,8 @@ extension Store {
                 deleteRows: { [connection] path in
                     // A merge names each node it replaces, `null` ones included.
                     if let root = path.first { deletedRoots.insert(root) }
-                    try deferredIndexes?.build(onStep: onStep)
+                    try deferredIndexes?.build(onStep: timedStep)
+                    finishing.end()
                     var deleted = try Store.deleteRows(under: path, on: connection)
                     if loader.hasStagedLikes {
                         deleted[.postLikes, default: 0] += try self.deleteStagedLikes(under: path)
@@ -103,8 +109,9 @@ extension Store {
                 try settleDerivedRows(
                     staged: loader.hasStagedLikes, wholeTree: wholeTree,
                     written: deletedRoots.union(options.at.prefix(1)), before: heldBefore, at: options.at,
-                    onStep: onStep)
-                try deferredIndexes?.build(onStep: onStep)
+                    onStep: timedStep)
+                try deferredIndexes?.build(onStep: timedStep)
+                finishing.end()
             } catch let error as StorageError {
                 loader.abort()
                 throw error.adding(context: "import rolled back after reading \(importer.bytesRead) bytes")
@@ -114,6 +121,7 @@ extension Store {
             }
             report = importer.report
             report.rowsReplaced += replaced
+            report.finishing = finishing.steps
             if options.mode == .replace, !options.allowsEmptying, report.rowsImported == 0,
                 heldSomething || replaced > 0
             {

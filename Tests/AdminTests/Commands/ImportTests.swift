@@ -15,8 +15,15 @@ struct ImportExportCommandTests {
             "--db", database.conninfo, "-c", "import \(fixture)", "-c", "export \(output) --pretty",
         ])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stdout.contains(" users         | users           |       241 |      241 |"))
+        #expect(run.stdout.contains(" users           | users           |       241 |      241 |"))
         #expect(run.stdout.contains("Imported 1053 rows from \(fixture)"))
+        // Below the nodes, what followed the reading: the lookups, then the secondary indexes built after the rows.
+        let after = run.stdout.split(separator: "\n").filter { $0.hasPrefix(" (after reading) ") }
+        #expect(
+            after.map { $0.split(separator: "|")[1].trimmingCharacters(in: .whitespaces) }.dropLast() == [
+                "post_keys", "chat_holders",
+            ])
+        #expect(after.last?.contains(" indexes ") == true)
         #expect(run.stderr.contains("Exported 1053 rows as 192980 bytes to \(output)"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: output)) == Data(contentsOf: URL(fileURLWithPath: fixture)))
 
@@ -58,6 +65,10 @@ struct ImportExportCommandTests {
         let report = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
         #expect(report?["rows_imported"] as? Int == 3)
         #expect(report?["file"] as? String == "-")
+        let after = report?["after_reading"] as? [[String: Any]]
+        #expect(after?.map { $0["target"] as? String } == ["post_keys", "chat_holders", "indexes"])
+        #expect((after?.last?["count"] as? Int ?? 0) > 10)
+        #expect(after?.allSatisfy { ($0["seconds"] as? Double ?? -1) >= 0 } == true)
         let export = try AdminProcess.run(["--db", database.conninfo, "-q", "export", "-"])
         #expect(export.stdout == #"{"a":{"x":true},"b":[1,2]}"#)
         #expect(export.stderr.isEmpty)
