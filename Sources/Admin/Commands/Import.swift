@@ -40,8 +40,9 @@ struct Import: ConsoleCommand {
             A malformed byte, a lost connection or Ctrl-C leave the store exactly as it was.
 
             A replace of the whole store builds the tables' secondary indexes once the rows are in, as \
-            pg_restore does (when the importing role owns the tables); the report times that and the other steps \
-            after the reading on its "(after reading)" lines.
+            pg_restore does, and the primary keys of the tables it fills after reading the file (when the \
+            importing role owns the tables); the report times that and the other steps after the reading on its \
+            "(after reading)" lines.
 
             Examples:
               import backup.json
