@@ -3,7 +3,7 @@ import PostgresClient
 /// The secondary indexes a whole-tree import drops after its TRUNCATE and builds again once every row is in, as
 /// pg_restore does: one sorted build per index costs the server less than an insertion per row, and the builds
 /// run at the end, while the console has nothing left to parse, instead of slowing every COPY it waits on
-/// (232 MB export: 9.8–10.9 s → 8.4–8.7 s on one server, BENCHMARKS.md).
+/// (232 MB export, one server: median 9.6 s → 8.5 s; BENCHMARKS.md).
 ///
 /// It is all in the import's transaction: a rollback, a crash or a killed console leaves the indexes as they were.
 /// Unique indexes stay, and primary keys but those of `Store.tablesFilledAfterReading` (a primary key built at the
@@ -13,7 +13,8 @@ import PostgresClient
 /// that depends on it. Only indexes this role owns are dropped.
 final class DeferredIndexes {
     private let connection: StoreConnection
-    /// Each index's name and `CREATE INDEX` statement as the catalog wrote it, in the order they are built.
+    /// Each index's name and the statement that builds it (`CREATE INDEX`, or `ADD CONSTRAINT` for a primary key)
+    /// as the catalog wrote it, in the order they are built.
     private let indexes: [(name: String, definition: String)]
     /// How many of them were built.
     private var built = 0
@@ -30,7 +31,7 @@ final class DeferredIndexes {
         while built < indexes.count {
             let index = indexes[built]
             onStep(.buildingIndex(name: index.name, number: built + 1, count: indexes.count))
-            // The text comes from the catalog (`pg_get_indexdef`), which quotes every name it holds.
+            // The text comes from the catalog (see `deferIndexes`), which quotes every name it holds.
             try connection.execute(script: index.definition)
             built += 1
         }
@@ -40,7 +41,8 @@ final class DeferredIndexes {
 extension Store {
     /// Tables whose rows a whole-tree import writes only after the file is read, with `INSERT … SELECT` (the
     /// likes it staged, the lookups derived from /posts and /chats): their primary keys are built after the rows
-    /// too, since nothing overlaps with those inserts (1 GB export: the likes 7.5 s → 2.8 s and 1.9 s for the key).
+    /// too, since nothing overlaps with those inserts (1 GB export: the likes 5.9 s → 3.2–3.6 s and 1.6 s for the
+    /// key).
     static let tablesFilledAfterReading = [TreeTable.postLikes.name] + lookupTables
 
     /// Drops the secondary indexes of the tree's tables and lookups, and the primary keys of
@@ -84,7 +86,8 @@ extension Store {
             """)
         var indexes: [(name: String, definition: String)] = []
         for row in rows {
-            // The text comes from the catalog, which quotes every name it holds (format's %I, pg_get_indexdef).
+            // The text comes from the catalog, which quotes every name it holds (format's %I, pg_get_indexdef,
+            // pg_get_constraintdef).
             try connection.execute(script: try row.decode(String.self, at: 1))
             indexes.append((try row.decode(String.self, at: 0), try row.decode(String.self, at: 2)))
         }

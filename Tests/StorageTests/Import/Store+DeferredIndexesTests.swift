@@ -41,6 +41,7 @@ struct DeferredIndexesTests {
         var oid: Int
     }
 
+    /// The indexes of the tree's tables and lookups, by name.
     static func indexes(_ store: Store) throws -> [IndexState] {
         try store.connection.query(
             """
