@@ -41,8 +41,8 @@ struct Import: ConsoleCommand {
 
             A replace of the whole store builds the tables' secondary indexes once the rows are in, as \
             pg_restore does, and the primary keys of the tables it fills after reading the file (when the \
-            importing role owns the tables); the report times that and the other steps after the reading on its \
-            "(after reading)" lines.
+            importing role owns the tables; --keep-indexes loads into them as they stand); the report times that \
+            and the other steps after the reading on its "(after reading)" lines.
 
             Examples:
               import backup.json
@@ -78,6 +78,9 @@ struct Import: ConsoleCommand {
     @Flag(help: "Let a file that holds nothing (null or {}) empty the store, or the node at --at (also: --yes).")
     var allowEmpty = false
 
+    @Flag(help: "Load into the indexes as they stand instead of building them after the rows (slower).")
+    var keepIndexes = false
+
     @Option(help: "Where to write rejected values as JSON lines (default: FILE.rejects.jsonl).")
     var rejects: String?
 
@@ -107,7 +110,7 @@ struct Import: ConsoleCommand {
         let rejectsFile = try RejectsFile(path: rejects ?? Self.defaultRejectsPath(for: file), replacing: force)
         let options = ImportOptions(
             mode: mode, isDryRun: dryRun, maximumRejects: maxRejects, at: keys,
-            allowsEmptying: allowEmpty || confirmation.yes)
+            allowsEmptying: allowEmpty || confirmation.yes, keepsIndexes: keepIndexes)
         let report: ImportReport
         let progress = ProgressBar("import", total: input.size, session: session)
         defer { progress?.finish() }

@@ -22,6 +22,10 @@ public struct ImportOptions: Sendable {
     /// nothing (`null`, `{}`) is refused otherwise, since a failed backup job that saved `null` must not wipe
     /// production.
     public var allowsEmptying = false
+    /// Whether a whole-tree replace loads into the indexes as they stand instead of building them after the rows
+    /// (`DeferredIndexes`): slower, but no DROP or CREATE INDEX reaches the server (for DDL audits, event
+    /// triggers, or index statistics to keep).
+    public var keepsIndexes = false
     /// Bytes of JSON a record may hold in memory besides its typed fields (its `extra`, at most); the rest of a
     /// larger record is kept as unmapped values. Tests lower it.
     var recordMemoryBudget = 4 << 20
@@ -29,9 +33,10 @@ public struct ImportOptions: Sendable {
     /// Options; the defaults replace the store and abort on the first reject.
     public init(
         mode: Mode = .replace, isDryRun: Bool = false, maximumRejects: Int = 0, at: [String] = [],
-        allowsEmptying: Bool = false
+        allowsEmptying: Bool = false, keepsIndexes: Bool = false
     ) {
         self.allowsEmptying = allowsEmptying
+        self.keepsIndexes = keepsIndexes
         self.at = at
         self.mode = mode
         self.isDryRun = isDryRun

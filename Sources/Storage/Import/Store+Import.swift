@@ -61,7 +61,7 @@ extension Store {
                 try connection.execute("LOCK TABLE \(Self.treeTableList) IN ACCESS EXCLUSIVE MODE")
                 heldSomething = try !isEmpty()
                 try connection.execute("TRUNCATE \(Self.treeTableList)")
-                deferredIndexes = try deferIndexes()
+                if !options.keepsIndexes { deferredIndexes = try deferIndexes() }
             } else {
                 try lockTree()
                 heldSomething = false

@@ -69,6 +69,14 @@ struct ImportExportCommandTests {
         #expect(after?.map { $0["target"] as? String } == ["post_keys", "chat_holders", "indexes"])
         #expect((after?.last?["count"] as? Int ?? 0) > 10)
         #expect(after?.allSatisfy { ($0["seconds"] as? Double ?? -1) >= 0 } == true)
+        // --keep-indexes builds none: it loads into the indexes as they stand (here in a dry run).
+        let kept = try AdminProcess.run(
+            ["--db", database.conninfo, "import", "-", "--format", "json", "--keep-indexes", "--dry-run"],
+            input: #"{"b": 1}"#)
+        #expect(kept.status == 0, "\(kept.stderr)")
+        let keptReport = try JSONSerialization.jsonObject(with: Data(kept.stdout.utf8)) as? [String: Any]
+        let keptSteps = keptReport?["after_reading"] as? [[String: Any]]
+        #expect(keptSteps?.map { $0["target"] as? String } == ["post_keys", "chat_holders"])
         let export = try AdminProcess.run(["--db", database.conninfo, "-q", "export", "-"])
         #expect(export.stdout == #"{"a":{"x":true},"b":[1,2]}"#)
         #expect(export.stderr.isEmpty)

@@ -195,6 +195,21 @@ struct DeferredIndexesTests {
         try Self.expectIndexesHoldTheirRows(store)
     }
 
+    /// `keepsIndexes` (`--keep-indexes`) loads into the very index objects the store had.
+    @Test func keepingTheIndexesLoadsIntoThem() throws {
+        let store = try consistentStore()
+        let before = try Self.indexes(store)
+        var steps: [ImportStep] = []
+        let report = try store.importTree(
+            from: MemorySource(Self.tree.json), options: ImportOptions(keepsIndexes: true),
+            onStep: { steps.append($0) })
+        #expect(try Self.indexes(store) == before)
+        #expect(!steps.contains { if case .buildingIndex = $0 { true } else { false } })
+        #expect(!report.finishing.contains { $0.target == "indexes" })
+        try expectTree(store, Self.tree)
+        try Self.expectIndexesHoldTheirRows(store)
+    }
+
     /// DROP INDEX needs the tables' owner: a role that may only write them imports with the indexes in place.
     @Test func aRoleThatDoesNotOwnTheTablesImportsWithTheIndexesInPlace() throws {
         let database = try TestPostgres.makeDatabase()
