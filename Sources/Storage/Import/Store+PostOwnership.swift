@@ -12,34 +12,39 @@ extension Store {
 
     /// Creates `stagedLikesTable` for the rest of the transaction.
     static let createStagedLikes: Query = """
-        CREATE TEMPORARY TABLE post_likes_staged (post_key text COLLATE "C" NOT NULL, liker_uid text COLLATE "C" NOT NULL)
-            ON COMMIT DROP
+        CREATE TEMPORARY TABLE \(identifier: stagedLikesTable) (
+            post_key text COLLATE "C" NOT NULL, liker_uid text COLLATE "C" NOT NULL) ON COMMIT DROP
         """
 
-    /// Where posts' keys and owners are read from when likes are settled: on a distributed store, the posts'
-    /// rows through an OFFSET 0 subquery, which Citus runs first (likes and posts meet by key, not by the
-    /// distribution column); one server joins the table itself and finds a few keys by its index.
-    private func postOwners(isDistributed: Bool) -> Query {
-        isDistributed ? "(SELECT owner_uid, post_key FROM posts OFFSET 0)" : "posts"
+    /// The rows `post_likes` holds for the likes (`post_key`, `liker_uid`) of `likes`, a FROM item: one per owner
+    /// of a post with the like's key, or one with the owner '' when no post has it. Posts' keys and owners are
+    /// read, on a distributed store, through an OFFSET 0 subquery, which Citus runs first (likes and posts meet
+    /// by key, not by the distribution column); one server joins the table itself and finds a few keys by its
+    /// index.
+    private func likeRows(of likes: Query, isDistributed: Bool) -> Query {
+        let posts: Query = isDistributed ? "(SELECT owner_uid, post_key FROM posts OFFSET 0)" : "posts"
+        return """
+            SELECT coalesce(p.owner_uid, ''), l.post_key, l.liker_uid
+            FROM \(likes) l LEFT JOIN \(posts) p ON p.post_key = l.post_key
+            """
     }
 
     /// Moves the likes an import staged into `post_likes`, each with a row per owner of its key ('' when there is
     /// none), and drops the staging table.
     func storeStagedLikes(isDistributed: Bool) throws {
+        let staged: Query = "\(identifier: Self.stagedLikesTable)"
         try connection.execute(
-            """
-            INSERT INTO post_likes (post_owner_uid, post_key, liker_uid)
-            SELECT coalesce(p.owner_uid, ''), s.post_key, s.liker_uid
-            FROM post_likes_staged s LEFT JOIN \(postOwners(isDistributed: isDistributed)) p ON p.post_key = s.post_key
-            """)
-        try connection.execute("DROP TABLE post_likes_staged")
+            "INSERT INTO post_likes (post_owner_uid, post_key, liker_uid) "
+                + likeRows(of: staged, isDistributed: isDistributed))
+        try connection.execute("DROP TABLE \(staged)")
     }
 
     /// Deletes the staged likes at or below `path` (a repeated key's earlier occurrence); returns how many.
     func deleteStagedLikes(under path: [String]) throws -> Int {
         guard path.first == TreeTable.postLikes.rootKey else { return 0 }
         return try connection.execute(
-            "DELETE FROM post_likes_staged WHERE \(TreeTable.postLikes.keyConditions(path.dropFirst()))")
+            "DELETE FROM \(identifier: Self.stagedLikesTable) WHERE \(TreeTable.postLikes.keyConditions(path.dropFirst()))"
+        )
     }
 
     /// Gives the likes of the post keys `keys` (nil: of every key) the rows that /posts now says they have: a
@@ -56,12 +61,10 @@ extension Store {
                 liker_uid text COLLATE "C" NOT NULL) ON COMMIT DROP
             """)
         try connection.execute(
-            """
-            INSERT INTO post_likes_settled
-            SELECT coalesce(p.owner_uid, ''), l.post_key, l.liker_uid
-            FROM (SELECT DISTINCT post_key, liker_uid FROM post_likes WHERE \(scope) OFFSET 0) l
-            LEFT JOIN \(postOwners(isDistributed: isDistributed)) p ON p.post_key = l.post_key
-            """)
+            "INSERT INTO post_likes_settled "
+                + likeRows(
+                    of: "(SELECT DISTINCT post_key, liker_uid FROM post_likes WHERE \(scope) OFFSET 0)",
+                    isDistributed: isDistributed))
         try connection.execute("DELETE FROM post_likes WHERE \(scope)")
         try connection.execute(
             """
