@@ -8,10 +8,10 @@ struct Distribute: ConsoleCommand {
         discussion: """
             Distributes each table as the plan says: users, posts, likes (by their post's owner), followers, \
             following, timeline and chats by the user's uid, all in one co-location group, so that one user's \
-            rows sit on one worker; messages by chat key; AppCoda's feed posts by post id, and the lookup of \
-            posts by key beside them; unmapped values copied to every node. The rows move to the workers in one transaction; migration bookkeeping and \
-            check history stay on the coordinator. Tables already distributed so are left alone, so running it \
-            again is harmless.
+            rows sit on one worker; messages, and who holds each chat, by chat key; AppCoda's feed posts by post \
+            id, and the lookup of posts by key beside them; unmapped values copied to every node. The rows move \
+            to the workers in one transaction; migration bookkeeping and check history stay on the coordinator. \
+            Tables already distributed so are left alone, so running it again is harmless.
 
             Needs a Citus coordinator with the citus extension in this database (and in the same database on \
             every worker) and at least one active worker. Refused on plain PostgreSQL and on a worker. `status` \

@@ -29,7 +29,10 @@ public struct ImportReport: Sendable {
     /// What an import did after the file was read (the `ImportStep`s of one table together, every index build
     /// together), and how long it took.
     public struct Finishing: Sendable, Equatable {
-        /// The table it wrote (`post_likes`, `post_keys`, `chat_holders`), or `indexes`.
+        /// The `target` of the index builds, all together.
+        public static let indexes = "indexes"
+
+        /// The table it wrote (`post_likes`, `post_keys`, `chat_holders`), or `Finishing.indexes`.
         public var target: String
         /// Steps taken: the indexes built, for `indexes`.
         public var count: Int

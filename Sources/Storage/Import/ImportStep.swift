@@ -10,12 +10,12 @@ public enum ImportStep: Sendable, Equatable, CustomStringConvertible {
     /// Building the secondary index `name`, the `number`th of `count`, dropped while the rows loaded.
     case buildingIndex(name: String, number: Int, count: Int)
 
-    /// What the step writes: a table, or `indexes`.
+    /// What the step writes: a table, or `ImportReport.Finishing.indexes`.
     var target: String {
         switch self {
         case .storingLikes, .settlingLikes: TreeTable.postLikes.name
         case .fillingLookup(let table): table
-        case .buildingIndex: "indexes"
+        case .buildingIndex: ImportReport.Finishing.indexes
         }
     }
 
