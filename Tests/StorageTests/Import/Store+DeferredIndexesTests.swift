@@ -137,6 +137,33 @@ struct DeferredIndexesTests {
         #expect(steps == [.fillingLookup(table: "post_keys"), .settlingLikes])
     }
 
+    /// Shapes of real exports, in every table whose indexes are built after the rows: all-digit keys (arrays of
+    /// users, of a timeline, of likes), push IDs that start with `-` and hold y and h, a 3 MB value, control
+    /// characters and escapes; then the friendlypix console export.
+    @Test func realShapesLandInTheRebuiltIndexes() throws {
+        let photo = String(repeating: "iVBORw0KGgo", count: 300_000)
+        let tree = #"""
+            {"users": [{"username": "zero"}, {"username": "esc\u001b[31m\u0007\t"}],
+             "following": {"0": {"1": true, "-Kyh0Ah": true}}, "followers": {"1": [true]},
+             "posts": {"0": {"-Kyh0Ah": {"image_url": "\#(photo)", "like_count": 1}}},
+             "postLikes": {"-Kyh0Ah": [true, true]},
+             "timeline": {"1": {"-Kyh0Ah": {"poster_uid": "0"}}, "2": [{"poster_uid": "\u0001"}]},
+             "chats": {"0": {"-Ch\u00e9y": {"title": "\u001b]0;pwned\u0007", "members": {"0": true, "1": true}}}},
+             "messages": {"-Ch\u00e9y": {"12": {"content": "\\n\r\n", "timestamp": 1500000000000}}},
+             "log": {"1700000000000": "a", "1700000000001": "b"}}
+            """#
+        let fixture = try String(
+            contentsOf: fixtureDirectory.appendingPathComponent("friendlypix-console-export.json"), encoding: .utf8)
+        for json in [tree, fixture] {
+            let store = try makeStore()
+            let before = try Self.indexes(store)
+            try importJSON(json, into: store)
+            Self.expectSameIndexes(try Self.indexes(store), before)
+            try Self.expectIndexesHoldTheirRows(store)
+            #expect(try TreeValue.parse(json: exportJSON(store)) == TreeValue.parse(json: json))
+        }
+    }
+
     @Test func aRolledBackImportLeavesTheIndexesItFound() throws {
         let store = try consistentStore(Self.tree)
         let before = try Self.indexes(store)
