@@ -73,6 +73,8 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         case reclaimSpace
         /// Wait for the check, repair or import that holds the maintenance lock, or run again later.
         case waitForMaintenance
+        /// A lock wait ran out (`lock_timeout`): try again later, or allow a longer wait.
+        case waitLonger
         /// Use another directory for the embedded cluster (the hint says why).
         case chooseDataDirectory
         /// Use a PostgreSQL server other than the embedded one.

@@ -12,6 +12,11 @@ public final class Store {
     /// The connection every operation runs on; only Storage sends SQL.
     let connection: StoreConnection
 
+    /// Hears, before a read starts to wait for the tables a writer holds (an import replacing the tree), who
+    /// holds them (nil when that cannot be seen); the read then waits up to `lock_timeout`. A console sets it to
+    /// say so on a terminal.
+    public var onReadWait: ((LockHolder?) -> Void)?
+
     /// A store on an open connection.
     public init(connection: Connection) {
         self.connection = StoreConnection(connection)
@@ -62,7 +67,8 @@ public final class Store {
     /// How long a statement waits for a lock before it fails (`lock_timeout`) for this connection; nil waits
     /// as long as it takes. An import, which waits for the app's transactions to end, overrides it.
     public func setLockTimeout(_ timeout: Duration?) throws {
-        let milliseconds = timeout.map { Int(($0 / .milliseconds(1)).rounded(.up)) } ?? 0
+        // At most the setting's largest value (about 24.8 days), which is as good as forever for a lock.
+        let milliseconds = timeout.map { Int(min(($0 / .milliseconds(1)).rounded(.up), Double(Int32.max))) } ?? 0
         try connection.execute("SELECT set_config('lock_timeout', \("\(milliseconds)ms"), false)")
     }
 

@@ -51,7 +51,8 @@ final class StoreConnection {
     }
 
     /// Runs `body` in a transaction (a savepoint inside one): committed when it returns, rolled back when it
-    /// throws. A wait for a lock that ran out says who held it when that was an import.
+    /// throws. A wait for a lock that ran out says who held it when that was an import (a `readOnly` one, that
+    /// nothing was read).
     @discardableResult
     func withTransaction<Result>(
         isolation: Connection.IsolationLevel = .readCommitted, readOnly: Bool = false, rollback: Bool = false,
@@ -64,7 +65,7 @@ final class StoreConnection {
         } catch let error as StorageError
             where error.sqlState == .lockNotAvailable && error.message.contains("lock timeout") && !isInTransaction
         {
-            throw describingLockWait(error)
+            throw describingLockWait(error, reading: readOnly)
         }
     }
 
@@ -127,9 +128,12 @@ final class StoreConnection {
         try StorageError.converting { try base.notifications(waitingAtMost: timeout) }
     }
 
-    /// `error`, a wait for a lock that ran out (`lock_timeout`), saying who held it when that was an import.
-    private func describingLockWait(_ error: StorageError) -> StorageError {
+    /// `error`, a wait for a lock that ran out (`lock_timeout`), saying who held it when that was an import, and
+    /// without the statement that waited (the operator did not write it).
+    private func describingLockWait(_ error: StorageError, reading: Bool) -> StorageError {
         var error = error
+        error.statement = nil
+        error.context = nil
         let timeout = (try? base.query("SHOW lock_timeout").first?.decode(String.self, at: 0)) ?? "lock_timeout"
         let holder =
             (try? base.query(
@@ -139,17 +143,22 @@ final class StoreConnection {
                     AND xact_start IS NOT NULL
                 ORDER BY xact_start LIMIT 1
                 """))?.first
+        let nothing = reading ? "Nothing was read." : "Nothing was changed."
         if let holder, let pid = try? holder.decode(Int.self, at: 0),
             let start = try? holder.decode(String.self, at: 1)
         {
             error.message =
-                "an import is in progress (pid \(pid), since \(start)): waited \(timeout) for the tables it writes"
-            error.hint = "Nothing was changed. Try again when the import has finished; reads go on meanwhile."
+                "an import is in progress (pid \(pid), since \(start)): waited \(timeout) for the tables it "
+                + (reading ? "replaces" : "writes")
+            error.hint =
+                reading
+                ? "\(nothing) Try again when the import has finished, or wait longer for it."
+                : "\(nothing) Try again when the import has finished."
         } else {
             error.message = "waited \(timeout) (lock_timeout) for a lock another transaction holds"
-            error.hint = "Nothing was changed. Try again; pg_locks and pg_stat_activity show who holds it."
+            error.hint = "\(nothing) Try again; pg_locks and pg_stat_activity show who holds it."
         }
-        return error
+        return error.remedied(.waitLonger)
     }
 }
 

@@ -78,21 +78,27 @@ struct FaultTests {
         #expect(!FileManager.default.fileExists(atPath: target))
         #expect(try export(db) == before)
 
-        // kill -9 in the middle of a repair's transaction: its first step (the missing followers) is done,
-        // its second (the missing following edges) waits for a lock this test holds.
+        // kill -9 in the middle of a repair's transaction: it holds the tree against writes and its UPDATE of
+        // like counts waits for the last post to set, whose row this test holds (a row lock: the repair's table
+        // locks do not wait for it).
         try observer.execute("BEGIN")
-        try observer.execute("LOCK TABLE following IN EXCLUSIVE MODE")
-        let (repairing, _, _, _) = try AdminProcess.start(db + ["repair", "follows"])
+        try observer.execute(
+            """
+            SELECT 1 FROM posts p WHERE like_count IS DISTINCT FROM
+                (SELECT count(*) FROM post_likes l WHERE l.post_key = p.post_key AND l.post_owner_uid = p.owner_uid)
+            ORDER BY owner_uid DESC, post_key DESC LIMIT 1 FOR UPDATE
+            """)
+        let (repairing, _, _, _) = try AdminProcess.start(db + ["backfill", "like-counts"])
         let waiting = try database.connect()
         try waitUntil("the repair waits for the lock") {
-            try someoneIsRunning("MERGE INTO \"following\"", on: waiting, waitingOnLock: true)
+            try someoneIsRunning("UPDATE posts", on: waiting, waitingOnLock: true)
         }
         kill(repairing.processIdentifier, SIGKILL)
         repairing.waitUntilExit()
         try observer.execute("ROLLBACK")
         #expect(try export(db) == before)
         // The same repair, left alone, changes the store: the kills above did interrupt real work.
-        let repaired = try AdminProcess.run(db + ["repair", "follows"])
+        let repaired = try AdminProcess.run(db + ["backfill", "like-counts"])
         #expect(repaired.status == 0, "\(repaired.stderr)")
         #expect(try export(db) != before)
     }

@@ -17,6 +17,11 @@ public enum TestPostgres {
         return try makeDatabase(prefix: "test", template: server.templateName, on: server)
     }
 
+    /// A new database holding what `original` holds (copied as a template: nothing may be connected to it).
+    public static func makeDatabase(copying original: TestDatabase) throws -> TestDatabase {
+        try makeDatabase(prefix: "copy", template: original.name, on: sharedServer.get())
+    }
+
     /// A new database with no schema at all, for migration tests.
     public static func makeEmptyDatabase() throws -> TestDatabase {
         try makeDatabase(prefix: "empty", template: "template0", on: sharedServer.get())

@@ -70,7 +70,9 @@ struct SettingsCommand: ConsoleCommand {
             guard let seconds = Double(value), seconds >= 0, seconds.isFinite else {
                 throw ConsoleError(.usage, "lock_timeout takes seconds (0 waits forever), not \(value)")
             }
-            session.lockTimeout = seconds == 0 ? nil : .milliseconds(Int64((seconds * 1000).rounded(.up)))
+            // PostgreSQL's largest lock_timeout is about 24.8 days; a longer wait is as good as forever.
+            let milliseconds = min((seconds * 1000).rounded(.up), Double(Int32.max))
+            session.lockTimeout = seconds == 0 ? nil : .milliseconds(Int64(milliseconds))
         }
     }
 

@@ -57,6 +57,9 @@ struct ConsoleError: Error, CustomStringConvertible {
                 + "it filled."
         case .waitForMaintenance:
             "Wait for it to finish, or queue behind it with --wait SECONDS."
+        case .waitLonger:
+            (storageHint ?? "Try again later.")
+                + " `settings lock_timeout SECONDS` lets commands wait longer (0: as long as it takes)."
         case .chooseDataDirectory:
             (storageHint ?? "Choose another data directory.") + " admin takes it from --data-dir or ADMIN_DATA_DIR."
         case .useAnotherServer:

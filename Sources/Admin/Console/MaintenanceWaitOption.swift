@@ -13,7 +13,14 @@ struct MaintenanceWaitOption: ParsableArguments {
 
     func validate() throws {
         guard wait >= 0, wait.isFinite else { throw ValidationError("--wait must be 0 or more seconds") }
+        // PostgreSQL's lock_timeout, which bounds the wait, stops at 2^31-1 ms.
+        guard wait <= Self.longest else {
+            throw ValidationError("--wait must be at most \(Int(Self.longest)) seconds (about 24.8 days)")
+        }
     }
+
+    /// The longest wait PostgreSQL can bound, in seconds.
+    static let longest = Double(Int32.max / 1000)
 
     /// The wait, saying on a terminal whom it waits for.
     func maintenanceWait(in session: Session) -> MaintenanceWait {
@@ -24,10 +31,13 @@ struct MaintenanceWaitOption: ParsableArguments {
         }
     }
 
-    private static func describe(_ holder: MaintenanceLockHolder?) -> String {
-        guard let holder else { return "another check, repair or import" }
-        let what = holder.isImport ? "an import" : "a check or repair"
+    /// Who holds a lock, as the operator knows them: the maintenance lock (a check, repair or import), or with
+    /// `tables` the tables themselves (an import replacing the tree, or another session's VACUUM FULL or DDL).
+    static func describe(_ holder: LockHolder?, tables: Bool = false) -> String {
+        guard let holder else { return tables ? "the session holding the tables" : "another check, repair or import" }
+        let what = holder.isImport ? "an import" : tables ? "another session" : "a check or repair"
         var parts = ["pid \(holder.pid)"]
+        if tables, !holder.isImport, !holder.application.isEmpty { parts.insert(holder.application, at: 0) }
         if !holder.role.isEmpty { parts.append("role \(holder.role)") }
         if let since = DomainViews.time(seconds: holder.since?.timeIntervalSince1970) { parts.append("since " + since) }
         return what + " (" + parts.joined(separator: ", ") + ")"

@@ -79,6 +79,7 @@ final class Session {
         } else {
             store = try connect()
             try store.setLockTimeout(lockTimeout)
+            store.onReadWait = { [unowned self] holder in self.sayReadWaits(for: holder) }
             Interrupt.cancels(store.makeCanceller())
             openStore = store
         }
@@ -103,6 +104,14 @@ final class Session {
         }
         hasCurrentSchema = true
         return store
+    }
+
+    /// On a terminal, that a read waits for `holder` (who holds the tables), and how long it will.
+    private func sayReadWaits(for holder: LockHolder?) {
+        guard diagnostics.isTerminal else { return }
+        let limit = lockTimeout.map { "up to \(SettingsCommand.seconds($0)) s" } ?? "as long as it takes"
+        diagnostics.line("Waiting \(limit) for " + MaintenanceWaitOption.describe(holder, tables: true) + " to finish…")
+        diagnostics.flush()
     }
 
     /// Records that the schema was just brought up to date (by `migrate`).

@@ -2,6 +2,7 @@ import Storage
 
 /// Check results as a table or as the JSON contract.
 struct CheckReportView {
+    /// Only the checks that trip, without the summary: what a cron job that should mail nothing on success prints.
     var quiet: Bool
     var format: OutputFormat
     /// Whether a threshold or `--fail-on new` applies, so that the table says what each check's count means.
@@ -36,7 +37,8 @@ struct CheckReportView {
             RepairReportView(format: format).print(repairs, to: session)
             session.output.line()
         }
-        let shown = zip(after, verdicts).filter { !quiet || !$0.0.isClean }
+        // Quiet, only what trips: a cron job that exits 0 prints nothing, so nothing is mailed.
+        let shown = zip(after, verdicts).filter { !quiet || $0.1.trips }
         guard !shown.isEmpty || !repairs.isEmpty else { return }
         var afterTable = table(shown.map(\.0), verdicts: shown.map(\.1))
         if !repairs.isEmpty {

@@ -12,7 +12,7 @@ extension Store {
     /// with the stable member hash first, then the most recently used. More than one means duplicates (the check
     /// `chat_duplicates`). Fails when either user does not exist.
     public func chats(between a: String, _ b: String) throws -> [Chat] {
-        try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
+        try readingSnapshot {
             _ = try usernames(a, b, lock: .none)
             return try pairChats(a, b)
         }
@@ -78,7 +78,7 @@ extension Store {
 
     /// `chats`: a user's chats, the most recently used first.
     public func chats(of uid: String, limit: Int) throws -> [Chat] {
-        try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
+        try readingSnapshot {
             try requireUser(uid, lock: .none)
             return try connection.query(
                 """
@@ -94,7 +94,7 @@ extension Store {
     /// `messages`: the `limit` newest messages of a chat before the key `before` (keyset paging), oldest first as
     /// a chat shows them. Fails when no copy of the chat and no message of it exist.
     public func messages(in chatKey: String, limit: Int, before: String? = nil) throws -> [Message] {
-        try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
+        try readingSnapshot {
             let messages = try connection.query(
                 """
                 SELECT \(Self.messageColumns) FROM (

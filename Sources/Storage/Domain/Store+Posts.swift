@@ -64,13 +64,15 @@ extension Store {
 
     /// `posts`: a user's posts, newest first (push IDs sort by creation time), `limit` at a time before `before`.
     public func posts(of owner: String, limit: Int, before: String? = nil) throws -> [Post] {
-        try connection.query(
-            """
-            SELECT \(Self.postColumns) FROM posts p
-            WHERE p.owner_uid = \(owner) AND (\(before) IS NULL OR p.post_key < \(before))
-            ORDER BY p.post_key DESC LIMIT \(limit)
-            """
-        ).map { try Self.post(from: $0) }
+        try readingSnapshot {
+            try connection.query(
+                """
+                SELECT \(Self.postColumns) FROM posts p
+                WHERE p.owner_uid = \(owner) AND (\(before) IS NULL OR p.post_key < \(before))
+                ORDER BY p.post_key DESC LIMIT \(limit)
+                """
+            ).map { try Self.post(from: $0) }
+        }
     }
 
     static let postColumns: Query = """

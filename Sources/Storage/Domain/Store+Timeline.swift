@@ -5,7 +5,7 @@ extension Store {
     /// `timeline`: the posts of a user's timeline, newest first, each with its poster, like count and whether the
     /// user liked it; `limit` at a time before the post key `before` (keyset paging, no OFFSET).
     public func timeline(of uid: String, limit: Int, before: String? = nil) throws -> [TimelineEntry] {
-        try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
+        try readingSnapshot {
             try requireUser(uid, lock: .none)
             // The page of entries first, then its posts (by poster, each one's distribution column) and the
             // reader's likes of them: on Citus the timeline, the posts and the likes live on different workers.
@@ -63,7 +63,7 @@ extension Store {
                 SELECT \(columns) FROM feed_posts WHERE timestamp_ms > \(timestamp) \(order) LIMIT \(limit)
                 """
             }
-        return try connection.query(query).map { row in
+        return try readingSnapshot { try connection.query(query) }.map { row in
             FeedPost(
                 id: try row.decode(at: 0), imageFileURL: try row.decode(at: 1), user: try row.decode(at: 2),
                 votes: try row.decode(at: 3), timestamp: try row.decode(at: 4))

@@ -27,15 +27,17 @@ extension Store {
 
     /// `user show`: the user and the sizes of their lists, or nil when there is no such user.
     public func user(_ uid: String) throws -> UserSummary? {
-        let rows = try connection.query(
-            """
-            SELECT u.uid, u.username,
-                (SELECT count(*) FROM posts WHERE owner_uid = u.uid),
-                (SELECT count(*) FROM followers WHERE uid = u.uid),
-                (SELECT count(*) FROM following WHERE uid = u.uid),
-                (SELECT count(*) FROM timeline WHERE uid = u.uid)
-            FROM users u WHERE u.uid = \(uid)
-            """)
+        let rows = try readingSnapshot {
+            try connection.query(
+                """
+                SELECT u.uid, u.username,
+                    (SELECT count(*) FROM posts WHERE owner_uid = u.uid),
+                    (SELECT count(*) FROM followers WHERE uid = u.uid),
+                    (SELECT count(*) FROM following WHERE uid = u.uid),
+                    (SELECT count(*) FROM timeline WHERE uid = u.uid)
+                FROM users u WHERE u.uid = \(uid)
+                """)
+        }
         guard let row = rows.first else { return nil }
         return UserSummary(
             user: User(uid: try row.decode(at: 0), username: try row.decode(at: 1)), posts: try row.decode(at: 2),
@@ -62,12 +64,14 @@ extension Store {
 
     /// `users`: users in uid order, `limit` at a time after `after` (keyset paging).
     public func users(limit: Int, after: String? = nil) throws -> [User] {
-        try connection.query(
-            """
-            SELECT uid, username FROM users WHERE \(after) IS NULL OR uid > \(after)
-            ORDER BY uid LIMIT \(limit)
-            """
-        ).map { User(uid: try $0.decode(at: 0), username: try $0.decode(at: 1)) }
+        try readingSnapshot {
+            try connection.query(
+                """
+                SELECT uid, username FROM users WHERE \(after) IS NULL OR uid > \(after)
+                ORDER BY uid LIMIT \(limit)
+                """
+            ).map { User(uid: try $0.decode(at: 0), username: try $0.decode(at: 1)) }
+        }
     }
 
     /// Uids that start with `prefix`, in order, at most `limit` (console completion); an index range scan.

@@ -69,7 +69,7 @@ extension Store {
         let clock = ContinuousClock()
         let started = clock.now
         let tally = ExportTally()
-        try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
+        try readingSnapshot {
             // The emitter stores its sink, but neither it nor the closures outlive this call.
             try withoutActuallyEscaping(write) { write in
                 try withoutActuallyEscaping(afterEachChunk) { afterEachChunk in

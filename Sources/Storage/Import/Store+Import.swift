@@ -166,10 +166,6 @@ extension Store {
         }
     }
 
-    /// The tree's tables and the lookups kept from them, quoted and separated by commas, for LOCK and TRUNCATE
-    /// (no parameters: they take none).
-    private static let treeTableList = Query.identifiers(treeTables + lookupTables)
-
     /// Locks the tree's tables against writes (`SHARE ROW EXCLUSIVE`, which conflicts with itself and with the
     /// app's inserts, updates and deletes, not with reads) for the rest of the transaction, so that a merge or a
     /// write replaces what the store holds as one serializable step. A deadlock with an app transaction that

@@ -31,6 +31,7 @@ extension Store {
         var report = RepairReport(repair: .chatMerge, isDryRun: isDryRun)
         try connection.withTransaction(rollback: isDryRun) {
             try lockMaintenance(wait: MaintenanceWait(seconds: waitSeconds))
+            try lockTree()
             let groups = try connection.query(
                 """
                 SELECT array_agg(chat_key ORDER BY chat_key) FROM chat_members

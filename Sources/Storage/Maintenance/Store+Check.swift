@@ -18,8 +18,7 @@ extension Store {
         onStart: (IntegrityCheck, _ index: Int) -> Void = { _, _ in },
         onResult: (CheckResult) -> Void = { _ in }
     ) throws -> [CheckResult] {
-        try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
-            try lockMaintenance(wait: wait)
+        try readingSnapshot(maintenance: wait) {
             let isDistributed = try isDistributed()
             return try checks.enumerated().map { index, check in
                 onStart(check, index)
@@ -45,26 +44,50 @@ extension Store {
             seconds: (ContinuousClock.now - started).seconds)
     }
 
-    /// Takes the maintenance lock for the current transaction. When another session holds it: fails at once, or
-    /// (with a `wait`) tells `wait.onWait` who holds it and waits up to `wait.seconds` for it.
-    func lockMaintenance(wait: MaintenanceWait = .none) throws {
-        let row = try connection.query("SELECT pg_try_advisory_xact_lock(\(Store.maintenanceLockKey))")[0]
-        if try row.decode(Bool.self, at: 0) { return }
+    /// How long a maintenance lock is held.
+    enum LockScope {
+        /// Until the current transaction ends (repairs, imports).
+        case transaction
+        /// Until `pg_advisory_unlock`, taken outside any transaction: a read's, whose snapshot must come after the
+        /// wait (see `readingSnapshot`).
+        case session
+    }
+
+    /// Takes the maintenance lock. When another session holds it: fails at once, or (with a `wait`) tells
+    /// `wait.onWait` who holds it and waits up to `wait.seconds` for it.
+    func lockMaintenance(wait: MaintenanceWait = .none, scope: LockScope = .transaction) throws {
+        let key = Store.maintenanceLockKey
+        let tryLock: Query =
+            switch scope {
+            case .transaction: "SELECT pg_try_advisory_xact_lock(\(key))"
+            case .session: "SELECT pg_try_advisory_lock(\(key))"
+            }
+        if try connection.query(tryLock)[0].decode(Bool.self, at: 0) { return }
         if wait.seconds > 0 {
             wait.onWait(try maintenanceLockHolder())
-            // lock_timeout bounds the wait, for this statement only: the session's own setting comes back after.
-            let previous = try connection.query("SELECT current_setting('lock_timeout')")[0].decode(String.self, at: 0)
-            try connection.execute(
-                "SELECT set_config('lock_timeout', \(String(Int((wait.seconds * 1000).rounded(.up))) + "ms"), true)")
-            do {
-                try connection.execute("SELECT pg_advisory_xact_lock(\(Store.maintenanceLockKey))")
-            } catch let error as StorageError where error.sqlState == .lockNotAvailable {
-                throw StorageError(
-                    .server, "another check, repair or import still held the maintenance lock after \(wait.seconds) s",
-                    sqlState: .lockNotAvailable,
-                    hint: "pg_locks shows the session holding advisory lock \(Store.maintenanceLockKey).")
+            let lock: Query =
+                switch scope {
+                case .transaction: "SELECT pg_advisory_xact_lock(\(key))"
+                case .session: "SELECT pg_advisory_lock(\(key))"
+                }
+            // lock_timeout bounds the wait, for this statement only: the session's own setting comes back after
+            // (a savepoint inside a transaction, whose release would keep the local setting).
+            try connection.withTransaction {
+                let previous = try connection.query("SELECT current_setting('lock_timeout')")[0].decode(
+                    String.self, at: 0)
+                try connection.execute(
+                    "SELECT set_config('lock_timeout', \(Self.lockTimeoutSetting(seconds: wait.seconds)), true)")
+                do {
+                    try connection.execute(lock)
+                } catch let error as StorageError where error.sqlState == .lockNotAvailable {
+                    throw StorageError(
+                        .server,
+                        "another check, repair or import still held the maintenance lock after \(wait.seconds) s",
+                        sqlState: .lockNotAvailable,
+                        hint: "Nothing was changed. pg_locks shows the session holding advisory lock \(key).")
+                }
+                try connection.execute("SELECT set_config('lock_timeout', \(previous), true)")
             }
-            try connection.execute("SELECT set_config('lock_timeout', \(previous), true)")
             return
         }
         let holder = try maintenanceLockHolder()
@@ -72,12 +95,19 @@ extension Store {
         throw StorageError(
             .server, "\(what) is running on this database\(holder.map { " (pid \($0.pid))" } ?? "")",
             sqlState: .lockNotAvailable,
-            hint: "Wait for it to finish; pg_locks shows the session holding advisory lock \(Store.maintenanceLockKey)."
+            hint: "Wait for it to finish; pg_locks shows the session holding advisory lock \(key)."
         ).remedied(.waitForMaintenance)
     }
 
+    /// `lock_timeout`'s value for a wait of `seconds`: whole milliseconds, rounded up, at most the setting's
+    /// largest (about 24.8 days; a longer wait is as good as forever for a lock).
+    static func lockTimeoutSetting(seconds: Double) -> String {
+        let milliseconds = min((seconds * 1000).rounded(.up), Double(Int32.max))
+        return "\(Int(milliseconds))ms"
+    }
+
     /// Who holds the maintenance lock, as `pg_stat_activity` tells it (what a role may see of other sessions).
-    private func maintenanceLockHolder() throws -> MaintenanceLockHolder? {
+    private func maintenanceLockHolder() throws -> LockHolder? {
         let key = UInt64(bitPattern: Store.maintenanceLockKey)
         let rows = try connection.query(
             """
@@ -89,11 +119,7 @@ extension Store {
                 AND l.objsubid = 1
             LIMIT 1
             """)
-        guard let row = rows.first else { return nil }
-        return MaintenanceLockHolder(
-            pid: try row.decode(Int.self, at: 0), role: try row.decode(String.self, at: 1),
-            application: try row.decode(String.self, at: 2),
-            since: try row.decode(Double?.self, at: 3).map(Date.init(timeIntervalSince1970:)))
+        return try rows.first.map(LockHolder.init(row:))
     }
 
     /// The `application_name` an import's transaction takes, so that others can tell who holds the tables.
@@ -108,29 +134,14 @@ public struct MaintenanceWait {
     /// Seconds to wait; 0 fails at once.
     public var seconds: Double
     /// Hears who holds the lock (nil when the holder cannot be seen) before the wait begins.
-    public var onWait: (MaintenanceLockHolder?) -> Void
+    public var onWait: (LockHolder?) -> Void
 
     /// Waits up to `seconds`, telling `onWait` whom for.
-    public init(seconds: Double, onWait: @escaping (MaintenanceLockHolder?) -> Void = { _ in }) {
+    public init(seconds: Double, onWait: @escaping (LockHolder?) -> Void = { _ in }) {
         self.seconds = seconds
         self.onWait = onWait
     }
 
     /// Fail at once.
     public static var none: MaintenanceWait { MaintenanceWait(seconds: 0) }
-}
-
-/// The session that holds the maintenance lock.
-public struct MaintenanceLockHolder: Sendable, Equatable {
-    /// Its server process id.
-    public var pid: Int
-    /// Its role.
-    public var role: String
-    /// Its `application_name` (`admin` for the console).
-    public var application: String
-    /// When its transaction began.
-    public var since: Date?
-
-    /// Whether the holder is an import (which names itself so in `pg_stat_activity`).
-    public var isImport: Bool { application == Store.importApplicationName }
 }

@@ -45,6 +45,9 @@ extension Store {
         try connection.withTransaction(rollback: isDryRun) {
             try lockMaintenance(wait: MaintenanceWait(seconds: waitSeconds))
             try modifyShardsSequentially()
+            // What a repair reads and what it writes are of one instant: no write of the tree commits meanwhile
+            // (a like counted from a snapshot that missed it would be lost from like_count).
+            try lockTree()
             let steps = try makeSteps()
             for (index, step) in steps.enumerated() {
                 onStep(index, steps.count)
@@ -99,7 +102,11 @@ extension Store {
             // Before the checks: the repairs' statements must find the shards their checks read reached over the
             // one connection per worker they use, or Citus refuses them.
             try modifyShardsSequentially()
-            let before = try check(checks, examples: examples, wait: wait) { check, index in
+            // The locks before the first read, as every read takes them (see `readingSnapshot`): the checks, the
+            // repairs and the checks again see the tree as this transaction alone changes it.
+            try lockMaintenance(wait: wait)
+            try lockTree()
+            let before = try check(checks, examples: examples) { check, index in
                 onProgress(.check(check, index: index, of: checks.count, again: false))
             }
             let failing = Set(before.filter { !$0.isClean }.compactMap(\.check.repair))

@@ -199,8 +199,10 @@ struct ScheduledCheckTests {
             let deadline = Date().addingTimeInterval(30)
             while Date() < deadline {
                 let waiting = try? holder.query(
-                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")[0].decode(
-                        Int.self, at: 0)
+                    """
+                    SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+                        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                    """)[0].decode(Int.self, at: 0)
                 if waiting == 1 {
                     sawWaiter.withLock { $0 = true }
                     break

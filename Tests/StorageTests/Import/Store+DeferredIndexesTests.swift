@@ -131,7 +131,7 @@ struct DeferredIndexesTests {
         steps = []
         let post =
             #"{"-Pnew": {"image_url": "u", "image_height": 1, "created_at": 1, "like_count": 0, "poster": {"uid": "bob", "username": "bob"}}}"#
-        try store.importTree(
+        _ = try store.importTree(
             from: MemorySource(#"{"posts": {"bob": \#(post)}}"#), options: ImportOptions(mode: .merge),
             onStep: { steps.append($0) })
         #expect(steps == [.fillingLookup(table: "post_keys"), .settlingLikes])

@@ -1,0 +1,222 @@
+import Foundation
+import PostgresClient
+import PostgresTestSupport
+import Synchronization
+import Testing
+
+/// Console processes run beside each other as cron and operators run them: a read started while an import or a
+/// repair holds its locks answers for the store after it, and a read that gives up says so without SQL.
+@Suite("Commands beside each other: reads of one instant")
+struct ReadsBesideWritersTests {
+    /// The cron line of the README, with its metrics file.
+    private func cronCheck(_ database: TestDatabase, metrics: String) throws -> (Process, Pipe, Pipe, Pipe) {
+        try AdminProcess.start([
+            "--db", database.conninfo, "check", "--quiet", "--record", "--fail-on", "new", "--wait", "900",
+            "--metrics-file", metrics,
+        ])
+    }
+
+    /// Waits until `condition` holds (asked of a connection of its own), for at most 60 s.
+    private func waitUntil(_ database: TestDatabase, _ what: String, _ condition: (Connection) throws -> Bool)
+        throws
+    {
+        let control = try database.connect()
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if try condition(control) { return }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        Issue.record("timed out waiting until \(what)")
+    }
+
+    /// Whether a session other than an import waits for a lock.
+    private func someoneWaits(_ connection: Connection) throws -> Bool {
+        try connection.query(
+            """
+            SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+                AND application_name <> 'admin import'
+            """
+        )[0].decode(Int.self, at: 0) > 0
+    }
+
+    /// Whether an import holds the tree's tables (it has truncated them and is loading rows).
+    private func anImportHoldsTheTables(_ connection: Connection) throws -> Bool {
+        try connection.query(
+            """
+            SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+            WHERE a.application_name = 'admin import' AND l.relation = 'users'::regclass
+                AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                AND l.mode = 'AccessExclusiveLock' AND l.granted
+            """
+        )[0].decode(Int.self, at: 0) > 0
+    }
+
+    /// Each check's violations in a metrics file.
+    private func violations(in metrics: String) throws -> [String: Double] {
+        try samples(in: metrics).filter { $0.key.hasPrefix("admin_check_violations") }
+    }
+
+    /// Starts `admin import -` on `database` and feeds it the first half of `json`; returns a function that
+    /// feeds the rest and waits for the import to end (its exit status).
+    private func importHalfway(_ database: TestDatabase, _ json: String) throws -> () throws -> Int32 {
+        let (process, input, _, _) = try AdminProcess.start(["--db", database.conninfo, "-q", "import", "-", "-y"])
+        let bytes = Data(json.utf8)
+        input.fileHandleForWriting.write(bytes.prefix(bytes.count / 2))
+        try waitUntil(database, "the import holds the tables", anImportHoldsTheTables)
+        return {
+            input.fileHandleForWriting.write(bytes.dropFirst(bytes.count / 2))
+            try input.fileHandleForWriting.close()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+    }
+
+    private func wait(_ started: (Process, Pipe, Pipe, Pipe)) -> AdminRun {
+        let (process, _, output, errors) = started
+        let stdout = output.fileHandleForReading.readDataToEndOfFile()
+        let stderr = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return AdminRun(
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    @Test func theNightlyCheckStartedDuringAnImportRecordsTheStoreAfterIt() throws {
+        let damaged = try AdminProcess.run(["generate", "-", "--users", "40", "--anomalies", "--seed", "3"])
+        let smaller = try AdminProcess.run(["generate", "-", "--users", "12", "--seed", "4"])
+        let database = try databaseHolding(damaged.stdout)
+        let directory = try makeTemporaryDirectory("admin-cron")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let metrics = directory + "/admin_check.prom"
+        // Last night's run, on the damaged store.
+        #expect(try AdminProcess.run(["--db", database.conninfo, "check", "--record"]).status == 3)
+
+        let finishImport = try importHalfway(database, smaller.stdout)
+        let check = try cronCheck(database, metrics: metrics)
+        try waitUntil(database, "the check waits for the import", someoneWaits)
+        #expect(try finishImport() == 0)
+        let run = wait(check)
+
+        // The imported store, checked quietly afterwards.
+        let quietMetrics = directory + "/quiet.prom"
+        _ = try AdminProcess.run(["--db", database.conninfo, "check", "--metrics-file", quietMetrics])
+        let expected = try violations(in: quietMetrics)
+        #expect(expected.count == 11)
+        #expect(try violations(in: metrics) == expected)
+        #expect(run.status == 0, "no count rose: the smaller store has fewer of each\n\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.isEmpty && run.stderr.isEmpty, "--quiet on exit 0: \(run.stdout)\(run.stderr)")
+        let history = try AdminProcess.run(["--db", database.conninfo, "check", "--history", "--format", "json"])
+        let listed = try #require(try JSONSerialization.jsonObject(with: Data(history.stdout.utf8)) as? [String: Any])
+        let recorded = try #require((listed["runs"] as? [[String: Any]])?.first?["checks"] as? [[String: Any]])
+        #expect(recorded.count == 11)
+        for entry in recorded {
+            let name = try #require(entry["name"] as? String)
+            #expect(
+                (entry["violations"] as? Int).map(Double.init) == expected["admin_check_violations{check=\"\(name)\"}"],
+                "\(name)")
+        }
+    }
+
+    @Test func theNightlyCheckStartedDuringCheckFixRecordsTheStoreAfterTheFix() throws {
+        let database = try databaseHolding(damagedTreeWithACleanPost)
+        let directory = try makeTemporaryDirectory("admin-cron")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let metrics = directory + "/admin_check.prom"
+        #expect(try AdminProcess.run(["--db", database.conninfo, "check", "--record"]).status == 3)
+
+        // The fix stops at the like count it must set, which this transaction holds, until the check queues.
+        let holder = try database.connect()
+        try holder.execute("BEGIN")
+        try holder.execute("SELECT 1 FROM posts WHERE post_key = '-P1' FOR UPDATE")
+        let fix = try AdminProcess.start(["--db", database.conninfo, "check", "--fix", "--yes", "-q"])
+        try waitUntil(database, "the fix waits for the post") { try someoneWaits($0) }
+        let check = try cronCheck(database, metrics: metrics)
+        try waitUntil(database, "the check waits for the fix") { connection in
+            try connection.query(
+                """
+                SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                """
+            )[0].decode(Int.self, at: 0) == 1
+        }
+        try holder.execute("COMMIT")
+        #expect(wait(fix).status == 0)
+        let run = wait(check)
+
+        #expect(run.status == 0, "\(run.stderr)")
+        let quietMetrics = directory + "/quiet.prom"
+        _ = try AdminProcess.run(["--db", database.conninfo, "check", "--metrics-file", quietMetrics])
+        #expect(try violations(in: metrics) == (try violations(in: quietMetrics)), "the counts after the fix")
+        #expect(try violations(in: metrics)["admin_check_violations{check=\"like_count\"}"] == 0)
+    }
+
+    @Test func exportGetAndVerifyStartedDuringAnImportGiveTheImportedTree() throws {
+        let before = try AdminProcess.run(["generate", "-", "--users", "30", "--seed", "5"]).stdout
+        let after = try AdminProcess.run(["generate", "-", "--users", "50", "--seed", "6"]).stdout
+        let database = try databaseHolding(before)
+        let directory = try makeTemporaryDirectory("admin-reads")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try after.write(toFile: directory + "/after.json", atomically: true, encoding: .utf8)
+
+        let finishImport = try importHalfway(database, after)
+        let db = ["--db", database.conninfo, "-c", "settings lock_timeout 0"]
+        let export = try AdminProcess.start(db + ["-c", "export " + directory + "/during.json"])
+        let get = try AdminProcess.start(db + ["-c", "get /postLikes --order-by-key --limit-to-last 3"])
+        let verify = try AdminProcess.start(db + ["-c", "verify " + directory + "/after.json"])
+        try waitUntil(database, "the three readers wait for the import") { connection in
+            try connection.query(
+                """
+                SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+                """
+            )[0].decode(Int.self, at: 0) == 3
+        }
+        #expect(try finishImport() == 0)
+        let exported = wait(export), got = wait(get), verified = wait(verify)
+
+        #expect(exported.status == 0, "\(exported.stderr)")
+        #expect(try AdminProcess.run(["--db", database.conninfo, "export", directory + "/quiet.json"]).status == 0)
+        let during = try String(contentsOfFile: directory + "/during.json", encoding: .utf8)
+        #expect(during == (try String(contentsOfFile: directory + "/quiet.json", encoding: .utf8)))
+        #expect(during.contains("\"postLikes\""))
+        #expect(verified.status == 0, "\(verified.stdout)\(verified.stderr)")
+        let quiet = try AdminProcess.run(
+            ["--db", database.conninfo, "get", "/postLikes", "--order-by-key", "--limit-to-last", "3"])
+        #expect(got.status == 0 && got.stdout == quiet.stdout && quiet.stdout != "null\n", "\(got.stderr)")
+    }
+
+    @Test(.enabled(if: Terminal.isAvailable))
+    func aReadThatWaitsSaysWhomForOnATerminal() throws {
+        let database = try databaseHolding(#"{"users": {"a": {"username": "a"}}}"#)
+        let directory = try makeTemporaryDirectory("admin-waits")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let finishImport = try importHalfway(database, #"{"users": {"b": {"username": "b"}}, "pad": "padding"}"#)
+        let command = "\(shellQuoted(AdminProcess.executable.path)) --db \(shellQuoted(database.conninfo))"
+        let terminal = try Terminal(command, environment: ["ADMIN_HISTORY": directory + "/history", "TERM": "xterm"])
+        #expect(try terminal.waitFor("=>"))
+        try terminal.send("settings lock_timeout 60", "Enter")
+        try terminal.send("export \(directory)/during.json", "Enter")
+        #expect(try terminal.waitFor("Waiting up to 60 s for an import (pid "), "\((try? terminal.screen()) ?? "")")
+        #expect(try finishImport() == 0)
+        #expect(try terminal.waitFor("Exported "), "\((try? terminal.screen()) ?? "")")
+        let exported = try String(contentsOfFile: directory + "/during.json", encoding: .utf8)
+        #expect(exported.contains(#""b":{"username":"b"}"#), "\(exported)")
+    }
+
+    @Test func aReadThatGivesUpNamesTheImportAndNoSQL() throws {
+        let database = try databaseHolding(#"{"users": {"a": {"username": "a"}}}"#)
+        let finishImport = try importHalfway(database, #"{"users": {"b": {"username": "b"}}, "pad": "padding"}"#)
+        let run = try AdminProcess.run([
+            "--db", database.conninfo, "-c", "settings lock_timeout 0.3", "-c", "get /users",
+        ])
+        #expect(try finishImport() == 0)
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("an import is in progress (pid "), "\(run.stderr)")
+        #expect(run.stderr.contains("Nothing was read."), "\(run.stderr)")
+        #expect(run.stderr.contains("settings lock_timeout"), "\(run.stderr)")
+        #expect(!run.stderr.contains("reads go on meanwhile"), "\(run.stderr)")
+        for sql in ["LOCK TABLE", "SELECT", "STATEMENT"] {
+            #expect(!run.stderr.contains(sql), "\(run.stderr)")
+        }
+        #expect(run.stdout.isEmpty)
+    }
+}
