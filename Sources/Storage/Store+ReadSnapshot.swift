@@ -66,7 +66,8 @@ extension Store {
     static let treeTableList = Query.identifiers(treeTables + lookupTables)
 
     /// Who holds a lock on the tree's tables that keeps reads waiting (ACCESS EXCLUSIVE: an import replacing the
-    /// tree, `VACUUM FULL`, a migration), as `pg_stat_activity` tells it; nil when it cannot be seen.
+    /// tree, `VACUUM FULL`, a migration), or else who queued for one (an import waiting for the app's
+    /// transactions, which reads then queue behind), as `pg_stat_activity` tells it; nil when it cannot be seen.
     func tableLockHolder() throws -> LockHolder? {
         let tables = Store.treeTables + Store.lookupTables
         let rows = try connection.query(
@@ -74,10 +75,10 @@ extension Store {
             SELECT a.pid, coalesce(a.usename::text, ''), coalesce(a.application_name, ''),
                 extract(epoch FROM a.xact_start)::float8
             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-            WHERE l.locktype = 'relation' AND l.granted AND l.mode = 'AccessExclusiveLock'
+            WHERE l.locktype = 'relation' AND l.mode = 'AccessExclusiveLock'
                 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
                 AND l.relation = ANY (\(tables)::regclass[]) AND l.pid <> pg_backend_pid()
-            ORDER BY a.xact_start LIMIT 1
+            ORDER BY l.granted DESC, a.xact_start LIMIT 1
             """)
         guard let row = rows.first else { return nil }
         return try LockHolder(row: row)

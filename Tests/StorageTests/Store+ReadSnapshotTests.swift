@@ -20,6 +20,8 @@ struct ReadSnapshotTests {
         let uid: String
         let chatOwner: String
         let chatKey: String
+        /// Two chats of the same two members, as `chat merge KEEP DROP` takes them.
+        let duplicateChats: (keep: String, drop: String)
 
         static let shared: Result<Base, any Error> = Result {
             let database = try TestPostgres.makeDatabase()
@@ -29,9 +31,15 @@ struct ReadSnapshotTests {
             let uid = try store.connection.query("SELECT owner_uid FROM posts ORDER BY owner_uid LIMIT 1")[0]
                 .decode(String.self, at: 0)
             let chat = try store.connection.query("SELECT uid, chat_key FROM chats ORDER BY uid, chat_key LIMIT 1")[0]
+            let duplicates = try store.connection.query(
+                """
+                SELECT array_agg(chat_key ORDER BY chat_key) FROM chat_members WHERE cardinality(members) = 2
+                GROUP BY members HAVING count(*) > 1 ORDER BY 1 LIMIT 1
+                """
+            )[0].decode([String].self, at: 0)
             return Base(
                 database: database, json: json, uid: uid, chatOwner: try chat.decode(String.self, at: 0),
-                chatKey: try chat.decode(String.self, at: 1))
+                chatKey: try chat.decode(String.self, at: 1), duplicateChats: (duplicates[1], duplicates[0]))
         }
     }
 
@@ -42,7 +50,10 @@ struct ReadSnapshotTests {
     enum Reader: String, CaseIterable, Sendable {
         case export, exportPath = "export --path", getLastByKey = "get --order-by-key --limit-to-last"
         case getFirstByChild = "get --order-by child --limit-to-first", getShallow = "get --shallow"
+        case getKeyRange = "get --order-by-key --start-at --end-at", getEqual = "get --order-by child --equal-to"
+        case getLastByValue = "get --order-by value --limit-to-last"
         case verify, check, checkWaiting = "check --wait", status, users, posts, timeline, chats, messages
+        case messagesFollow = "messages --follow"
         case userShow = "user show"
         /// Readers that write what they read: they must run after the writer, on what it left.
         case checkFix = "check --fix", backfillLikeCounts = "backfill like-counts", chatMerge = "chat merge --all"
@@ -74,6 +85,15 @@ struct ReadSnapshotTests {
             case .getFirstByChild:
                 return try exported(at: ["users"], query: TreeQuery(order: .child(["username"]), limitToFirst: 3))
             case .getShallow: return try exported(at: ["users"], shallow: true)
+            case .getKeyRange:
+                return try exported(
+                    at: ["timeline", base.uid], query: TreeQuery(order: .key, start: .string("-K"), end: .string("-L")))
+            case .getEqual:
+                return try exported(
+                    at: ["posts", base.uid],
+                    query: TreeQuery(order: .child(["poster", "uid"]), equal: .string(base.uid)))
+            case .getLastByValue:
+                return try exported(at: ["followers", base.uid], query: TreeQuery(order: .value, limitToLast: 2))
             case .verify:
                 let report = try store.verify(source: MemorySource(base.json))
                 return "\(report.counts.sorted { $0.key.rawValue < $1.key.rawValue }) \(report.differences.prefix(20))"
@@ -86,6 +106,10 @@ struct ReadSnapshotTests {
             case .chats: return "\(try store.chats(of: base.chatOwner, limit: 1000))"
             case .messages: return "\(try store.messages(in: base.chatKey, limit: 1000))"
             case .userShow: return "\(String(describing: try store.user(base.uid)))"
+            case .messagesFollow:
+                // What it reads before it listens: whether the chat is there.
+                try store.watchMessages(in: base.chatKey).stop()
+                return "following"
             case .checkFix:
                 let fix = try store.checkAndFix(examples: 3, wait: wait)
                 return counts(fix.before) + "\n" + fix.repairs.map(changes).joined(separator: "\n") + "\n"
@@ -117,15 +141,16 @@ struct ReadSnapshotTests {
 
     /// A command that changes the store.
     enum Writer: String, CaseIterable, Sendable {
-        case importWhole = "import", importMerge = "import --mode merge", importAt = "import --at"
+        case importWhole = "import", importReading = "import (still reading its file)"
+        case importMerge = "import --mode merge", importAt = "import --at"
         case setRoot = "set /", setLeaf = "set (a leaf)", update, push, remove, removeRoot = "remove /"
         case checkFix = "check --fix", backfillTimelines = "backfill timelines", chatMerge = "chat merge --all"
-        case vacuumFull = "vacuum --full"
+        case chatMergeOne = "chat merge KEEP DROP", vacuumFull = "vacuum --full"
 
         /// Does the writer's work on `store`.
         func write(_ store: Store, _ base: Base) throws {
             switch self {
-            case .importWhole: try importJSON(try replacement.get(), into: store)
+            case .importWhole, .importReading: try importJSON(try replacement.get(), into: store)
             case .importMerge:
                 try importJSON(
                     #"{"users": {"zed": {"username": "zed"}}, "postLikes": null, "extra": 1}"#, into: store,
@@ -146,6 +171,7 @@ struct ReadSnapshotTests {
             case .checkFix: _ = try store.checkAndFix()
             case .backfillTimelines: _ = try store.repair(.timelines)
             case .chatMerge: _ = try store.mergeDuplicateChats(keeping: .newest)
+            case .chatMergeOne: _ = try store.mergeChats(keep: base.duplicateChats.keep, drop: base.duplicateChats.drop)
             case .vacuumFull: _ = try store.vacuum(full: true)
             }
         }
@@ -153,6 +179,7 @@ struct ReadSnapshotTests {
         /// Runs the writer on `database` so that it holds its locks while `whileHeld` runs, then lets it finish.
         func hold(_ database: TestDatabase, _ base: Base, whileHeld: () throws -> Void) throws {
             let store = Store(connection: try database.connect())
+            if self == .importReading { return try holdReading(store, whileHeld: whileHeld) }
             guard self == .vacuumFull else {
                 // The writer's own transaction becomes a savepoint of this one, which commits after `whileHeld`.
                 return try store.connection.withTransaction {
@@ -180,6 +207,25 @@ struct ReadSnapshotTests {
             #expect(finished.wait(timeout: .now() + 60) == .success)
             if let error = outcome.withLock({ $0 }) { throw error }
         }
+    }
+
+    /// A whole-tree import that has truncated the tables and loaded half its file, and waits for the rest.
+    private static func holdReading(_ store: Store, whileHeld: () throws -> Void) throws {
+        let gate = GatedSource(try replacement.get())
+        nonisolated(unsafe) let importing = store
+        let outcome = Mutex<(any Error)?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            do { _ = try importing.importTree(from: gate) } catch { outcome.withLock { $0 = error } }
+            finished.signal()
+        }
+        try #require(gate.reached.wait(timeout: .now() + 60) == .success, "the import never read half its file")
+        defer {
+            gate.open.signal()
+            #expect(finished.wait(timeout: .now() + 60) == .success)
+            if let error = outcome.withLock({ $0 }) { Issue.record(error, "the import failed") }
+        }
+        try whileHeld()
     }
 
     static func backendPID(_ store: Store) throws -> Int {
@@ -254,5 +300,28 @@ struct ReadSnapshotTests {
                     "\(reader.rawValue) beside \(writer.rawValue) failed: \(error)")
             }
         }
+    }
+}
+
+/// A file that gives its first half, then waits (`reached` is signalled) until `open` is signalled.
+private final class GatedSource: ByteSource, @unchecked Sendable {
+    private let bytes: [UInt8]
+    private var offset = 0
+    let reached = DispatchSemaphore(value: 0)
+    let open = DispatchSemaphore(value: 0)
+
+    init(_ text: String) { bytes = Array(text.utf8) }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        if offset == bytes.count / 2 {
+            reached.signal()
+            open.wait()
+        }
+        let end = offset < bytes.count / 2 ? bytes.count / 2 : bytes.count
+        let count = min(buffer.count, end - offset)
+        guard count > 0 else { return 0 }
+        bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: count) }
+        offset += count
+        return count
     }
 }

@@ -18,14 +18,16 @@ struct Check: ConsoleCommand {
         discussion: """
             Every check is one set-based query over a read-only snapshot, so check runs with a role that may only \
             SELECT. Two maintenance runs (checks, repairs, whole-tree imports) never overlap on one database: a \
-            second one fails at once, or with --wait queues behind the first for up to that many seconds. Each \
-            check prints its violation count and the first Firebase paths that violate it.
+            second one fails at once, or with --wait queues behind the first for up to that many seconds and then \
+            checks the store as the first left it (behind an import, the imported store; behind --fix, the \
+            repaired one). Each check prints its violation count and the first Firebase paths that violate it.
 
             Checks:
             \(IntegrityCheck.allCases.map { "  \($0.rawValue.padding(toLength: 18)) \($0.summary)" }.joined(separator: "\n"))
 
             --fix runs the repairs of the failing checks (chat_duplicates has none: `chat merge` is an operator's \
-            decision), then checks again, all in one transaction; with --dry-run it is rolled back.
+            decision), then checks again, all in one transaction that holds the tree against writes (the app's \
+            writes wait for it); with --dry-run it is rolled back.
 
             Unattended runs (cron): --record keeps the run in the table check_runs (start and end, role, client, \
             version, each check's count and seconds, exit status; a run that fails half-way is kept as failed); \
@@ -70,7 +72,7 @@ struct Check: ConsoleCommand {
     @Flag(help: "With --fix: repair, check again, then roll back.")
     var dryRun = false
 
-    @Flag(help: "Print only the checks that fail; nothing when all pass.")
+    @Flag(help: "Print only the checks that trip the run; nothing when it exits 0.")
     var quiet = false
 
     @Flag(help: "Keep this run in the database's check history (table check_runs).")

@@ -22,7 +22,8 @@ struct Import: ConsoleCommand {
 
             An import is one serializable step: it locks the store's tables against writes until it commits, so \
             two merges run one after the other, never mixed, and the app's writes wait for it; a replace of the \
-            whole store locks reads out too (check, get, export). A waiting command fails after \
+            whole store locks reads out too (check, get, export), which then read what it committed, never a \
+            store between. A waiting command fails after \
             `settings lock_timeout` (5 s) with a message naming the import; the import itself waits as long as \
             it takes for other imports and the app's open transactions.
 

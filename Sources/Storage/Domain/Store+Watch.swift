@@ -67,7 +67,7 @@ public struct ChatChange: Sendable, Equatable {
 extension Store {
     /// `messages --follow`: each new message of the chat as it commits. Fails when there is no such chat.
     public func watchMessages(in chatKey: String) throws -> Watch<Message> {
-        try requireChat(chatKey)
+        try readingSnapshot { try requireChat(chatKey) }
         return try Watch(connection: connection, channel: Self.messagesChannel, prefix: ["messages", chatKey]) {
             keys, data in
             guard keys.count == 1 else { return nil }
@@ -88,7 +88,7 @@ extension Store {
     /// `chats --follow`: each change to one of the user's chat copies as it commits. Fails when there is no such
     /// user.
     public func watchChats(of uid: String) throws -> Watch<ChatChange> {
-        try requireUser(uid, lock: .none)
+        try readingSnapshot { try requireUser(uid, lock: .none) }
         return try Watch(connection: connection, channel: Self.chatsChannel, prefix: ["chats", uid]) { keys, data in
             guard keys.count == 1 else { return nil }
             guard let data else {
