@@ -9,8 +9,9 @@ struct SetCommand: ConsoleCommand {
         discussion: """
             One transaction, with import's rules: keys and values Firebase would refuse are refused, known nodes \
             are stored in their tables, and null removes the node. A path inside a record (a post's poster/username) \
-            rewrites that record. JSON is one argument: quote it for the shell. Replacing the whole tree (/) asks \
-            first on a terminal.
+            rewrites that record. As in Firebase, a value written below a leaf replaces the leaf (set /cfg/n/x 1 \
+            turns the number at /cfg/n into {"x": 1}), and removing a path below a leaf changes nothing. JSON is \
+            one argument: quote it for the shell. Replacing the whole tree (/) asks first on a terminal.
 
             Examples:
               set /users/alice '{"username": "alice"}'

@@ -38,8 +38,11 @@ public final class Watch<Change> {
         for notification in try connection.notifications(waitingAtMost: timeout) where notification.channel == channel {
             guard let event = try? TreeValue.parse(json: notification.payload), case .string(let path)? = event["path"]
             else { continue }
-            // Paths are Firebase paths, whose keys cannot contain "/".
-            let keys = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+            // Paths are Firebase paths, whose keys cannot contain "/"; split by scalars, as a key may start with a
+            // combining mark.
+            let keys = path.unicodeScalars.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map {
+                String(String.UnicodeScalarView($0))
+            }
             guard keys.count > prefix.count, keys.starts(with: prefix) else { continue }
             if let change = try decode(Array(keys[prefix.count...]), event["data"]) { changes.append(change) }
         }

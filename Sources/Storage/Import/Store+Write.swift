@@ -113,6 +113,8 @@ extension TreeValue {
     /// `tree` with `value` at `path` (nil removes it); objects left empty vanish, as in Firebase.
     static func setting(_ value: TreeValue?, at path: some Collection<String>, in tree: TreeValue?) -> TreeValue? {
         guard let key = path.first else { return value.flatMap(\.normalized) }
+        // Removing a path that does not exist changes nothing: a leaf above it stays.
+        if value == nil, let tree, tree.children == nil { return tree }
         var children = tree?.children ?? [:]
         children[key] = setting(value, at: path.dropFirst(), in: children[key])
         return TreeValue.object(children).normalized

@@ -25,10 +25,13 @@ enum TreeTable: Int, CaseIterable {
     private static let columnLists: [[String]] = allCases.map { table in
         switch table {
         case .unmappedValues: ["root", "path", "string_value", "number_value", "boolean_value", "sort_key"]
-        case .postLikes, .followers, .following: table.keyColumns
+        case _ where table.isLeaf: table.keyColumns
         default: table.keyColumns + table.recordColumns.map(\.name) + ["extra"]
         }
     }
+
+    /// Whether a row is a leaf (`true`: a like, a follow) rather than a record.
+    var isLeaf: Bool { [.postLikes, .followers, .following].contains(self) }
 
     /// The key columns that address a row below the table's root node, outermost first.
     var keyColumns: [String] { Self.keyColumnLists[rawValue] }
