@@ -101,14 +101,14 @@ struct ReadsBesideWritersTests {
         let quietMetrics = directory + "/quiet.prom"
         _ = try AdminProcess.run(["--db", database.conninfo, "check", "--metrics-file", quietMetrics])
         let expected = try violations(in: quietMetrics)
-        #expect(expected.count == 11)
+        #expect(expected.count == 12)
         #expect(try violations(in: metrics) == expected)
         #expect(run.status == 0, "no count rose: the smaller store has fewer of each\n\(run.stdout)\(run.stderr)")
         #expect(run.stdout.isEmpty && run.stderr.isEmpty, "--quiet on exit 0: \(run.stdout)\(run.stderr)")
         let history = try AdminProcess.run(["--db", database.conninfo, "check", "--history", "--format", "json"])
         let listed = try #require(try JSONSerialization.jsonObject(with: Data(history.stdout.utf8)) as? [String: Any])
         let recorded = try #require((listed["runs"] as? [[String: Any]])?.first?["checks"] as? [[String: Any]])
-        #expect(recorded.count == 11)
+        #expect(recorded.count == 12)
         for entry in recorded {
             let name = try #require(entry["name"] as? String)
             #expect(

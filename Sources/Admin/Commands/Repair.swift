@@ -4,21 +4,22 @@ import Storage
 extension FollowPreference: ExpressibleByArgument {}
 extension ChatToKeep: ExpressibleByArgument {}
 
-/// `repair follows|chats|orphans`.
+/// `repair follows|chats|orphans|hidden-values`.
 struct RepairCommand: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "repair",
-        abstract: "Repair follows, chat copies or orphans.",
+        abstract: "Repair follows, chat copies, orphans or hidden values.",
         discussion: """
             Examples:
               repair follows --prefer following
               repair chats
               repair orphans --dry-run
+              repair hidden-values --dry-run
             """,
-        subcommands: [RepairFollows.self, RepairChats.self, RepairOrphans.self])
+        subcommands: [RepairFollows.self, RepairChats.self, RepairOrphans.self, RepairHiddenValues.self])
 
     func run(in session: Session) throws {
-        throw ConsoleError(.usage, "repair what? follows, chats or orphans (see help repair)")
+        throw ConsoleError(.usage, "repair what? follows, chats, orphans or hidden-values (see help repair)")
     }
 }
 
@@ -97,11 +98,44 @@ struct RepairOrphans: ConsoleCommand {
     @OptionGroup var options: RepairRunOptions
 
     func run(in session: Session) throws {
-        let format = options.format ?? session.format
-        if format != .json {
-            let orphans = try session.store().check([.orphans], examples: examples)
-            CheckReportView(quiet: true, format: format).print(orphans, to: session)
+        try options.run(
+            .orphans, showingFirst: examples, in: session, options: RepairOptions(batchSize: batch.batchSize))
+    }
+}
+
+/// `repair hidden-values`: shows the hidden values, then removes them.
+struct RepairHiddenValues: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hidden-values",
+        abstract: "Remove leaves that have something stored below them, as the write below them did in Firebase.",
+        discussion: """
+            In Firebase a value written below a leaf replaces the leaf. Stores written by versions before schema \
+            16 kept such a leaf hidden, and it came back once what was below it went. Shows them (as check \
+            --only hidden_values does) before removing them, in one transaction. Fixes the hidden_values check.
+
+            Examples:
+              repair hidden-values --dry-run
+            """)
+
+    @Option(help: "How many paths to show before removing them.")
+    var examples = 10
+
+    @OptionGroup var options: RepairRunOptions
+
+    func run(in session: Session) throws {
+        try options.run(.hiddenValues, showingFirst: examples, in: session, options: RepairOptions())
+    }
+}
+
+extension RepairRunOptions {
+    /// Runs `repair` after showing the first `examples` paths its check lists (not in JSON, which reports the
+    /// repair alone): what `repair orphans` and `repair hidden-values` remove.
+    func run(_ repair: Repair, showingFirst examples: Int, in session: Session, options: RepairOptions) throws {
+        let format = self.format ?? session.format
+        if format != .json, let check = IntegrityCheck.allCases.first(where: { $0.repair == repair }) {
+            let found = try session.store().check([check], examples: examples)
+            CheckReportView(quiet: true, format: format).print(found, to: session)
         }
-        try options.run(.orphans, in: session, options: RepairOptions(batchSize: batch.batchSize))
+        try run(repair, in: session, options: options)
     }
 }

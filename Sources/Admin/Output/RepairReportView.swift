@@ -111,6 +111,7 @@ extension Repair {
         case .follows: "repair follows"
         case .chats: "repair chats"
         case .orphans: "repair orphans"
+        case .hiddenValues: "repair hidden-values"
         case .chatMerge: "chat merge"
         }
     }

@@ -23,6 +23,9 @@ public enum IntegrityCheck: String, CaseIterable, Sendable {
     case chatLastMessage = "chat_last_message"
     /// Likes of missing posts, messages of missing chats, timeline entries of missing posts.
     case orphans
+    /// Leaves with something stored below them: values a write below them replaced in Firebase, which earlier
+    /// versions kept hidden (migration 0016).
+    case hiddenValues = "hidden_values"
 
     /// The view that lists the violations.
     var viewName: String { "integrity_" + rawValue }
@@ -49,6 +52,7 @@ public enum IntegrityCheck: String, CaseIterable, Sendable {
         case .chatDuplicates: "pairs of users with more than one two-person chat"
         case .chatLastMessage: "chats whose lastMessage or lastMessageSent is not their newest message"
         case .orphans: "likes, messages and timeline entries of posts or chats that do not exist"
+        case .hiddenValues: "leaves with something stored below them: values a later write replaced"
         }
     }
 
@@ -62,6 +66,7 @@ public enum IntegrityCheck: String, CaseIterable, Sendable {
         case .chatCopies, .chatMemberHash, .chatLastMessage: .chats
         case .chatHashLegacy: .chatHashes
         case .orphans: .orphans
+        case .hiddenValues: .hiddenValues
         // Which of two duplicate chats to keep is an operator's decision (`chat merge`).
         case .chatDuplicates: nil
         }

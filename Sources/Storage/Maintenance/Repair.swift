@@ -24,16 +24,21 @@ public enum Repair: CaseIterable, Sendable {
     case chats
     /// Likes, messages and timeline entries of posts or chats that do not exist are removed.
     case orphans
+    /// Leaves with something stored below them are removed, as the write below them replaced them in Firebase.
+    case hiddenValues
     /// Two chats of the same members become one: the messages of one move into the other, which an operator
     /// decides (`Store.mergeChats`); never part of `check --fix`.
     case chatMerge
 
-    /// The order `check --fix` runs repairs in: removals first, so later repairs do not count what goes away;
-    /// chats before their hashes, since making copies agree may pick a stale hash.
-    public static let fixOrder: [Repair] = [.orphans, .follows, .chats, .chatHashes, .posters, .likeCounts, .timelines]
+    /// The order `check --fix` runs repairs in: removals first, so later repairs do not count what goes away
+    /// (hidden values first of all: a like or a follow that a later write replaced is no like or follow); chats
+    /// before their hashes, since making copies agree may pick a stale hash.
+    public static let fixOrder: [Repair] = [
+        .hiddenValues, .orphans, .follows, .chats, .chatHashes, .posters, .likeCounts, .timelines,
+    ]
 
     /// Whether the repair can run as a series of transactions over ranges of keys (`RepairOptions.batchSize`).
-    public var isBatchable: Bool { self != .chatMerge }
+    public var isBatchable: Bool { self != .chatMerge && self != .hiddenValues }
 
     /// The key a batched repair's ranges are taken from.
     enum BatchKey {
@@ -70,7 +75,7 @@ public enum Repair: CaseIterable, Sendable {
         switch self {
         case .likeCounts, .posters, .timelines, .follows: .uid
         case .chats, .chatHashes: .chatKey
-        case .orphans, .chatMerge: nil
+        case .orphans, .hiddenValues, .chatMerge: nil
         }
     }
 }

@@ -160,6 +160,7 @@ extension Store {
         case .follows: Self.followSteps(preferring: options.followPreference, range)
         case .chats: Self.chatSteps(range)
         case .orphans: Self.orphanSteps(range)
+        case .hiddenValues: Self.hiddenValueSteps
         case .chatMerge: try chatMergeSteps(options.mergedChats)
         }
     }
@@ -577,4 +578,26 @@ extension Store {
     private static func orphanSteps(_ range: KeyRange) -> [Step] {
         orphanStatements.map { $0.step(range) }
     }
+
+    /// Deletes the leaves the hidden_values check lists (migration 0016): unmapped values first, then likes and
+    /// follows that still have something below them. A node's path names it alone, keys holding no "/".
+    private static let hiddenValueSteps: [Step] =
+        [
+            Step(
+                table: "unmapped_values", action: "deleted",
+                query: """
+                    DELETE FROM unmapped_values
+                    WHERE tree_path(root, path) IN (SELECT path FROM integrity_hidden_values)
+                    """)
+        ]
+        + [(TreeTable.postLikes, "postLikes"), (.followers, "followers"), (.following, "following")].map {
+            table, root in
+            Step(
+                table: table.name, action: "deleted",
+                query: """
+                    DELETE FROM \(identifier: table.name)
+                    WHERE tree_path(\(root), ARRAY[\(Query.identifiers(table.keyColumns))])
+                        IN (SELECT path FROM integrity_hidden_values)
+                    """)
+        }
 }

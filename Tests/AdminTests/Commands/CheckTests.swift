@@ -24,9 +24,9 @@ struct CheckCommandTests {
         #expect(run.stdout.contains(" like_count        |          1 | /posts/bob/-P1\n"))
         #expect(run.stdout.contains(" follow_asymmetric |          1 | /following/alice/bob\n"))
         #expect(run.stdout.contains(" poster            |          0 |\n"))
-        #expect(run.stdout.contains("3 of 11 checks found violations."))
+        #expect(run.stdout.contains("3 of 12 checks found violations."))
         #expect(
-            run.stderr == "admin: check: 3 of 11 checks found 3 violations: like_count, follow_asymmetric, orphans\n")
+            run.stderr == "admin: check: 3 of 12 checks found 3 violations: like_count, follow_asymmetric, orphans\n")
     }
 
     @Test func timelinesInBatches() throws {

@@ -39,7 +39,7 @@ struct ScheduledCheckTests {
         let values = try samples(in: metrics)
         #expect(values["admin_check_up"] == 1)
         #expect(values["admin_check_exit_status"] == 3)
-        #expect(checks.count == 11)
+        #expect(checks.count == 12)
         for check in checks {
             let name = try #require(check["name"] as? String)
             #expect(values["admin_check_violations{check=\"\(name)\"}"] == (check["violations"] as? Double), "\(name)")
@@ -124,7 +124,7 @@ struct ScheduledCheckTests {
         let rose = try admin(database, "check", "--fail-on", "new")
         #expect(rose.status == 3)
         #expect(rose.stdout.contains(" like_count        |          2 | tripped: rose from 1 |"), "\(rose.stdout)")
-        #expect(rose.stderr == "admin: check: 1 of 11 checks found 2 violations: like_count (rose from 1)\n")
+        #expect(rose.stderr == "admin: check: 1 of 12 checks found 2 violations: like_count (rose from 1)\n")
     }
 
     @Test func allowLetsUpToNPass() throws {

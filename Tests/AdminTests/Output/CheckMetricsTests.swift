@@ -80,7 +80,7 @@ struct CheckMetricsFormatTests {
         let parsed = try PrometheusClient.parse(metrics)
         #expect(parsed == (try samples(in: metrics)))
         #expect(parsed["admin_check_violations{check=\"like_count\"}"] == 1)
-        #expect(parsed.count == 3 + 3 * 11)
+        #expect(parsed.count == 3 + 3 * 12)
 
         let down = try AdminProcess.run([
             "--db", "host=\(directory) port=1", "check", "--metrics-file", metrics,

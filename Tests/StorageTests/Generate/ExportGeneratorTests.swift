@@ -44,9 +44,10 @@ struct GeneratorTests {
 
     @Test func checkFindsExactlyWhatTheGeneratorPlanted() throws {
         let generated = try generate(GeneratorOptions(users: 400, seed: 11, plantsAnomalies: true))
-        // Every check has something to find.
+        // Every check has something to find, but hidden values, which no export can hold (a key holding a value
+        // and children would be a key given twice, and import keeps the last).
         for result in generated.report.violations {
-            #expect(result.violations > 0, "\(result.check.rawValue)")
+            #expect((result.violations > 0) == (result.check != .hiddenValues), "\(result.check.rawValue)")
         }
         let store = try makeStore()
         try importJSON(generated.json, into: store)
@@ -65,7 +66,7 @@ struct GeneratorTests {
 
     /// `--batch-size`: one transaction per range of users or chats (per table for orphans), the same result as
     /// one transaction.
-    @Test(arguments: Repair.fixOrder)
+    @Test(arguments: Repair.fixOrder.filter(\.isBatchable))
     func batchedRepairsChangeWhatOneTransactionChanges(repair: Repair) throws {
         var generated = try generate(GeneratorOptions(users: 300, seed: 21, plantsAnomalies: true)).json
         // A timeline of a uid below and of one above every user's, which only the open-ended ranges cover.

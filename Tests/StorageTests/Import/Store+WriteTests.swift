@@ -5,7 +5,8 @@ import Testing
 @testable import Storage
 
 /// The paths of stored leaves that have something stored below them: a value Firebase replaced, kept hidden
-/// (an unmapped leaf, or a typed `true` of a like or a follow, with unmapped values or typed rows below it).
+/// (an unmapped leaf, or a typed `true` of a like or a follow, with unmapped values or typed rows below it, or a
+/// typed record at it). The test's own query, written apart from the check's view (migration 0016).
 func hiddenValues(_ store: Store) throws -> [String] {
     try store.connection.query(
         """
@@ -14,17 +15,18 @@ func hiddenValues(_ store: Store) throws -> [String] {
             UNION ALL SELECT 'postLikes', ARRAY[post_key, liker_uid] COLLATE "C" FROM post_likes
             UNION ALL SELECT 'followers', ARRAY[uid, follower_uid] COLLATE "C" FROM followers
             UNION ALL SELECT 'following', ARRAY[uid, followee_uid] COLLATE "C" FROM following),
-        node(root, path) AS (
-            SELECT root, path FROM leaf
-            UNION ALL SELECT 'users', ARRAY[uid] COLLATE "C" FROM users
-            UNION ALL SELECT 'posts', ARRAY[owner_uid, post_key] COLLATE "C" FROM posts
-            UNION ALL SELECT 'posts', ARRAY[post_id] COLLATE "C" FROM feed_posts
-            UNION ALL SELECT 'timeline', ARRAY[uid, post_key] COLLATE "C" FROM timeline
-            UNION ALL SELECT 'chats', ARRAY[uid, chat_key] COLLATE "C" FROM chats
-            UNION ALL SELECT 'messages', ARRAY[chat_key, message_key] COLLATE "C" FROM messages)
-        SELECT DISTINCT '/' || l.root || coalesce('/' || array_to_string(l.path, '/'), '') FROM leaf l
+        node(root, path, is_record) AS (
+            SELECT root, path, false FROM leaf
+            UNION ALL SELECT 'users', ARRAY[uid] COLLATE "C", true FROM users
+            UNION ALL SELECT 'posts', ARRAY[owner_uid, post_key] COLLATE "C", true FROM posts
+            UNION ALL SELECT 'posts', ARRAY[post_id] COLLATE "C", true FROM feed_posts
+            UNION ALL SELECT 'timeline', ARRAY[uid, post_key] COLLATE "C", true FROM timeline
+            UNION ALL SELECT 'chats', ARRAY[uid, chat_key] COLLATE "C", true FROM chats
+            UNION ALL SELECT 'messages', ARRAY[chat_key, message_key] COLLATE "C", true FROM messages)
+        SELECT DISTINCT '/' || l.root || coalesce('/' || nullif(array_to_string(l.path, '/'), ''), '') FROM leaf l
         WHERE EXISTS (
-            SELECT FROM node n WHERE n.root = l.root AND cardinality(n.path) > cardinality(l.path)
+            SELECT FROM node n WHERE n.root = l.root
+                AND (cardinality(n.path) > cardinality(l.path) OR n.is_record AND cardinality(n.path) = cardinality(l.path))
                 AND n.path[1:cardinality(l.path)] = l.path)
         ORDER BY 1
         """
