@@ -2,6 +2,7 @@ import FirebaseTree
 import Foundation
 import PostgresTestSupport
 import Testing
+import TreeTestSupport
 @testable import Storage
 
 /// The paths of stored leaves that have something stored below them: a value Firebase replaced, kept hidden
@@ -108,5 +109,84 @@ struct WriteTests {
         _ = try store.importTree(
             from: MemorySource(#"{"k":1}"#), options: ImportOptions(isDryRun: true, at: ["q", "dark", "x"]))
         expectSameText(try exportJSON(store), #"{"q":{"dark":false}}"#)
+    }
+}
+
+/// Random set, update and remove at random paths of a few short keys, under an unmapped root and under
+/// /followers (whose `true` leaves are typed rows), against a small model of the Realtime Database written here:
+/// after each write the export is the model's tree and no value is hidden.
+@Suite("Writes into and under leaves, at random")
+struct RandomWriteTests {
+    /// The Realtime Database's tree, as far as these writes go: a leaf or an object of children, never empty.
+    indirect enum Node: Equatable {
+        case leaf(String)
+        case object([String: Node])
+
+        /// The tree after `value` (nil: removed) is set at `path` below it (nil when nothing is left).
+        static func setting(_ value: Node?, at path: ArraySlice<String>, in node: Node?) -> Node? {
+            guard let key = path.first else { return value }
+            if value == nil, case .leaf? = node { return node }  // nothing there to remove
+            var children: [String: Node] = [:]
+            if case .object(let existing)? = node { children = existing }  // a leaf written below is replaced
+            children[key] = setting(value, at: path.dropFirst(), in: children[key])
+            return children.isEmpty ? nil : .object(children)
+        }
+
+        /// The JSON text of the tree (leaves hold their JSON text already).
+        var json: String {
+            switch self {
+            case .leaf(let text): text
+            case .object(let children):
+                "{" + children.keys.sorted().map { "\"\($0)\":" + children[$0]!.json }.joined(separator: ",") + "}"
+            }
+        }
+    }
+
+    @Test(arguments: 0..<12)
+    func randomWritesLeaveWhatFirebaseWould(seed: UInt64) throws {
+        var random = SeededGenerator(state: seed)
+        let store = try makeStore()
+        var model: Node?
+        let leaves = ["true", "1", "\"s\"", "false"]
+        var steps: [String] = []
+        for _ in 0..<25 {
+            let root = ["q", "followers"].randomElement(using: &random)!
+            let path = [root] + (0..<Int.random(in: 1...3, using: &random)).map { _ in
+                ["a", "b", "c"].randomElement(using: &random)!
+            }
+            let leaf = leaves.randomElement(using: &random)!
+            let write: TreeWrite
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0:
+                write = .set(json: leaf)
+                model = Node.setting(.leaf(leaf), at: path[...], in: model)
+            case 1:
+                write = .set(json: "{\"c\":\(leaf)}")
+                model = Node.setting(.object(["c": .leaf(leaf)]), at: path[...], in: model)
+            case 2:
+                let child = ["a", "b"].randomElement(using: &random)!
+                let removes = Bool.random(using: &random)
+                write = .update(json: "{\"\(child)\":\(removes ? "null" : leaf)}")
+                model = Node.setting(removes ? nil : .leaf(leaf), at: (path + [child])[...], in: model)
+            default:
+                write = .remove
+                model = Node.setting(nil, at: path[...], in: model)
+            }
+            steps.append("\(write) at /\(path.joined(separator: "/"))")
+            _ = try store.write(write, at: path)
+            let exported = try exportJSON(store)
+            let expected = model?.json ?? "null"
+            guard exported == expected, try hiddenValues(store).isEmpty else {
+                Issue.record(
+                    """
+                    seed \(seed), after \(steps.count) writes:
+                    \(steps.joined(separator: "\n"))
+                    export: \(exported)
+                    model:  \(expected)
+                    hidden: \(try hiddenValues(store))
+                    """)
+                return
+            }
+        }
     }
 }
