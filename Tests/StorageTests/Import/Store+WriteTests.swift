@@ -151,9 +151,11 @@ struct RandomWriteTests {
         var steps: [String] = []
         for _ in 0..<25 {
             let root = ["q", "followers"].randomElement(using: &random)!
-            let path = [root] + (0..<Int.random(in: 1...3, using: &random)).map { _ in
-                ["a", "b", "c"].randomElement(using: &random)!
-            }
+            let path =
+                [root]
+                + (0..<Int.random(in: 1...3, using: &random)).map { _ in
+                    ["a", "b", "c"].randomElement(using: &random)!
+                }
             let leaf = leaves.randomElement(using: &random)!
             let write: TreeWrite
             switch Int.random(in: 0..<4, using: &random) {
