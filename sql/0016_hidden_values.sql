@@ -19,52 +19,85 @@ CREATE VIEW integrity_hidden_values AS
     SELECT tree_path(root, path) AS path
     FROM (SELECT root, path, sort_key, lead(sort_key) OVER (ORDER BY sort_key) AS next FROM unmapped_values) v
     WHERE starts_with(v.next, v.sort_key)
+    -- An unmapped leaf at a typed table's root, or one or two keys down, with a typed row at or below it. A branch
+    -- per table, each a join of the few such leaves with one table: Citus pushes a join of its reference table
+    -- (unmapped_values) with one distributed table down to the shards, and plans no query that correlates several.
     UNION ALL
-    -- An unmapped leaf at a typed table's root, or on the way to its rows: a typed row at or below it.
     SELECT tree_path(v.root, v.path)
     FROM unmapped_values v
-    WHERE cardinality(v.path) <= 2
-        AND v.root IN ('users', 'posts', 'postLikes', 'followers', 'following', 'timeline', 'chats', 'messages')
-        AND CASE cardinality(v.path)
-            WHEN 0 THEN CASE v.root
-                WHEN 'users' THEN EXISTS (SELECT 1 FROM users LIMIT 1)
-                WHEN 'posts' THEN EXISTS (SELECT 1 FROM posts LIMIT 1) OR EXISTS (SELECT 1 FROM feed_posts LIMIT 1)
-                WHEN 'postLikes' THEN EXISTS (SELECT 1 FROM post_likes LIMIT 1)
-                WHEN 'followers' THEN EXISTS (SELECT 1 FROM followers LIMIT 1)
-                WHEN 'following' THEN EXISTS (SELECT 1 FROM following LIMIT 1)
-                WHEN 'timeline' THEN EXISTS (SELECT 1 FROM timeline LIMIT 1)
-                WHEN 'chats' THEN EXISTS (SELECT 1 FROM chats LIMIT 1)
-                ELSE EXISTS (SELECT 1 FROM messages LIMIT 1) END
-            WHEN 1 THEN CASE v.root
-                WHEN 'users' THEN EXISTS (SELECT 1 FROM users t WHERE t.uid = v.path[1])
-                WHEN 'posts' THEN EXISTS (SELECT 1 FROM posts t WHERE t.owner_uid = v.path[1])
-                    OR EXISTS (SELECT 1 FROM feed_posts t WHERE t.post_id = v.path[1])
-                WHEN 'postLikes' THEN EXISTS (SELECT 1 FROM post_likes t WHERE t.post_key = v.path[1])
-                WHEN 'followers' THEN EXISTS (SELECT 1 FROM followers t WHERE t.uid = v.path[1])
-                WHEN 'following' THEN EXISTS (SELECT 1 FROM following t WHERE t.uid = v.path[1])
-                WHEN 'timeline' THEN EXISTS (SELECT 1 FROM timeline t WHERE t.uid = v.path[1])
-                WHEN 'chats' THEN EXISTS (SELECT 1 FROM chats t WHERE t.uid = v.path[1])
-                ELSE EXISTS (SELECT 1 FROM messages t WHERE t.chat_key = v.path[1]) END
-            -- Two keys down: a record there (a user's record is one key down; a like or a follow there is a
-            -- leaf, which a write replaces with its unmapped one, never beside it).
-            ELSE CASE v.root
-                WHEN 'posts' THEN EXISTS (SELECT 1 FROM posts t WHERE t.owner_uid = v.path[1] AND t.post_key = v.path[2])
-                WHEN 'timeline' THEN EXISTS (SELECT 1 FROM timeline t WHERE t.uid = v.path[1] AND t.post_key = v.path[2])
-                WHEN 'chats' THEN EXISTS (SELECT 1 FROM chats t WHERE t.uid = v.path[1] AND t.chat_key = v.path[2])
-                WHEN 'messages' THEN
-                    EXISTS (SELECT 1 FROM messages t WHERE t.chat_key = v.path[1] AND t.message_key = v.path[2])
-                ELSE false END
-            END
+    WHERE cardinality(v.path) = 0 AND CASE v.root
+        WHEN 'users' THEN EXISTS (SELECT 1 FROM users LIMIT 1)
+        WHEN 'posts' THEN EXISTS (SELECT 1 FROM posts LIMIT 1) OR EXISTS (SELECT 1 FROM feed_posts LIMIT 1)
+        WHEN 'postLikes' THEN EXISTS (SELECT 1 FROM post_likes LIMIT 1)
+        WHEN 'followers' THEN EXISTS (SELECT 1 FROM followers LIMIT 1)
+        WHEN 'following' THEN EXISTS (SELECT 1 FROM following LIMIT 1)
+        WHEN 'timeline' THEN EXISTS (SELECT 1 FROM timeline LIMIT 1)
+        WHEN 'chats' THEN EXISTS (SELECT 1 FROM chats LIMIT 1)
+        WHEN 'messages' THEN EXISTS (SELECT 1 FROM messages LIMIT 1)
+        ELSE false END
     UNION ALL
-    -- A typed like or follow with unmapped values below it.
+    SELECT DISTINCT tree_path(v.root, v.path)
+    FROM unmapped_values v JOIN users t ON t.uid = v.path[1]
+    WHERE v.root = 'users' AND cardinality(v.path) = 1
+    UNION ALL
+    SELECT DISTINCT tree_path(v.root, v.path)
+    FROM unmapped_values v JOIN posts t ON t.owner_uid = v.path[1]
+    WHERE v.root = 'posts' AND cardinality(v.path) = 1
+    UNION ALL
+    SELECT DISTINCT tree_path(v.root, v.path)
+    FROM unmapped_values v JOIN feed_posts t ON t.post_id = v.path[1]
+    WHERE v.root = 'posts' AND cardinality(v.path) = 1
+    UNION ALL
+    SELECT DISTINCT tree_path(v.root, v.path)
+    FROM unmapped_values v JOIN post_likes t ON t.post_key = v.path[1]
+    WHERE v.root = 'postLikes' AND cardinality(v.path) = 1
+    UNION ALL
+    SELECT DISTINCT tree_path(v.root, v.path)
+    FROM unmapped_values v JOIN followers t ON t.uid = v.path[1]
+    WHERE v.root = 'followers' AND cardinality(v.path) = 1
+    UNION ALL
+    SELECT DISTINCT tree_path(v.root, v.path)
+    FROM unmapped_values v JOIN following t ON t.uid = v.path[1]
+    WHERE v.root = 'following' AND cardinality(v.path) = 1
+    UNION ALL
+    SELECT DISTINCT tree_path(v.root, v.path)
+    FROM unmapped_values v JOIN timeline t ON t.uid = v.path[1]
+    WHERE v.root = 'timeline' AND cardinality(v.path) = 1
+    UNION ALL
+    SELECT DISTINCT tree_path(v.root, v.path)
+    FROM unmapped_values v JOIN chats t ON t.uid = v.path[1]
+    WHERE v.root = 'chats' AND cardinality(v.path) = 1
+    UNION ALL
+    SELECT DISTINCT tree_path(v.root, v.path)
+    FROM unmapped_values v JOIN messages t ON t.chat_key = v.path[1]
+    WHERE v.root = 'messages' AND cardinality(v.path) = 1
+    UNION ALL
+    SELECT DISTINCT tree_path(v.root, v.path)
+    FROM unmapped_values v JOIN posts t ON t.owner_uid = v.path[1] AND t.post_key = v.path[2]
+    WHERE v.root = 'posts' AND cardinality(v.path) = 2
+    UNION ALL
+    SELECT DISTINCT tree_path(v.root, v.path)
+    FROM unmapped_values v JOIN timeline t ON t.uid = v.path[1] AND t.post_key = v.path[2]
+    WHERE v.root = 'timeline' AND cardinality(v.path) = 2
+    UNION ALL
+    SELECT DISTINCT tree_path(v.root, v.path)
+    FROM unmapped_values v JOIN chats t ON t.uid = v.path[1] AND t.chat_key = v.path[2]
+    WHERE v.root = 'chats' AND cardinality(v.path) = 2
+    UNION ALL
+    SELECT DISTINCT tree_path(v.root, v.path)
+    FROM unmapped_values v JOIN messages t ON t.chat_key = v.path[1] AND t.message_key = v.path[2]
+    WHERE v.root = 'messages' AND cardinality(v.path) = 2
+    -- A typed like or follow with unmapped values below it. (A like or a follow two keys down beside an unmapped
+    -- leaf there is no case: a write replaces the one with the other, never beside it.)
+    UNION ALL
     SELECT DISTINCT tree_path(v.root, v.path[1:2])
-    FROM unmapped_values v
-    WHERE cardinality(v.path) > 2
-        AND CASE v.root
-            WHEN 'postLikes' THEN
-                EXISTS (SELECT 1 FROM post_likes t WHERE t.post_key = v.path[1] AND t.liker_uid = v.path[2])
-            WHEN 'followers' THEN
-                EXISTS (SELECT 1 FROM followers t WHERE t.uid = v.path[1] AND t.follower_uid = v.path[2])
-            WHEN 'following' THEN
-                EXISTS (SELECT 1 FROM following t WHERE t.uid = v.path[1] AND t.followee_uid = v.path[2])
-            ELSE false END;
+    FROM unmapped_values v JOIN post_likes t ON t.post_key = v.path[1] AND t.liker_uid = v.path[2]
+    WHERE v.root = 'postLikes' AND cardinality(v.path) > 2
+    UNION ALL
+    SELECT DISTINCT tree_path(v.root, v.path[1:2])
+    FROM unmapped_values v JOIN followers t ON t.uid = v.path[1] AND t.follower_uid = v.path[2]
+    WHERE v.root = 'followers' AND cardinality(v.path) > 2
+    UNION ALL
+    SELECT DISTINCT tree_path(v.root, v.path[1:2])
+    FROM unmapped_values v JOIN following t ON t.uid = v.path[1] AND t.followee_uid = v.path[2]
+    WHERE v.root = 'following' AND cardinality(v.path) > 2;

@@ -15,7 +15,8 @@ struct ReadSnapshotTests {
     /// The store each pair starts from: a generated tree with every check's violations planted, and the keys the
     /// readers and writers name.
     struct Base: Sendable {
-        let database: TestDatabase
+        /// The database the pairs copy; nil for a store elsewhere (a Citus cluster's), which is not copied.
+        let database: TestDatabase?
         let json: String
         let uid: String
         let chatOwner: String
@@ -25,8 +26,13 @@ struct ReadSnapshotTests {
 
         static let shared: Result<Base, any Error> = Result {
             let database = try TestPostgres.makeDatabase()
-            let json = try generate(GeneratorOptions(users: 14, seed: 11, plantsAnomalies: true)).json
             let store = Store(connection: try database.connect())
+            return try importing(into: store, database: database)
+        }
+
+        /// Imports the base tree into `store` and finds the keys the readers and writers name.
+        static func importing(into store: Store, database: TestDatabase?) throws -> Base {
+            let json = try generate(GeneratorOptions(users: 14, seed: 11, plantsAnomalies: true)).json
             try importJSON(json, into: store)
             let uid = try store.connection.query("SELECT owner_uid FROM posts ORDER BY owner_uid LIMIT 1")[0]
                 .decode(String.self, at: 0)
@@ -234,7 +240,12 @@ struct ReadSnapshotTests {
 
     /// Waits until the session `pid` of `database` waits for a lock, or `isDone` says so; false after 30 s.
     static func waitUntil(_ pid: Int, on database: TestDatabase, isWaitingOr isDone: () -> Bool) throws -> Bool {
-        let control = Store(connection: try database.connect())
+        try waitUntil(pid, control: Store(connection: try database.connect()), isWaitingOr: isDone)
+    }
+
+    /// Waits until the session `pid` waits for a lock, as `control`'s server sees it, or `isDone` says so; false
+    /// after 30 s.
+    static func waitUntil(_ pid: Int, control: Store, isWaitingOr isDone: () -> Bool) throws -> Bool {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             if isDone() { return true }
@@ -250,7 +261,7 @@ struct ReadSnapshotTests {
     /// What a reader gives on a copy of the base store after `writer` ran there (alone, committed), or on the
     /// base store as it is.
     static func quietRead(_ reader: Reader, after writer: Writer?, _ base: Base) throws -> String {
-        let database = try TestPostgres.makeDatabase(copying: base.database)
+        let database = try TestPostgres.makeDatabase(copying: try #require(base.database))
         if let writer { try writer.write(Store(connection: try database.connect()), base) }
         return try reader.answer(Store(connection: try database.connect()), base)
     }
@@ -266,7 +277,7 @@ struct ReadSnapshotTests {
         let base = try Base.shared.get()
         for reader in Reader.allCases {
             let before = try #require(try Self.answersBefore.get()[reader])
-            let database = try TestPostgres.makeDatabase(copying: base.database)
+            let database = try TestPostgres.makeDatabase(copying: try #require(base.database))
             let readerStore = Store(connection: try database.connect())
             let readerPID = try Self.backendPID(readerStore)
             nonisolated(unsafe) let reading = readerStore

@@ -1,6 +1,7 @@
 import Foundation
 import PostgresClient
 import PostgresTestSupport
+import Synchronization
 import Testing
 
 @testable import Storage
@@ -214,11 +215,72 @@ struct CitusTests {
         let (single, citus, _) = try makeStores()
         for check in IntegrityCheck.allCases {
             let want = try single.check([check], examples: 20)
+            // No export holds a hidden value: that check is compared on planted rows below.
             #expect(
-                want.allSatisfy { $0.violations > 0 }, "\(check.rawValue): the tree plants violations of each check")
+                want.allSatisfy { $0.violations > 0 } || check == .hiddenValues,
+                "\(check.rawValue): the tree plants violations of each check")
             let got = try citus.check([check], examples: 20)
             #expect(got.map(\.violations) == want.map(\.violations), "\(check.rawValue)")
             #expect(got.map(\.examples) == want.map(\.examples), "\(check.rawValue)")
+        }
+    }
+
+    @Test func hiddenValuesAreFoundAndRemovedAsOnASingleServer() throws {
+        let (single, citus, _) = try makeStores()
+        try plantHiddenValues(in: single)
+        try plantHiddenValues(in: citus)
+        let want = try single.check([.hiddenValues], examples: 20)
+        #expect(want.first?.violations == 4)
+        let got = try citus.check([.hiddenValues], examples: 20)
+        #expect(got.map(\.violations) == want.map(\.violations))
+        #expect(got.map(\.examples) == want.map(\.examples))
+        #expect(try citus.repair(.hiddenValues).changes == (try single.repair(.hiddenValues)).changes)
+        expectSameText(try exportJSON(citus), try exportJSON(single))
+        #expect(try citus.check([.hiddenValues]).first?.violations == 0)
+    }
+
+    /// Every read beside `distribute`, as the reads-of-one-instant suite runs them beside the other writers: each
+    /// starts while distribute holds its locks (done, not committed) and answers as the store was before or as it
+    /// is after, or refuses as documented (check without --wait).
+    @Test func readsBesideDistributeAnswerBeforeOrAfter() throws {
+        typealias Reader = ReadSnapshotTests.Reader
+        let database = try TestCitus.makeDatabase()
+        let setup = Store(connection: try database.connect())
+        try setup.migrate()
+        let base = try ReadSnapshotTests.Base.importing(into: setup, database: nil)
+        let readers = Reader.allCases.filter { !$0.writes }
+        let before = try Dictionary(uniqueKeysWithValues: readers.map { ($0, try $0.answer(setup, base)) })
+        let control = Store(connection: try database.connect())
+        let writer = Store(connection: try database.connect())
+        let outcomes = Mutex<[Reader: Result<String, any Error>]>([:])
+        let group = DispatchGroup()
+        try writer.connection.withTransaction {
+            _ = try writer.distribute(shardCount: 4)
+            for reader in readers {
+                let store = Store(connection: try database.connect())
+                let pid = try ReadSnapshotTests.backendPID(store)
+                nonisolated(unsafe) let reading = store
+                group.enter()
+                Thread.detachNewThread {
+                    let answer = Result { try reader.answer(reading, base) }
+                    outcomes.withLock { $0[reader] = answer }
+                    group.leave()
+                }
+                let started = try ReadSnapshotTests.waitUntil(pid, control: control) {
+                    outcomes.withLock { $0[reader] != nil }
+                }
+                #expect(started, "\(reader.rawValue) beside distribute: neither waited nor finished")
+            }
+        }
+        #expect(group.wait(timeout: .now() + 120) == .success, "a reader never finished")
+        for reader in readers {
+            let after = try reader.answer(control, base)
+            switch try #require(outcomes.withLock { $0[reader] }) {
+            case .success(let answer):
+                #expect(answer == before[reader] || answer == after, "\(reader.rawValue) beside distribute")
+            case .failure(let error):
+                #expect(reader.isDocumentedRefusal(error), "\(reader.rawValue) beside distribute failed: \(error)")
+            }
         }
     }
 

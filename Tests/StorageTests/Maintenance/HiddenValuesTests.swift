@@ -3,25 +3,29 @@ import PostgresTestSupport
 import Testing
 @testable import Storage
 
+/// Adds to `store` what an earlier version left after `set /q/flags/dark/k "v"`, `set /u/7/0 true`,
+/// `set /users/z/username "zed"` and `update /followers/a/b {"c": 1}` on leaves: four hidden leaves.
+func plantHiddenValues(in store: Store) throws {
+    try store.connection.execute(
+        script: """
+            INSERT INTO unmapped_values (root, path, string_value, number_value, boolean_value, sort_key)
+            SELECT root, path, s, n, b, rtdb_path_order(root, path) FROM (VALUES
+                ('q', '{flags,dark}'::text[], NULL, NULL, false), ('q', '{flags,dark,k}', 'v', NULL, NULL),
+                ('u', '{7}', NULL, 29920.3, NULL), ('u', '{7,0}', NULL, NULL, true),
+                ('users', '{z}', 'str', NULL, NULL), ('followers', '{a,b,c}', NULL, 1, NULL),
+                ('keep', '{x}', 'y', NULL, NULL)) AS v(root, path, s, n, b);
+            INSERT INTO users (uid, username) VALUES ('z', 'zed');
+            INSERT INTO followers (uid, follower_uid) VALUES ('a', 'b'), ('a', 'c');
+            """)
+}
+
 /// Stores written before migration 0016 may hold leaves that a write below them should have replaced: the
 /// hidden_values check finds them and its repair removes them, leaving the tree Firebase would hold.
 @Suite("Hidden values left by earlier versions")
 struct HiddenValuesTests {
-    /// A store as an earlier version left it after `set /q/flags/dark/k "v"`, `set /u/7/0 true`,
-    /// `set /users/z/username "zed"` and `update /followers/a/b {"c": 1}` on leaves.
     private func storeWithHiddenValues() throws -> Store {
         let store = try makeStore()
-        try store.connection.execute(
-            script: """
-                INSERT INTO unmapped_values (root, path, string_value, number_value, boolean_value, sort_key)
-                SELECT root, path, s, n, b, rtdb_path_order(root, path) FROM (VALUES
-                    ('q', '{flags,dark}'::text[], NULL, NULL, false), ('q', '{flags,dark,k}', 'v', NULL, NULL),
-                    ('u', '{7}', NULL, 29920.3, NULL), ('u', '{7,0}', NULL, NULL, true),
-                    ('users', '{z}', 'str', NULL, NULL), ('followers', '{a,b,c}', NULL, 1, NULL),
-                    ('keep', '{x}', 'y', NULL, NULL)) AS v(root, path, s, n, b);
-                INSERT INTO users (uid, username) VALUES ('z', 'zed');
-                INSERT INTO followers (uid, follower_uid) VALUES ('a', 'b'), ('a', 'c');
-                """)
+        try plantHiddenValues(in: store)
         return store
     }
 
