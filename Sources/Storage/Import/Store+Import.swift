@@ -124,7 +124,7 @@ extension Store {
                 // Something was written below the leaves at the path's ancestors (and, for a merge, at the path):
                 // Firebase replaced them; left here, they would come back once what hides them is removed.
                 let leaves = options.mode == .merge ? options.at : Array(options.at.dropLast())
-                replaced += try Store.deleteLeaves(at: leaves, andAbove: true, on: connection)
+                replaced += try Store.deleteLeaves(atAndAbove: leaves, on: connection)
             }
             report.rowsReplaced += replaced
             report.finishing = finishing.steps
@@ -201,13 +201,13 @@ extension Store {
         return nil
     }
 
-    /// Deletes the leaves stored at `path` and, `andAbove`, at each of its ancestors below the root: the values
-    /// a write below them replaces. A leaf is an unmapped value or a typed row that holds `true` alone (a like,
-    /// a follow); records are objects and stay. Returns the number of rows deleted.
-    static func deleteLeaves(at path: [String], andAbove: Bool, on connection: StoreConnection) throws -> Int {
+    /// Deletes the leaves stored at `path` and at each of its ancestors below the root: the values a write below
+    /// them replaces. A leaf is an unmapped value or a typed row that holds `true` alone (a like, a follow);
+    /// records are objects and stay. Returns the number of rows deleted.
+    static func deleteLeaves(atAndAbove path: [String], on connection: StoreConnection) throws -> Int {
         guard let root = path.first else { return 0 }
         var deleted = 0
-        for depth in (andAbove ? 0 : path.count - 1)..<path.count {
+        for depth in 0..<path.count {
             let below = Array(path.dropFirst().prefix(depth))
             deleted += try connection.execute("DELETE FROM unmapped_values WHERE root = \(root) AND path = \(below)")
             for table in TreeTable.tables(under: root) where table.isLeaf && table.keyDepth == below.count {
