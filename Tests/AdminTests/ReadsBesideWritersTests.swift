@@ -202,6 +202,23 @@ struct ReadsBesideWritersTests {
         #expect(exported.contains(#""b":{"username":"b"}"#), "\(exported)")
     }
 
+    @Test func waitsPastWhatPostgreSQLCanBoundAreRefusedOrCappedNeverACrash() throws {
+        let database = try databaseHolding(#"{"users": {"a": {"username": "a"}}}"#)
+        for wait in ["1e308", "1e16", "3000000"] {
+            for command in [["check"], ["check", "--fix", "--yes"], ["chat", "merge", "--all"]] {
+                let run = try AdminProcess.run(["--db", database.conninfo] + command + ["--wait", wait])
+                #expect(run.status == 64, "\(command) --wait \(wait): \(run.stderr)")
+                #expect(run.stderr.contains("--wait must be at most 2147483 seconds"), "\(run.stderr)")
+            }
+        }
+        #expect(try AdminProcess.run(["--db", database.conninfo, "check", "--wait", "2147483"]).status == 0)
+        let capped = try AdminProcess.run([
+            "--db", database.conninfo, "-c", "settings lock_timeout 1e308", "-c", "settings", "-c", "get /users",
+        ])
+        #expect(capped.status == 0, "\(capped.stderr)")
+        #expect(capped.stdout.contains(#"{"a":{"username":"a"}}"#), "\(capped.stdout)")
+    }
+
     @Test func aReadThatGivesUpNamesTheImportAndNoSQL() throws {
         let database = try databaseHolding(#"{"users": {"a": {"username": "a"}}}"#)
         let finishImport = try importHalfway(database, #"{"users": {"b": {"username": "b"}}, "pad": "padding"}"#)
