@@ -67,9 +67,8 @@ public final class Store {
     /// How long a statement waits for a lock before it fails (`lock_timeout`) for this connection; nil waits
     /// as long as it takes. An import, which waits for the app's transactions to end, overrides it.
     public func setLockTimeout(_ timeout: Duration?) throws {
-        // At most the setting's largest value (about 24.8 days), which is as good as forever for a lock.
-        let milliseconds = timeout.map { Int(min(($0 / .milliseconds(1)).rounded(.up), Double(Int32.max))) } ?? 0
-        try connection.execute("SELECT set_config('lock_timeout', \("\(milliseconds)ms"), false)")
+        let setting = timeout.map { Self.lockTimeoutSetting(milliseconds: $0 / .milliseconds(1)) } ?? "0ms"
+        try connection.execute("SELECT set_config('lock_timeout', \(setting), false)")
     }
 
     /// The tables that hold the tree, in the order `status` lists them.

@@ -76,7 +76,8 @@ extension Store {
                 let previous = try connection.query("SELECT current_setting('lock_timeout')")[0].decode(
                     String.self, at: 0)
                 try connection.execute(
-                    "SELECT set_config('lock_timeout', \(Self.lockTimeoutSetting(seconds: wait.seconds)), true)")
+                    "SELECT set_config('lock_timeout', \(Self.lockTimeoutSetting(milliseconds: wait.seconds * 1000)), true)"
+                )
                 do {
                     try connection.execute(lock)
                 } catch let error as StorageError where error.sqlState == .lockNotAvailable {
@@ -99,11 +100,10 @@ extension Store {
         ).remedied(.waitForMaintenance)
     }
 
-    /// `lock_timeout`'s value for a wait of `seconds`: whole milliseconds, rounded up, at most the setting's
+    /// `lock_timeout`'s value for a wait of `milliseconds`: whole milliseconds, rounded up, at most the setting's
     /// largest (about 24.8 days; a longer wait is as good as forever for a lock).
-    static func lockTimeoutSetting(seconds: Double) -> String {
-        let milliseconds = min((seconds * 1000).rounded(.up), Double(Int32.max))
-        return "\(Int(milliseconds))ms"
+    static func lockTimeoutSetting(milliseconds: Double) -> String {
+        "\(Int(min(milliseconds.rounded(.up), Double(Int32.max))))ms"
     }
 
     /// Who holds the maintenance lock, as `pg_stat_activity` tells it (what a role may see of other sessions).

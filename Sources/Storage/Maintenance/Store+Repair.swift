@@ -579,8 +579,9 @@ extension Store {
         orphanStatements.map { $0.step(range) }
     }
 
-    /// Deletes the leaves the hidden_values check lists (migration 0016): unmapped values first, then likes and
-    /// follows that still have something below them. A node's path names it alone, keys holding no "/".
+    /// Deletes the leaves the hidden_values check lists (migration 0016): unmapped values first, then the typed
+    /// leaves (likes, follows) that still have something below them. A node's path names it alone, keys holding
+    /// no "/".
     private static let hiddenValueSteps: [Step] =
         [
             Step(
@@ -590,13 +591,12 @@ extension Store {
                     WHERE tree_path(root, path) IN (SELECT path FROM integrity_hidden_values)
                     """)
         ]
-        + [(TreeTable.postLikes, "postLikes"), (.followers, "followers"), (.following, "following")].map {
-            table, root in
+        + TreeTable.allCases.filter(\.isLeaf).map { table in
             Step(
                 table: table.name, action: "deleted",
                 query: """
                     DELETE FROM \(identifier: table.name)
-                    WHERE tree_path(\(root), ARRAY[\(Query.identifiers(table.keyColumns))])
+                    WHERE tree_path(\(table.rootKey), ARRAY[\(Query.identifiers(table.keyColumns))])
                         IN (SELECT path FROM integrity_hidden_values)
                     """)
         }
