@@ -181,6 +181,21 @@ public enum FirebaseKey {
         return compare(a, b) < 0
     }
 
+    /// The keys of a path written `/a/b` (or `a/b/`, `/` for the root), empty segments dropped as the SDKs' `Path`
+    /// drops them. Split by Unicode scalars: as Characters, a key that starts with a combining mark would swallow
+    /// the "/" before it.
+    public static func keys(ofPath text: String) -> [String] {
+        text.unicodeScalars.split(separator: "/", omittingEmptySubsequences: true).map {
+            String(String.UnicodeScalarView($0))
+        }
+    }
+
+    /// Whether path `a` comes before path `b`: by their first differing key in RTDB order, else the shorter first.
+    public static func pathPrecedes(_ a: [String], _ b: [String]) -> Bool {
+        for (x, y) in zip(a, b) where !same(x, y) { return precedes(x, y) }
+        return a.count < b.count
+    }
+
     /// Whether two paths are the same, keys compared as bytes (`==` on `[String]` is canonical equivalence).
     /// An export compares every row's parent path with the last one's, usually the very same array: that is
     /// answered from the arrays' storage without looking at a key.

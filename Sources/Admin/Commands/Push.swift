@@ -19,6 +19,6 @@ struct Push: ConsoleCommand {
     func validate() throws { _ = try FirebasePath.keys(of: path) }
 
     func run(in session: Session) throws {
-        try FirebaseWrite.run(.push(json: json), at: path, confirmation: Confirmation(), in: session)
+        try FirebaseWrite.run(.push(json: json), at: path, emptying: nil, in: session)
     }
 }

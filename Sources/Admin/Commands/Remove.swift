@@ -14,11 +14,11 @@ struct Remove: ConsoleCommand {
             """)
 
     @Argument(help: "The Firebase path, such as /users/alice.") var path: String
-    @OptionGroup var confirmation: Confirmation
+    @OptionGroup var emptying: EmptyingOptions
 
     func validate() throws { _ = try FirebasePath.keys(of: path) }
 
     func run(in session: Session) throws {
-        try FirebaseWrite.run(.remove, at: path, confirmation: confirmation, in: session)
+        try FirebaseWrite.run(.remove, at: path, emptying: emptying, in: session)
     }
 }

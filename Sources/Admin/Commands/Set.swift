@@ -21,21 +21,34 @@ struct SetCommand: ConsoleCommand {
 
     @Argument(help: "The Firebase path, such as /users/alice.") var path: String
     @Argument(help: "The value, as JSON.") var json: String
-    @OptionGroup var confirmation: Confirmation
+    @OptionGroup var emptying: EmptyingOptions
 
     func validate() throws { _ = try FirebasePath.keys(of: path) }
 
     func run(in session: Session) throws {
-        try FirebaseWrite.run(.set(json: json), at: path, confirmation: confirmation, in: session)
+        try FirebaseWrite.run(.set(json: json), at: path, emptying: emptying, in: session)
     }
+}
+
+/// `--allow-empty` and `--yes`, taken by the write verbs that can delete: replacing the whole tree asks first on a
+/// terminal, and leaving the store empty needs one of them, as import's does.
+struct EmptyingOptions: ParsableArguments {
+    @Flag(help: "Let this write leave the whole store empty (also: --yes).")
+    var allowEmpty = false
+
+    @OptionGroup var confirmation: Confirmation
 }
 
 /// What the write verbs share: the question before replacing the whole tree, and the report.
 enum FirebaseWrite {
-    static func run(_ write: TreeWrite, at path: String, confirmation: Confirmation, in session: Session) throws {
+    /// Runs `write` at `path`; with `emptying` nil (push), nothing is asked and the store cannot be emptied.
+    static func run(_ write: TreeWrite, at path: String, emptying: EmptyingOptions?, in session: Session) throws {
         let keys = try FirebasePath.keys(of: path)
-        if keys.isEmpty, !confirmation.confirm("Replace the whole tree?", in: session) { return }
-        let report = try session.store().write(write, at: keys)
+        if let emptying, keys.isEmpty, !emptying.confirmation.confirm("Replace the whole tree?", in: session) {
+            return
+        }
+        let allowsEmptying = emptying.map { $0.allowEmpty || $0.confirmation.yes } ?? false
+        let report = try session.store().write(write, at: keys, allowsEmptying: allowsEmptying)
         let written = FirebasePath.string(of: report.path)
         if case .push = write { session.output.line(TerminalText.escaped(written)) }
         session.inform(

@@ -16,11 +16,11 @@ struct Update: ConsoleCommand {
 
     @Argument(help: "The Firebase path, such as /users/alice.") var path: String
     @Argument(help: "A JSON object of the children to write.") var json: String
-    @OptionGroup var confirmation: Confirmation
+    @OptionGroup var emptying: EmptyingOptions
 
     func validate() throws { _ = try FirebasePath.keys(of: path) }
 
     func run(in session: Session) throws {
-        try FirebaseWrite.run(.update(json: json), at: path, confirmation: confirmation, in: session)
+        try FirebaseWrite.run(.update(json: json), at: path, emptying: emptying, in: session)
     }
 }

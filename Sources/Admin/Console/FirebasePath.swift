@@ -5,10 +5,7 @@ import Storage
 enum FirebasePath {
     /// The keys of `text`, from the root; fails on a key Firebase would refuse.
     static func keys(of text: String) throws -> [String] {
-        // By Unicode scalars: as Characters, a key that starts with a combining mark would swallow the "/" before it.
-        let keys = text.unicodeScalars.split(separator: "/", omittingEmptySubsequences: true).map {
-            String(String.UnicodeScalarView($0))
-        }
+        let keys = FirebaseKey.keys(ofPath: text)
         for key in keys {
             if let problem = FirebaseKey.problem(with: key) {
                 throw ValidationError("\"\(key)\" in \(text) cannot be a Firebase key: \(problem)")

@@ -36,6 +36,12 @@ extension Store {
         }
         let clock = ContinuousClock()
         let started = clock.now
+        if options.at.count > 1,
+            var report = try importIntoRecord(from: source, options: options, onReject: onReject)
+        {
+            report.seconds = (clock.now - started).seconds
+            return report
+        }
         var report = ImportReport()
         let finishing = FinishingClock()
         let timedStep: (ImportStep) -> Void = { step in
@@ -73,14 +79,6 @@ extension Store {
             }
             var deletedRoots: Set<String> = []
             if !options.at.isEmpty {
-                if let record = try recordPath(holding: options.at) {
-                    let error = StorageError(
-                        .invalidValue,
-                        "cannot import at /\(options.at.joined(separator: "/")): it lies inside the record /"
-                            + record.joined(separator: "/"),
-                        hint: "Import the whole record at /\(record.joined(separator: "/")).")
-                    throw error.remedied(.importWholeRecord(path: record))
-                }
                 if options.mode == .replace {
                     replaced = try Store.deleteRows(under: options.at, on: connection).values.reduce(0, +)
                 }
@@ -143,6 +141,67 @@ extension Store {
         report.isDryRun = options.isDryRun
         report.mode = options.mode
         return report
+    }
+
+    /// An import at a path inside a stored record (`--at /posts/UID/KEY/poster`): the record is read, changed in
+    /// memory as `write` changes it, and stored again, so it stays one row. Nil when no record holds the path.
+    /// The file is read whole, as a write's JSON is; one larger than `recordFileLimit` is refused.
+    private func importIntoRecord(
+        from source: some ByteSource, options: ImportOptions, onReject: @escaping (ImportReject) throws -> Void
+    ) throws -> ImportReport? {
+        try StorageError.converting {
+            try connection.withTransaction(rollback: options.isDryRun) {
+                try lockTree()
+                // A merge at a record's own path changes some of its fields: a rewrite too.
+                guard let record = try recordPath(holding: options.at, orIs: options.mode == .merge) else { return nil }
+                var source = source
+                var bytes: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 1 << 16)
+                while case let count = try buffer.withUnsafeMutableBytes({ try source.read(into: $0) }), count > 0 {
+                    bytes += buffer[..<count]
+                    guard bytes.count <= Self.recordFileLimit else {
+                        let error = StorageError(
+                            .invalidValue,
+                            "cannot import at /\(options.at.joined(separator: "/")): it lies inside the record /"
+                                + record.joined(separator: "/") + ", and the file is larger than a record can be",
+                            hint: "Import the whole record at /\(record.joined(separator: "/")).")
+                        throw error.remedied(.importWholeRecord(path: record))
+                    }
+                }
+                let json = String(decoding: bytes, as: UTF8.self)
+                let below = Array(options.at[record.count...])
+                if options.mode == .replace, !options.allowsEmptying, try TreeValue.parse(json: json) == nil,
+                    try exportedValue(at: options.at) != nil
+                {
+                    let error = StorageError(
+                        .refused,
+                        "the file holds nothing (null or {}): replacing the node at /"
+                            + options.at.joined(separator: "/") + " with it would delete everything there",
+                        hint: "Nothing was changed. If emptying it is what you want, allow it.")
+                    throw error.remedied(.allowEmptying)
+                }
+                var recordOptions = options
+                recordOptions.at = record
+                recordOptions.mode = .replace
+                recordOptions.allowsEmptying = true
+                recordOptions.isDryRun = false  // the transaction around it rolls back
+                let rewritten = try rewrittenRecord(record, changing: below, with: json, mode: options.mode)
+                var report = try importTree(from: MemorySource(rewritten), options: recordOptions, onReject: onReject)
+                report.isDryRun = options.isDryRun
+                report.mode = options.mode
+                return report
+            }
+        }
+    }
+
+    /// The largest file `importIntoRecord` reads: Firebase's SDKs refuse a single write of more than 16 MB.
+    static let recordFileLimit = 16 << 20
+
+    /// The node at `path` as a tree, nil when nothing is there.
+    func exportedValue(at path: [String]) throws -> TreeValue? {
+        var bytes: [UInt8] = []
+        _ = try exportTree(at: path, options: .init(rendersArrays: false)) { bytes.append(contentsOf: $0) }
+        return try TreeValue.parse(json: String(decoding: bytes, as: UTF8.self), normalizing: false)
     }
 
     /// Keeps what the store derives from /posts and /chats in step with what the import did to them: stores the
@@ -209,7 +268,11 @@ extension Store {
         var deleted = 0
         for depth in 0..<path.count {
             let below = Array(path.dropFirst().prefix(depth))
-            deleted += try connection.execute("DELETE FROM unmapped_values WHERE root = \(root) AND path = \(below)")
+            // A leaf with a priority is stored as `.value` and `.priority`; the priority stays, as the SDKs keep it.
+            deleted += try connection.execute(
+                """
+                DELETE FROM unmapped_values WHERE root = \(root) AND (path = \(below) OR path = \(below + [FirebaseKey.value]))
+                """)
             for table in TreeTable.tables(under: root) where table.isLeaf && table.keyDepth == below.count {
                 deleted += try connection.execute(
                     "DELETE FROM \(identifier: table.name) WHERE \(table.keyConditions(below))")

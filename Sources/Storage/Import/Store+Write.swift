@@ -1,5 +1,6 @@
 import FirebaseTree
 import Foundation
+import PostgresClient
 
 /// A write of the Realtime Database's own verbs at one path, as `firebase database:set|update|push|remove` and
 /// the SDKs make them.
@@ -26,69 +27,156 @@ public struct WriteReport: Sendable {
 
 extension Store {
     /// Writes at `path` in one transaction, with import's validation (keys, limits, rejects abort) and mapping:
-    /// the node's rows are replaced, or its named children's for `update`. A path inside a typed record (a
-    /// post's `poster/username`) rewrites that record: it is read, changed in memory (it is small) and stored
-    /// again, so the record stays one row.
+    /// the node's rows are replaced, or for `update` those of each child or path (`"a/b"`) its object names. A
+    /// path inside a typed record (a post's `poster/username`) rewrites that record: it is read, changed in
+    /// memory (it is small) and stored again, so the record stays one row.
+    ///
+    /// A write that would leave the whole tree empty is refused unless `allowsEmptying`, as import refuses a
+    /// file holding nothing: a script's `set / null` must not wipe production by accident.
     ///
     /// ```swift
     /// try store.write(.set(json: #"{"username": "alice"}"#), at: ["users", "alice"])
     /// ```
-    public func write(_ write: TreeWrite, at path: [String]) throws -> WriteReport {
-        var path = path
+    public func write(_ write: TreeWrite, at path: [String], allowsEmptying: Bool = false) throws -> WriteReport {
         for key in path {
             if let problem = FirebaseKey.problem(with: key) ?? (key.hasPrefix(".") ? "a priority is not a node" : nil) {
                 throw StorageError(.invalidValue, "\"\(key)\" cannot be a Firebase key: \(problem)")
             }
         }
-        var json: String
+        var sets: [(path: [String], json: String)]
         var mode = ImportOptions.Mode.replace
+        var reportedPath = path
         switch write {
-        case .set(let text): json = text
-        case .update(let text):
-            json = text
-            mode = .merge
-        case .push(let text):
-            path.append(PushIDGenerator.shared.next())
-            json = text
-        case .remove: json = "null"
+        case .set(let json): sets = [(path, try Self.lastValuesWinning(json))]
+        case .remove: sets = [(path, "null")]
+        case .push(let json):
+            reportedPath.append(PushIDGenerator.shared.next())
+            sets = [(reportedPath, try Self.lastValuesWinning(json))]
+        case .update(let json):
+            let children = try Self.updatedPaths(json: json)
+            if children.allSatisfy({ $0.path.count == 1 }) {
+                // One merge of the node's children, as `import --mode merge` does it.
+                var writer = JSONTextWriter(options: .init(rendersArrays: false))
+                writer.beginObject()
+                for (path, value) in children {
+                    writer.key(path[0])
+                    if let value { writer.value(value) } else { writer.null() }
+                }
+                writer.endObject()
+                sets = children.isEmpty ? [] : [(path, String(decoding: writer.bytes, as: UTF8.self))]
+                mode = .merge
+            } else {
+                sets = children.map { (path + $0.path, Self.json($0.value)) }
+            }
         }
         return try StorageError.converting {
             try connection.withTransaction {
                 // Before the record is read: two writes into one record must not both start from its old value.
                 try lockTree()
-                if !path.isEmpty, let record = try recordPath(holding: path, orIs: true) {
-                    json = try rewrittenRecord(record, changing: Array(path[record.count...]), with: json, mode: mode)
-                    path = record
-                    mode = .replace
+                let heldSomething = try !isEmpty()
+                let rowsBefore = path.isEmpty && heldSomething ? try treeRowCount() : 0
+                var report = WriteReport(path: reportedPath, rowsWritten: 0, rowsRemoved: 0)
+                for (path, json) in sets {
+                    let (written, removed) = try store(json, at: path, mode: mode)
+                    report.rowsWritten += written
+                    report.rowsRemoved += removed
                 }
-                let report: ImportReport
-                do {
-                    report = try importTree(
-                        from: MemorySource(json), options: ImportOptions(mode: mode, at: path, allowsEmptying: true))
-                } catch var error as StorageError {
-                    // A write has no rejects to allow: the import's hint about letting some through does not apply.
-                    error.hint = nil
-                    error.remedy = nil
-                    throw error
+                // A whole-tree replace truncates rather than counting what it deletes.
+                if path.isEmpty, mode == .replace { report.rowsRemoved = rowsBefore }
+                if heldSomething, !allowsEmptying, try isEmpty() {
+                    let error = StorageError(
+                        .refused, "this write would delete everything the store holds",
+                        hint: "Nothing was changed. If emptying the store is what you want, allow it.")
+                    throw error.remedied(.allowEmptying)
                 }
-                let written = report.lines.reduce(0) { $0 + $1.rowsImported }
-                return WriteReport(path: path, rowsWritten: written, rowsRemoved: report.rowsReplaced)
+                return report
             }
         }
     }
 
+    /// Stores `json` at `path` (its children, for `.merge`), rewriting the record that holds the path if there
+    /// is one; the rows written and removed.
+    private func store(_ json: String, at path: [String], mode: ImportOptions.Mode) throws -> (Int, Int) {
+        var path = path
+        var json = json
+        var mode = mode
+        if !path.isEmpty, let record = try recordPath(holding: path, orIs: true) {
+            json = try rewrittenRecord(record, changing: Array(path[record.count...]), with: json, mode: mode)
+            path = record
+            mode = .replace
+        }
+        let report: ImportReport
+        do {
+            report = try importTree(
+                from: MemorySource(json), options: ImportOptions(mode: mode, at: path, allowsEmptying: true))
+        } catch var error as StorageError {
+            // A write has no rejects to allow: the import's hint about letting some through does not apply.
+            error.hint = nil
+            error.remedy = nil
+            throw error
+        }
+        return (report.lines.reduce(0) { $0 + $1.rowsImported }, report.rowsReplaced)
+    }
+
+    /// `value` as JSON for the importer: `null` for nothing, integer-keyed objects as objects.
+    static func json(_ value: TreeValue?) -> String {
+        var writer = JSONTextWriter(options: .init(rendersArrays: false))
+        if let value { writer.value(value) } else { writer.null() }
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
+    /// `json` with each object's repeated keys reduced to the last one's value, as `JSON.parse` (and so Firebase)
+    /// reads it: a bad key in an earlier occurrence was never written.
+    static func lastValuesWinning(_ json: String) throws -> String {
+        Self.json(try TreeValue.parse(json: json, normalizing: false))
+    }
+
+    /// Rows in the tree's tables.
+    private func treeRowCount() throws -> Int {
+        let counts = Store.treeTables.map { "(SELECT count(*) FROM \(identifier: $0))" as Query }
+        return try connection.query("SELECT \(counts.joined(separator: " + "))")[0].decode(Int.self, at: 0)
+    }
+
+    /// The children an update's JSON object names, each by its path below the node (a key may be a path, as
+    /// in Firebase's `update`: `{"alice/username": "al"}`), with its value as JSON. Refused as Firebase refuses
+    /// them: not an object, a key naming no child or holding a bad one, one path below another.
+    static func updatedPaths(json text: String) throws -> [(path: [String], value: TreeValue?)] {
+        guard let children = try TreeValue.membersKeepingNulls(json: text) else {
+            throw StorageError(
+                .invalidValue, "an update takes a JSON object of the children to write",
+                hint: "Write {\"child\": value}, or use set to replace the node.")
+        }
+        var updates: [(path: [String], value: TreeValue?)] = []
+        for (key, value) in children {
+            let path = FirebaseKey.keys(ofPath: key)
+            guard !path.isEmpty else { throw StorageError(.invalidValue, "the update's key \"\(key)\" names no child") }
+            for part in path {
+                if let problem = FirebaseKey.problem(with: part) ?? (part.hasPrefix(".") ? "a priority is not a node" : nil)
+                {
+                    throw StorageError(.invalidValue, "the update's key \"\(key)\" is not a Firebase path: \(problem)")
+                }
+            }
+            updates.append((path, value))
+        }
+        let sorted = updates.map(\.path).sorted { FirebaseKey.pathPrecedes($0, $1) }
+        for (earlier, later) in zip(sorted, sorted.dropFirst()) where FirebaseKey.isPath(later[...], atOrBelow: earlier[...]) {
+            throw StorageError(
+                .invalidValue,
+                "the update writes both /\(earlier.joined(separator: "/")) and /\(later.joined(separator: "/")), "
+                    + "which lies inside it", hint: "Firebase refuses an update whose paths overlap; write one of them.")
+        }
+        return updates
+    }
+
     /// The record at `record` as JSON after `json` is set (or merged, for `.merge`) at `below` inside it.
-    private func rewrittenRecord(
+    func rewrittenRecord(
         _ record: [String], changing below: [String], with json: String, mode: ImportOptions.Mode
     ) throws -> String {
-        var bytes: [UInt8] = []
-        _ = try exportTree(at: record, options: .init(rendersArrays: false)) { bytes.append(contentsOf: $0) }
-        var tree = try TreeValue.parse(json: String(decoding: bytes, as: UTF8.self), normalizing: false)
+        var tree = try exportedValue(at: record)
         if mode == .merge {
-            guard let children = try TreeValue.childrenKeepingNulls(json: json) else {
-                throw StorageError(.invalidValue, "an update takes a JSON object of the children to write")
+            for (path, value) in try Self.updatedPaths(json: json) {
+                tree = TreeValue.setting(value.flatMap(\.normalized), at: below + path, in: tree)
             }
-            for (key, value) in children { tree = TreeValue.setting(value, at: below + [key.string], in: tree) }
         } else {
             tree = TreeValue.setting(try TreeValue.parse(json: json), at: below, in: tree)
         }
@@ -99,15 +187,25 @@ extension Store {
 }
 
 extension TreeValue {
-    /// The children of a JSON object, a `null` one as nil ("remove it", in an update); nil when the document is
-    /// not an object.
-    static func childrenKeepingNulls(json text: String) throws -> [TreeKey: TreeValue?]? {
+    /// The members of a JSON object by key, a `null` one as nil ("remove it", in an update), a repeated key's
+    /// last value winning; nil when the document is not an object.
+    static func membersKeepingNulls(json text: String) throws -> [(key: String, value: TreeValue?)]? {
         var reader = JSONReader(source: MemorySource(text))
         guard try reader.next() == .objectStart else { return nil }
-        var children: [TreeKey: TreeValue?] = [:]
-        while let key = try reader.nextChild() { children[TreeKey(key)] = .some(try read(&reader, normalizing: true)) }
+        var members: [(key: String, value: TreeValue?)] = []
+        var index: [TreeKey: Int] = [:]
+        while let key = try reader.nextChild() {
+            let value = try read(&reader, normalizing: false)
+            if let earlier = index[TreeKey(key)] {
+                members[earlier].value = value
+            } else {
+                index[TreeKey(key)] = members.count
+                members.append((key, value))
+            }
+        }
         try reader.next()
-        return children
+        guard reader.token == .end else { return nil }
+        return members
     }
 
     /// `tree` with `value` at `path` (nil removes it); objects left empty vanish, as in Firebase.

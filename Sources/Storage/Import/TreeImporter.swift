@@ -456,6 +456,11 @@ final class TreeImporter {
                     continue
                 }
             case FirebaseKey.value:
+                guard !path.isEmpty else {
+                    // The whole tree as a leaf (with a priority): the store holds named nodes only.
+                    try reject("a leaf value at the root; an export's root must be an object", at: path + [key])
+                    continue
+                }
                 guard !isContainerToken, !hasChildren else {
                     try reject("\".value\" must be a leaf, beside nothing but \".priority\"", at: path + [key])
                     continue
