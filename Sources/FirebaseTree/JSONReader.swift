@@ -116,7 +116,8 @@ public struct JSONReader: ~Copyable {
 
     // MARK: Reading tokens
 
-    /// The UTF-8 of the last `.key` or `.string` token; valid until the next call to `next()`.
+    /// The UTF-8 of the last `.key` or `.string` token, or the text of the last `.number` (`1e400`); valid until
+    /// the next call to `next()`.
     public var text: UnsafeBufferPointer<UInt8> {
         UnsafeBufferPointer(start: textStart, count: textCount)
     }
@@ -606,6 +607,8 @@ public struct JSONReader: ~Copyable {
             throw syntaxError("invalid number \"\(String(decoding: digits.prefix(40), as: UTF8.self))\"", at: start)
         }
         number = value
+        textStart = UnsafePointer(buffer + start)
+        textCount = index - start
         cursor = index
     }
 

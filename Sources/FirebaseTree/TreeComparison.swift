@@ -92,6 +92,8 @@ public struct TreeComparison {
             case leaf(TreeValue)
             /// An object; the reader is on the value of the child `firstKey`.
             case object(firstKey: String)
+            /// A scalar import refuses (a number beyond a double), as written.
+            case rejected(json: String, reason: String)
         }
         var body: Body
         var priority: TreeValue?
@@ -127,10 +129,14 @@ public struct TreeComparison {
                 }
             }
             return Head(body: value.map { .leaf($0) } ?? .absent, priority: priority)
+        case .number where !reader.number.isFinite:
+            return Head(body: .rejected(json: reader.string, reason: Self.numberOutOfRange))
         default:
             return Head(body: try scalar(&reader).map { .leaf($0) } ?? .absent)
         }
     }
+
+    static let numberOutOfRange = "a number outside the range of a double"
 
     /// The scalar at the reader's token; nil for null. An object where a leaf must be is refused.
     private func scalar(_ reader: inout JSONReader) throws -> TreeValue? {
@@ -163,18 +169,29 @@ public struct TreeComparison {
         while reader.depth >= inside { try reader.next() }
     }
 
-    /// The key after `previous` in the object the reader is in, refusing one that is not after it in RTDB order
-    /// (`.priority` and `.value` come first, where `head` reads them).
-    private func nextKey(_ reader: inout JSONReader, after previous: String, isSource: Bool) throws -> String? {
-        guard let key = try nextKey(&reader) else { return nil }
-        guard key != FirebaseKey.priority, key != FirebaseKey.value, FirebaseKey.compare(previous, key) < 0 else {
-            throw TreeError(
-                isSource ? .unordered : .malformedInput,
-                "the \(isSource ? "source" : "store")'s keys are not in RTDB order: \"\(key)\" comes after "
-                    + "\"\(previous)\" in /" + path.joined(separator: "/"),
-                position: reader.position, path: reader.pathDescription)
+    /// The next child's key of the object the reader is in, as `nextKey(_:)` finds it, refusing a key that is
+    /// not after `previous` in RTDB order (a null one too: a repeated key's last value wins, so an earlier one
+    /// must not be taken for the node); `.priority` and `.value` come first, where `head` reads them.
+    private func nextKey(_ reader: inout JSONReader, after previous: inout String?, isSource: Bool) throws -> String? {
+        while let key = try reader.nextChild() {
+            if let last = previous {
+                guard key != FirebaseKey.priority, key != FirebaseKey.value, FirebaseKey.compare(last, key) < 0 else {
+                    throw TreeError(
+                        isSource ? .unordered : .malformedInput,
+                        "the \(isSource ? "source" : "store")'s keys are not in RTDB order: \"\(key)\" comes after "
+                            + "\"\(last)\" in /" + path.joined(separator: "/"),
+                        position: reader.position, path: reader.pathDescription)
+                }
+            }
+            if key != FirebaseKey.priority, key != FirebaseKey.value { previous = key }
+            if reader.token == .null { continue }
+            if ignoresPriorities, key == FirebaseKey.priority {
+                try skipCurrent(&reader)
+                continue
+            }
+            return key
         }
-        return key
+        return nil
     }
 
     /// Compares the nodes at the readers' tokens, reading both to their ends.
@@ -184,6 +201,11 @@ public struct TreeComparison {
         let storeHead = try head(&store)
         switch (sourceHead.body, storeHead.body) {
         case (.absent, .absent):
+            return
+        case (.rejected, _):
+            // Import refused the source's value: whatever the store holds there came from elsewhere.
+            try reportOnlyInSource(sourceHead, &source)
+            try reportOnlyInStore(storeHead, &store)
             return
         case (_, .absent):
             try reportOnlyInSource(sourceHead, &source)
@@ -200,11 +222,19 @@ public struct TreeComparison {
             try compareChildren(&source, firstKey: a, &store, firstKey: b)
             return
         default:
-            let (sourceJSON, sourceCut) = try capture(sourceHead, &source)
-            let (storeJSON, storeCut) = try capture(storeHead, &store)
-            try report(
-                TreeDifference(
-                    path: path, kind: .changed, source: sourceJSON, store: storeJSON, isCut: sourceCut || storeCut))
+            var rejects: [TreeDifference]? = []
+            let sourceValue = try capture(sourceHead, &source, rejects: &rejects)
+            let storeValue = try capture(storeHead, &store)
+            if sourceValue.isEmpty {
+                // The source's object holds nothing (empty objects, nulls, rejects only): no node, as import reads it.
+                try report(TreeDifference(path: path, kind: .extra, source: nil, store: storeValue.json, isCut: storeValue.isCut))
+            } else {
+                try report(
+                    TreeDifference(
+                        path: path, kind: .changed, source: sourceValue.json, store: storeValue.json,
+                        isCut: sourceValue.isCut || storeValue.isCut))
+            }
+            for reject in rejects ?? [] { try report(reject) }
             return
         }
         try comparePriorities(sourceHead.priority, storeHead.priority)
@@ -224,6 +254,8 @@ public struct TreeComparison {
     ) throws {
         var sourceKey: String? = firstKey
         var storeKey: String? = storeFirst
+        var sourcePrevious: String? = firstKey
+        var storePrevious: String? = storeFirst
         while sourceKey != nil || storeKey != nil {
             let order = sourceKey == nil ? 1 : storeKey == nil ? -1 : FirebaseKey.compare(sourceKey!, storeKey!)
             if order <= 0 {
@@ -236,38 +268,49 @@ public struct TreeComparison {
                     try reportOnlyInSource(try head(&source), &source)
                 }
                 path.removeLast()
-                sourceKey = try nextKey(&source, after: key, isSource: true)
-                if order == 0 { storeKey = try nextKey(&store, after: key, isSource: false) }
+                sourceKey = try nextKey(&source, after: &sourcePrevious, isSource: true)
+                if order == 0 { storeKey = try nextKey(&store, after: &storePrevious, isSource: false) }
             } else {
                 let key = storeKey!
                 path.append(key)
                 nodesCompared += 1
                 try reportOnlyInStore(try head(&store), &store)
                 path.removeLast()
-                storeKey = try nextKey(&store, after: key, isSource: false)
+                storeKey = try nextKey(&store, after: &storePrevious, isSource: false)
             }
         }
     }
 
-    /// Reports the source's node at `path`, which the store lacks: rejected when import refuses it, else missing.
+    /// Reports the source's node at `path`, which the store lacks: rejected when import refuses it, else missing
+    /// (what import would keep of it), followed by the rejects inside it. A node that holds nothing but empty
+    /// objects and nulls is no node, as import reads it.
     private func reportOnlyInSource(_ head: Head, _ source: inout JSONReader) throws {
         if case .absent = head.body { return }
-        let (json, isCut) = try capture(head, &source)
+        if case .rejected(let json, let reason) = head.body {
+            try report(TreeDifference(path: path, kind: .rejected, source: json, store: nil, reason: reason))
+            return
+        }
         var reason = path.last.flatMap { FirebaseKey.problem(with: $0) } ?? FirebaseKey.problem(withPath: path)
         if reason == nil, case .leaf(.string(let text)) = head.body {
             reason = FirebaseKey.problem(withString: text)
         }
-        try report(
-            TreeDifference(
-                path: path, kind: reason == nil ? .missing : .rejected, source: json, store: nil, reason: reason,
-                isCut: isCut))
+        var rejects: [TreeDifference]?
+        if reason == nil { rejects = [] }
+        let value = try capture(head, &source, rejects: &rejects)
+        if !value.isEmpty {
+            try report(
+                TreeDifference(
+                    path: path, kind: reason == nil ? .missing : .rejected, source: value.json, store: nil,
+                    reason: reason, isCut: value.isCut))
+        }
+        for reject in rejects ?? [] { try report(reject) }
     }
 
     /// Reports the store's node at `path`, which the source lacks.
     private func reportOnlyInStore(_ head: Head, _ store: inout JSONReader) throws {
         if case .absent = head.body { return }
-        let (json, isCut) = try capture(head, &store)
-        try report(TreeDifference(path: path, kind: .extra, source: nil, store: json, isCut: isCut))
+        let value = try capture(head, &store)
+        try report(TreeDifference(path: path, kind: .extra, source: nil, store: value.json, isCut: value.isCut))
     }
 
     // MARK: Values as JSON
@@ -279,57 +322,174 @@ public struct TreeComparison {
         return String(decoding: writer.bytes, as: UTF8.self)
     }
 
-    /// The node whose head was read, as compact JSON of at most `valueLimit` bytes, reading the reader to its end.
-    private func capture(_ head: Head, _ reader: inout JSONReader) throws -> (json: String, isCut: Bool) {
-        var writer = JSONTextWriter()
-        switch head.body {
-        case .absent:
-            return ("null", false)
-        case .leaf(let value):
-            guard let priority = head.priority, !ignoresPriorities else {
-                writer.value(value)
-                break
-            }
-            writer.value(.object([TreeKey(FirebaseKey.priority): priority, TreeKey(FirebaseKey.value): value]))
-        case .object(let firstKey):
-            writer.beginObject()
-            if let priority = head.priority, !ignoresPriorities {
-                writer.key(FirebaseKey.priority)
-                writer.value(priority)
-            }
-            try copyChildren(&reader, from: firstKey, into: &writer)
-        }
-        writer.finish()
-        let isCut = writer.bytes.count > valueLimit
-        let bytes = isCut ? writer.bytes[..<valueLimit] : writer.bytes[...]
-        return (String(decoding: bytes, as: UTF8.self) + (isCut ? "…" : ""), isCut)
+    /// The store's node whose head was read, as compact JSON of at most `valueLimit` bytes, reading the reader to
+    /// its end.
+    private func capture(_ head: Head, _ reader: inout JSONReader) throws -> CapturedValue {
+        var noRejects: [TreeDifference]?
+        return try capture(head, &reader, rejects: &noRejects, isSource: false)
     }
 
-    /// Copies the value at the reader's token to `writer`, without its nulls; stops writing (and only reads)
-    /// past `valueLimit` bytes.
-    private func copyValue(_ reader: inout JSONReader, into writer: inout JSONTextWriter) throws {
-        switch reader.token {
-        case .objectStart, .arrayStart:
-            writer.beginObject()
-            try copyChildren(&reader, from: try nextKey(&reader), into: &writer)
-        default:
-            if let value = try TreeValue.read(&reader, normalizing: false) { writer.value(value) }
+    /// The node whose head was read, as compact JSON of at most `valueLimit` bytes without its empty objects,
+    /// reading the reader to its end. With `rejects`, what import would refuse below it (bad keys, paths too
+    /// deep or long, strings it cannot keep, numbers beyond a double) is left out and listed there.
+    private func capture(
+        _ head: Head, _ reader: inout JSONReader, rejects: inout [TreeDifference]?, isSource: Bool = true
+    ) throws -> CapturedValue {
+        var writer = LazyObjectWriter(limit: valueLimit)
+        switch head.body {
+        case .absent:
+            return CapturedValue(json: "null", isCut: false, isEmpty: true)
+        case .rejected(let json, _):
+            return CapturedValue(json: json, isCut: false, isEmpty: false)
+        case .leaf(let value):
+            if let priority = head.priority, !ignoresPriorities {
+                writer.leaf(
+                    key: nil, .object([TreeKey(FirebaseKey.priority): priority, TreeKey(FirebaseKey.value): value]))
+            } else {
+                writer.leaf(key: nil, value)
+            }
+        case .object(let firstKey):
+            writer.open(key: nil)
+            if let priority = head.priority, !ignoresPriorities { writer.setPriority(priority) }
+            var path = self.path
+            try copyChildren(&reader, from: firstKey, at: &path, into: &writer, rejects: &rejects, isSource: isSource)
+            writer.close()
         }
+        return writer.captured
     }
 
     /// Copies the children of the object the reader is in, from the one `key` names (the reader on its value),
-    /// and closes the object `writer` has open for them.
-    private func copyChildren(_ reader: inout JSONReader, from key: String?, into writer: inout JSONTextWriter) throws {
-        var key = key
+    /// and leaves the reader at the object's end.
+    private func copyChildren(
+        _ reader: inout JSONReader, from first: String?, at path: inout [String], into writer: inout LazyObjectWriter,
+        rejects: inout [TreeDifference]?, isSource: Bool
+    ) throws {
+        var key = first
+        var previous = first == FirebaseKey.priority || first == FirebaseKey.value ? nil : first
         while let current = key {
-            if writer.bytes.count <= valueLimit {
-                writer.key(current)
-                try copyValue(&reader, into: &writer)
+            path.append(current)
+            defer { path.removeLast() }
+            if current == FirebaseKey.priority {
+                if let value = try TreeValue.read(&reader, normalizing: false), !ignoresPriorities {
+                    writer.setPriority(value)
+                }
+            } else if rejects != nil, current != FirebaseKey.value,
+                let reason = FirebaseKey.problem(with: current) ?? FirebaseKey.problem(withPath: path)
+            {
+                var inner = LazyObjectWriter(limit: valueLimit)
+                var none: [TreeDifference]?
+                try copyValue(&reader, key: nil, at: &path, into: &inner, rejects: &none, isSource: isSource)
+                if !inner.captured.isEmpty { rejects?.append(reject(at: path, inner.captured, reason)) }
             } else {
-                try skipCurrent(&reader)
+                try copyValue(&reader, key: current, at: &path, into: &writer, rejects: &rejects, isSource: isSource)
             }
-            key = try nextKey(&reader)
+            key = try nextKey(&reader, after: &previous, isSource: isSource)
         }
-        writer.endObject()
+    }
+
+    /// Copies the value at the reader's token (the child `key` of the object being written, at `path`).
+    private func copyValue(
+        _ reader: inout JSONReader, key: String?, at path: inout [String], into writer: inout LazyObjectWriter,
+        rejects: inout [TreeDifference]?, isSource: Bool
+    ) throws {
+        switch reader.token {
+        case .objectStart, .arrayStart:
+            writer.open(key: key)
+            var none: String?
+            let first = try nextKey(&reader, after: &none, isSource: isSource)
+            try copyChildren(&reader, from: first, at: &path, into: &writer, rejects: &rejects, isSource: isSource)
+            writer.close()
+        case .number where !reader.number.isFinite:
+            let json = reader.string
+            if rejects != nil {
+                rejects?.append(reject(at: path, CapturedValue(json: json, isCut: false, isEmpty: false), Self.numberOutOfRange))
+            } else {
+                writer.raw(key: key, json)
+            }
+        default:
+            guard let value = try TreeValue.read(&reader, normalizing: false) else { return }
+            if rejects != nil, case .string(let text) = value, let reason = FirebaseKey.problem(withString: text) {
+                var inner = LazyObjectWriter(limit: valueLimit)
+                inner.leaf(key: nil, value)
+                rejects?.append(reject(at: path, inner.captured, reason))
+                return
+            }
+            writer.leaf(key: key, value)
+        }
+    }
+
+    private func reject(at path: [String], _ value: CapturedValue, _ reason: String) -> TreeDifference {
+        TreeDifference(path: path, kind: .rejected, source: value.json, store: nil, reason: reason, isCut: value.isCut)
+    }
+}
+
+/// A node's value as `TreeComparison` captures it for a difference.
+private struct CapturedValue {
+    /// Compact JSON, cut at the comparison's `valueLimit` bytes.
+    var json: String
+    var isCut: Bool
+    /// Whether it holds no leaf: only empty objects, nulls and (on the source's side) rejects.
+    var isEmpty: Bool
+}
+
+/// Writes an object as compact JSON, opening each object only once something is written in it, so that empty
+/// objects (and ones holding only a priority) leave no trace; stops writing past `limit` bytes.
+private struct LazyObjectWriter {
+    private var writer = JSONTextWriter()
+    private let limit: Int
+    /// Objects opened but not written yet, outermost first: each one's key (nil for a value of its own) and
+    /// priority.
+    private var pending: [(key: String?, priority: TreeValue?)] = []
+    private var hasLeaf = false
+
+    init(limit: Int) { self.limit = limit }
+
+    mutating func open(key: String?) { pending.append((key, nil)) }
+
+    /// The priority of the innermost object open; written with it, if it is.
+    mutating func setPriority(_ priority: TreeValue) {
+        if !pending.isEmpty {
+            pending[pending.count - 1].priority = priority
+        } else if writer.bytes.count <= limit {
+            writer.key(FirebaseKey.priority)
+            writer.value(priority)
+        }
+    }
+
+    mutating func leaf(key: String?, _ value: TreeValue) {
+        hasLeaf = true
+        guard writer.bytes.count <= limit else { return }
+        flush()
+        if let key { writer.key(key) }
+        writer.value(value)
+    }
+
+    /// A number beyond a double, shown inside a value already rejected as a whole: as a string of its text.
+    mutating func raw(key: String?, _ json: String) {
+        leaf(key: key, .string(json))
+    }
+
+    mutating func close() {
+        if pending.popLast() == nil { writer.endObject() }
+    }
+
+    private mutating func flush() {
+        for (key, priority) in pending {
+            if let key { writer.key(key) }
+            writer.beginObject()
+            if let priority {
+                writer.key(FirebaseKey.priority)
+                writer.value(priority)
+            }
+        }
+        pending = []
+    }
+
+    var captured: CapturedValue {
+        var writer = writer
+        writer.finish()
+        let isCut = writer.bytes.count > limit
+        let bytes = isCut ? writer.bytes[..<limit] : writer.bytes[...]
+        return .init(json: hasLeaf ? String(decoding: bytes, as: UTF8.self) + (isCut ? "…" : "") : "null", isCut: isCut, isEmpty: !hasLeaf)
     }
 }

@@ -199,9 +199,10 @@ struct RecordCollector {
         case .number:
             let number = reader.number
             guard number.isFinite else {
-                throw TreeError(
-                    .malformedInput, "a number outside the range of a double at \(reader.position)",
-                    position: reader.position, path: reader.pathDescription)
+                // Kept as written: the comparison lists it as a reject, as import does.
+                let text = reader.text
+                try addRecord { $0.append(contentsOf: text) }
+                return
             }
             try addRecord { $0.append(contentsOf: JavaScriptNumber.format(number == 0 ? 0 : number).utf8) }
         case .true: try addRecord { $0.append(contentsOf: "true".utf8) }

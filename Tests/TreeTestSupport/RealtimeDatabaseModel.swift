@@ -323,7 +323,8 @@ extension RealtimeDatabaseModel {
         }
     }
 
-    private static func priorityDifference(_ source: Leaf?, _ store: Leaf?, at path: [String]) -> [Difference] {
+    /// The difference between two nodes' priorities, if any, at `path/.priority`.
+    public static func priorityDifference(_ source: Leaf?, _ store: Leaf?, at path: [String]) -> [Difference] {
         switch (source, store) {
         case (nil, nil): return []
         case (_?, nil): return [Difference(path: path + [".priority"], kind: "missing")]
