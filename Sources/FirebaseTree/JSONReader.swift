@@ -88,6 +88,11 @@ public struct JSONReader: ~Copyable {
 
     /// The last token `next()` returned.
     public private(set) var token = Token.end
+    /// Whether the last `.key` was longer than `maximumKeyBytes`: `text` holds its first bytes only.
+    public private(set) var isTextCut = false
+    /// How much of a longer key a reader keeps: no key this long is valid (a path stops at 768 bytes), and
+    /// reading one whole would cost its length in memory several times over.
+    public static let maximumKeyBytes = 1024
     /// The value of the last `.number` token.
     public private(set) var number: Double = 0
 
@@ -165,7 +170,7 @@ public struct JSONReader: ~Copyable {
                 guard byte == UInt8(ascii: "\"") else {
                     throw syntaxError(state == .objectFirst ? "expected a key or '}'" : "expected a key after ','")
                 }
-                try readString()
+                try readString(isKey: true)
                 pathBytes.removeSubrange((frames[frames.count - 1].pathStart + 1)...)
                 pathBytes.append(contentsOf: text)
                 // The ':' is consumed by the next call, so that `text` stays valid until then.
@@ -207,7 +212,8 @@ public struct JSONReader: ~Copyable {
         case .objectEnd, .arrayEnd, .end:
             return nil
         case .key:
-            let key = string
+            // A cut key says so: its first bytes and "…", as no key of the input (nor a valid one) is written.
+            let key = isTextCut ? string + "…" : string
             try next()
             return key
         case .objectStart, .arrayStart:
@@ -257,7 +263,7 @@ public struct JSONReader: ~Copyable {
             state = .arrayFirst
             token = .arrayStart
         case UInt8(ascii: "\""):
-            try readString()
+            try readString(isKey: false)
             finishValue()
             token = .string
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
@@ -406,10 +412,12 @@ public struct JSONReader: ~Copyable {
     private static let ones: UInt64 = 0x0101_0101_0101_0101
     private static let highs: UInt64 = 0x8080_8080_8080_8080
 
-    /// Reads a string whose opening quote is at `cursor`; `text` is its unescaped UTF-8.
-    private mutating func readString() throws {
+    /// Reads a string whose opening quote is at `cursor`; `text` is its unescaped UTF-8. A key longer than
+    /// `maximumKeyBytes` keeps only its first bytes (`isTextCut`).
+    private mutating func readString(isKey: Bool) throws {
         var start = cursor + 1
         var index = start
+        isTextCut = false
         while true {
             // Eight plain ASCII bytes at a time: none a quote, a backslash, a control character or non-ASCII.
             while index + 8 <= limit {
@@ -422,6 +430,11 @@ public struct JSONReader: ~Copyable {
                 if special != 0 { break }
                 index += 8
             }
+            if isKey, index - start > Self.maximumKeyBytes {
+                scratchCount = 0
+                appendToScratch(UnsafeBufferPointer(start: buffer + start, count: Self.maximumKeyBytes + 1))
+                return try readRestOfLongKey(at: &index)
+            }
             guard try ensure(1, at: &index, anchor: &start) else {
                 throw syntaxError("unexpected end of input inside a string: the file is truncated")
             }
@@ -432,7 +445,7 @@ public struct JSONReader: ~Copyable {
                 cursor = index + 1
                 return
             } else if byte == UInt8(ascii: "\\") {
-                return try readEscapedString(from: &start, at: index)
+                return try readEscapedString(from: &start, at: index, isKey: isKey)
             } else if byte < 0x20 {
                 throw syntaxError("a control character (\(Self.describe(byte))) must be escaped in a string", at: index)
             } else if byte < 0x80 {
@@ -444,11 +457,12 @@ public struct JSONReader: ~Copyable {
     }
 
     /// The rest of a string that contains escapes, decoded into `scratch`.
-    private mutating func readEscapedString(from start: inout Int, at escapeIndex: Int) throws {
+    private mutating func readEscapedString(from start: inout Int, at escapeIndex: Int, isKey: Bool) throws {
         scratchCount = 0
         appendToScratch(UnsafeBufferPointer(start: buffer + start, count: escapeIndex - start))
         var index = escapeIndex
         while true {
+            if isKey, scratchCount > Self.maximumKeyBytes { return try readRestOfLongKey(at: &index) }
             guard try ensure(1, at: &index, anchor: &start) else {
                 throw syntaxError("unexpected end of input inside a string: the file is truncated")
             }
@@ -484,6 +498,49 @@ public struct JSONReader: ~Copyable {
                 let length = byte < 0x80 ? 1 : try validateUTF8Sequence(at: &index, anchor: &start)
                 appendToScratch(UnsafeBufferPointer(start: buffer + index, count: length))
                 index += length
+            }
+        }
+    }
+
+    /// Reads the rest of a key longer than `maximumKeyBytes`, whose first bytes (more than that) are in
+    /// `scratch`: they are cut to `maximumKeyBytes` at a character's boundary and kept, the rest is read and
+    /// validated without being kept, so that a key of 40 MB costs no more memory than a short one. No such key
+    /// is valid in Firebase (a whole path stops at 768 bytes): its first bytes name it in a reject.
+    private mutating func readRestOfLongKey(at index: inout Int) throws {
+        var kept = Self.maximumKeyBytes
+        while kept > 0, UTF8.isContinuation(scratch[kept]) { kept -= 1 }
+        while true {
+            scratchCount = kept
+            var start = index  // nothing before `index` is needed again
+            guard try ensure(1, at: &index, anchor: &start) else {
+                throw syntaxError("unexpected end of input inside a string: the file is truncated")
+            }
+            let byte = buffer[index]
+            if byte == UInt8(ascii: "\"") {
+                cursor = index + 1
+                textStart = UnsafePointer(scratch)
+                textCount = scratchCount
+                isTextCut = true
+                return
+            } else if byte == UInt8(ascii: "\\") {
+                guard try ensure(2, at: &index, anchor: &start) else {
+                    throw syntaxError("unexpected end of input inside a string: the file is truncated")
+                }
+                let escaped = buffer[index + 1]
+                index += 2
+                switch escaped {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                    UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    break
+                case UInt8(ascii: "u"): try readUnicodeEscape(at: &index, anchor: &start)
+                default: throw syntaxError("invalid escape \\\(Self.describe(escaped)) in a string", at: index - 2)
+                }
+            } else if byte < 0x20 {
+                throw syntaxError("a control character (\(Self.describe(byte))) must be escaped in a string", at: index)
+            } else if byte < 0x80 {
+                index += 1
+            } else {
+                index += try validateUTF8Sequence(at: &index, anchor: &start)
             }
         }
     }

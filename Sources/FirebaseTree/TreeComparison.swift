@@ -227,7 +227,9 @@ public struct TreeComparison {
             let storeValue = try capture(storeHead, &store)
             if sourceValue.isEmpty {
                 // The source's object holds nothing (empty objects, nulls, rejects only): no node, as import reads it.
-                try report(TreeDifference(path: path, kind: .extra, source: nil, store: storeValue.json, isCut: storeValue.isCut))
+                try report(
+                    TreeDifference(
+                        path: path, kind: .extra, source: nil, store: storeValue.json, isCut: storeValue.isCut))
             } else {
                 try report(
                     TreeDifference(
@@ -402,7 +404,8 @@ public struct TreeComparison {
         case .number where !reader.number.isFinite:
             let json = reader.string
             if rejects != nil {
-                rejects?.append(reject(at: path, CapturedValue(json: json, isCut: false, isEmpty: false), Self.numberOutOfRange))
+                rejects?.append(
+                    reject(at: path, CapturedValue(json: json, isCut: false, isEmpty: false), Self.numberOutOfRange))
             } else {
                 writer.raw(key: key, json)
             }
@@ -490,6 +493,8 @@ private struct LazyObjectWriter {
         writer.finish()
         let isCut = writer.bytes.count > limit
         let bytes = isCut ? writer.bytes[..<limit] : writer.bytes[...]
-        return .init(json: hasLeaf ? String(decoding: bytes, as: UTF8.self) + (isCut ? "…" : "") : "null", isCut: isCut, isEmpty: !hasLeaf)
+        return .init(
+            json: hasLeaf ? String(decoding: bytes, as: UTF8.self) + (isCut ? "…" : "") : "null", isCut: isCut,
+            isEmpty: !hasLeaf)
     }
 }

@@ -15,9 +15,10 @@ struct TranscriptTests {
     /// Options a transcript runs with, besides -q and -f.
     static let options: [String: [String]] = [
         "errors": ["--on-error", "continue"], "keys": ["--on-error", "continue"], "writes": ["--on-error", "continue"],
+        "firebase": ["--on-error", "continue"],
     ]
     /// The exit status each transcript ends with.
-    static let statuses: [String: Int32] = ["errors": 64, "formats": 3, "keys": 64, "writes": 1]
+    static let statuses: [String: Int32] = ["errors": 64, "firebase": 64, "formats": 3, "keys": 64, "writes": 1]
 
     @Test func thereAreTranscripts() {
         #expect(Self.transcripts.count >= 2)

@@ -180,6 +180,31 @@ struct JSONReaderTests {
         #expect(seen == ["a arrayStart", "a/0 string", "a/1 objectStart", "a/2 arrayStart", "a/3 null", "c true"])
     }
 
+    /// A key longer than any valid one keeps its first kilobyte (at a character's boundary) and says it was cut;
+    /// the rest is read and checked, not kept, whatever the buffer size and escapes; strings stay whole.
+    @Test(arguments: [64, 4096, 1 << 20])
+    func aLongKeyIsCutNotHeld(bufferSize: Int) throws {
+        let long = String(repeating: "é", count: 3 << 20) + "z"  // 6 MB of two-byte characters
+        let escaped = String(repeating: #"\u00e9"#, count: 3000) + #"\n"#
+        let json = #"{"\#(long)": 1, "\#(escaped)": "\#(long)", "b\u00e9": [true]}"#
+        var reader = JSONReader(source: MemorySource(json, chunkSize: 1000), bufferSize: bufferSize)
+        try reader.next()
+        let first = try #require(try reader.nextChild())
+        #expect(first.hasSuffix("…") && first.utf8.count <= JSONReader.maximumKeyBytes + 3)
+        #expect(first.dropLast().allSatisfy { $0 == "é" } && first.utf8.count > 1000)
+        #expect(reader.token == .number && reader.number == 1)
+        let second = try #require(try reader.nextChild())
+        #expect(second.hasSuffix("…") && second.dropLast().allSatisfy { $0 == "é" })
+        #expect(reader.token == .string && reader.text.count == long.utf8.count)
+        #expect(try reader.nextChild() == "bé")
+        #expect(reader.isTextCut == false)
+        #expect(throws: TreeError.self) {
+            var broken = JSONReader(source: MemorySource(#"{""# + String(repeating: "k", count: 5000) + "\u{1}\": 1}"))
+            try broken.next()
+            _ = try broken.nextChild()
+        }
+    }
+
     @Test func tokensAndPaths() throws {
         var reader = JSONReader(source: MemorySource(#"{"users": {"u1": {"username": "ana", "tags": ["x", 2]}}}"#))
         var seen: [String] = []

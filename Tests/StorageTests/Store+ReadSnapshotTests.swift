@@ -173,7 +173,7 @@ struct ReadSnapshotTests {
                 _ = try store.write(
                     .push(json: #"{"text": "hi", "sender": "\#(base.chatOwner)"}"#), at: ["messages", base.chatKey])
             case .remove: _ = try store.write(.remove, at: ["postLikes"])
-            case .removeRoot: _ = try store.write(.remove, at: [])
+            case .removeRoot: _ = try store.write(.remove, at: [], allowsEmptying: true)
             case .checkFix: _ = try store.checkAndFix()
             case .backfillTimelines: _ = try store.repair(.timelines)
             case .chatMerge: _ = try store.mergeDuplicateChats(keeping: .newest)

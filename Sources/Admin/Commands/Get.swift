@@ -78,6 +78,10 @@ struct Get: ConsoleCommand {
             throw ValidationError("limits must be positive")
         }
         guard !shallow else { throw ValidationError("--shallow cannot be combined with a query, as in the REST API") }
+        guard equalTo == nil || (startAt == nil && endAt == nil) else {
+            // The SDKs' equalTo() sets both ends: "Starting point was already set".
+            throw ValidationError("--equal-to sets both ends of the range: give it alone, or --start-at and --end-at")
+        }
         func value(_ text: String?) -> TreeValue? {
             guard let text else { return nil }
             if order == .key {

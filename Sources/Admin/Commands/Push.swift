@@ -6,8 +6,9 @@ struct Push: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Add a JSON value under a new push ID at a path and print its path (firebase database:push).",
         discussion: """
-            The new key is a push ID, which sorts by creation time, as the SDKs' push() makes them. One \
-            transaction, with import's rules.
+            The new key is a push ID, which sorts by creation time, as the SDKs' push() makes them; the new \
+            child's path is printed, also inside a record (push /users/alice …). One transaction, with import's \
+            rules (see set --help).
 
             Examples:
               push /messages/-NxQ3bH0Jb2Sc5HWq5nQ '{"content": "hi", "timestamp": 1700000000}'

@@ -6,7 +6,9 @@ struct Remove: ConsoleCommand {
     static let configuration = CommandConfiguration(
         abstract: "Remove the node at a path and everything below it (firebase database:remove).",
         discussion: """
-            One transaction. Removing the whole tree (/) asks first on a terminal.
+            One transaction. Removing a path below a leaf changes nothing, as in Firebase. Removing the whole tree \
+            (/) asks first on a terminal, and a removal that leaves the store empty needs --allow-empty or --yes, \
+            from a script too.
 
             Examples:
               remove /users/alice

@@ -7,11 +7,16 @@ struct SetCommand: ConsoleCommand {
         commandName: "set",
         abstract: "Write a JSON value at a path, replacing what was there (firebase database:set).",
         discussion: """
-            One transaction, with import's rules: keys and values Firebase would refuse are refused, known nodes \
-            are stored in their tables, and null removes the node. A path inside a record (a post's poster/username) \
-            rewrites that record. As in Firebase, a value written below a leaf replaces the leaf (set /cfg/n/x 1 \
-            turns the number at /cfg/n into {"x": 1}), and removing a path below a leaf changes nothing. JSON is \
-            one argument: quote it for the shell. Replacing the whole tree (/) asks first on a terminal.
+            One transaction, with import's rules: keys and values Firebase would refuse are refused (nothing \
+            changes), known nodes are stored in their tables, and null removes the node; nulls and empty objects \
+            inside vanish, an array is an integer-keyed object, and a key written twice counts with its last value. \
+            A path inside a record (a post's poster/username) rewrites that record. As in Firebase, a value written \
+            below a leaf replaces the leaf (set /cfg/n/x 1 turns the number at /cfg/n into {"x": 1}), and removing \
+            a path below a leaf changes nothing. JSON is one argument: quote it for the shell.
+
+            Replacing the whole tree (/) asks first on a terminal. A write that would leave the store empty is \
+            refused unless --allow-empty or --yes says so, from a script too, as import refuses a file that holds \
+            nothing. A leaf at the root (set / 5), which Firebase takes, is refused: the store holds named nodes.
 
             Examples:
               set /users/alice '{"username": "alice"}'

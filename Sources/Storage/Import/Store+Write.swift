@@ -151,7 +151,8 @@ extension Store {
             let path = FirebaseKey.keys(ofPath: key)
             guard !path.isEmpty else { throw StorageError(.invalidValue, "the update's key \"\(key)\" names no child") }
             for part in path {
-                if let problem = FirebaseKey.problem(with: part) ?? (part.hasPrefix(".") ? "a priority is not a node" : nil)
+                if let problem = FirebaseKey.problem(with: part)
+                    ?? (part.hasPrefix(".") ? "a priority is not a node" : nil)
                 {
                     throw StorageError(.invalidValue, "the update's key \"\(key)\" is not a Firebase path: \(problem)")
                 }
@@ -159,11 +160,12 @@ extension Store {
             updates.append((path, value))
         }
         let sorted = updates.map(\.path).sorted { FirebaseKey.pathPrecedes($0, $1) }
-        for (earlier, later) in zip(sorted, sorted.dropFirst()) where FirebaseKey.isPath(later[...], atOrBelow: earlier[...]) {
+        for (earlier, later) in zip(sorted, sorted.dropFirst())
+        where FirebaseKey.isPath(later[...], atOrBelow: earlier[...]) {
             throw StorageError(
                 .invalidValue,
-                "the update writes both /\(earlier.joined(separator: "/")) and /\(later.joined(separator: "/")), "
-                    + "which lies inside it", hint: "Firebase refuses an update whose paths overlap; write one of them.")
+                "the update's keys \"\(earlier.joined(separator: "/"))\" and \"\(later.joined(separator: "/"))\" "
+                    + "overlap", hint: "Firebase refuses an update that writes a node and a path inside it.")
         }
         return updates
     }

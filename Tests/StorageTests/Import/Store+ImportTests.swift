@@ -94,16 +94,24 @@ struct TreeRoundTripTests {
         expected = expected.setting("settings/theme", #""dark""#).removing("followers")
         try expectTree(store, expected)
 
-        // Inside a stored record the node is part of the record's row: refused, nothing changed.
-        let before = try exportJSON(store)
+        // Inside a stored record the node is part of the record's row: the record is rewritten with it, as a
+        // write there does, and stays one row.
+        _ = try importJSON(#""robert""#, into: store, options: ImportOptions(at: ["posts", "bob", "-Pnew", "poster"]))
+        expected = expected.setting("posts/bob/-Pnew/poster", #""robert""#)
+        try expectTree(store, expected)
+        #expect(
+            try store.connection.query("SELECT count(*) FROM posts WHERE post_key = '-Pnew'")[0].decode(Int.self, at: 0)
+                == 1)
+        // A file of nothing there removes that field only, and only with leave.
         #expect {
-            try importJSON(#""robert""#, into: store, options: ImportOptions(at: ["posts", "bob", "-Pnew", "poster"]))
+            try importJSON("null", into: store, options: ImportOptions(at: ["posts", "bob", "-Pnew", "poster"]))
         } throws: {
-            ($0 as? StorageError)?.message
-                == "cannot import at /posts/bob/-Pnew/poster: it lies inside the record /posts/bob/-Pnew"
-                && ($0 as? StorageError)?.remedy == .importWholeRecord(path: ["posts", "bob", "-Pnew"])
+            ($0 as? StorageError)?.remedy == .allowEmptying
         }
-        expectSameText(try exportJSON(store), before)
+        _ = try importJSON(
+            "null", into: store, options: ImportOptions(at: ["posts", "bob", "-Pnew", "poster"], allowsEmptying: true))
+        expected = expected.removing("posts/bob/-Pnew/poster")
+        try expectTree(store, expected)
     }
 
     @Test func makestagramTreeLandsInTypedColumns() throws {

@@ -49,7 +49,7 @@ struct WriteTests {
         _ store: Store, after write: TreeWrite, at path: [String], exports expected: String,
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
-        _ = try store.write(write, at: path)
+        _ = try store.write(write, at: path, allowsEmptying: true)
         let exported = try exportJSON(store)
         expectSameText(exported, expected, sourceLocation: sourceLocation)
         // Parsed and written again, a key given twice would come out once.

@@ -151,7 +151,8 @@ struct ModelOperationGenerator {
                 (0..<int(1...3)).map { _ in
                     let key =
                         !singleKeys && chance(25)
-                        ? pick(Self.ids + Self.fields) + "/" + pick(Self.fields + Self.ids) : pick(Self.fields + Self.ids)
+                        ? pick(Self.ids + Self.fields) + "/" + pick(Self.fields + Self.ids)
+                        : pick(Self.fields + Self.ids)
                     return (key, chance(20) ? .null : value(at: path + key.split(separator: "/").map(String.init)))
                 })
         }

@@ -113,7 +113,9 @@ struct RandomFile {
         case 7...13 where depth > 0:
             var keys: [String] = []
             while keys.count < int(1...3) {
-                let key = int(0...12) == 0 ? pick(["a$b", "c.d", "x[0]"]) : pick(ModelOperationGenerator.ids + ModelOperationGenerator.fields)
+                let key =
+                    int(0...12) == 0
+                    ? pick(["a$b", "c.d", "x[0]"]) : pick(ModelOperationGenerator.ids + ModelOperationGenerator.fields)
                 if !keys.contains(key) { keys.append(key) }
             }
             return .object(keys.map { ($0, node(depth: depth - 1)) })
