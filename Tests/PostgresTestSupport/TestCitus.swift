@@ -1,7 +1,6 @@
 import Foundation
 import PostgresClient
-
-@testable import Storage
+import Storage
 
 /// A Citus cluster for the Citus tests: a coordinator and two workers, started by the test process on first use
 /// (three throwaway clusters on Unix sockets in one private directory) when the PostgreSQL server binaries have

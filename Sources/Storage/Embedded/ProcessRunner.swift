@@ -4,18 +4,27 @@ import Foundation
 ///
 /// Uses posix_spawn and waitpid rather than Foundation's `Process`, whose exit detection waits on a descriptor
 /// that the server pg_ctl daemonizes would inherit, hanging the console until the server stops.
-struct ProcessRunner {
+package struct ProcessRunner {
     /// The OS user to run as, through runuser, when the console runs as root (PostgreSQL refuses root).
-    var user: String?
+    package var user: String?
 
-    struct Outcome {
-        var status: Int32
-        var output: String
-        var succeeded: Bool { status == 0 }
+    /// A runner as `user` (nil: as this process's user).
+    package init(user: String? = nil) {
+        self.user = user
+    }
+
+    /// How a program ended and what it printed.
+    package struct Outcome {
+        /// Its exit status.
+        package var status: Int32
+        /// Its stdout and stderr.
+        package var output: String
+        /// Whether it exited 0.
+        package var succeeded: Bool { status == 0 }
     }
 
     /// Runs `executable` with `arguments` (absolute paths only), output captured through a file.
-    func run(_ executable: String, _ arguments: [String]) throws -> Outcome {
+    package func run(_ executable: String, _ arguments: [String]) throws -> Outcome {
         var argv = [executable] + arguments
         if let user {
             // The server user may not be able to enter the caller's working directory: start it in /.

@@ -7,7 +7,8 @@ import TreeTestSupport
 
 /// The paths of stored leaves that have something stored below them: a value Firebase replaced, kept hidden
 /// (an unmapped leaf, or a typed `true` of a like or a follow, with unmapped values or typed rows below it, or a
-/// typed record at it). The test's own query, written apart from the check's view (migration 0016).
+/// typed record at it, or a leaf with a priority with children beside its `.value`). The test's own query,
+/// written apart from the check's view (migrations 0016 and 0017).
 func hiddenValues(_ store: Store) throws -> [String] {
     try store.connection.query(
         """
@@ -24,11 +25,18 @@ func hiddenValues(_ store: Store) throws -> [String] {
             UNION ALL SELECT 'timeline', ARRAY[uid, post_key] COLLATE "C", true FROM timeline
             UNION ALL SELECT 'chats', ARRAY[uid, chat_key] COLLATE "C", true FROM chats
             UNION ALL SELECT 'messages', ARRAY[chat_key, message_key] COLLATE "C", true FROM messages)
-        SELECT DISTINCT '/' || l.root || coalesce('/' || nullif(array_to_string(l.path, '/'), ''), '') FROM leaf l
+        SELECT '/' || l.root || coalesce('/' || nullif(array_to_string(l.path, '/'), ''), '') FROM leaf l
         WHERE EXISTS (
             SELECT FROM node n WHERE n.root = l.root
                 AND (cardinality(n.path) > cardinality(l.path) OR n.is_record AND cardinality(n.path) = cardinality(l.path))
                 AND n.path[1:cardinality(l.path)] = l.path)
+        UNION
+        -- A leaf with a priority (NODE/.value beside NODE/.priority) with a child of NODE beside it.
+        SELECT '/' || v.root || '/' || array_to_string(v.path, '/') FROM unmapped_values v
+        WHERE v.path[cardinality(v.path)] = '.value' AND EXISTS (
+            SELECT FROM node n WHERE n.root = v.root AND cardinality(n.path) >= cardinality(v.path)
+                AND n.path[1:cardinality(v.path) - 1] = v.path[1:cardinality(v.path) - 1]
+                AND n.path[cardinality(v.path)] NOT IN ('.value', '.priority'))
         ORDER BY 1
         """
     ).map { try $0.decode(String.self, at: 0) }

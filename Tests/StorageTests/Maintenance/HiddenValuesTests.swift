@@ -4,7 +4,8 @@ import Testing
 @testable import Storage
 
 /// Adds to `store` what an earlier version left after `set /q/flags/dark/k "v"`, `set /u/7/0 true`,
-/// `set /users/z/username "zed"` and `update /followers/a/b {"c": 1}` on leaves: four hidden leaves.
+/// `set /users/z/username "zed"`, `update /followers/a/b {"c": 1}` and `set /p/a/b true` (on a leaf with a
+/// priority) on leaves: five hidden leaves.
 func plantHiddenValues(in store: Store) throws {
     try store.connection.execute(
         script: """
@@ -13,7 +14,8 @@ func plantHiddenValues(in store: Store) throws {
                 ('q', '{flags,dark}'::text[], NULL, NULL, false), ('q', '{flags,dark,k}', 'v', NULL, NULL),
                 ('u', '{7}', NULL, 29920.3, NULL), ('u', '{7,0}', NULL, NULL, true),
                 ('users', '{z}', 'str', NULL, NULL), ('followers', '{a,b,c}', NULL, 1, NULL),
-                ('keep', '{x}', 'y', NULL, NULL)) AS v(root, path, s, n, b);
+                ('keep', '{x}', 'y', NULL, NULL), ('p', '{a,.value}', NULL, 1, NULL), ('p', '{a,.priority}', 'x', NULL, NULL),
+                ('p', '{a,b}', NULL, NULL, true)) AS v(root, path, s, n, b);
             INSERT INTO users (uid, username) VALUES ('z', 'zed');
             INSERT INTO followers (uid, follower_uid) VALUES ('a', 'b'), ('a', 'c');
             """)
@@ -31,21 +33,22 @@ struct HiddenValuesTests {
 
     @Test func theCheckListsEachHiddenLeafAndTheRepairRemovesIt() throws {
         let store = try storeWithHiddenValues()
-        let expected = ["/followers/a/b", "/q/flags/dark", "/u/7", "/users/z"]
+        let expected = ["/followers/a/b", "/p/a/.value", "/q/flags/dark", "/u/7", "/users/z"]
         let found = try #require(try store.check([.hiddenValues], examples: 10).first)
-        #expect(found.violations == 4)
+        #expect(found.violations == 5)
         #expect(found.examples == expected)
         let ownQuery = try hiddenValues(store)
         #expect(ownQuery == expected, "the view agrees with the test's own query")
 
         let fix = try store.checkAndFix([.hiddenValues])
-        #expect(fix.repairs.map(\.rowsChanged) == [4])
+        #expect(fix.repairs.map(\.rowsChanged) == [5])
         #expect(fix.after.allSatisfy { $0.isClean }, "\(fix.after)")
         let left = try hiddenValues(store)
         #expect(left == [])
         expectSameText(
             try exportJSON(store),
-            #"{"followers":{"a":{"b":{"c":1},"c":true}},"keep":{"x":"y"},"q":{"flags":{"dark":{"k":"v"}}},"#
+            #"{"followers":{"a":{"b":{"c":1},"c":true}},"keep":{"x":"y"},"p":{"a":{".priority":"x","b":true}},"#
+                + #""q":{"flags":{"dark":{"k":"v"}}},"#
                 + #""u":{"7":[true]},"users":{"z":{"username":"zed"}}}"#)
         #expect(try store.repair(.hiddenValues).rowsChanged == 0, "idempotent")
     }
