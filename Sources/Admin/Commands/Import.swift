@@ -108,7 +108,10 @@ struct Import: ConsoleCommand {
                     "import --mode replace deletes \(what) and loads \(file) instead. Go on?", in: session)
             else { return }
         }
-        let rejectsFile = try RejectsFile(path: rejects ?? Self.defaultRejectsPath(for: file), replacing: force)
+        // The default file belongs to an import that commits: a dry run or a failed import that left one would
+        // make the next try, the one its hint suggests, fail on the existing file.
+        let rejectsFile = try RejectsFile(
+            path: rejects ?? Self.defaultRejectsPath(for: file), replacing: force, keepsOnlyIfCommitted: rejects == nil)
         let options = ImportOptions(
             mode: mode, isDryRun: dryRun, maximumRejects: maxRejects, at: keys,
             allowsEmptying: allowEmpty || confirmation.yes, keepsIndexes: keepIndexes)
@@ -121,22 +124,19 @@ struct Import: ConsoleCommand {
                 onRows: { progress?.update(rows: $0) }, isCancelled: { Interrupt.isPending },
                 onStep: { progress?.show($0.description) })
             progress?.finish()
-            try rejectsFile.finish()
+            try rejectsFile.finish(committed: !dryRun)
         } catch let error as StorageError {
-            try? rejectsFile.finish()
-            throw ConsoleError.from(error.adding(context: "importing \(file)"))
-                .appending(rejectsFile.count > 0 ? "rejected values were written to \(rejectsFile.path)" : nil)
+            try? rejectsFile.finish(committed: false)
+            throw ConsoleError.from(error.adding(context: "importing \(file)")).appending(rejectsFile.summary)
         } catch {
-            try? rejectsFile.finish()
+            try? rejectsFile.finish(committed: false)
             throw error
         }
         for warning in report.warnings { session.warn("\(warning.path): \(warning.message)") }
         if report.warningCount > report.warnings.count {
             session.warn("… and \(report.warningCount - report.warnings.count) more warnings")
         }
-        if rejectsFile.count > 0 {
-            session.warn("\(DomainViews.count(rejectsFile.count, "rejected value")) written to \(rejectsFile.path)")
-        }
+        if let summary = rejectsFile.summary { session.warn(summary) }
         ImportReportView(report: report, file: file).print(to: session, format: format ?? session.format)
     }
 
@@ -149,17 +149,23 @@ struct Import: ConsoleCommand {
 /// The rejects file: one JSON object per line, `{"path", "reason", "value"}`, or for a value over 1 MB
 /// `{"path", "reason", "truncated": true, "value_bytes", "value_prefix"}` with its first megabyte as a string.
 /// Created on the first reject, as exports are (mode 0600, exclusively, never through a link) since rejects are
-/// user data too; an existing file is only replaced with `--force`.
+/// user data too; an existing file is only replaced with `--force`. The default file is kept only by an import
+/// that commits; for a dry run or a failed import the first rejects are named in the summary instead.
 final class RejectsFile {
     let path: String
     private let replacing: Bool
+    private let keepsOnlyIfCommitted: Bool
     private var file: OutputFile?
     private(set) var count = 0
+    /// The first rejects, for a summary when the file is not kept.
+    private var first: [ImportReject] = []
+    private var isKept = false
 
     /// Refuses an existing file at `path` unless `replacing`, before anything is imported.
-    init(path: String, replacing: Bool) throws {
+    init(path: String, replacing: Bool, keepsOnlyIfCommitted: Bool = false) throws {
         self.path = path
         self.replacing = replacing
+        self.keepsOnlyIfCommitted = keepsOnlyIfCommitted
         var info = stat()
         if !replacing, lstat(path, &info) == 0 {
             throw ConsoleError(
@@ -170,6 +176,7 @@ final class RejectsFile {
     }
 
     func write(_ reject: ImportReject) throws {
+        if first.count < 5 { first.append(reject.cut(to: 200)) }
         if file == nil { file = try OutputFile(path: path, replacing: replacing, createsDirectory: false) }
         var fields = [("path", JSONWriter.string(reject.path)), ("reason", JSONWriter.string(reject.reason))]
         if reject.isTruncated {
@@ -185,15 +192,30 @@ final class RejectsFile {
         count += 1
     }
 
-    /// Puts the file in place, whether the import succeeded or not (its rejects say why it failed). With
-    /// `--force` and no reject, an earlier file goes: it described another import.
-    func finish() throws {
+    /// Puts the file in place (or, when it is kept only for a committed import and this one did not commit,
+    /// discards it). With `--force` and no reject, an earlier file goes: it described another import.
+    func finish(committed: Bool) throws {
         if let file {
             self.file = nil
-            try file.commit()
+            if committed || !keepsOnlyIfCommitted {
+                try file.commit()
+                isKept = true
+            } else {
+                file.discard()
+            }
         } else if replacing {
             unlink(path)
         }
+    }
+
+    /// What became of the rejects: the file they were written to, or the first of them; nil without any.
+    var summary: String? {
+        guard count > 0 else { return nil }
+        let rejected = DomainViews.count(count, "rejected value")
+        if isKept { return "\(rejected) written to \(path)" }
+        let listed = first.map { "  \($0.path): \($0.reason): \($0.value)\($0.isTruncated ? "…" : "")" }
+        let more = count > first.count ? ["  … and \(count - first.count) more; --rejects FILE writes them all"] : []
+        return (["\(rejected), not kept (nothing was imported):"] + listed + more).joined(separator: "\n")
     }
 }
 

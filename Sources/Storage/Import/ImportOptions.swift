@@ -67,7 +67,7 @@ public struct ImportReject: Sendable, Equatable {
     }
 
     /// This reject with its value cut to at most `maximumBytes` bytes (at a character's boundary).
-    func cut(to maximumBytes: Int) -> ImportReject {
+    public func cut(to maximumBytes: Int) -> ImportReject {
         guard value.utf8.count > maximumBytes else { return self }
         var end = value.utf8.index(value.utf8.startIndex, offsetBy: maximumBytes)
         while end > value.utf8.startIndex, UTF8.isContinuation(value.utf8[end]) { end = value.utf8.index(before: end) }

@@ -130,9 +130,11 @@ extension Store {
                 heldSomething || replaced > 0
             {
                 let node = options.at.isEmpty ? "the store" : "the node at /" + options.at.joined(separator: "/")
+                let holds =
+                    report.rejectCount > 0
+                    ? "every value in the file was rejected" : "the file holds nothing (null or {})"
                 let error = StorageError(
-                    .refused,
-                    "the file holds nothing (null or {}): replacing \(node) with it would delete everything there",
+                    .refused, "\(holds): replacing \(node) with it would delete everything there",
                     hint: "Nothing was changed. If emptying it is what you want, allow it.")
                 throw error.remedied(.allowEmptying)
             }

@@ -263,3 +263,48 @@ struct ImportExportCommandTests {
         #expect(leftovers.isEmpty, "\(leftovers)")
     }
 }
+
+/// The default rejects file belongs to an import that commits: a dry run or a failed import names the first
+/// rejects instead of leaving a file that would stop the next try, the one its hint suggests.
+@Suite("import's rejects beside dry runs and failures")
+struct ImportRejectsFileTests {
+    @Test func aDryRunOrAFailureLeavesNoDefaultRejectsFile() throws {
+        let database = try databaseHolding(#"{"kept": 1}"#)
+        let directory = try makeTemporaryDirectory("admin-rf")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/odd.json"
+        try #"{"a": {"bad.key": 1, "ok": 2}, "b$": 3}"#.write(toFile: file, atomically: true, encoding: .utf8)
+        let defaultFile = directory + "/odd.json.rejects.jsonl"
+        for arguments in [["--dry-run"], ["--dry-run", "--max-rejects", "1"], []] {
+            let run = try AdminProcess.run(
+                ["--db", database.conninfo, "import", file, "--yes"] + arguments, directory: directory)
+            #expect(run.status == 1, "\(arguments): \(run.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: defaultFile), "\(arguments)")
+            #expect(run.stderr.contains("/a/bad.key: key contains '.'"), "\(run.stderr)")
+        }
+        let listed = try AdminProcess.run(
+            ["--db", database.conninfo, "import", file, "--dry-run", "--max-rejects", "5"], directory: directory)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stderr.contains("2 rejected values, not kept (nothing was imported):"), "\(listed.stderr)")
+        #expect(listed.stderr.contains("/b$: key contains '$'"), "\(listed.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: defaultFile))
+        // The hint's next step works: the real import keeps its rejects in the default file.
+        let imported = try AdminProcess.run(
+            ["--db", database.conninfo, "import", file, "--max-rejects", "5", "--yes"], directory: directory)
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stderr.contains("2 rejected values written to odd.json.rejects.jsonl"), "\(imported.stderr)")
+        #expect(FileManager.default.fileExists(atPath: defaultFile))
+    }
+
+    @Test func aFileWhoseEveryValueWasRejectedIsNotCalledEmpty() throws {
+        let database = try databaseHolding(#"{"kept": 1}"#)
+        let directory = try makeTemporaryDirectory("admin-rf")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let run = try AdminProcess.run(
+            ["--db", database.conninfo, "import", "-", "--max-rejects", "5", "--rejects", directory + "/r.jsonl"],
+            input: #"{"a$": 1, "b.c": 2}"#)
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("every value in the file was rejected"), "\(run.stderr)")
+        #expect(!run.stderr.contains("holds nothing"), "\(run.stderr)")
+    }
+}
