@@ -133,6 +133,7 @@ struct Check: ConsoleCommand {
         guard metricsFile != nil || metricsLabel.isEmpty else {
             throw ValidationError("--metrics-label goes with --metrics-file")
         }
+        var seen: Set<String> = []
         return try metricsLabel.map { item in
             let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
             let name = parts[0]
@@ -144,6 +145,10 @@ struct Check: ConsoleCommand {
             else {
                 throw ValidationError(
                     "--metrics-label takes NAME=VALUE with a Prometheus label name other than check, not \"\(item)\"")
+            }
+            guard seen.insert(name).inserted else {
+                // {env="a",env="b"} is no valid sample: Prometheus would drop the whole file.
+                throw ValidationError("--metrics-label \(name) is given twice; a label name can have one value")
             }
             return (parts[0], parts[1])
         }
@@ -164,6 +169,7 @@ struct Check: ConsoleCommand {
                 startedAt: started, finishedAt: Date(), client: Self.client, version: AdminMain.version,
                 exitStatus: Int(status.rawValue), outcome: outcome, error: error, entries: entries)
         }
+        var metricsAttempted = false
         do {
             let store = try session.store()
             let previous = policy.failOn == .new ? try store.lastRecordedCounts(of: checks) : [:]
@@ -185,7 +191,11 @@ struct Check: ConsoleCommand {
                 try store.record(run)
                 recorded = true
             }
-            try metricsFile.map { try CheckMetrics(run: run, isUp: true, labels: labels()).write(to: $0) }
+            if let metricsFile {
+                // Written once: failing here is the run's failure, not a reason to try the file again.
+                metricsAttempted = true
+                try CheckMetrics(run: run, isUp: true, labels: labels()).write(to: metricsFile)
+            }
             guard tripped.isEmpty else {
                 let total = tripped.reduce(0) { $0 + $1.0.violations }
                 throw ConsoleError(
@@ -206,7 +216,7 @@ struct Check: ConsoleCommand {
                     session.warn("the failed run could not be recorded: \(ConsoleError.from(error).message)")
                 }
             }
-            if let metricsFile {
+            if let metricsFile, !metricsAttempted {
                 do { try CheckMetrics(run: run, isUp: false, labels: labels()).write(to: metricsFile) } catch {
                     session.warn("\(metricsFile) could not be written: \(ConsoleError.from(error).message)")
                 }

@@ -13,6 +13,12 @@ struct CheckHistoryView {
         if runs.isEmpty, format != .json, format != .csv {
             return session.inform("No recorded runs: `check --record` keeps them.")
         }
+        for run in runs where run.oddEntries > 0 {
+            session.warn(
+                "the run of \(run.startedAt) (\(run.id.uuidString.lowercased())) holds "
+                    + "\(run.oddEntries) \(run.oddEntries == 1 ? "entry" : "entries") the console did not write; skipped"
+            )
+        }
         let all = runs + [before].compactMap { $0 }
         // Each run's checks' counts in the newest older run that ran them.
         let previous: [[String: Int]] = runs.indices.map { index in

@@ -52,6 +52,9 @@ public struct CheckRun: Sendable, Equatable {
     public var error: String?
     /// The checks' results, in the order they ran (for a failed run, those that finished).
     public var entries: [Entry]
+    /// Entries of the recorded row that the console did not write as it does (a count that is no count, a
+    /// field missing), left out of `entries`.
+    public var oddEntries = 0
 
     /// A run from its parts; `role` is what the server says when the run is recorded.
     public init(

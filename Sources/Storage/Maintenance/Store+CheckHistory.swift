@@ -20,38 +20,46 @@ extension Store {
             """)
     }
 
-    /// The recorded runs, newest first, at most `limit` of them.
+    /// The recorded runs, newest first, at most `limit` of them. An entry the console did not write as it
+    /// does (edited by hand, written by another tool) is left out and counted in `oddEntries`, and an unknown
+    /// outcome reads as failed, so that one odd row cannot stop the history or `--fail-on new`.
     public func checkRuns(limit: Int) throws -> [CheckRun] {
         let rows = try connection.query(
             """
             SELECT run_id::text, extract(epoch FROM started_at)::float8, extract(epoch FROM finished_at)::float8,
                 run_by, client, console_version, exit_status::int, outcome, error,
-                ARRAY(SELECT e->>'check' FROM jsonb_array_elements(checks) WITH ORDINALITY AS x(e, n) ORDER BY n),
-                ARRAY(SELECT (e->>'violations')::bigint FROM jsonb_array_elements(checks) WITH ORDINALITY AS x(e, n) ORDER BY n),
-                ARRAY(SELECT (e->>'seconds')::float8 FROM jsonb_array_elements(checks) WITH ORDINALITY AS x(e, n) ORDER BY n),
-                ARRAY(SELECT (e->>'tripped')::boolean FROM jsonb_array_elements(checks) WITH ORDINALITY AS x(e, n) ORDER BY n)
+                ARRAY(SELECT e::text FROM jsonb_array_elements(checks) WITH ORDINALITY AS x(e, n) ORDER BY n)
             FROM check_runs ORDER BY started_at DESC, run_id LIMIT \(max(limit, 0))
             """)
         return try rows.map { row in
-            let names = try row.decode([String].self, at: 9)
-            let counts = try row.decode([Int].self, at: 10)
-            let seconds = try row.decode([Double].self, at: 11)
-            let tripped = try row.decode([Bool].self, at: 12)
-            guard counts.count == names.count, seconds.count == names.count, tripped.count == names.count else {
-                throw StorageError(.decoding, "a check_runs row's checks lack a field")
-            }
-            return CheckRun(
+            let (entries, odd) = Self.entries(ofRecorded: try row.decode([String].self, at: 9))
+            var run = CheckRun(
                 id: UUID(uuidString: try row.decode(String.self, at: 0)) ?? UUID(),
                 startedAt: Date(timeIntervalSince1970: try row.decode(Double.self, at: 1)),
                 finishedAt: Date(timeIntervalSince1970: try row.decode(Double.self, at: 2)),
                 role: try row.decode(String.self, at: 3), client: try row.decode(String.self, at: 4),
                 version: try row.decode(String.self, at: 5), exitStatus: try row.decode(Int.self, at: 6),
                 outcome: CheckRun.Outcome(rawValue: try row.decode(String.self, at: 7)) ?? .failed,
-                error: try row.decode(String?.self, at: 8),
-                entries: names.indices.map {
-                    CheckRun.Entry(check: names[$0], violations: counts[$0], seconds: seconds[$0], tripped: tripped[$0])
-                })
+                error: try row.decode(String?.self, at: 8), entries: entries)
+            run.oddEntries = odd
+            return run
         }
+    }
+
+    /// The well-formed entries of a recorded `checks` array, element by element as JSON
+    /// (`{"check", "violations", "seconds", "tripped"}`), and how many others it holds.
+    static func entries(ofRecorded elements: [String]) -> ([CheckRun.Entry], odd: Int) {
+        var entries: [CheckRun.Entry] = []
+        for element in elements {
+            guard case .object(let fields)? = try? TreeValue.parse(json: element, normalizing: false),
+                case .string(let check)? = fields["check"], case .number(let violations)? = fields["violations"],
+                violations >= 0, violations < 9e18, violations == violations.rounded(),
+                case .number(let seconds)? = fields["seconds"], case .bool(let tripped)? = fields["tripped"]
+            else { continue }
+            entries.append(
+                CheckRun.Entry(check: check, violations: Int(violations), seconds: seconds, tripped: tripped))
+        }
+        return (entries, elements.count - entries.count)
     }
 
     /// Each check's count in the last recorded run that completed and ran it (a check no such run ran is
@@ -59,9 +67,13 @@ extension Store {
     public func lastRecordedCounts(of checks: [IntegrityCheck]) throws -> [IntegrityCheck: Int] {
         let rows = try connection.query(
             """
-            SELECT name, (SELECT (e->>'violations')::bigint
+            SELECT name, (SELECT trunc((e->'violations')::numeric)::bigint
                           FROM check_runs r, jsonb_array_elements(r.checks) e
-                          WHERE r.outcome <> 'failed' AND e->>'check' = name
+                          -- A count written by hand as text or out of range is skipped, never cast.
+                          WHERE r.outcome IN ('passed', 'violations') AND jsonb_typeof(e) = 'object'
+                              AND e->>'check' = name
+                              AND CASE WHEN jsonb_typeof(e->'violations') = 'number'
+                                  THEN (e->'violations')::numeric BETWEEN 0 AND 9e18 ELSE false END
                           ORDER BY r.started_at DESC LIMIT 1)
             FROM unnest(\(checks.map(\.rawValue))) AS name
             """)

@@ -98,6 +98,9 @@ struct ScheduledCheckTests {
             let refused = try AdminProcess.run(["check", "--metrics-file", metrics, "--metrics-label", label])
             #expect(refused.status == 64 && refused.stderr.contains("--metrics-label takes NAME=VALUE"), "\(label)")
         }
+        let twice = try AdminProcess.run(
+            ["check", "--metrics-file", metrics, "--metrics-label", "env=a", "--metrics-label", "env=b"])
+        #expect(twice.status == 64 && twice.stderr.contains("--metrics-label env is given twice"), "\(twice.stderr)")
     }
 
     @Test func aRunIsRecordedOnceWhenItsMetricsFileCannotBeWritten() throws {
@@ -105,9 +108,35 @@ struct ScheduledCheckTests {
         let run = try admin(database, "check", "-q", "--record", "--metrics-file", "/nonexistent-dir/admin.prom")
         #expect(run.status == 1)
         #expect(run.stderr.contains("the directory /nonexistent-dir does not exist"), "\(run.stderr)")
+        #expect(
+            run.stderr.components(separatedBy: "/nonexistent-dir does not exist").count == 2, "said once: \(run.stderr)"
+        )
         let history = try admin(database, "check", "--history", "--format", "csv", "--only", "orphans")
         #expect(history.stdout.split(separator: "\n").count == 2, "one run, as it ended: \(history.stdout)")
         #expect(history.stdout.contains(",3,violations,"), "\(history.stdout)")
+    }
+
+    /// A check_runs row the console did not write (edited by hand, another tool) is reported and skipped, not a
+    /// SQL error that stops the history or the nightly `--fail-on new`.
+    @Test func oddHistoryRowsAreReportedAndSkipped() throws {
+        let database = try damagedDatabase()
+        #expect(try admin(database, "check", "-q", "--record", "--only", "orphans").status == 3)
+        try database.connect().execute(
+            script: """
+                INSERT INTO check_runs (run_id, started_at, finished_at, run_by, client, console_version, exit_status,
+                    outcome, checks)
+                VALUES (gen_random_uuid(), now(), now(), 'x', 'x', 'x', 0, 'passed',
+                    '[{"check": "orphans", "violations": "many", "seconds": 0, "tripped": false}, 7,
+                      {"check": "orphans", "violations": 1e300, "seconds": 1e400, "tripped": "no"},
+                      {"check": "follows", "violations": 2, "seconds": 0.5, "tripped": true}]');
+                """)
+        let history = try admin(database, "check", "--history", "--format", "csv")
+        #expect(history.status == 0, "\(history.stderr)")
+        #expect(history.stderr.contains("holds 3 entries the console did not write; skipped"), "\(history.stderr)")
+        #expect(history.stdout.split(separator: "\n").count == 3, "\(history.stdout)")
+        let nightly = try admin(database, "check", "-q", "--only", "orphans", "--fail-on", "new")
+        #expect(nightly.status == 0, "the earlier run's 3 orphans are not new: \(nightly.stderr)")
+        #expect(!nightly.stderr.contains("SQLSTATE"), "\(nightly.stderr)")
     }
 
     @Test func failOnNewHearsOnlyOfRises() throws {
