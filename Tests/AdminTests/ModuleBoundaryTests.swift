@@ -41,6 +41,23 @@ struct ModuleBoundaryTests {
         #expect(try Self.imports(in: "PostgresClient").contains { $0.modules.contains("CLibPQ") })
     }
 
+    /// `@testable import` compiles only where testing is enabled: in a library or the test support it breaks
+    /// `swift build -c release` of every target (BENCHMARKS.md's first step). Test targets alone may use it.
+    @Test func onlyTestTargetsImportForTesting() throws {
+        let testSupport = ["PostgresTestSupport", "TreeTestSupport"].map { Repository.url("Tests/" + $0) }
+        for directory in try FileManager.default.contentsOfDirectory(atPath: Self.sources.path).map({
+            Self.sources.appendingPathComponent($0)
+        }) + testSupport {
+            let enumerator = try #require(FileManager.default.enumerator(atPath: directory.path))
+            for case let file as String in enumerator where file.hasSuffix(".swift") {
+                let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+                #expect(
+                    !text.split(separator: "\n").contains { $0.hasPrefix("@testable import") },
+                    "\(directory.lastPathComponent)/\(file) imports for testing")
+            }
+        }
+    }
+
     @Test func theTreeKnowsNoDatabase() throws {
         for (file, modules) in try Self.imports(in: "FirebaseTree") {
             #expect(
