@@ -12,12 +12,40 @@ struct Confirmation: ParsableArguments {
         guard !yes, session.asksForConfirmation else { return true }
         session.diagnostics.write("\(question) [y/N] ")
         session.diagnostics.flush()
-        let answer = readLine(strippingNewline: true)?.trimmingCharacters(in: .whitespaces).lowercased()
+        let answer = Self.readAnswer()?.trimmingCharacters(in: .whitespaces).lowercased()
+        if answer == nil { session.diagnostics.line() }  // Ctrl-C or end of input left the cursor on the question
         guard answer == "y" || answer == "yes" else {
             session.diagnostics.line("Nothing changed.")
             session.diagnostics.flush()
             return false
         }
         return true
+    }
+
+    /// A line from the terminal; nil at its end or when Ctrl-C answers the question (as "no"). Read with read(2)
+    /// rather than `readLine`, which retries after the signal and leaves the console deaf; meanwhile no statement
+    /// runs, so Ctrl-C has nothing to cancel on the server.
+    private static func readAnswer() -> String? {
+        Interrupt.whileWaitingForInput {
+            // Ctrl-C pressed while the command got to its question is the answer too.
+            if Interrupt.isPending {
+                Interrupt.consume()
+                return nil
+            }
+            var bytes: [UInt8] = []
+            var byte: UInt8 = 0
+            while true {
+                let count = read(STDIN_FILENO, &byte, 1)
+                if count == 1 {
+                    if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+                    bytes.append(byte)
+                } else if count == 0 {
+                    return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+                } else if errno != EINTR || Interrupt.isPending {
+                    Interrupt.consume()
+                    return nil
+                }
+            }
+        }
     }
 }

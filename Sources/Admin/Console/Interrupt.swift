@@ -98,6 +98,14 @@ enum Interrupt {
         isCommandRunning.store(false, ordering: .relaxed)
     }
 
+    /// Runs `body`, which waits for the operator (a question), with no statement for Ctrl-C to cancel: the
+    /// watcher does not ask the server again and again meanwhile, and `body` sees `isPending`.
+    static func whileWaitingForInput<Result>(_ body: () -> Result) -> Result {
+        let wasRunning = isCommandRunning.exchange(false, ordering: .relaxed)
+        defer { isCommandRunning.store(wasRunning, ordering: .relaxed) }
+        return body()
+    }
+
     /// What SIGTERM and SIGHUP run (on the watcher thread) before the process exits.
     static func onTermination(_ handler: (@Sendable () -> Void)?) {
         terminationHandler.withLock { $0 = handler }

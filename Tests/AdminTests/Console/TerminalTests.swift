@@ -191,6 +191,23 @@ struct TerminalTests {
         try terminal.send("n", "Enter")
         try expectScreen(terminal, "Nothing changed.")
 
+        // Ctrl-C at the question answers no: back at the prompt at once, and typing works.
+        try terminal.send("import \(big)", "Enter")
+        let asked = Date().addingTimeInterval(10)
+        while try terminal.screen().components(separatedBy: "[y/N]").count < 3, Date() < asked {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        try terminal.send("C-c")
+        let answered = Date().addingTimeInterval(10)
+        while try terminal.screen().components(separatedBy: "Nothing changed.").count < 3, Date() < answered {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        let afterCtrlC = try terminal.screen()
+        #expect(afterCtrlC.components(separatedBy: "Nothing changed.").count == 3, "\(afterCtrlC)")
+        try terminal.send("get /users/bob", "Enter")
+        try expectScreen(terminal, #"{"username":"bob"}"#)
+        #expect(!terminal.hasEnded())
+
         // A long import shows a progress bar; Ctrl-C cancels it and the console stays, with the store unchanged.
         try terminal.send("import \(big) --yes", "Enter")
         try expectScreen(terminal, "import  [")

@@ -5,8 +5,9 @@ import TreeTestSupport
 @testable import Storage
 
 /// Random files (arrays, nulls, empty objects, keys out of order, values Firebase refuses) imported with their
-/// rejects let through, then random writes to the store: `verify` of the file lists exactly the model's
-/// differences between what import kept of the file and what the store now holds, plus the file's rejects.
+/// rejects let through, then random writes to the store and a change by SQL: `verify` of the file lists exactly
+/// the model's differences between what import kept of the file and what the store now holds, plus the file's
+/// rejects.
 @Suite("verify against the model")
 struct VerifyAgainstModelTests {
     static let files = ProcessInfo.processInfo.environment["MODEL_SEQUENCES"].flatMap { Int($0) }.map { $0 / 4 } ?? 60
@@ -33,6 +34,25 @@ struct VerifyAgainstModelTests {
                 else { continue }
                 model = expected
                 steps.append(operation.description)
+            }
+            if files.int(0...1) == 1 {
+                // A change by SQL, as an operator's UPDATE would make it: one unmapped leaf gets another value.
+                let leaves = try store.connection.query(
+                    """
+                    SELECT root, path FROM unmapped_values WHERE path[cardinality(path)] NOT LIKE '.%'
+                    ORDER BY root, path
+                    """
+                ).map { [try $0.decode(String.self, at: 0)] + (try $0.decode([String].self, at: 1)) }
+                if !leaves.isEmpty {
+                    let path = leaves[files.int(0...leaves.count - 1)]
+                    try store.connection.execute(
+                        """
+                        UPDATE unmapped_values SET string_value = 'by SQL', number_value = NULL, boolean_value = NULL
+                        WHERE root = \(path[0]) AND path = \(Array(path.dropFirst()))
+                        """)
+                    try model.set(.string("by SQL"), at: path)
+                    steps.append("UPDATE the leaf /\(path.joined(separator: "/")) to \"by SQL\"")
+                }
             }
             let report = try store.verify(source: MemorySource(file.text), maxListed: 10_000)
             let listed = Set(
