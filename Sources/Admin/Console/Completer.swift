@@ -28,6 +28,10 @@ struct Completer {
 
     /// The candidates for `word`, given the words before it on the line.
     func complete(wordsBefore: String, word: String) -> Completion {
+        if wordsBefore.trimmingCharacters(in: .whitespaces) == "\\" {
+            // readline breaks words at a backslash: `\tim` completes the word `tim` after it.
+            return .words(Self.metaCommands.map { String($0.dropFirst()) })
+        }
         if wordsBefore.trimmingCharacters(in: .whitespaces).hasPrefix("\\") {
             // Backslash commands are read before the tokenizer, which would take the backslash for an escape.
             let name = wordsBefore.split(separator: " ").first.map(String.init) ?? ""

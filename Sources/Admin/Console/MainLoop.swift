@@ -151,6 +151,8 @@ struct MainLoop {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if trimmed.hasPrefix("\\") {
             if echoesCommands { session.output.line(TerminalText.escaped(text, keepingNewlines: true)) }
+            // What a backslash command prints shows now, not with the next command's output.
+            defer { session.output.flush() }
             do {
                 return try MetaCommand.run(trimmed, loop: self, location: location)
             } catch {

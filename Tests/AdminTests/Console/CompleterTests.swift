@@ -36,6 +36,9 @@ struct CompleterTests {
             words(completer.complete(wordsBefore: "check --only ", word: "poster,time"))
                 .contains("poster,timeline_missing"))
         #expect(words(completer.complete(wordsBefore: "", word: "\\")).contains("\\timing"))
+        // readline breaks words at a backslash: `\tim` asks for the word `tim` after it.
+        #expect(words(completer.complete(wordsBefore: "\\", word: "")).contains("timing"))
+        #expect(words(completer.complete(wordsBefore: "\\", word: "se")).contains("set"))
         #expect(completer.complete(wordsBefore: "\\i ", word: "scr") == .files)
         #expect(words(completer.complete(wordsBefore: "chat merge ", word: "--k")).contains("--keep"))
     }

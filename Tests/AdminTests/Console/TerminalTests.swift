@@ -184,6 +184,13 @@ struct TerminalTests {
         try terminal.send("al", "Tab")
         try expectScreen(terminal, "=> get /users/alice")
         try terminal.send("C-u")
+        try terminal.send("\\tim", "Tab")
+        try expectScreen(terminal, "=> \\timing")
+        try terminal.send("C-u")
+
+        // A backslash command's output shows at once, not with the next command's.
+        try terminal.send("\\?", "Enter")
+        try expectScreen(terminal, "run the commands in FILE")
 
         // A destructive command asks first on a terminal; "n" changes nothing.
         try terminal.send("import \(big)", "Enter")
