@@ -118,6 +118,10 @@ extension Store {
                 throw error
             }
             report = importer.report
+            if options.mode == .merge, options.at.isEmpty, let warning = try misplacedMergeWarning(deletedRoots) {
+                report.warnings.append(warning)
+                report.warningCount += 1
+            }
             if !options.at.isEmpty, report.rowsImported > 0 {
                 // Something was written below the leaves at the path's ancestors (and, for a merge, at the path):
                 // Firebase replaced them; left here, they would come back once what hides them is removed.
@@ -143,6 +147,27 @@ extension Store {
         report.isDryRun = options.isDryRun
         report.mode = options.mode
         return report
+    }
+
+    /// A warning when a merge of the whole tree wrote top-level nodes that look like an export of one node: none
+    /// of the file's keys is one of the app's nodes, and each (of the first five) is already a child of one of
+    /// them, as after `export users.json --path /users` then `import users.json --mode merge` without `--at`.
+    private func misplacedMergeWarning(_ keys: Set<String>) throws -> ImportWarning? {
+        let roots = Set(TreeTable.allCases.compactMap(\.rootKey))
+        guard !keys.isEmpty, keys.isDisjoint(with: roots) else { return nil }
+        let sample = keys.sorted(by: FirebaseKey.precedes).prefix(5)
+        for root in roots.sorted() {
+            let isChild = try sample.allSatisfy { key in
+                try childKeys(of: [root], startingWith: key, limit: 1).contains { FirebaseKey.same($0, key) }
+            }
+            guard isChild else { continue }
+            let named = sample.joined(separator: ", ") + (keys.count > sample.count ? ", …" : "")
+            return ImportWarning(
+                path: "/",
+                message: "the file's top-level keys (\(named)) are children of /\(root) too: if it is an export of "
+                    + "/\(root), this merge wrote them at the top level; merge it with --at /\(root)")
+        }
+        return nil
     }
 
     /// An import at a path inside a stored record (`--at /posts/UID/KEY/poster`): the record is read, changed in

@@ -308,3 +308,26 @@ struct ImportRejectsFileTests {
         #expect(!run.stderr.contains("holds nothing"), "\(run.stderr)")
     }
 }
+
+/// `export users.json --path /users` then `import users.json --mode merge` (without `--at`) wrote the users at the
+/// top level: the import says so and how to merge it.
+@Suite("import's warning for a merged export of one node")
+struct MisplacedMergeTests {
+    @Test func aMergeOfANodesExportAtTheRootIsWarnedAbout() throws {
+        let database = try databaseHolding(#"{"users": {"alice": {"username": "alice"}, "bob": {"username": "bob"}}}"#)
+        let export = try AdminProcess.run(["--db", database.conninfo, "-q", "export", "-", "--path", "/users"])
+        let merged = try AdminProcess.run(
+            ["--db", database.conninfo, "-q", "import", "-", "--mode", "merge"], input: export.stdout)
+        #expect(merged.status == 0, "\(merged.stderr)")
+        #expect(
+            merged.stderr.contains("the file's top-level keys (alice, bob) are children of /users too"),
+            "\(merged.stderr)")
+        #expect(merged.stderr.contains("merge it with --at /users"))
+        let atUsers = try AdminProcess.run(
+            ["--db", database.conninfo, "-q", "import", "-", "--mode", "merge", "--at", "/users"], input: export.stdout)
+        #expect(atUsers.status == 0 && !atUsers.stderr.contains("children of"), "\(atUsers.stderr)")
+        let other = try AdminProcess.run(
+            ["--db", database.conninfo, "-q", "import", "-", "--mode", "merge"], input: #"{"config": {"motd": "hi"}}"#)
+        #expect(!other.stderr.contains("children of"), "\(other.stderr)")
+    }
+}
