@@ -57,6 +57,48 @@ struct EmbeddedClusterTests {
         #expect(!serverIsRunning(in: directory))
     }
 
+    /// A console stopped while its server is still starting (`pg_ctl start` running, the session not yet open)
+    /// leaves no one to stop the server but the watchdog, which starts before the server for that reason.
+    @Test(arguments: [SIGTERM, SIGKILL])
+    func aConsoleStoppedWhileItsServerStartsLeavesNoServer(signal: Int32) throws {
+        let directory = try makeTemporaryDirectory("admin-e9")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The cluster exists (initdb done) and is stopped, so the next console's first step is pg_ctl start.
+        #expect(try AdminProcess.run(["--data-dir", directory, "status"]).status == 0)
+        #expect(!serverIsRunning(in: directory))
+        // Its watchdog notices within a second that the server is gone; the next one must do the work alone.
+        let watchdogGone = Date().addingTimeInterval(10)
+        while Self.isRunning(commandContaining: ["admin-watchdog", directory]), Date() < watchdogGone {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        let (console, _, _, _) = try AdminProcess.start(["--data-dir", directory, "status"])
+        let starting = Date().addingTimeInterval(20)
+        var caught = false
+        while !caught, Date() < starting {
+            caught = Self.isRunning(commandContaining: ["pg_ctl", directory + "/pgdata", "start"])
+            if !caught { Thread.sleep(forTimeInterval: 0.002) }
+        }
+        #expect(caught, "the console was stopped while pg_ctl start ran")
+        kill(console.processIdentifier, signal)
+        console.waitUntilExit()
+        Thread.sleep(forTimeInterval: 1)  // pg_ctl, not signalled, finishes starting the server
+        let deadline = Date().addingTimeInterval(15)
+        while serverIsRunning(in: directory) && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        #expect(!serverIsRunning(in: directory), "the server outlived its console stopped during start-up by 15 s")
+    }
+
+    /// Whether a process runs whose command line holds each of `parts`.
+    static func isRunning(commandContaining parts: [String]) -> Bool {
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return processes.contains { pid in
+            guard pid.allSatisfy(\.isNumber),
+                let line = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline")
+            else { return false }
+            let text = String(decoding: line.map { $0 == 0 ? 32 : $0 }, as: UTF8.self)
+            return parts.allSatisfy { text.contains($0) }
+        }
+    }
+
     /// A console killed outright (SIGKILL, the OOM killer) cannot stop anything; its server's watchdog notices
     /// that no console is left and stops it within a couple of seconds.
     @Test func aServerLeftByKillNineIsStoppedByItsWatchdog() throws {

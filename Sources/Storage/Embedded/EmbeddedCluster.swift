@@ -85,15 +85,17 @@ public final class EmbeddedCluster {
         } else {
             try cluster.checkOwnership(serverUser: serverUser)
         }
-        let started = try !cluster.isServerRunning()
-        if started {
+        if try !cluster.isServerRunning() {
+            // The watchdog first: a console stopped (SIGTERM, SIGKILL) while the server starts leaves no one to
+            // stop it, and the watchdog does once the startup lock is free.
+            _ = try FileLock(path: directory + "/sessions.lock")  // exists for the watchdog to try
+            try cluster.startWatchdog()
             try cluster.startServer()
         }
         try cluster.createDatabaseIfMissing()
         let sessionLock = try FileLock(path: directory + "/sessions.lock")
         _ = try sessionLock.lock(exclusive: false, wait: true)
         cluster.sessionLock = sessionLock
-        if started { try cluster.startWatchdog() }
         return cluster
     }
 
@@ -284,12 +286,14 @@ public final class EmbeddedCluster {
         }
     }
 
-    /// Starts a small shell process beside the server that stops it once no console uses it: a console killed
-    /// with SIGKILL (or a machine's OOM killer) cannot close itself, and its server would otherwise run on. Each
-    /// second the watchdog takes the startup lock and tries the sessions lock exclusively, both without waiting,
-    /// exactly as a closing console does; when it gets both, no console is open and none is starting, so it stops
-    /// the server. It exits when the server is gone, whoever stopped it. It runs in its own session, detached
-    /// from the terminal, so that closing the terminal does not take it down first.
+    /// Starts a small shell process, before the server, that stops the server once no console uses it: a console
+    /// killed with SIGKILL (or a machine's OOM killer), or stopped while the server was still starting, cannot
+    /// close itself, and its server would otherwise run on. Each second the watchdog tries the startup lock and
+    /// then the sessions lock exclusively, both without waiting, exactly as a closing console does; while a
+    /// console is starting (it holds the startup lock) it waits; when it gets both, no console is open and none is
+    /// starting, so it stops the server. It exits when no server runs and no console is starting, whoever
+    /// stopped it, or when the cluster's directory is gone. It runs in its own session, detached from the terminal, so that closing the terminal does not
+    /// take it down first.
     private func startWatchdog() throws {
         var stop = [
             binaries.path(of: "pg_ctl"), "--pgdata=\(dataDirectory)", "--mode=fast", "--wait", "--silent", "stop",
@@ -300,8 +304,12 @@ public final class EmbeddedCluster {
         let script = """
             dir=$1; shift
             while sleep 1; do
-              [ -f "$dir/pgdata/postmaster.pid" ] || exit 0
-              ( flock -x -n 4 && flock -x -n 3 && "$@" ) 3<"$dir/sessions.lock" 4<"$dir/startup.lock" && exit 0
+              [ -f "$dir/startup.lock" ] || exit 0
+              (
+                flock -x -n 4 || exit 1
+                [ -f "$dir/pgdata/postmaster.pid" ] || exit 0
+                flock -x -n 3 && "$@"
+              ) 3<"$dir/sessions.lock" 4<"$dir/startup.lock" && exit 0
             done
             """
         let quoted = ([script, "admin-watchdog", directory] + stop).map {
