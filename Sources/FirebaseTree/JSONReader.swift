@@ -446,12 +446,8 @@ public struct JSONReader: ~Copyable {
                 return
             } else if byte == UInt8(ascii: "\\") {
                 return try readEscapedString(from: &start, at: index, isKey: isKey)
-            } else if byte < 0x20 {
-                throw syntaxError("a control character (\(Self.describe(byte))) must be escaped in a string", at: index)
-            } else if byte < 0x80 {
-                index += 1
             } else {
-                index += try validateUTF8Sequence(at: &index, anchor: &start)
+                try skipUnescaped(byte, at: &index, anchor: &start)
             }
         }
     }
@@ -535,13 +531,22 @@ public struct JSONReader: ~Copyable {
                 case UInt8(ascii: "u"): try readUnicodeEscape(at: &index, anchor: &start)
                 default: throw syntaxError("invalid escape \\\(Self.describe(escaped)) in a string", at: index - 2)
                 }
-            } else if byte < 0x20 {
-                throw syntaxError("a control character (\(Self.describe(byte))) must be escaped in a string", at: index)
-            } else if byte < 0x80 {
-                index += 1
             } else {
-                index += try validateUTF8Sequence(at: &index, anchor: &start)
+                try skipUnescaped(byte, at: &index, anchor: &start)
             }
+        }
+    }
+
+    /// Moves past the string's byte at `index`, neither a quote nor a backslash: a control character is
+    /// refused, a non-ASCII byte must start a valid UTF-8 sequence.
+    @inline(__always)
+    private mutating func skipUnescaped(_ byte: UInt8, at index: inout Int, anchor: inout Int) throws {
+        if byte < 0x20 {
+            throw syntaxError("a control character (\(Self.describe(byte))) must be escaped in a string", at: index)
+        } else if byte < 0x80 {
+            index += 1
+        } else {
+            index += try validateUTF8Sequence(at: &index, anchor: &anchor)
         }
     }
 

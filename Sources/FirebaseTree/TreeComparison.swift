@@ -151,15 +151,8 @@ public struct TreeComparison {
     /// The next child's key of the object the reader is in, skipping nulls (and priorities when they are
     /// ignored), with the reader on the child's value; nil at the object's end.
     private func nextKey(_ reader: inout JSONReader) throws -> String? {
-        while let key = try reader.nextChild() {
-            if reader.token == .null { continue }
-            if ignoresPriorities, key == FirebaseKey.priority {
-                try skipCurrent(&reader)
-                continue
-            }
-            return key
-        }
-        return nil
+        var unordered: String?
+        return try nextKey(&reader, after: &unordered, isSource: true)
     }
 
     /// Reads past the value at the reader's token (`JSONReader.skipValue` skips the next one).
