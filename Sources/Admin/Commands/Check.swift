@@ -272,7 +272,9 @@ struct Check: ConsoleCommand {
             ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 }
             ?? getpwuid(geteuid()).map { String(cString: $0.pointee.pw_name) } ?? String(geteuid())
         var name = [CChar](repeating: 0, count: 256)
-        let host = gethostname(&name, name.count) == 0 ? String(cString: name) : "localhost"
+        let host =
+            gethostname(&name, name.count) == 0
+            ? String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "localhost"
         return user + "@" + host
     }
 
