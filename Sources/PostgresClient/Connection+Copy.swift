@@ -1,5 +1,5 @@
-import Foundation
 import CLibPQ
+import Foundation
 
 extension Connection {
     /// Streams rows into `COPY … FROM STDIN` (text format) and returns how many the server stored.

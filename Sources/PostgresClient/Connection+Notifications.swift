@@ -1,5 +1,5 @@
-import Foundation
 import CLibPQ
+import Foundation
 
 /// A message of PostgreSQL's LISTEN/NOTIFY, delivered once the sending transaction committed.
 public struct ServerNotification: Sendable, Equatable {

@@ -1,5 +1,5 @@
-import Foundation
 import CLibPQ
+import Foundation
 
 extension Connection {
     /// The isolation level of a transaction.

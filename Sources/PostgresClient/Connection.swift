@@ -1,5 +1,5 @@
-import Foundation
 import CLibPQ
+import Foundation
 
 /// A connection to PostgreSQL through libpq. Synchronous, and not `Sendable`: parallel work opens more
 /// connections.

@@ -1,4 +1,5 @@
 import Foundation
+
 /// A SQL statement with its values kept apart, as bind parameters.
 ///
 /// Every interpolated value becomes a `$n` parameter; it never becomes part of the SQL text. Identifiers

@@ -1,5 +1,5 @@
-import Foundation
 import CLibPQ
+import Foundation
 
 /// The rows a statement returned, owned until the last reference goes.
 ///

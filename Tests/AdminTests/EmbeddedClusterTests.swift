@@ -1,8 +1,9 @@
 import Foundation
 import PostgresClient
 import PostgresTestSupport
-@testable import Storage
 import Testing
+
+@testable import Storage
 
 /// The embedded default: a private cluster created on first use, shared by concurrent consoles, stopped by
 /// the last one, and recovering from crashes.

@@ -1,8 +1,9 @@
 import Foundation
 import PostgresClient
 import PostgresTestSupport
-@testable import Storage
 import Testing
+
+@testable import Storage
 
 /// Failures in the middle of work: each must leave the store exactly as it was before the failed operation
 /// (compared as exports) and no partial output file.

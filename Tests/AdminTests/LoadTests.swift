@@ -1,7 +1,7 @@
 import Foundation
 import PostgresTestSupport
-import TreeTestSupport
 import Testing
+import TreeTestSupport
 
 /// Eight consoles at once doing the app's operations on shared users and posts while a ninth runs `check` in a
 /// loop: every operation is one transaction that keeps every copy right, so every check must be clean, during

@@ -1,6 +1,7 @@
-@testable import FirebaseTree
-import TreeTestSupport
 import Testing
+import TreeTestSupport
+
+@testable import FirebaseTree
 
 @Suite("Firebase keys")
 struct FirebaseKeyTests {

@@ -1,7 +1,8 @@
-@testable import FirebaseTree
 import Foundation
-import TreeTestSupport
 import Testing
+import TreeTestSupport
+
+@testable import FirebaseTree
 
 /// A parsed JSON value, for comparing the reader with Foundation.
 indirect enum JSONValue: Equatable {

@@ -1,7 +1,8 @@
-@testable import FirebaseTree
 import Foundation
 import Testing
 import TreeTestSupport
+
+@testable import FirebaseTree
 
 /// The sorted text of `json`.
 private func sorted(_ json: String) throws -> String {

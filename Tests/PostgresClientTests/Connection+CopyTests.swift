@@ -1,6 +1,7 @@
 import Foundation
 import PostgresTestSupport
 import Testing
+
 @testable import PostgresClient
 
 @Suite("COPY against a real PostgreSQL")

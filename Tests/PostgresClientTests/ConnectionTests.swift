@@ -1,6 +1,7 @@
 import Foundation
 import PostgresTestSupport
 import Testing
+
 @testable import PostgresClient
 
 /// Values that have broken SQL built from strings, encodings and numeric key handling elsewhere.

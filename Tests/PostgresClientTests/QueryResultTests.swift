@@ -1,4 +1,5 @@
 import Testing
+
 @testable import PostgresClient
 
 @Suite("Query results (no server)")

@@ -1,8 +1,8 @@
 import Foundation
 import FuzzTargets
 import PostgresTestSupport
-import TreeTestSupport
 import Testing
+import TreeTestSupport
 
 /// CI's short run of the fuzz targets (Fuzz/run.sh runs them under libFuzzer for as long as one likes): every
 /// seed of the committed corpus, then inputs mutated from them by a seeded generator, so a failure reproduces.

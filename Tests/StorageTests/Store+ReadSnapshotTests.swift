@@ -4,6 +4,7 @@ import PostgresTestSupport
 import Synchronization
 import Testing
 import TreeTestSupport
+
 @testable import Storage
 
 /// Every reader beside every writer: the reader starts while the writer holds its locks (its work done, its

@@ -36,7 +36,8 @@ struct Import: ConsoleCommand {
             --max-rejects lets some through. Each reject is written as a JSON line (path, reason, value; a value over \
             1 MB as "truncated": true and its first megabyte as "value_prefix") to the rejects file, by default \
             FILE.rejects.jsonl in the current directory, created mode 0600; an existing one is replaced only with \
-            --force.
+            --force. The default file is kept by an import that commits; a dry run or a failed import names its \
+            first rejects on stderr instead (--rejects FILE keeps the file in every case).
 
             A malformed byte, a lost connection or Ctrl-C leave the store exactly as it was.
 

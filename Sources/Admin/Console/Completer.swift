@@ -1,5 +1,5 @@
-import Foundation
 import ArgumentParser
+import Foundation
 import Storage
 
 /// What Tab completes in the interactive console: command and subcommand names, each command's options and

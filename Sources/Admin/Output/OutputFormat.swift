@@ -1,5 +1,5 @@
-import Foundation
 import ArgumentParser
+import Foundation
 
 /// How a command prints its result.
 enum OutputFormat: String, CaseIterable, ExpressibleByArgument, Sendable {

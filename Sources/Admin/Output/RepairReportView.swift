@@ -1,5 +1,5 @@
-import Foundation
 import ArgumentParser
+import Foundation
 import Storage
 
 /// Repair reports as a table of rows changed per table, or as JSON.

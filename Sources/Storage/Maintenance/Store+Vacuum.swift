@@ -5,8 +5,9 @@ import PostgresClient
 public struct VacuumedTable: Sendable {
     /// The table.
     public var table: String
-    /// Bytes on disk (heap, indexes and TOAST) before and after.
+    /// Bytes on disk (heap, indexes and TOAST) before.
     public var bytesBefore: Int
+    /// Bytes on disk after.
     public var bytesAfter: Int
 }
 

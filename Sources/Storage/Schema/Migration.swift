@@ -1,4 +1,5 @@
 import Foundation
+
 /// One schema migration: a file `sql/NNNN_what.sql` applied in its own transaction.
 public struct Migration: Sendable, Equatable {
     /// The file's name, e.g. `0001_firebase_tree.sql`.

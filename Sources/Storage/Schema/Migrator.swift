@@ -1,5 +1,6 @@
 import Foundation
 import PostgresClient
+
 /// Applies `sql/` migrations in order, each in its own transaction, and records them with a checksum in
 /// `schema_migrations`. Refuses to go on when an applied file has changed since, or when the database has
 /// migrations this binary does not know (a newer `admin` applied them).

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresClient
+
 /// What `status` reports: the server, the connection, the schema and how much data each table holds.
 public struct StoreStatus: Sendable {
     /// The server's version string.

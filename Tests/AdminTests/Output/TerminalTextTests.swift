@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Admin
 
 @Suite("Terminal text")

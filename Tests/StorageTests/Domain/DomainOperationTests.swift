@@ -1,8 +1,9 @@
 import Foundation
 import PostgresTestSupport
-import TreeTestSupport
-@testable import Storage
 import Testing
+import TreeTestSupport
+
+@testable import Storage
 
 @Suite("The app's operations")
 struct DomainOperationTests {

@@ -1,6 +1,7 @@
 import PostgresClient
 import PostgresTestSupport
 import Testing
+
 @testable import Storage
 
 @Suite("Reading COPY rows in place")

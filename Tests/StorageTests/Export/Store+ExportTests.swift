@@ -1,6 +1,7 @@
 import Foundation
 import PostgresTestSupport
 import Testing
+
 @testable import Storage
 
 /// Shapes real exports have and generated ones do not: nodes keyed by integers (arrays, numeric uids, epoch

@@ -1,8 +1,9 @@
 import Foundation
 import PostgresTestSupport
-import TreeTestSupport
-@testable import Storage
 import Testing
+import TreeTestSupport
+
+@testable import Storage
 
 /// Every node's path in `tree`, parents first, without priority pseudo-children (a console path cannot name them).
 private func paths(in tree: TreeValue, prefix: [String] = []) -> [[String]] {

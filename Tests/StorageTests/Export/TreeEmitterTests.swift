@@ -1,7 +1,8 @@
 import Foundation
 import PostgresTestSupport
-import TreeTestSupport
 import Testing
+import TreeTestSupport
+
 @testable import Storage
 
 /// The emitter against the in-memory writer, without a database: whatever the shape of the keys, parts given in

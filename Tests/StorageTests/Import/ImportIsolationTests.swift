@@ -2,6 +2,7 @@ import Foundation
 import PostgresTestSupport
 import Synchronization
 import Testing
+
 @testable import Storage
 
 /// Imports against their neighbours: other imports, the app's operations, `check`, and the operator's own

@@ -3,6 +3,7 @@ import PostgresClient
 import PostgresTestSupport
 import Testing
 import TreeTestSupport
+
 @testable import Storage
 
 /// A whole-tree import drops the secondary indexes after its TRUNCATE and builds them once the rows are in

@@ -2,6 +2,7 @@ import Foundation
 import PostgresTestSupport
 import Testing
 import TreeTestSupport
+
 @testable import Storage
 
 @Suite("Import and export round trips")

@@ -4,6 +4,7 @@ import PostgresClient
 import PostgresTestSupport
 import Testing
 import TreeTestSupport
+
 @testable import Storage
 
 /// The rows of `post_likes`, `post_keys` and `chat_holders` are what the store's export says they must be: a like

@@ -3,6 +3,7 @@ import Foundation
 import PostgresTestSupport
 import Testing
 import TreeTestSupport
+
 @testable import Storage
 
 /// The paths of stored leaves that have something stored below them: a value Firebase replaced, kept hidden

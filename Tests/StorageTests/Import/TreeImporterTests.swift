@@ -1,6 +1,7 @@
 import Foundation
 import PostgresTestSupport
 import Testing
+
 @testable import Storage
 
 /// Inputs built to hurt: keys that Unicode calls equal, records larger than any memory budget.

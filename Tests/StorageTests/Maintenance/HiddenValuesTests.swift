@@ -1,6 +1,7 @@
 import Foundation
 import PostgresTestSupport
 import Testing
+
 @testable import Storage
 
 /// Adds to `store` what an earlier version left after `set /q/flags/dark/k "v"`, `set /u/7/0 true`,

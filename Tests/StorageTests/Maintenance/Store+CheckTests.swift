@@ -2,6 +2,7 @@ import Foundation
 import PostgresClient
 import PostgresTestSupport
 import Testing
+
 @testable import Storage
 
 /// One kind of damage to the consistent tree, and what `check` must say about it.

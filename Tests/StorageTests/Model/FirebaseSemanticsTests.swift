@@ -2,6 +2,7 @@ import Foundation
 import PostgresTestSupport
 import Testing
 import TreeTestSupport
+
 @testable import Storage
 
 /// Random sequences of set, update, push, remove and imports of a node, applied to a store and to

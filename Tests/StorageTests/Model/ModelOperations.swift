@@ -1,5 +1,6 @@
 import Foundation
 import TreeTestSupport
+
 @testable import Storage
 
 /// One step of a random sequence: a write verb, or an import of a node.

@@ -2,6 +2,7 @@ import Foundation
 import PostgresTestSupport
 import Testing
 import TreeTestSupport
+
 @testable import Storage
 
 /// Random files (arrays, nulls, empty objects, keys out of order, values Firebase refuses) imported with their

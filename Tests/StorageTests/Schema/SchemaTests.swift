@@ -1,5 +1,6 @@
 import PostgresTestSupport
 import Testing
+
 @testable import Storage
 
 /// The schema stays Citus-shaped (shared/distributed-postgres.md), checked on plain PostgreSQL.

@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import Storage
 
 /// A small Makestagram tree in which every hand-kept copy agrees: alice follows bob, carol follows both, and
@@ -36,7 +37,8 @@ let consistentTree: TreeValue = {
           }}
         }
         """
-    return try! TreeValue.parse(json: json)!
+    // A literal of the test's own: a parse failure is a bug in this file, worth a crash with its message.
+    do { return try TreeValue.parse(json: json)! } catch { fatalError("consistentTree: \(error)") }
 }()
 
 extension TreeValue {
@@ -56,7 +58,11 @@ extension TreeValue {
     /// The tree with `value` (JSON) at `path`.
     func setting(_ path: String, _ json: String) -> TreeValue {
         var tree = self
-        tree.set(try! TreeValue.parse(json: json)!, at: path.split(separator: "/").map(String.init)[...])
+        do {
+            tree.set(try TreeValue.parse(json: json)!, at: path.split(separator: "/").map(String.init)[...])
+        } catch {
+            fatalError("setting \(path) to \(json): \(error)")
+        }
         return tree
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import PostgresTestSupport
 import Synchronization
 import Testing
+
 @testable import Storage
 
 /// Runs `first` in a transaction on one connection and, while it is open, `second` on another, which must

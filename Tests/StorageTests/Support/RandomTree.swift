@@ -1,6 +1,7 @@
 import Foundation
 import PostgresTestSupport
 import TreeTestSupport
+
 @testable import Storage
 
 /// Random Firebase trees for property tests, and the JSON a tool might have written them as: arrays for

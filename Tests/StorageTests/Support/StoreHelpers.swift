@@ -2,6 +2,7 @@ import Foundation
 import PostgresTestSupport
 import Testing
 import TreeTestSupport
+
 @testable import Storage
 
 /// Imports `json` into a fresh store.

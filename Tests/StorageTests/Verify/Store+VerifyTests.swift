@@ -2,6 +2,7 @@ import Foundation
 import PostgresClient
 import PostgresTestSupport
 import Testing
+
 @testable import Storage
 
 /// `(path, kind)` of each difference `verify` lists.
