@@ -74,15 +74,16 @@ extension Store {
                 // Before the record is read: two writes into one record must not both start from its old value.
                 try lockTree()
                 let heldSomething = try !isEmpty()
-                let rowsBefore = path.isEmpty && heldSomething ? try treeRowCount() : 0
+                // A whole-tree replace truncates rather than counting what it deletes: counted first.
+                let replacesWholeTree = mode == .replace && sets.contains { $0.path.isEmpty }
+                let rowsBefore = replacesWholeTree && heldSomething ? try treeRowCount() : 0
                 var report = WriteReport(path: reportedPath, rowsWritten: 0, rowsRemoved: 0)
                 for (path, json) in sets {
                     let (written, removed) = try store(json, at: path, mode: mode)
                     report.rowsWritten += written
                     report.rowsRemoved += removed
                 }
-                // A whole-tree replace truncates rather than counting what it deletes.
-                if path.isEmpty, mode == .replace { report.rowsRemoved = rowsBefore }
+                if replacesWholeTree { report.rowsRemoved = rowsBefore }
                 if heldSomething, !allowsEmptying, try isEmpty() {
                     let error = StorageError(
                         .refused, "this write would delete everything the store holds",

@@ -50,6 +50,8 @@ struct FirebaseRulesTests {
         let paths = try AdminProcess.run(
             ["--db", database.conninfo, "update", "/", #"{"users/alice/username": "al", "cfg/m": 2}"#])
         #expect(paths.status == 0, "\(paths.stderr)")
+        // Only the user's row is replaced (the record is rewritten); nothing else is counted as removed.
+        #expect(paths.stderr.contains("/: 2 rows written, 1 row removed."), "\(paths.stderr)")
         let overlapping = try AdminProcess.run(
             ["--db", database.conninfo, "update", "/", #"{"cfg": {"k": 1}, "cfg/k": 2}"#])
         #expect(overlapping.status == 1)
