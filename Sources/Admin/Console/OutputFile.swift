@@ -50,7 +50,16 @@ final class OutputFile {
         _ body: (_ write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> Result
     ) throws -> Result? {
         do {
-            return try body { try writeAll($0, to: STDOUT_FILENO) }
+            guard isatty(STDOUT_FILENO) == 1 else { return try body { try writeAll($0, to: STDOUT_FILENO) } }
+            // On a terminal the data's control characters show as escapes, not obeyed.
+            var filter = TerminalByteFilter()
+            let result = try body { chunk in
+                let escaped = filter.filter(chunk)
+                try escaped.withUnsafeBufferPointer { try writeAll($0, to: STDOUT_FILENO) }
+            }
+            let rest = filter.filter(UnsafeBufferPointer(start: nil, count: 0))
+            try rest.withUnsafeBufferPointer { try writeAll($0, to: STDOUT_FILENO) }
+            return result
         } catch Closed.byReader {
             return nil
         }

@@ -43,7 +43,7 @@ final class Session {
 
     init(
         target: DatabaseTarget, migratesOnConnect: Bool, format: OutputFormat, isQuiet: Bool,
-        output: TextOutput = TextOutput(descriptor: STDOUT_FILENO),
+        output: TextOutput = TextOutput(descriptor: STDOUT_FILENO, isData: true),
         diagnostics: TextOutput = TextOutput(descriptor: STDERR_FILENO)
     ) {
         self.target = target
@@ -217,7 +217,7 @@ final class Session {
     func redirectOutput(to path: String?) throws(ConsoleError) {
         output.flush()
         guard let path else {
-            output = TextOutput(descriptor: STDOUT_FILENO)
+            output = TextOutput(descriptor: STDOUT_FILENO, isData: true)
             return
         }
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)

@@ -32,6 +32,8 @@ extension Session {
             let command = Self.pagerCommand()
         else { return output.write(text) }
         output.flush()
+        // The pager shows what it is given on the terminal: escaped as TextOutput escapes it.
+        let text = TerminalText.escaped(text, keepingNewlines: true)
         let pager = Process()
         pager.executableURL = URL(fileURLWithPath: "/bin/sh")
         pager.arguments = ["-c", command]

@@ -231,4 +231,23 @@ struct TerminalTests {
         #expect(piped.status == 0, "\(piped.stderr)")
         #expect(!piped.stderr.contains("import  [") && !piped.stderr.contains("\r"))
     }
+
+    /// Data shows its control characters as escapes on a terminal in every format (a stored `ESC [31m` or
+    /// U+009B is shown, not obeyed); to a pipe, CSV and JSON keep every byte.
+    @Test func controlCharactersInDataAreShownNotObeyed() throws {
+        let name = "a\u{1B}[31mred\u{9B}x"
+        let tree = #"{"users": {"u1": {"username": "a\u001b[31mred\u009bx"}}}"#
+        let database = try databaseHolding(tree)
+        let piped = try AdminProcess.run(["--db", database.conninfo, "users", "--format", "csv"])
+        #expect(piped.stdout.contains(name), "a pipe gets the bytes: \(piped.stdout.debugDescription)")
+        let command = "\(shellQuoted(AdminProcess.executable.path)) --db \(shellQuoted(database.conninfo))"
+        let terminal = try Terminal(command, environment: ["TERM": "xterm"])
+        try expectScreen(terminal, "=>")
+        try terminal.send("users --format csv", "Enter")
+        try expectScreen(terminal, #"u1,a\u001b[31mred\u009bx"#)
+        try terminal.send("users --format json", "Enter")
+        try expectScreen(terminal, #""username": "a\u001b[31mred\u009bx""#)
+        try terminal.send("get /users/u1", "Enter")
+        try expectScreen(terminal, #"{"username":"a\u001b[31mred\u009bx"}"#)
+    }
 }
