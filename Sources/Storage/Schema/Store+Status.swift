@@ -31,11 +31,16 @@ extension Store {
         let state = try migrationState(migrator)
         var tableRows: [(table: String, rows: Int)] = []
         if state.schemaVersion > 0 {
-            let counts = Store.treeTables.map { "SELECT \($0), count(*) FROM \(identifier: $0)" as Query }
+            // The lookups kept beside the tree's tables too, once the schema has them (migration 0015); in this
+            // order whatever order the server answers in.
+            let tables = Store.treeTables + (state.pending.isEmpty ? Store.lookupTables : [])
+            let counts = tables.map { "SELECT \($0), count(*) FROM \(identifier: $0)" as Query }
             let count = {
+                var counted: [String: Int] = [:]
                 for row in try self.connection.query(counts.joined(separator: " UNION ALL ")) {
-                    tableRows.append((try row.decode(String.self, at: 0), try row.decode(Int.self, at: 1)))
+                    counted[try row.decode(String.self, at: 0)] = try row.decode(Int.self, at: 1)
                 }
+                tableRows = tables.compactMap { table in counted[table].map { (table, $0) } }
             }
             // A schema behind this binary's may lack tables the read locks; one statement is one instant anyway,
             // only without saying whom it waits for.
