@@ -371,10 +371,10 @@ public struct TreeComparison {
             } else if rejects != nil, current != FirebaseKey.value,
                 let reason = FirebaseKey.problem(with: current) ?? FirebaseKey.problem(withPath: path)
             {
-                var inner = LazyObjectWriter(limit: valueLimit)
+                var inner = LazyObjectWriter(limit: Self.heldRejectLimit)
                 var none: [TreeDifference]?
                 try copyValue(&reader, key: nil, at: &path, into: &inner, rejects: &none, isSource: isSource)
-                if !inner.captured.isEmpty { rejects?.append(reject(at: path, inner.captured, reason)) }
+                if !inner.captured.isEmpty { try hold(reject(at: path, inner.captured, reason), in: &rejects) }
             } else {
                 try copyValue(&reader, key: current, at: &path, into: &writer, rejects: &rejects, isSource: isSource)
             }
@@ -397,21 +397,32 @@ public struct TreeComparison {
         case .number where !reader.number.isFinite:
             let json = reader.string
             if rejects != nil {
-                rejects?.append(
-                    reject(at: path, CapturedValue(json: json, isCut: false, isEmpty: false), Self.numberOutOfRange))
+                let value = CapturedValue(json: json, isCut: false, isEmpty: false)
+                try hold(reject(at: path, value, Self.numberOutOfRange), in: &rejects)
             } else {
                 writer.raw(key: key, json)
             }
         default:
             guard let value = try TreeValue.read(&reader, normalizing: false) else { return }
             if rejects != nil, case .string(let text) = value, let reason = FirebaseKey.problem(withString: text) {
-                var inner = LazyObjectWriter(limit: valueLimit)
+                var inner = LazyObjectWriter(limit: Self.heldRejectLimit)
                 inner.leaf(key: nil, value)
-                rejects?.append(reject(at: path, inner.captured, reason))
+                try hold(reject(at: path, inner.captured, reason), in: &rejects)
                 return
             }
             writer.leaf(key: key, value)
         }
+    }
+
+    /// Bytes of a reject's value kept while the missing node around it is read, and how many such rejects wait
+    /// to be reported after it (in path order); past that many they are reported at once, so that a missing
+    /// subtree full of rejects costs bounded memory.
+    static let heldRejectLimit = 1 << 16
+    static let heldRejects = 10_000
+
+    private func hold(_ reject: TreeDifference, in rejects: inout [TreeDifference]?) throws {
+        if let held = rejects, held.count >= Self.heldRejects { return try report(reject) }
+        rejects?.append(reject)
     }
 
     private func reject(at path: [String], _ value: CapturedValue, _ reason: String) -> TreeDifference {
