@@ -17,10 +17,7 @@ public enum FirebaseKey {
     public static func problem(withPath path: some Collection<String>) -> String? {
         var bytes = 0
         for key in path {
-            if let problem = problem(with: key) ?? (key == priority || key == value ? "a priority is not a node" : nil)
-            {
-                return "\"\(key)\" cannot be a Firebase key: \(problem)"
-            }
+            if let problem = problem(withNodeKey: key) { return "\"\(key)\" cannot be a Firebase key: \(problem)" }
             bytes += key.utf8.count + 1
         }
         return bytes > maximumPathBytes ? pathTooLong : nil
@@ -84,6 +81,12 @@ public enum FirebaseKey {
             }
         }
         return nil
+    }
+
+    /// Why `key` cannot name a node (a key of a path, not a child in a file): `problem(with:)`, and `.priority`
+    /// and `.value` are no nodes.
+    public static func problem(withNodeKey key: String) -> String? {
+        problem(with: key) ?? (key == priority || key == value ? "a priority is not a node" : nil)
     }
 
     /// Why `key` cannot be a Firebase key, or nil when it can.

@@ -30,7 +30,7 @@ extension Store {
         onStep: @escaping (ImportStep) -> Void = { _ in }
     ) throws -> ImportReport {
         for key in options.at {
-            if let problem = FirebaseKey.problem(with: key) ?? (key.hasPrefix(".") ? "a priority is not a node" : nil) {
+            if let problem = FirebaseKey.problem(withNodeKey: key) {
                 throw StorageError(.invalidValue, "cannot import at \"\(key)\": not a Firebase key: \(problem)")
             }
         }
@@ -133,14 +133,7 @@ extension Store {
             if options.mode == .replace, !options.allowsEmptying, report.rowsImported == 0,
                 heldSomething || replaced > 0
             {
-                let node = options.at.isEmpty ? "the store" : "the node at /" + options.at.joined(separator: "/")
-                let holds =
-                    report.rejectCount > 0
-                    ? "every value in the file was rejected" : "the file holds nothing (null or {})"
-                let error = StorageError(
-                    .refused, "\(holds): replacing \(node) with it would delete everything there",
-                    hint: "Nothing was changed. If emptying it is what you want, allow it.")
-                throw error.remedied(.allowEmptying)
+                throw Self.emptyingRefused(at: options.at, everyValueRejected: report.rejectCount > 0)
             }
         }
         report.seconds = (clock.now - started).seconds
@@ -200,12 +193,7 @@ extension Store {
                 if options.mode == .replace, !options.allowsEmptying, try TreeValue.parse(json: json) == nil,
                     try exportedValue(at: options.at) != nil
                 {
-                    let error = StorageError(
-                        .refused,
-                        "the file holds nothing (null or {}): replacing the node at /"
-                            + options.at.joined(separator: "/") + " with it would delete everything there",
-                        hint: "Nothing was changed. If emptying it is what you want, allow it.")
-                    throw error.remedied(.allowEmptying)
+                    throw Self.emptyingRefused(at: options.at, everyValueRejected: false)
                 }
                 var recordOptions = options
                 recordOptions.at = record
@@ -219,6 +207,16 @@ extension Store {
                 return report
             }
         }
+    }
+
+    /// The refusal of an import that would empty the store (or, with a path, that node) without leave.
+    private static func emptyingRefused(at path: [String], everyValueRejected: Bool) -> StorageError {
+        let node = path.isEmpty ? "the store" : "the node at /" + path.joined(separator: "/")
+        let holds = everyValueRejected ? "every value in the file was rejected" : "the file holds nothing (null or {})"
+        let error = StorageError(
+            .refused, "\(holds): replacing \(node) with it would delete everything there",
+            hint: "Nothing was changed. If emptying it is what you want, allow it.")
+        return error.remedied(.allowEmptying)
     }
 
     /// The largest file `importIntoRecord` reads: Firebase's SDKs refuse a single write of more than 16 MB.

@@ -39,7 +39,7 @@ extension Store {
     /// ```
     public func write(_ write: TreeWrite, at path: [String], allowsEmptying: Bool = false) throws -> WriteReport {
         for key in path {
-            if let problem = FirebaseKey.problem(with: key) ?? (key.hasPrefix(".") ? "a priority is not a node" : nil) {
+            if let problem = FirebaseKey.problem(withNodeKey: key) {
                 throw StorageError(.invalidValue, "\"\(key)\" cannot be a Firebase key: \(problem)")
             }
         }
@@ -152,9 +152,7 @@ extension Store {
             let path = FirebaseKey.keys(ofPath: key)
             guard !path.isEmpty else { throw StorageError(.invalidValue, "the update's key \"\(key)\" names no child") }
             for part in path {
-                if let problem = FirebaseKey.problem(with: part)
-                    ?? (part.hasPrefix(".") ? "a priority is not a node" : nil)
-                {
+                if let problem = FirebaseKey.problem(withNodeKey: part) {
                     throw StorageError(.invalidValue, "the update's key \"\(key)\" is not a Firebase path: \(problem)")
                 }
             }
