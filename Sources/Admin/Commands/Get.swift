@@ -108,8 +108,13 @@ struct Get: ConsoleCommand {
         }
         guard let output else {
             session.output.flush()
-            // nil: `get / | head`, the reader has what it wanted. Pretty JSON ends with its own newline.
-            if try OutputFile.writingStandardOutput(read) != nil, !pretty { session.output.line() }
+            // The JSON's last line ends in the stream, so the pager (when it starts) shows it; pretty JSON ends
+            // with its own newline. nil: `get / | head` or a quit pager, the reader has what it wanted.
+            _ = try OutputFile.writingStandardOutput(through: session.pagedStream()) { write in
+                let report = try read(write)
+                if !pretty { try [UInt8(ascii: "\n")].withUnsafeBufferPointer { try write($0) } }
+                return report
+            }
             return
         }
         let report = try OutputFile.writing(to: output, replacing: force, read)

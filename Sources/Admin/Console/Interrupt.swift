@@ -13,6 +13,8 @@ enum Interrupt {
     private static let count = Atomic<Int>(0)
     private static let canceller = Mutex<(@Sendable () -> Void)?>(nil)
     private static let isCommandRunning = Atomic<Bool>(false)
+    /// The pager owns the terminal: Ctrl-C is its key (less stops a search with it), not the console's.
+    private static let isPaging = Atomic<Bool>(false)
     /// SIGTERM or SIGHUP received (its number), 0 for none.
     private static let termination = Atomic<Int32>(0)
     /// What ends the console cleanly from the watcher thread: closes the session (and stops the embedded server
@@ -54,6 +56,7 @@ enum Interrupt {
         watcher.start()
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { _ in
+            if Interrupt.isPaging.load(ordering: .relaxed) { return }
             if Interrupt.count.add(1, ordering: .relaxed).newValue >= 3 { _exit(130) }
             var byte: UInt8 = 1
             _ = write(Interrupt.wakeDescriptor, &byte, 1)
@@ -104,6 +107,14 @@ enum Interrupt {
         let wasRunning = isCommandRunning.exchange(false, ordering: .relaxed)
         defer { isCommandRunning.store(wasRunning, ordering: .relaxed) }
         return body()
+    }
+
+    /// Runs `body` while the pager shows output: Ctrl-C goes to the pager alone, so that neither cancels the
+    /// command nor counts toward the third Ctrl-C that ends the console.
+    static func whilePaging<Result>(_ body: () throws -> Result) rethrows -> Result {
+        let wasPaging = isPaging.exchange(true, ordering: .relaxed)
+        defer { isPaging.store(wasPaging, ordering: .relaxed) }
+        return try body()
     }
 
     /// What SIGTERM and SIGHUP run (on the watcher thread) before the process exits.

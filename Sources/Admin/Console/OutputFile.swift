@@ -45,22 +45,27 @@ final class OutputFile {
         return try writingStandardOutput(body)
     }
 
-    /// Runs `body` with a writer to stdout; nil when the reader closed the pipe (`admin export - | head`).
+    /// Runs `body` with a writer to stdout, or to `pager` when given (a terminal's); nil when the reader closed
+    /// the pipe (`admin export - | head`, or quit the pager).
     static func writingStandardOutput<Result>(
+        through pager: PagedStream? = nil,
         _ body: (_ write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> Result
     ) throws -> Result? {
         do {
             guard isatty(STDOUT_FILENO) == 1 else { return try body { try writeAll($0, to: STDOUT_FILENO) } }
             // On a terminal the data's control characters show as escapes, not obeyed.
             var filter = TerminalByteFilter()
-            let result = try body { chunk in
-                let escaped = filter.filter(chunk)
-                try escaped.withUnsafeBufferPointer { try writeAll($0, to: STDOUT_FILENO) }
+            let send = { (bytes: [UInt8]) throws in
+                try bytes.withUnsafeBufferPointer { bytes in
+                    if let pager { try pager.write(bytes) } else { try writeAll(bytes, to: STDOUT_FILENO) }
+                }
             }
-            let rest = filter.filter(UnsafeBufferPointer(start: nil, count: 0))
-            try rest.withUnsafeBufferPointer { try writeAll($0, to: STDOUT_FILENO) }
+            let result = try body { try send(filter.filter($0)) }
+            try send(filter.filter(UnsafeBufferPointer(start: nil, count: 0)))
+            try pager?.finish()
             return result
         } catch Closed.byReader {
+            try? pager?.finish()
             return nil
         }
     }

@@ -27,36 +27,22 @@ extension Session {
     /// Writes `text` to stdout, through the pager when it is longer than the terminal and one is configured
     /// (`ADMIN_PAGER`, else `PAGER`, else `less -FRSX`; empty turns it off, as does `\pset pager off`).
     func page(_ text: String) {
-        guard usesPager, isInteractive, let terminal = TerminalText.size(of: STDOUT_FILENO),
-            text.utf8.lazy.filter({ $0 == UInt8(ascii: "\n") }).count >= terminal.rows,
-            let command = Self.pagerCommand()
-        else { return output.write(text) }
+        guard let stream = pagedStream() else { return output.write(text) }
         output.flush()
         // The pager shows what it is given on the terminal: escaped as TextOutput escapes it.
-        let text = TerminalText.escaped(text, keepingNewlines: true)
-        let pager = Process()
-        pager.executableURL = URL(fileURLWithPath: "/bin/sh")
-        pager.arguments = ["-c", command]
-        let input = Pipe()
-        pager.standardInput = input
-        do {
-            try pager.run()
-        } catch {
-            return output.write(text)
-        }
-        // The pager owns the terminal until it exits; a reader that quits early closes the pipe (EPIPE, ignored).
-        try? input.fileHandleForWriting.write(contentsOf: Data(text.utf8))
-        try? input.fileHandleForWriting.close()
-        pager.waitUntilExit()
-        Interrupt.consume()
+        var bytes = Array(TerminalText.escaped(text, keepingNewlines: true).utf8)
+        // A reader that quits early closes the pipe (EPIPE): the rest is not wanted.
+        try? bytes.withUnsafeMutableBufferPointer { try stream.write(UnsafeBufferPointer($0)) }
+        try? stream.finish()
     }
 
-    private static func pagerCommand() -> String? {
-        let environment = ProcessInfo.processInfo.environment
-        if let pager = environment["ADMIN_PAGER"] ?? environment["PAGER"] {
-            return pager.trimmingCharacters(in: .whitespaces).isEmpty ? nil : pager
-        }
-        return FileManager.default.isExecutableFile(atPath: "/usr/bin/less") ? "less -FRSX" : "more"
+    /// A stream to the operator's terminal that pages once it runs longer than the screen; nil when nothing is
+    /// paged: a script, `\o FILE`, a pipe, `\pset pager off`, an empty `PAGER`.
+    func pagedStream() -> PagedStream? {
+        guard usesPager, isInteractive, output.isTerminal, let terminal = TerminalText.size(of: STDOUT_FILENO),
+            let command = Pager.command()
+        else { return nil }
+        return PagedStream(rows: terminal.rows, command: command)
     }
 }
 

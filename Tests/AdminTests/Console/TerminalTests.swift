@@ -232,6 +232,40 @@ struct TerminalTests {
         #expect(!piped.stderr.contains("import  [") && !piped.stderr.contains("\r"))
     }
 
+    /// With the real `less` on a 160 × 50 terminal: a 100-row table is paged whole (the pager owns the terminal,
+    /// so its last screen shows the end and the row count), Ctrl-C belongs to the pager and neither cancels nor
+    /// ends the console, `get`'s long JSON is paged too, and short output is not.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/less")))
+    func realPagerOwnsTheTerminal() throws {
+        let users = (0..<120).map { #""user\#($0)": {"username": "name \#($0)"}"# }
+        let database = try databaseHolding(#"{"users": {"# + users.joined(separator: ", ") + "}}")
+        let command = "\(shellQuoted(AdminProcess.executable.path)) --db \(shellQuoted(database.conninfo))"
+        let terminal = try Terminal(command, environment: ["TERM": "xterm", "ADMIN_PAGER": "less -FRSX"])
+        try expectScreen(terminal, "=>")
+
+        try terminal.send("users --limit 100", "Enter")
+        try expectScreen(terminal, "user1 ")
+        #expect(try !terminal.screen().contains("(100 rows)"), "one screen at a time")
+        try terminal.send("C-c")
+        try terminal.send("C-c")
+        try terminal.send("C-c")
+        try terminal.send("G")
+        try expectScreen(terminal, "(100 rows)")
+        #expect(!terminal.hasEnded(), "three Ctrl-C in the pager do not end the console")
+        try terminal.send("q")
+        try expectScreen(terminal, "=>")
+
+        try terminal.send("get /users --pretty", "Enter")
+        try expectScreen(terminal, #""user0" : {"#)
+        #expect(try !terminal.screen().contains(#""user99""#))
+        try terminal.send("G")
+        try expectScreen(terminal, #""user99" : {"#)
+        try terminal.send("q")
+        try terminal.send("get /users/user7", "Enter")
+        try expectScreen(terminal, #"{"username":"name 7"}"#)
+        try terminal.send("C-d")
+    }
+
     /// Data shows its control characters as escapes on a terminal in every format (a stored `ESC [31m` or
     /// U+009B is shown, not obeyed); to a pipe, CSV and JSON keep every byte.
     @Test func controlCharactersInDataAreShownNotObeyed() throws {
