@@ -144,6 +144,6 @@ struct ChatMerge: ConsoleCommand {
         else { return }
         let report = try session.store().mergeDuplicateChats(
             keeping: keeping, isDryRun: options.dryRun, waitSeconds: options.waiting.wait)
-        RepairReportView(format: options.format ?? session.format).print([report], to: session)
+        RepairReportView(format: options.format ?? session.format).printMerges(report, to: session)
     }
 }

@@ -302,9 +302,11 @@ struct Check: ConsoleCommand {
         return try list.split(separator: ",").map { name in
             let name = name.trimmingCharacters(in: .whitespaces)
             guard let check = IntegrityCheck(rawValue: name) else {
+                let names = IntegrityCheck.allCases.map(\.rawValue)
+                let suggestion = Dispatcher.suggestion(for: name, among: names)
                 throw ValidationError(
-                    "\(option): no check named \"\(name)\"; the checks are "
-                        + IntegrityCheck.allCases.map(\.rawValue).joined(separator: ", "))
+                    "\(option): no check named \"\(name)\"\(suggestion)\(suggestion.isEmpty ? "; the" : " The") checks are "
+                        + names.joined(separator: ", "))
             }
             return check
         }

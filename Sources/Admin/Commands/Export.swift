@@ -73,10 +73,15 @@ struct Export: ConsoleCommand {
         progress?.finish()
         let megabytes = Double(report.bytes) / 1_000_000
         let rate = report.seconds > 0 ? megabytes / report.seconds : 0
+        // A .gz file's size on disk is not the JSON's: both are said.
+        let compressed =
+            destination.hasSuffix(".gz")
+            ? (try? FileManager.default.attributesOfItem(atPath: destination)[.size] as? Int) : nil
         session.inform(
-            "Exported \(DomainViews.count(report.rows, "row")) as \(DomainViews.count(report.bytes, "byte"))"
+            "Exported \(DomainViews.count(report.rows, "row")) as \(DomainViews.count(report.bytes, "byte")) of JSON"
+                + (compressed.map { " (\(DomainViews.count($0, "byte")) gzipped)" } ?? "")
                 + (destination == "-" ? "" : " to \(destination)")
-                + " in \(String(format: "%.3f", report.seconds)) s (\(String(format: "%.1f", rate)) MB/s).")
+                + " in \(DomainViews.duration(report.seconds)) (\(String(format: "%.1f", rate)) MB/s).")
     }
 
     static func defaultPath() -> String {

@@ -97,9 +97,9 @@ struct Generate: ConsoleCommand {
         let rows = report.nodes.map { "\($0.rows) \($0.name)" }.joined(separator: ", ")
         let megabytes = Double(report.bytes) / 1_000_000
         session.inform(
-            "Generated \(users) users (\(dialect.rawValue), seed \(seed)): \(rows); \(report.bytes) bytes"
+            "Generated \(DomainViews.count(users, "user")) (\(dialect.rawValue), seed \(seed)): \(rows); \(report.bytes) bytes"
                 + (file == "-" ? "" : " to \(file)")
-                + " in \(String(format: "%.3f", report.seconds)) s (\(String(format: "%.1f", megabytes / max(report.seconds, 1e-9))) MB/s)."
+                + " in \(DomainViews.duration(report.seconds)) (\(String(format: "%.1f", megabytes / max(report.seconds, 1e-9))) MB/s)."
         )
         let planted = report.violations.filter { !$0.isClean }
         if !planted.isEmpty {

@@ -38,18 +38,37 @@ struct Help: ConsoleCommand {
         throw ConsoleError(.usage, "no such command: \(command.joined(separator: " ")) (try: help)")
     }
 
-    /// Every command with its one-line summary, by group.
+    /// Every command with its one-line summary, by group; a summary longer than the 79 columns `--help`
+    /// wraps to goes on under itself, not back at the margin.
     static var overview: String {
-        let width = CommandGroup.all.flatMap(\.commands).map { $0._commandName.count }.max() ?? 0
+        let indent = 2 + (CommandGroup.all.flatMap(\.commands).map { $0._commandName.count }.max() ?? 0) + 2
         var text = ""
         for group in CommandGroup.all {
             text += "\(group.title):\n"
             for command in group.commands {
-                text += "  " + command._commandName.padding(toLength: width + 2) + command.configuration.abstract + "\n"
+                let lines = wrapped(command.configuration.abstract, width: 79 - indent)
+                text +=
+                    "  " + command._commandName.padding(toLength: indent - 2)
+                    + lines.joined(
+                        separator: "\n" + String(repeating: " ", count: indent)) + "\n"
             }
             text += "\n"
         }
         text += "Type `help COMMAND` or `COMMAND --help` for details and examples.\n"
         return text
+    }
+
+    /// `text` in lines of at most `width` characters, broken at spaces (a longer word stands alone).
+    static func wrapped(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if !line.isEmpty, line.count + 1 + word.count > width {
+                lines.append(line)
+                line = ""
+            }
+            line += (line.isEmpty ? "" : " ") + word
+        }
+        return lines + [line]
     }
 }

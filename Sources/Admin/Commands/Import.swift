@@ -277,7 +277,7 @@ struct ImportReportView {
         let rate = report.seconds > 0 ? Double(report.rowsImported) / report.seconds : 0
         var text =
             "\(report.isDryRun ? "Dry run: would import" : "Imported") \(DomainViews.count(report.rowsImported, "row")) from "
-            + "\(file) (\(String(format: "%.1f", megabytes)) MB) in \(Self.seconds(report.seconds)) s: "
+            + "\(file) (\(String(format: "%.1f", megabytes)) MB) in \(DomainViews.duration(report.seconds)): "
             + "\(String(format: "%.1f", report.bytesPerSecond / 1_000_000)) MB/s, \(Int(rate)) rows/s."
         if report.mode == .merge {
             text +=
@@ -299,13 +299,13 @@ struct ImportReportView {
         let nodes = report.nodes.map { node in
             JSONWriter.object([
                 ("node", JSONWriter.string(node.name)), ("input_bytes", String(node.inputBytes)),
-                ("seconds", JSONWriter.number(node.seconds)), ("rejected", String(node.rejected)),
+                ("seconds", JSONWriter.seconds(node.seconds)), ("rejected", String(node.rejected)),
             ])
         }
         let finishing = report.finishing.map { step in
             JSONWriter.object([
                 ("target", JSONWriter.string(step.target)), ("count", String(step.count)),
-                ("seconds", JSONWriter.number(step.seconds)),
+                ("seconds", JSONWriter.seconds(step.seconds)),
             ])
         }
         let rejects = report.rejects.map { reject in
@@ -314,7 +314,7 @@ struct ImportReportView {
         return JSONWriter.object([
             ("file", JSONWriter.string(file)), ("mode", JSONWriter.string(report.mode.rawValue)),
             ("dry_run", report.isDryRun ? "true" : "false"), ("input_bytes", String(report.inputBytes)),
-            ("seconds", JSONWriter.number(report.seconds)), ("rows_imported", String(report.rowsImported)),
+            ("seconds", JSONWriter.seconds(report.seconds)), ("rows_imported", String(report.rowsImported)),
             ("rows_replaced", String(report.rowsReplaced)), ("tables", JSONWriter.array(lines)),
             ("nodes", JSONWriter.array(nodes)), ("after_reading", JSONWriter.array(finishing)),
             ("rejected", String(report.rejectCount)), ("rejects", JSONWriter.array(rejects)),

@@ -33,7 +33,17 @@ struct Vacuum: ConsoleCommand {
                 columns: ["table", "bytes before", "bytes after"],
                 rows: tables.map { [.text($0.table), .integer($0.bytesBefore), .integer($0.bytesAfter)] }
             ), as: format ?? session.format)
-        let freed = tables.reduce(0) { $0 + $1.bytesBefore - $1.bytesAfter }
-        session.inform("Gave back \(DomainViews.count(max(0, freed), "byte")) on disk.")
+        let changes = tables.map { $0.bytesBefore - $0.bytesAfter }
+        let freed = changes.filter { $0 > 0 }.reduce(0, +)
+        let grown = -changes.filter { $0 < 0 }.reduce(0, +)
+        var summary = freed > 0 ? "Gave back \(DomainViews.count(freed, "byte")) on disk" : "Nothing to give back"
+        if grown > 0 {
+            // A table VACUUM has not seen yet gets its free space map and visibility map; writes meanwhile add rows.
+            summary +=
+                "; \(DomainViews.count(changes.filter { $0 < 0 }.count, "table")) grew by "
+                + "\(DomainViews.count(grown, "byte")) (the free space and visibility maps VACUUM writes, or rows "
+                + "written meanwhile)"
+        }
+        session.inform(summary + ".")
     }
 }

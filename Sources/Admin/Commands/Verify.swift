@@ -104,13 +104,17 @@ struct Verify: ConsoleCommand {
             session.output.line(Self.json(report))
         } else {
             if !report.differences.isEmpty { session.show(table(report, format: format), as: format) }
-            // The summary names top-level keys, which may hold control characters: escaped as the table is.
-            if format != .csv { session.output.line(TerminalText.escaped(summary(report))) }
+            // The summary names top-level keys, which may hold control characters: escaped as the table is. On a
+            // terminal, differences are summed up by the error line alone.
+            if format != .csv, report.isEqual || !session.showsErrorsBesideData {
+                session.output.line(TerminalText.escaped(summary(report)))
+            }
         }
         guard report.isEqual else {
             throw ConsoleError(
                 .violationsFound,
-                "the store differs from \(file) in \(DomainViews.count(report.differenceCount, "place"))")
+                "the store differs from \(file) in \(DomainViews.count(report.differenceCount, "place")) "
+                    + Self.whereDifferent(report))
         }
     }
 
@@ -135,24 +139,29 @@ struct Verify: ConsoleCommand {
 
     private func summary(_ report: VerifyReport) -> String {
         let rate = report.seconds > 0 ? Double(report.sourceBytes) / 1_000_000 / report.seconds : 0
-        let timing = String(format: "%.3f s, %.1f MB/s", report.seconds, rate)
+        let timing = DomainViews.duration(report.seconds) + String(format: ", %.1f MB/s", rate)
         let compared = "\(DomainViews.count(report.nodesCompared, "node")) compared"
         let sorted =
             sort
             ? " \(file) was sorted first (--sort)."
             : report.sortedBecause.map { " \(file) was sorted first, because \($0)." } ?? ""
         guard !report.isEqual else { return "The store and \(file) are equal: \(compared) (\(timing)).\(sorted)" }
-        let kinds = TreeDifference.Kind.allCases.compactMap { kind in
-            report.counts[kind].map { "\($0) \(kind.rawValue)" }
-        }
-        let nodes = Self.countsByChild(report).map { "\($0.path): \($0.count)" }
         var text =
-            "\(DomainViews.count(report.differenceCount, "difference")) (\(kinds.joined(separator: ", "))) "
-            + "under \(nodes.joined(separator: ", ")); \(compared) (\(timing))."
+            "\(DomainViews.count(report.differenceCount, "difference")) \(Self.whereDifferent(report)); "
+            + "\(compared) (\(timing))."
         if report.differences.count < report.differenceCount {
             text += " The first \(report.differences.count) are listed (--max-differences)."
         }
         return text + sorted
+    }
+
+    /// "(3 missing, 2 extra) under /chats: 2, /messages: 3".
+    private static func whereDifferent(_ report: VerifyReport) -> String {
+        let kinds = TreeDifference.Kind.allCases.compactMap { kind in
+            report.counts[kind].map { "\($0) \(kind.rawValue)" }
+        }
+        let nodes = countsByChild(report).map { "\($0.path): \($0.count)" }
+        return "(\(kinds.joined(separator: ", "))) under \(nodes.joined(separator: ", "))"
     }
 
     /// The differences under each child of the verified node, in RTDB order of its path.
@@ -182,7 +191,7 @@ struct Verify: ConsoleCommand {
             ("by_node", JSONWriter.object(countsByChild(report).map { ($0.path, String($0.count)) })),
             ("listed", String(report.differences.count)),
             ("source_bytes", String(report.sourceBytes)),
-            ("seconds", JSONWriter.number(report.seconds)),
+            ("seconds", JSONWriter.seconds(report.seconds)),
             ("sorted_because", report.sortedBecause.map(JSONWriter.string) ?? "null"),
         ])
         return JSONWriter.object([

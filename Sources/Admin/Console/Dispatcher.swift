@@ -106,11 +106,28 @@ enum Dispatcher {
         return path + options + (arguments.isEmpty ? [] : ["--"] + arguments)
     }
 
-    /// `; did you mean "x"?` for the nearest of `candidates` within two edits, else nothing.
+    /// `; did you mean "x"?` for the nearest of `candidates` within two edits, else for the one candidate that
+    /// `word` abbreviates (`chat_dups` for `chat_duplicates`), else nothing.
     static func suggestion(for word: String, among candidates: [String]) -> String {
         let scored = candidates.map { ($0, editDistance(word, $0)) }.filter { $0.1 <= 2 && $0.1 < word.count }
-        guard let best = scored.min(by: { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }) else { return "" }
-        return "; did you mean \"\(best.0)\"?"
+        if let best = scored.min(by: { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }) {
+            return "; did you mean \"\(best.0)\"?"
+        }
+        let abbreviated = candidates.filter { isAbbreviation(word, of: $0) }
+        guard abbreviated.count == 1 else { return "" }
+        return "; did you mean \"\(abbreviated[0])\"?"
+    }
+
+    /// Whether `word` (four characters or more) keeps `candidate`'s first character and the rest of its
+    /// characters in order: a shortened name.
+    private static func isAbbreviation(_ word: String, of candidate: String) -> Bool {
+        guard word.count >= 4, word.first == candidate.first else { return false }
+        var remaining = candidate[...]
+        for character in word {
+            guard let found = remaining.firstIndex(of: character) else { return false }
+            remaining = remaining[remaining.index(after: found)...]
+        }
+        return true
     }
 
     /// Levenshtein distance, for suggestions.

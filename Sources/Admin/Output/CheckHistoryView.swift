@@ -98,7 +98,7 @@ struct CheckHistoryView {
                         JSONWriter.object([
                             ("name", JSONWriter.string(entry.check)), ("violations", String(entry.violations)),
                             ("change", previous[entry.check].map { String(entry.violations - $0) } ?? "null"),
-                            ("seconds", JSONWriter.number(entry.seconds)),
+                            ("seconds", JSONWriter.seconds(entry.seconds)),
                             ("tripped", entry.tripped ? "true" : "false"),
                         ])
                     })

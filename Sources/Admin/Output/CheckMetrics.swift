@@ -62,8 +62,9 @@ struct CheckMetrics {
             .replacingOccurrences(of: "\n", with: "\\n")
     }
 
-    /// A sample value: Swift's shortest round-tripping spelling, which Prometheus's parser reads.
+    /// A sample value in seconds: to the microsecond, in Swift's shortest round-tripping spelling, which
+    /// Prometheus's parser reads.
     private static func number(_ value: Double) -> String {
-        value.isFinite ? value.description : "NaN"
+        value.isFinite ? ((value * 1e6).rounded() / 1e6).description : "NaN"
     }
 }

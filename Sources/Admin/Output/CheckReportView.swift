@@ -45,7 +45,11 @@ struct CheckReportView {
             afterTable.title = repairs.first?.isDryRun == true ? "After repairs (rolled back):" : "After repairs:"
         }
         session.show(afterTable, as: format)
-        if (!quiet || !repairs.isEmpty), format != .csv { session.output.line(summary(after, verdicts: verdicts)) }
+        // A run that trips ends with an error line that says as much; on a terminal it is not said twice.
+        let leftToError = verdicts.contains(where: \.trips) && session.showsErrorsBesideData
+        if !quiet || !repairs.isEmpty, format != .csv, !leftToError {
+            session.output.line(summary(after, verdicts: verdicts))
+        }
     }
 
     private func table(_ results: [CheckResult], verdicts: [CheckVerdict]?) -> ResultTable {
@@ -113,7 +117,7 @@ struct CheckReportView {
             ("name", JSONWriter.string(result.check.rawValue)), ("violations", String(result.violations)),
             ("examples", JSONWriter.array(result.examples.map(JSONWriter.string))),
         ]
-        if timed { members.append(("seconds", JSONWriter.number(result.seconds))) }
+        if timed { members.append(("seconds", JSONWriter.seconds(result.seconds))) }
         if let verdict {
             members += [("tripped", verdict.trips ? "true" : "false"), ("status", JSONWriter.string(status(verdict)))]
         }

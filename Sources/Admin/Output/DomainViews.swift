@@ -88,6 +88,15 @@ enum DomainViews {
         "\(number) \(singular)\(number == 1 ? "" : "s")"
     }
 
+    /// A duration for a summary line: "1.329 s", "3.8 ms", "0.41 ms"; never "0.000 s" for work that was fast.
+    static func duration(_ seconds: Double) -> String {
+        switch seconds {
+        case 1...: String(format: "%.3f s", seconds)
+        case 0.001...: String(format: "%.1f ms", seconds * 1000)
+        default: String(format: "%.2f ms", seconds * 1000)
+        }
+    }
+
     static func cell(_ text: String?) -> Cell {
         text.map(Cell.text) ?? .null
     }

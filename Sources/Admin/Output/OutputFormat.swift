@@ -99,6 +99,12 @@ enum JSONWriter {
         return value.description
     }
 
+    /// A duration or a time in seconds, to the microsecond: `0.003804`, never the noise a sum of measured
+    /// durations carries (`0.0046386380000000005`).
+    static func seconds(_ value: Double) -> String {
+        number(value.isFinite ? (value * 1e6).rounded() / 1e6 : value)
+    }
+
     /// An object from already-encoded member values, keys in the given order.
     static func object(_ members: [(String, String)]) -> String {
         "{" + members.map { string($0.0) + ": " + $0.1 }.joined(separator: ", ") + "}"

@@ -22,20 +22,56 @@ struct RepairReportView {
         guard format != .csv else { return }
         // The summary is for the operator (stderr, unless quiet); the rows above are the data.
         for report in reports {
-            let seconds = String(format: "%.3f", report.seconds)
-            let rows = report.rowsChanged == 1 ? "1 row" : "\(report.rowsChanged) rows"
+            let took = DomainViews.duration(report.seconds)
+            let rows = DomainViews.count(report.rowsChanged, "row")
             session.inform(
                 report.isDryRun
-                    ? "\(report.repair.commandName): dry run, would change \(rows) (\(seconds) s); rolled back."
-                    : "\(report.repair.commandName): changed \(rows) in \(seconds) s.")
+                    ? "\(report.repair.commandName): dry run, would change \(rows) (\(took)); rolled back."
+                    : "\(report.repair.commandName): changed \(rows) in \(took).")
         }
+    }
+
+    /// `chat merge --all`: each chat merged away and the chat that kept its messages, then the summary; JSON
+    /// adds them to the report as `merged`.
+    func printMerges(_ report: RepairReport, to session: Session) {
+        let merges = report.mergedChats
+        if format == .json {
+            let merged = merges.map { merge in
+                JSONWriter.object([
+                    ("kept", JSONWriter.string(merge.kept)), ("dropped", JSONWriter.string(merge.dropped)),
+                    ("members", JSONWriter.array(merge.members.map(JSONWriter.string))),
+                    ("messages_moved", String(merge.messagesMoved)),
+                ])
+            }
+            session.output.line(JSONWriter.object(Self.members(report) + [("merged", JSONWriter.array(merged))]))
+            return
+        }
+        guard !merges.isEmpty else { return session.inform("No duplicate chats: nothing to merge.") }
+        session.show(
+            ResultTable(
+                columns: ["kept", "dropped", "members", "messages moved"],
+                rows: merges.map { [.text($0.kept), .text($0.dropped), .list($0.members), .integer($0.messagesMoved)] }
+            ), as: format)
+        guard format != .csv else { return }
+        let chats = DomainViews.count(merges.count, "chat")
+        let into = Set(merges.map(\.kept)).count
+        let rows = DomainViews.count(report.rowsChanged, "row")
+        let took = DomainViews.duration(report.seconds)
+        session.inform(
+            report.isDryRun
+                ? "chat merge: dry run, would merge \(chats) into \(into) (\(rows)) (\(took)); rolled back."
+                : "chat merge: merged \(chats) into \(into), changing \(rows), in \(took).")
     }
 
     /// One report as a JSON object.
     static func json(_ report: RepairReport) -> String {
-        JSONWriter.object([
+        JSONWriter.object(members(report))
+    }
+
+    private static func members(_ report: RepairReport) -> [(String, String)] {
+        [
             ("repair", JSONWriter.string(report.repair.commandName)), ("dry_run", report.isDryRun ? "true" : "false"),
-            ("rows_changed", String(report.rowsChanged)), ("seconds", JSONWriter.number(report.seconds)),
+            ("rows_changed", String(report.rowsChanged)), ("seconds", JSONWriter.seconds(report.seconds)),
             (
                 "changes",
                 JSONWriter.array(
@@ -46,7 +82,7 @@ struct RepairReportView {
                         ])
                     })
             ),
-        ])
+        ]
     }
 }
 

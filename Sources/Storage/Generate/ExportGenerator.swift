@@ -86,7 +86,7 @@ public enum ExportGenerator {
         to sink: (UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws -> GeneratorReport {
         precondition((1...GeneratorOptions.maximumUsers).contains(options.users))
-        let started = Date()
+        let started = ContinuousClock.now
         return try withoutActuallyEscaping(sink) { sink in
             var tree = GeneratedTree(
                 world: GeneratedWorld(
@@ -101,7 +101,7 @@ public enum ExportGenerator {
             var report = GeneratorReport()
             report.nodes = tree.nodes
             report.bytes = tree.writer.bytesWritten
-            report.seconds = Date().timeIntervalSince(started)
+            report.seconds = (ContinuousClock.now - started).seconds
             report.violations = tree.planted.results
             return report
         }

@@ -141,6 +141,8 @@ public struct RepairReport: Sendable, Equatable {
     public var isDryRun = false
     /// How long it took.
     public var seconds = 0.0
+    /// `chat merge --all`: each chat merged away and the chat that took its messages, in the order merged.
+    public var mergedChats: [MergedChat] = []
 
     /// Rows changed in all tables.
     public var rowsChanged: Int { changes.reduce(0) { $0 + $1.rows } }
@@ -153,4 +155,16 @@ public struct RepairReport: Sendable, Equatable {
             changes.append(change)
         }
     }
+}
+
+/// A chat that `chat merge --all` merged into another of the same members.
+public struct MergedChat: Sendable, Equatable {
+    /// The chat that stays.
+    public var kept: String
+    /// The chat whose messages moved into `kept` and whose copies were deleted.
+    public var dropped: String
+    /// Both chats' members.
+    public var members: [String]
+    /// How many messages moved.
+    public var messagesMoved: Int
 }

@@ -34,17 +34,21 @@ extension Store {
             try lockTree()
             let groups = try connection.query(
                 """
-                SELECT array_agg(chat_key ORDER BY chat_key) FROM chat_members
+                SELECT array_agg(chat_key ORDER BY chat_key), members FROM chat_members
                 WHERE cardinality(members) = 2 GROUP BY members HAVING count(*) > 1 ORDER BY members
                 """
-            ).map { try $0.decode([String].self, at: 0) }
-            for keys in groups {
-                let keep = keeping == .newest ? keys.last! : keys.first!
-                for drop in keys where !FirebaseKey.same(drop, keep) {
+            ).map { (keys: try $0.decode([String].self, at: 0), members: try $0.decode([String].self, at: 1)) }
+            for group in groups {
+                guard let keep = keeping == .newest ? group.keys.last : group.keys.first else { continue }
+                for drop in group.keys where !FirebaseKey.same(drop, keep) {
+                    var merged = MergedChat(kept: keep, dropped: drop, members: group.members, messagesMoved: 0)
                     for step in try chatMergeSteps((keep, drop)) {
                         let rows = try connection.execute(step.query)
-                        if let table = step.table { report.add(.init(table: table, action: step.action, rows: rows)) }
+                        guard let table = step.table else { continue }
+                        report.add(.init(table: table, action: step.action, rows: rows))
+                        if table == "messages" { merged.messagesMoved += rows }
                     }
+                    report.mergedChats.append(merged)
                 }
             }
         }

@@ -24,7 +24,7 @@ struct ImportExportCommandTests {
                 "post_keys", "chat_holders",
             ])
         #expect(after.last?.contains(" indexes ") == true)
-        #expect(run.stderr.contains("Exported 1053 rows as 192980 bytes to \(output)"))
+        #expect(run.stderr.contains("Exported 1053 rows as 192980 bytes of JSON to \(output)"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: output)) == Data(contentsOf: URL(fileURLWithPath: fixture)))
 
         let refused = try AdminProcess.run(["--db", database.conninfo, "export", output])
@@ -55,6 +55,15 @@ struct ImportExportCommandTests {
         #expect(cut.stderr.contains("truncated"))
         let export = try AdminProcess.run(["--db", database.conninfo, "-q", "export", "-", "--pretty"])
         #expect(export.stdout == (try String(contentsOfFile: fixture, encoding: .utf8)))
+
+        // A .gz export says the JSON's size and the file's, which differ.
+        let zipped = directory + "/again.json.gz"
+        let written = try AdminProcess.run(["--db", database.conninfo, "export", zipped, "--pretty"])
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: zipped)[.size] as? Int)
+        #expect(size < 192_980)
+        #expect(
+            written.stderr.contains("as 192980 bytes of JSON (\(size) bytes gzipped) to \(zipped)"), "\(written.stderr)"
+        )
     }
 
     @Test func stdinToStdoutWithAJSONReport() throws {

@@ -1,0 +1,109 @@
+import Foundation
+import PostgresTestSupport
+import Testing
+
+/// The lines that sum a command up say what happened: no "0 bytes" given back by a vacuum that gave nothing,
+/// the chats a merge kept and dropped, no durations of 0.000 s and no binary noise in numbers, did-you-mean
+/// for a shortened check name, and on a terminal no summary said twice.
+@Suite("summaries")
+struct SummaryTests {
+    /// Two chats of alice and bob, one of alice and carol.
+    private static let duplicateChats = """
+        {"users": {"alice": {"username": "alice"}, "bob": {"username": "bob"}, "carol": {"username": "carol"}},
+         "chats": {"alice": {"-Ch1": {"members": {"alice": true, "bob": true}},
+                             "-Ch2": {"members": {"alice": true, "bob": true}},
+                             "-Ch3": {"members": {"alice": true, "carol": true}}},
+                   "bob": {"-Ch1": {"members": {"alice": true, "bob": true}},
+                           "-Ch2": {"members": {"alice": true, "bob": true}}},
+                   "carol": {"-Ch3": {"members": {"alice": true, "carol": true}}}},
+         "messages": {"-Ch1": {"-M1": {"content": "hi", "timestamp": 1, "sender": {"uid": "bob", "username": "bob"}}},
+                      "-Ch2": {"-M2": {"content": "yo", "timestamp": 2, "sender": {"uid": "alice", "username": "alice"}},
+                               "-M3": {"content": "ok", "timestamp": 3, "sender": {"uid": "bob", "username": "bob"}}}}}
+        """
+
+    @Test func chatMergeAllNamesTheChatsItKeptAndDropped() throws {
+        let database = try databaseHolding(Self.duplicateChats)
+        let dryRun = try AdminProcess.run(["--db", database.conninfo, "chat", "merge", "--all", "--dry-run"])
+        #expect(dryRun.status == 0, "\(dryRun.stderr)")
+        #expect(dryRun.stdout.contains(" -Ch2 | -Ch1    | alice, bob |              1"), "\(dryRun.stdout)")
+        #expect(dryRun.stderr.contains("chat merge: dry run, would merge 1 chat into 1 ("), "\(dryRun.stderr)")
+
+        let json = try AdminProcess.run([
+            "--db", database.conninfo, "chat", "merge", "--all", "--keep", "oldest", "--format", "json",
+        ])
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let merged = try #require(report["merged"] as? [[String: Any]])
+        #expect(merged.count == 1)
+        #expect(merged.first?["kept"] as? String == "-Ch1")
+        #expect(merged.first?["dropped"] as? String == "-Ch2")
+        #expect(merged.first?["members"] as? [String] == ["alice", "bob"])
+        #expect(merged.first?["messages_moved"] as? Int == 2)
+
+        // Nothing left to merge: said in a line, not as an empty table.
+        let again = try AdminProcess.run(["--db", database.conninfo, "chat", "merge", "--all"])
+        #expect(again.status == 0)
+        #expect(again.stdout.isEmpty, "\(again.stdout)")
+        #expect(again.stderr == "No duplicate chats: nothing to merge.\n")
+    }
+
+    @Test func vacuumSaysWhatItGaveBackOrThatItGaveNothing() throws {
+        let users = (0..<3000).map { #""u\#($0)": {"username": "\#(String(repeating: "x", count: 200))"}"# }
+        let database = try databaseHolding(#"{"users": {"# + users.joined(separator: ", ") + "}}")
+        let first = try AdminProcess.run(["--db", database.conninfo, "vacuum"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(!first.stderr.contains("Gave back 0 bytes"), "\(first.stderr)")
+        let removed = try AdminProcess.run(["--db", database.conninfo, "-q", "remove", "/users", "--yes"])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        let emptied = try AdminProcess.run(["--db", database.conninfo, "vacuum", "--full"])
+        let freed = try #require(emptied.stderr.firstMatch(of: /Gave back (\d+) bytes on disk/)?.1)
+        #expect(Int(freed)! > 500_000, "\(emptied.stderr)")
+    }
+
+    @Test func durationsAreReadableAndNumbersHaveNoBinaryNoise() throws {
+        let generated = try AdminProcess.run(["generate", "-", "--users", "1"])
+        #expect(generated.status == 0)
+        #expect(generated.stderr.contains("Generated 1 user (makestagram"), "\(generated.stderr)")
+        #expect(!generated.stderr.contains(" 0.000 s"), "\(generated.stderr)")
+        #expect(generated.stderr.firstMatch(of: /\sin \d+\.\d+ (ms|s) \(/) != nil, "\(generated.stderr)")
+
+        let database = try databaseHolding(Self.duplicateChats)
+        for command in [
+            ["check", "--format", "json"], ["import", "-", "--dry-run", "--format", "json"],
+            ["backfill", "like-counts", "--dry-run", "--format", "json"], ["check", "--record", "--format", "json"],
+            ["check", "--history", "--format", "json"],
+        ] {
+            let run = try AdminProcess.run(["--db", database.conninfo] + command, input: Self.duplicateChats)
+            // Seconds to the microsecond at most: no 0.0046386380000000005.
+            for match in run.stdout.matches(of: /"seconds": (-?[0-9.e+-]+)/) {
+                #expect(match.1.split(separator: ".").last!.count <= 6, "\(command): \(match.0)")
+            }
+            #expect(run.stdout.contains("\"seconds\""), "\(command): \(run.stdout)")
+        }
+    }
+
+    @Test func aShortenedCheckNameGetsADidYouMean() throws {
+        let run = try AdminProcess.run(["check", "--allow", "chat_dups=3"])
+        #expect(run.status == 64)
+        #expect(run.stderr.contains(#"no check named "chat_dups"; did you mean "chat_duplicates"? The checks are"#))
+    }
+
+    /// At a terminal, a failing check or verify sums itself up once, in its error line.
+    @Test(.enabled(if: Terminal.isAvailable)) func aFailureIsSummedUpOnceAtATerminal() throws {
+        let database = try databaseHolding(Self.duplicateChats)
+        let directory = try makeTemporaryDirectory("admin-summary")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let other = directory + "/other.json"
+        try #"{"users": {"alice": {"username": "alice"}}}"#.write(toFile: other, atomically: true, encoding: .utf8)
+        let command = "\(shellQuoted(AdminProcess.executable.path)) --db \(shellQuoted(database.conninfo))"
+        let terminal = try Terminal(command, environment: ["TERM": "xterm"])
+        #expect(try terminal.waitFor("=>"))
+        try terminal.send("check --only chat_duplicates", "Enter")
+        #expect(try terminal.waitFor("admin: check: 1 of 1 checks found 1 violation: chat_duplicates"))
+        try terminal.send("verify \(other)", "Enter")
+        #expect(try terminal.waitFor("admin: verify: the store differs from \(other) in "))
+        let screen = try terminal.screen()
+        #expect(!screen.contains("checks found violations."), "\(screen)")
+        #expect(!screen.contains("differences ("), "\(screen)")
+        try terminal.send("C-d")
+    }
+}
