@@ -104,18 +104,11 @@ struct Verify: ConsoleCommand {
             session.output.line(Self.json(report))
         } else {
             if !report.differences.isEmpty { session.show(table(report, format: format), as: format) }
-            // The summary names top-level keys, which may hold control characters: escaped as the table is. On a
-            // terminal, differences are summed up by the error line alone.
-            if format != .csv, report.isEqual || !session.showsErrorsBesideData {
-                session.output.line(TerminalText.escaped(summary(report)))
-            }
+            // The summary names top-level keys, which may hold control characters: escaped as the table is.
+            // Differences are summed up by the error line, once.
+            if format != .csv, report.isEqual { session.output.line(TerminalText.escaped(summary(report))) }
         }
-        guard report.isEqual else {
-            throw ConsoleError(
-                .violationsFound,
-                "the store differs from \(file) in \(DomainViews.count(report.differenceCount, "place")) "
-                    + Self.whereDifferent(report))
-        }
+        guard report.isEqual else { throw ConsoleError(.violationsFound, summary(report)) }
     }
 
     private func table(_ report: VerifyReport, format: OutputFormat) -> ResultTable {
@@ -147,8 +140,8 @@ struct Verify: ConsoleCommand {
             : report.sortedBecause.map { " \(file) was sorted first, because \($0)." } ?? ""
         guard !report.isEqual else { return "The store and \(file) are equal: \(compared) (\(timing)).\(sorted)" }
         var text =
-            "\(DomainViews.count(report.differenceCount, "difference")) \(Self.whereDifferent(report)); "
-            + "\(compared) (\(timing))."
+            "the store differs from \(file) in \(DomainViews.count(report.differenceCount, "place")) "
+            + "\(Self.whereDifferent(report)); \(compared) (\(timing))."
         if report.differences.count < report.differenceCount {
             text += " The first \(report.differences.count) are listed (--max-differences)."
         }

@@ -183,10 +183,6 @@ final class Session {
         return nil
     }
 
-    /// Whether data and diagnostics both reach the operator's terminal, where a failing command's error line
-    /// would repeat the summary printed below its data: the error line then says it alone.
-    var showsErrorsBesideData: Bool { output.isTerminal && diagnostics.isTerminal }
-
     /// An informational message to stderr, unless quiet. Messages quote keys, paths and file names from the
     /// data: their control characters show as escapes (`TerminalText.escaped`).
     func inform(_ message: String) {

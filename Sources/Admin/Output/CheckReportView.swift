@@ -45,10 +45,9 @@ struct CheckReportView {
             afterTable.title = repairs.first?.isDryRun == true ? "After repairs (rolled back):" : "After repairs:"
         }
         session.show(afterTable, as: format)
-        // A run that trips ends with an error line that says as much; on a terminal it is not said twice.
-        let leftToError = verdicts.contains(where: \.trips) && session.showsErrorsBesideData
-        if !quiet || !repairs.isEmpty, format != .csv, !leftToError {
-            session.output.line(summary(after, verdicts: verdicts))
+        // A run that trips ends with an error line that sums it up: said once, on stderr.
+        if !quiet || !repairs.isEmpty, format != .csv, !verdicts.contains(where: \.trips) {
+            session.output.line(summary(after))
         }
     }
 
@@ -64,17 +63,13 @@ struct CheckReportView {
             })
     }
 
-    private func summary(_ results: [CheckResult], verdicts: [CheckVerdict]) -> String {
+    /// The line below a run that passed (one that trips is summed up by its error line).
+    private func summary(_ results: [CheckResult]) -> String {
         let failing = results.filter { !$0.isClean }
         guard !failing.isEmpty else {
             return results.count == 1 ? "The check passed." : "All \(results.count) checks passed."
         }
-        let tripped = verdicts.filter(\.trips).count
-        if tripped == 0 {
-            return "\(failing.count) of \(results.count) checks found violations, none over its threshold."
-        }
-        guard showsStatus else { return "\(failing.count) of \(results.count) checks found violations." }
-        return "\(failing.count) of \(results.count) checks found violations; \(tripped) tripped."
+        return "\(failing.count) of \(results.count) checks found violations, none over its threshold."
     }
 
     /// What a verdict means, in a word or a few.

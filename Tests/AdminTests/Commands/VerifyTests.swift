@@ -37,7 +37,7 @@ struct VerifyCommandTests {
         let underPath = try AdminProcess.run(
             ["--db", database.conninfo, "verify", "-", "--path", "/users"], input: #"{"alice": {"username": "Al"}}"#)
         #expect(underPath.status == 3)
-        #expect(underPath.stdout.contains("under /users/alice: 1, /users/bob: 1;"), "\(underPath.stdout)")
+        #expect(underPath.stderr.contains("under /users/alice: 1, /users/bob: 1;"), "\(underPath.stderr)")
 
     }
 
