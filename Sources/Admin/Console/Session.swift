@@ -52,6 +52,9 @@ final class Session {
         self.isQuiet = isQuiet
         self.output = output
         self.diagnostics = diagnostics
+        // A message comes after the data printed before it, also where both streams go to one pipe (cron's mail,
+        // `2>&1`), as psql flushes stdout before it writes to stderr.
+        diagnostics.beforeWriting = { [unowned self] in self.output.flush() }
     }
 
     /// The store if it is connected, without connecting (Tab completion must not start a server).
@@ -86,8 +89,13 @@ final class Session {
         guard !hasCurrentSchema else { return store }
         var state = try store.migrationState()
         if !state.pending.isEmpty, migratesOnConnect, migratingEmbedded, embeddedDirectory != nil {
-            for migration in try store.migrate() {
-                inform("Applied migration \(migration.fileName).")
+            // One line, not one per migration: a new cluster gets every migration at once.
+            let applied = try store.migrate()
+            if let last = applied.last {
+                inform(
+                    "Brought the embedded cluster's schema up to date: applied "
+                        + (applied.count == 1 ? "migration" : "\(applied.count) migrations, up to")
+                        + " \(last.fileName).")
             }
             state = try store.migrationState()
         }

@@ -27,8 +27,12 @@ final class TextOutput {
         if closesWhenDone { close(descriptor) }
     }
 
+    /// Runs before each write: the diagnostics' flushes the data written before them.
+    var beforeWriting: (() -> Void)?
+
     /// Appends text; sends it once the buffer is large.
     func write(_ text: String) {
+        beforeWriting?()
         buffer.append(contentsOf: (escapesControls ? TerminalText.escaped(text, keepingNewlines: true) : text).utf8)
         if buffer.count >= 1 << 16 { flush() }
     }

@@ -42,11 +42,17 @@ enum AdminProcess {
     static func start(_ arguments: [String], environment extra: [String: String] = [:], directory: String? = nil)
         throws -> (Process, Pipe, Pipe, Pipe)
     {
+        try start(executable, arguments, environment: environment(extra), directory: directory)
+    }
+
+    private static func start(
+        _ program: URL, _ arguments: [String], environment: [String: String], directory: String?
+    ) throws -> (Process, Pipe, Pipe, Pipe) {
         let process = Process()
-        process.executableURL = executable
+        process.executableURL = program
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         process.arguments = arguments
-        process.environment = environment(extra)
+        process.environment = environment
         let input = Pipe(), output = Pipe(), errors = Pipe()
         process.standardInput = input
         process.standardOutput = output
@@ -60,14 +66,42 @@ enum AdminProcess {
         _ arguments: [String], input: String = "", environment extra: [String: String] = [:],
         directory: String? = nil, timeout: TimeInterval = 120
     ) throws -> AdminRun {
-        let (process, stdin, stdout, stderr) = try start(arguments, environment: extra, directory: directory)
+        try finish(try start(arguments, environment: extra, directory: directory), input: input, timeout: timeout)
+    }
+
+    /// Runs a bash command line to completion as `run` runs admin, in `environment` as given; Ctrl-C (SIGINT)
+    /// after `interruptAfter` seconds when given.
+    static func runShell(
+        _ command: String, input: String, environment: [String: String], directory: String,
+        interruptAfter: TimeInterval? = nil
+    ) throws -> AdminRun {
+        let started = try start(
+            URL(fileURLWithPath: "/bin/bash"), ["-c", command], environment: environment, directory: directory)
+        return try finish(started, input: input, timeout: 120, interruptAfter: interruptAfter)
+    }
+
+    private static func finish(
+        _ started: (Process, Pipe, Pipe, Pipe), input: String, timeout: TimeInterval,
+        interruptAfter: TimeInterval? = nil
+    ) throws -> AdminRun {
+        let (process, stdin, stdout, stderr) = started
         stdin.fileHandleForWriting.write(Data(input.utf8))
         try stdin.fileHandleForWriting.close()
         let errors = Mutex(Data())
         let reader = Thread { errors.withLock { $0 = stderr.fileHandleForReading.readDataToEndOfFile() } }
         reader.start()
         let deadline = Date().addingTimeInterval(timeout)
+        let interruption = interruptAfter.map { Date().addingTimeInterval($0) }
         let timer = Thread {
+            while process.isRunning && Date() < deadline {
+                if let interruption, Date() >= interruption, process.isRunning {
+                    // Ctrl-C reaches the terminal's whole process group: a shell and the admin it runs.
+                    let group = getpgid(process.processIdentifier)
+                    if group > 0, group != getpgrp() { kill(-group, SIGINT) } else { process.interrupt() }
+                    break
+                }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
             while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
             if process.isRunning { process.interrupt(); kill(process.processIdentifier, SIGKILL) }
         }
