@@ -163,13 +163,14 @@ public struct CopyRowEncoder {
     }
 
     private mutating func appendEscaped(_ text: UnsafeBufferPointer<UInt8>) throws {
+        guard let base = text.baseAddress else { return }
         var runStart = 0
         var index = 0
         let count = text.count
         while index < count {
             // Eight bytes at a time while none is below 0x0E (NUL, tab, newline, return) or a backslash.
             if index + 8 <= count {
-                let word = UnsafeRawPointer(text.baseAddress! + index).loadUnaligned(as: UInt64.self)
+                let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
                 let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
                 let backslashes = word ^ (ones &* 0x5C)
                 // A byte's high bit ends up set when it is below 0x0E or a backslash (bytes of 0x80 and up, UTF-8,

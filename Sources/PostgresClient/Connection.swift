@@ -218,8 +218,8 @@ public final class Connection {
     }
 
     private func serverError(_ result: OpaquePointer, statement: String) -> DatabaseError? {
-        func field(_ code: Character) -> String? {
-            PQresultErrorField(result, Int32(code.asciiValue!)).map { String(cString: $0) }
+        func field(_ code: Unicode.Scalar) -> String? {
+            PQresultErrorField(result, Int32(code.value)).map { String(cString: $0) }
         }
         guard let message = field("M") else { return nil }
         let sqlState = field("C").map(SQLState.init(rawValue:))
@@ -292,7 +292,8 @@ public enum ConnectionOptions {
 func withCStringArray<Result>(
     _ strings: [String?], _ body: ([UnsafePointer<CChar>?]) throws -> Result
 ) rethrows -> Result {
-    let copies = strings.map { $0.map { strdup($0)! } }
+    // strdup fails only when memory is out, where Swift's own allocations trap too.
+    let copies = strings.map { $0.flatMap { strdup($0) } }
     defer { copies.forEach { $0.map { free($0) } } }
     return try body(copies.map { $0.map { UnsafePointer($0) } })
 }

@@ -7,21 +7,41 @@ import Testing
 @Suite("Source format")
 struct SourceFormatTests {
     @Test func swiftFormatLintFindsNothing() throws {
-        let root = Repository.root
+        // Fix with: swift format format -i --configuration .swift-format -r Sources Tests Benchmarks Package.swift
+        let output = try lint(["Sources", "Tests", "Benchmarks", "Package.swift"], configuration: ".swift-format")
+        #expect(output.isEmpty, "\(output.prefix(4000))")
+    }
+
+    /// The console and the PostgreSQL client force-unwrap nothing: a nil they did not expect is an error they
+    /// report, not a crash. (FirebaseTree's and Storage's engines still have ~95 unwraps of buffers' base
+    /// addresses and looked-up rows; they follow as those engines are reworked.)
+    @Test func theConsoleAndTheClientForceUnwrapNothing() throws {
+        let base = try Data(contentsOf: Repository.url(".swift-format"))
+        var configuration = try #require(try JSONSerialization.jsonObject(with: base) as? [String: Any])
+        var rules = configuration["rules"] as? [String: Any] ?? [:]
+        rules["NeverForceUnwrap"] = true
+        configuration["rules"] = rules
+        let directory = try makeTemporaryDirectory("admin-lint")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/swift-format.json"
+        try JSONSerialization.data(withJSONObject: configuration).write(to: URL(fileURLWithPath: path))
+        let output = try lint(["Sources/Admin", "Sources/PostgresClient", "Sources/CLibPQ"], configuration: path)
+        #expect(output.isEmpty, "\(output.prefix(4000))")
+    }
+
+    /// What `swift format lint --strict` prints for `paths`, run from the repository's root.
+    private func lint(_ paths: [String], configuration: String) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "swift", "format", "lint", "--strict", "--configuration", ".swift-format", "--recursive",
-            "Sources", "Tests", "Benchmarks", "Package.swift",
-        ]
-        process.currentDirectoryURL = root
+        process.arguments =
+            ["swift", "format", "lint", "--strict", "--configuration", configuration, "--recursive"] + paths
+        process.currentDirectoryURL = Repository.root
         let findings = Pipe()
         process.standardOutput = findings
         process.standardError = findings
         try process.run()
         let output = String(decoding: findings.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        // Fix with: swift format format -i --configuration .swift-format -r Sources Tests Benchmarks Package.swift
-        #expect(process.terminationStatus == 0 && output.isEmpty, "\(output.prefix(4000))")
+        return process.terminationStatus == 0 ? output : "exit \(process.terminationStatus)\n" + output
     }
 }

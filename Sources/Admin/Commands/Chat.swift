@@ -134,7 +134,9 @@ struct ChatMerge: ConsoleCommand {
 
     func run(in session: Session) throws {
         guard all else {
-            return try options.run(.chatMerge, in: session, options: RepairOptions(mergedChats: (kept!, drop!)))
+            // validate() made sure of both.
+            guard let kept, let drop else { throw ValidationError("missing KEEP DROP (or --all)") }
+            return try options.run(.chatMerge, in: session, options: RepairOptions(mergedChats: (kept, drop)))
         }
         guard
             options.dryRun

@@ -178,7 +178,8 @@ final class RejectsFile {
 
     func write(_ reject: ImportReject) throws {
         if first.count < 5 { first.append(reject.cut(to: 200)) }
-        if file == nil { file = try OutputFile(path: path, replacing: replacing, createsDirectory: false) }
+        let file = try self.file ?? OutputFile(path: path, replacing: replacing, createsDirectory: false)
+        self.file = file
         var fields = [("path", JSONWriter.string(reject.path)), ("reason", JSONWriter.string(reject.reason))]
         if reject.isTruncated {
             fields += [
@@ -189,7 +190,7 @@ final class RejectsFile {
             fields.append(("value", reject.value))
         }
         var line = JSONWriter.object(fields) + "\n"
-        try line.withUTF8 { try file!.write($0) }
+        try line.withUTF8 { try file.write($0) }
         count += 1
     }
 

@@ -35,7 +35,7 @@ struct SettingsCommand: ConsoleCommand {
     }
 
     func validate() throws {
-        if name != nil, value == nil { throw ValidationError("missing VALUE (settings \(name!.rawValue) VALUE)") }
+        if let name, value == nil { throw ValidationError("missing VALUE (settings \(name.rawValue) VALUE)") }
     }
 
     func run(in session: Session) throws {

@@ -73,13 +73,14 @@ struct CommandSpec {
             let name = word.dropFirst(2).prefix { $0 != "=" }
             return !name.isEmpty && longOptions[String(name)] != nil
         }
-        return word.count == 2 && word.hasPrefix("-") && shortOptions[word.last!] != nil
+        guard word.count == 2, word.hasPrefix("-"), let letter = word.last else { return false }
+        return shortOptions[letter] != nil
     }
 
     /// Whether the option `word` (as `recognizes` accepts it) takes a value from the next word.
     func takesValue(_ word: String) -> Bool {
         if word.hasPrefix("--") { return !word.contains("=") && longOptions[String(word.dropFirst(2))] == true }
-        return shortOptions[word.last!] == true
+        return word.last.flatMap { shortOptions[$0] } == true
     }
 
     /// `admin`'s own arguments with its options moved before the command where they were written after it

@@ -75,8 +75,9 @@ struct Completer {
     /// with a `/` after it when it has children of its own (as a shell completes directories).
     private func paths(startingWith word: String) -> [String] {
         let text = word.hasPrefix("/") ? word : "/" + word
-        let parent = String(text[..<text.lastIndex(of: "/")!])
-        let partial = String(text[text.index(after: text.lastIndex(of: "/")!)...])
+        guard let slash = text.lastIndex(of: "/") else { return [] }
+        let parent = String(text[..<slash])
+        let partial = String(text[text.index(after: slash)...])
         guard let keys = try? FirebasePath.keys(of: parent), let store = session.connectedStore,
             let children = try? store.childKeys(of: keys, startingWith: partial, limit: uidLimit)
         else { return [] }

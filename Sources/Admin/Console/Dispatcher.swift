@@ -87,7 +87,9 @@ enum Dispatcher {
                 }
                 let value = words[index]
                 index += 1
-                if let long = word.hasPrefix("--") ? word : spec.longNameOfShort[word.last!].map({ "--" + $0 }) {
+                if let long = word.hasPrefix("--")
+                    ? word : word.last.flatMap({ spec.longNameOfShort[$0] }).map({ "--" + $0 })
+                {
                     options.append(long + "=" + value)
                 } else {
                     options += [word, value]

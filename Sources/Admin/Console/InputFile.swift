@@ -31,12 +31,14 @@ final class InputFile {
     func source(progress: ProgressBar? = nil, keepingCopyIn copyDirectory: String? = nil) throws -> any ByteSource {
         var file: any ByteSource = FileDescriptorSource(descriptor: descriptor, name: path)
         if let copyDirectory, size == nil {
+            let copy: SpooledSource
             do {
-                spool = try SpooledSource(file, temporaryDirectory: copyDirectory)
+                copy = try SpooledSource(file, temporaryDirectory: copyDirectory)
             } catch let error as TreeError {
                 throw ConsoleError(.commandFailed, error.message)
             }
-            file = spool!
+            spool = copy
+            file = copy
         }
         return try decoded(file, progress: progress)
     }

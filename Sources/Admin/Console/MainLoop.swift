@@ -78,8 +78,9 @@ struct MainLoop {
                     text = readLine(strippingNewline: true)
                 }
                 guard let text else { break }
-                statement = statement.map { $0 + "\n" + text } ?? text
-                if Self.isComplete(statement!) { break }
+                let joined = statement.map { $0 + "\n" + text } ?? text
+                statement = joined
+                if Self.isComplete(joined) { break }
                 // psql's continuation prompt: the command goes on.
                 prompt = "admin@\(session.promptName)-> "
             }

@@ -121,7 +121,7 @@ final class OutputFile {
     private static func randomSuffix() -> String {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
         var generator = SystemRandomNumberGenerator()
-        return String((0..<12).map { _ in alphabet.randomElement(using: &generator)! })
+        return String((0..<12).map { _ in alphabet[Int.random(in: alphabet.indices, using: &generator)] })
     }
 
     func write(_ bytes: UnsafeBufferPointer<UInt8>) throws {
@@ -175,9 +175,10 @@ final class OutputFile {
     enum Closed: Error { case byReader }
 
     static func writeAll(_ bytes: UnsafeBufferPointer<UInt8>, to descriptor: Int32) throws {
+        guard let base = bytes.baseAddress else { return }
         var offset = 0
         while offset < bytes.count {
-            let written = Foundation.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            let written = Foundation.write(descriptor, base + offset, bytes.count - offset)
             if written < 0 {
                 if errno == EINTR { continue }
                 if errno == EPIPE { throw Closed.byReader }

@@ -143,10 +143,11 @@ final class Session {
             } catch let error as StorageError where error.kind == .connectionFailed {
                 // The server may have been stopped under us: open the cluster again, which restarts it.
                 cluster.close()
-                self.cluster = try EmbeddedCluster.open(directory: directory)
-                let reopened = UncheckedSendable(self.cluster!)
+                let restarted = try EmbeddedCluster.open(directory: directory)
+                self.cluster = restarted
+                let reopened = UncheckedSendable(restarted)
                 Interrupt.onTermination { reopened.value.close() }
-                return try Store(conninfo: "", parameters: self.cluster!.connectionParameters)
+                return try Store(conninfo: "", parameters: restarted.connectionParameters)
             }
         }
     }

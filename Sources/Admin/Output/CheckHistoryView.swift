@@ -52,7 +52,8 @@ struct CheckHistoryView {
                 let count = run.violations(of: name)
                 let before = previous[name]
                 if format == .csv {
-                    row += [count.map(Cell.integer) ?? .null, before.map { .integer(count! - $0) } ?? .null]
+                    let change = count.flatMap { count in before.map { count - $0 } }
+                    row += [count.map(Cell.integer) ?? .null, change.map(Cell.integer) ?? .null]
                 } else {
                     row.append(
                         .text(
