@@ -54,7 +54,8 @@ public struct MemorySource: ByteSource {
         let count = min(buffer.count, bytes.count - offset, chunkSize)
         guard count > 0 else { return 0 }
         bytes.withUnsafeBytes { source in
-            buffer.baseAddress!.copyMemory(from: source.baseAddress! + offset, byteCount: count)
+            UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]).copyMemory(
+                from: UnsafeRawBufferPointer(rebasing: source[offset..<offset + count]))
         }
         offset += count
         return count

@@ -47,17 +47,17 @@ public enum FirebaseKey {
     /// Why `key` cannot be a Firebase key, or nil when it can. `.priority` and `.value` are allowed here; the
     /// tree reader gives them their meaning.
     public static func problem(with key: UnsafeBufferPointer<UInt8>) -> String? {
-        if key.isEmpty { return "empty key" }
+        guard let base = key.baseAddress, !key.isEmpty else { return "empty key" }
         let count = key.count
         var index = 0
         // Eight bytes at a time, byte by byte only through a word that may hold a forbidden byte (a push ID's "-").
         while index < count {
-            if index + 8 <= count, !mayHoldForbidden(UnsafeRawPointer(key.baseAddress! + index)) {
+            if index + 8 <= count, !mayHoldForbidden(UnsafeRawPointer(base + index)) {
                 index += 8
                 continue
             }
             // A tail shorter than a word: the last eight bytes, overlapping those read, may clear it at once.
-            if index + 8 > count, count >= 8, !mayHoldForbidden(UnsafeRawPointer(key.baseAddress! + count - 8)) {
+            if index + 8 > count, count >= 8, !mayHoldForbidden(UnsafeRawPointer(base + count - 8)) {
                 return nil
             }
             let end = min(index + 8, count)
@@ -229,9 +229,9 @@ public enum FirebaseKey {
     public static func same(_ a: String, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         var a = a
         return a.withUTF8 { a in
-            a.count == b.count
-                && (a.count == 0 || a.baseAddress == b.baseAddress
-                    || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
+            guard a.count == b.count else { return false }
+            guard let x = a.baseAddress, let y = b.baseAddress else { return a.count == 0 }
+            return x == y || memcmp(x, y, a.count) == 0
         }
     }
 

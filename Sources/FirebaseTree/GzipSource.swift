@@ -35,7 +35,7 @@ public final class GzipSource: ByteSource {
                 if count == 0 {
                     isInputEnded = true
                 } else {
-                    stream.pointee.next_in = input.baseAddress!.assumingMemoryBound(to: Bytef.self)
+                    stream.pointee.next_in = input.baseAddress?.assumingMemoryBound(to: Bytef.self)
                     stream.pointee.avail_in = UInt32(count)
                 }
             }
@@ -50,7 +50,7 @@ public final class GzipSource: ByteSource {
                 inflateReset(stream)
                 isMemberComplete = false
             }
-            stream.pointee.next_out = buffer.baseAddress!.assumingMemoryBound(to: Bytef.self)
+            stream.pointee.next_out = buffer.baseAddress?.assumingMemoryBound(to: Bytef.self)
             stream.pointee.avail_out = UInt32(buffer.count)
             let status = inflate(stream, Z_NO_FLUSH)
             let produced = buffer.count - Int(stream.pointee.avail_out)

@@ -107,7 +107,8 @@ public struct JSONReader: ~Copyable {
         discarded = firstOffset
         capacity = max(bufferSize, 64)
         usualCapacity = capacity
-        buffer = malloc(capacity)!.assumingMemoryBound(to: UInt8.self)
+        guard let memory = malloc(capacity) else { fatalError("out of memory allocating the JSON buffer") }
+        buffer = memory.assumingMemoryBound(to: UInt8.self)
         scratch = .allocate(capacity: scratchCapacity)
         self.maximumTokenBytes = maximumTokenBytes
         frames.reserveCapacity(64)
@@ -573,8 +574,12 @@ public struct JSONReader: ~Copyable {
         } else if (0xDC00...0xDFFF).contains(scalar) {
             throw syntaxError("a lone low surrogate \\u escape cannot be UTF-8", at: escapeStart)
         }
+        // Surrogates were joined or refused above, so the value is a scalar.
+        guard let decoded = Unicode.Scalar(scalar) else {
+            throw syntaxError("a \\u escape that is no Unicode scalar", at: escapeStart)
+        }
         var encoded = [UInt8]()
-        UTF8.encode(Unicode.Scalar(scalar)!) { encoded.append($0) }
+        UTF8.encode(decoded) { encoded.append($0) }
         encoded.withUnsafeBufferPointer { appendToScratch($0) }
     }
 

@@ -209,6 +209,7 @@ public struct JSONTextWriter {
     /// Appends pretty-printed JSON text laid out one object deeper than where it lands: after each newline, two
     /// fewer spaces. `pendingSpaces` carries a cut between two pieces (start with 0).
     package mutating func appendRawOneLevelShallower(_ text: UnsafeBufferPointer<UInt8>, pendingSpaces: inout Int) {
+        guard let base = text.baseAddress else { return }
         var index = 0
         while index < text.count {
             if pendingSpaces > 0 {
@@ -220,11 +221,10 @@ public struct JSONTextWriter {
                 pendingSpaces = 0
             }
             let rest = text.count - index
-            let newline = memchr(text.baseAddress! + index, Int32(UInt8(ascii: "\n")), rest)
+            let newline = memchr(base + index, Int32(UInt8(ascii: "\n")), rest)
             let stop =
-                newline.map {
-                    $0.assumingMemoryBound(to: UInt8.self) - UnsafeMutablePointer(mutating: text.baseAddress!) + 1
-                } ?? text.count
+                newline.map { $0.assumingMemoryBound(to: UInt8.self) - UnsafeMutablePointer(mutating: base) + 1 }
+                ?? text.count
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[index..<stop]))
             index = stop
             if newline != nil { pendingSpaces = 2 }
@@ -263,13 +263,14 @@ public struct JSONTextWriter {
     /// Appends `text` escaped as in a JSON string literal, without the quotes (a long string may be escaped
     /// piece by piece: escapes never span two bytes of the input).
     package static func appendEscaped(_ text: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+        guard let base = text.baseAddress else { return }
         var runStart = 0
         var index = 0
         let count = text.count
         while index < count {
             // Eight bytes at a time while none is a quote, a backslash or a control character (most text).
             if index + 8 <= count {
-                let word = UnsafeRawPointer(text.baseAddress! + index).loadUnaligned(as: UInt64.self)
+                let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
                 let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
                 let quotes = word ^ (ones &* 0x22), backslashes = word ^ (ones &* 0x5C)
                 // A byte's high bit ends up set when it is below 0x20 or equals one of the two (bytes of 0x80
@@ -344,8 +345,9 @@ public struct JSONTextWriter {
             }
             beginObject()
             for key in TreeValue.object(children).orderedKeys {
+                guard let child = children[key] else { continue }
                 self.key(key)
-                self.value(children[key]!)
+                self.value(child)
             }
             endObject()
         }
@@ -361,7 +363,9 @@ public struct JSONTextWriter {
         }
         guard maximum >= 0, maximum < 2 * children.count else { return nil }
         var elements = [TreeValue?](repeating: nil, count: maximum + 1)
-        for (key, value) in children { elements[FirebaseKey.arrayIndex(key.string)!] = value }
+        for (key, value) in children {
+            if let index = FirebaseKey.arrayIndex(key.string) { elements[index] = value }
+        }
         return elements
     }
 }

@@ -168,7 +168,9 @@ final class RecordMerge {
     }
 
     private func precedes(_ a: Int, _ b: Int) -> Bool {
-        SortRecord.compare(cursors[heap[a]].current!, cursors[heap[b]].current!) < 0
+        // Only cursors with a current record are in the heap.
+        guard let first = cursors[heap[a]].current, let second = cursors[heap[b]].current else { return false }
+        return SortRecord.compare(first, second) < 0
     }
 
     private func siftDown(_ start: Int) {

@@ -49,7 +49,10 @@ final class SortedTreeWriter {
         while pendingValue == nil, text.count - textOffset < buffer.count, !isDone { try writeNext() }
         guard textOffset < text.count else { return try readPendingValue(into: buffer) }
         let count = min(buffer.count, text.count - textOffset)
-        text.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + textOffset, byteCount: count) }
+        text.withUnsafeBytes {
+            UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]).copyMemory(
+                from: UnsafeRawBufferPointer(rebasing: $0[textOffset..<textOffset + count]))
+        }
         textOffset += count
         // Drop what was handed out once it outweighs what is left (a long value may have grown the text).
         if textOffset >= text.count - textOffset {
@@ -76,7 +79,7 @@ final class SortedTreeWriter {
             merge = try RecordMerge(runs: runs, temporaryDirectory: temporaryDirectory)
             self.runs = nil
         }
-        guard let record = try merge!.next() else {
+        guard let record = try merge?.next() else {
             closeAll()
             isDone = true
             merge = nil
@@ -112,11 +115,17 @@ final class SortedTreeWriter {
 
     /// The first level where the path of `order` parts from the previous record's, or nil when the record
     /// belongs to an earlier occurrence of a repeated key whose last occurrence (which replaces it) came before.
+    /// Whether `a` and `b` hold the same bytes in `range`.
+    private static func same(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, in range: Range<Int>) -> Bool {
+        guard let x = a.baseAddress, let y = b.baseAddress else { return range.isEmpty }
+        return memcmp(x + range.lowerBound, y + range.lowerBound, range.count) == 0
+    }
+
     private func partingLevel(_ order: UnsafeRawBufferPointer) throws -> Int? {
         try previous.withUnsafeBytes { previous in
             var level = 0
             while level < ends.count, level < previousEnds.count, ends[level] == previousEnds[level],
-                memcmp(order.baseAddress!, previous.baseAddress!, ends[level]) == 0
+                Self.same(order, previous, in: 0..<ends[level])
             {
                 level += 1
             }
@@ -127,7 +136,7 @@ final class SortedTreeWriter {
             let keyLength = ends[level] - SortRecord.elementTail - start
             let sameKey =
                 keyLength == previousEnds[level] - SortRecord.elementTail - start
-                && memcmp(order.baseAddress! + start, previous.baseAddress! + start, keyLength) == 0
+                && Self.same(order, previous, in: start..<start + keyLength)
             return sameKey ? nil : level
         }
     }

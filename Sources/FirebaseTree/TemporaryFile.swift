@@ -46,9 +46,10 @@ package final class TemporaryFile {
 
     /// Reads up to `buffer.count` flushed bytes from `offset`; returns how many (0 at the end).
     package func read(at offset: Int, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard let base = buffer.baseAddress else { return 0 }
         var done = 0
         while done < buffer.count {
-            let count = pread(descriptor, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            let count = pread(descriptor, base + done, buffer.count - done, off_t(offset + done))
             if count == 0 { break }
             if count < 0 {
                 if errno == EINTR { continue }
@@ -60,9 +61,10 @@ package final class TemporaryFile {
     }
 
     private func write(_ bytes: UnsafeRawBufferPointer) throws {
+        guard let base = bytes.baseAddress else { return }
         var done = 0
         while done < bytes.count {
-            let count = Foundation.write(descriptor, bytes.baseAddress! + done, bytes.count - done)
+            let count = Foundation.write(descriptor, base + done, bytes.count - done)
             if count < 0 {
                 if errno == EINTR { continue }
                 throw Self.error("cannot write a temporary file in \(directory)")

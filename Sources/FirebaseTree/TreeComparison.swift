@@ -252,9 +252,13 @@ public struct TreeComparison {
         var sourcePrevious: String? = firstKey
         var storePrevious: String? = storeFirst
         while sourceKey != nil || storeKey != nil {
-            let order = sourceKey == nil ? 1 : storeKey == nil ? -1 : FirebaseKey.compare(sourceKey!, storeKey!)
-            if order <= 0 {
-                let key = sourceKey!
+            let order =
+                switch (sourceKey, storeKey) {
+                case (let source?, let store?): FirebaseKey.compare(source, store)
+                case (nil, _): 1
+                case (_, nil): -1
+                }
+            if order <= 0, let key = sourceKey {
                 path.append(key)
                 if order == 0 {
                     try compareNodes(&source, &store)
@@ -265,8 +269,7 @@ public struct TreeComparison {
                 path.removeLast()
                 sourceKey = try nextKey(&source, after: &sourcePrevious, isSource: true)
                 if order == 0 { storeKey = try nextKey(&store, after: &storePrevious, isSource: false) }
-            } else {
-                let key = storeKey!
+            } else if let key = storeKey {
                 path.append(key)
                 nodesCompared += 1
                 try reportOnlyInStore(try head(&store), &store)

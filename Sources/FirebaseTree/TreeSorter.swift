@@ -79,8 +79,8 @@ enum SortRecord {
     static func compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
         let x = order(of: a), y = order(of: b)
         let common = min(x.count, y.count)
-        if common > 0 {
-            let result = memcmp(x.baseAddress!, y.baseAddress!, common)
+        if common > 0, let first = x.baseAddress, let second = y.baseAddress {
+            let result = memcmp(first, second, common)
             if result != 0 { return result < 0 ? -1 : 1 }
         }
         return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
@@ -213,8 +213,8 @@ struct RecordCollector {
 
     /// Writes a long string's JSON to the values file, escaped a megabyte at a time; returns where it lies.
     private mutating func storeLongString(_ text: UnsafeBufferPointer<UInt8>) throws -> (offset: Int, length: Int) {
-        if runs.values == nil { runs.values = try TemporaryFile(in: temporaryDirectory) }
-        let file = runs.values!
+        let file = try runs.values ?? TemporaryFile(in: temporaryDirectory)
+        runs.values = file
         let offset = file.size
         var piece: [UInt8] = [UInt8(ascii: "\"")]
         for start in stride(from: 0, to: text.count, by: 1 << 20) {
@@ -258,8 +258,8 @@ struct RecordCollector {
     private mutating func spill() throws {
         guard !starts.isEmpty else { return }
         sortRun()
-        if runs.file == nil { runs.file = try TemporaryFile(in: temporaryDirectory) }
-        let file = runs.file!
+        let file = try runs.file ?? TemporaryFile(in: temporaryDirectory)
+        runs.file = file
         let offset = file.size
         try arena.withUnsafeBytes { bytes in
             for start in starts {

@@ -98,7 +98,7 @@ public indirect enum TreeValue: Equatable, Sendable {
     /// Every leaf below this value with its path, in RTDB order.
     public func leaves(prefix: [String] = []) -> [(path: [String], value: TreeValue)] {
         guard let children else { return [(prefix, self)] }
-        return orderedKeys.flatMap { children[TreeKey($0)]!.leaves(prefix: prefix + [$0]) }
+        return orderedKeys.flatMap { children[TreeKey($0)]?.leaves(prefix: prefix + [$0]) ?? [] }
     }
 }
 

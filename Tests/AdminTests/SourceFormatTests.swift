@@ -25,7 +25,8 @@ struct SourceFormatTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/swift-format.json"
         try JSONSerialization.data(withJSONObject: configuration).write(to: URL(fileURLWithPath: path))
-        let output = try lint(["Sources/Admin", "Sources/PostgresClient", "Sources/CLibPQ"], configuration: path)
+        let output = try lint(
+            ["Sources/Admin", "Sources/PostgresClient", "Sources/CLibPQ", "Sources/FirebaseTree"], configuration: path)
         #expect(output.isEmpty, "\(output.prefix(4000))")
     }
 
