@@ -127,8 +127,11 @@ extension Store {
                 names[TreeKey(try row.decode(String.self, at: 0))] = try row.decode(String?.self, at: 1)
             }
         }
-        for uid in [a, b] where names[TreeKey(uid)] == nil { throw StorageError(.notFound, "no user \(uid)") }
-        return (names[TreeKey(a)]!, names[TreeKey(b)]!)
+        func username(_ uid: String) throws -> String? {
+            guard let name = names[TreeKey(uid)] else { throw StorageError(.notFound, "no user \(uid)") }
+            return name
+        }
+        return (try username(a), try username(b))
     }
 
     private func pairChats(_ a: String, _ b: String) throws -> [Chat] {

@@ -43,7 +43,8 @@ extension Store {
             let statement: Query = "COPY (SELECT \(columns) FROM \(identifier: table.name) ORDER BY \(order)) TO STDOUT"
             blocks.append(CopyBlock(table: table, statement: statement, rowCount: rowCount))
         }
-        return blocks.sorted { FirebaseKey.exportPrecedes($0.table.rootKey!, $1.table.rootKey!) }
+        // Typed tables, each with its root key.
+        return blocks.sorted { FirebaseKey.exportPrecedes($0.table.rootKey ?? "", $1.table.rootKey ?? "") }
     }
 
     /// Writes a block's rows as a whole-tree export does.

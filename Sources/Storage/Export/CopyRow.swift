@@ -14,6 +14,14 @@ protocol ExportRow {
 }
 
 extension ExportRow {
+    /// The text of a column the schema declares NOT NULL (a key); NULL there is a decoding error.
+    func text(_ column: Int) throws -> String {
+        guard let text = self[column] else {
+            throw StorageError(.decoding, "column \(column) of an exported row is NULL, which the schema forbids")
+        }
+        return text
+    }
+
     subscript(column: Int) -> String? {
         withText(column) { $0.map { String(decoding: $0, as: UTF8.self) } }
     }
@@ -25,11 +33,7 @@ extension ExportRow {
     func hasText(_ column: Int, equalTo text: String) -> Bool {
         withText(column) { bytes in
             guard let bytes else { return false }
-            var text = text
-            return text.withUTF8 { utf8 in
-                utf8.count == bytes.count
-                    && (bytes.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
-            }
+            return FirebaseKey.same(text, bytes)
         }
     }
 
@@ -124,7 +128,8 @@ struct CopyRow: ExportRow {
         if isUnescaped {
             return try unescaped.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[range])) }
         }
-        return try body(UnsafeBufferPointer(start: line! + range.lowerBound, count: range.count))
+        guard let line else { preconditionFailure("a row read in place keeps its line") }
+        return try body(UnsafeBufferPointer(start: line + range.lowerBound, count: range.count))
     }
 }
 

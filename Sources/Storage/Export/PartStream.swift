@@ -85,7 +85,8 @@ final class PartStream {
     }
 
     private func fetchStatement() -> Query {
-        Query.fetch(forward: fetchSize, from: cursor!)
+        guard let cursor else { preconditionFailure("a FETCH before its cursor was declared") }
+        return Query.fetch(forward: fetchSize, from: cursor)
     }
 
     /// Sends the next FETCH of this stream without waiting for it.
@@ -105,7 +106,7 @@ final class PartStream {
 
     private func moveToNextRow() throws {
         leaf = nil
-        while batch == nil || index >= batch!.count {
+        while index >= batch?.count ?? 0 {
             currentRow = nil
             if cursor != nil, !isCursorDone {
                 if prefetched == nil {
@@ -116,32 +117,36 @@ final class PartStream {
                 guard nextSelect < selects.count else { return }
                 try settle()
                 shared.cursorCount += 1
-                cursor = "export_\(shared.cursorCount)"
-                try connection.execute("DECLARE \(identifier: cursor!) NO SCROLL CURSOR FOR \(selects[nextSelect])")
+                let name = "export_\(shared.cursorCount)"
+                cursor = name
+                try connection.execute("DECLARE \(identifier: name) NO SCROLL CURSOR FOR \(selects[nextSelect])")
                 nextSelect += 1
                 isPastFirstBatch = false
                 try prefetch()
                 try settle()
             }
-            batch = prefetched
+            guard let fetched = prefetched else { preconditionFailure("a settled FETCH leaves its rows") }
+            batch = fetched
             prefetched = nil
             index = 0
-            isCursorDone = batch!.count < prefetchedSize
+            isCursorDone = fetched.count < prefetchedSize
             // Ask for the next batch at once, so the server reads it while these rows are written; not after a
             // cursor's first, which is all that a small read (a limit, a record) needs.
             if !isCursorDone, isPastFirstBatch { try prefetch() }
             isPastFirstBatch = true
         }
-        let row = batch![index]
+        guard let batch else { return }
+        let row = batch[index]
         index += 1
         var large: Row?
         if !row.hasText(table.exportedColumns.count, equalTo: "t") {
             try settle()
             large = try connection.query(table.largeRowQuery(keys: row)).first
         }
-        currentRow = StreamRow(row: row, large: large, keyCount: table == .unmappedValues ? 2 : table.keyDepth)
+        let current = StreamRow(row: row, large: large, keyCount: table == .unmappedValues ? 2 : table.keyDepth)
+        currentRow = current
         do {
-            (parentPath, leaf) = try table.parentPath(of: currentRow!, reusing: parentPath)
+            (parentPath, leaf) = try table.parentPath(of: current, reusing: parentPath)
         } catch let error as StorageError {
             throw error.adding(context: "exporting \(table.name)")
         }
@@ -150,9 +155,11 @@ final class PartStream {
     /// The row's last key.
     var leafKey: String {
         if let leaf { return leaf }
+        guard let row = currentRow else { return "" }
+        // Key columns are NOT NULL.
         let key =
             table == .unmappedValues
-            ? (try? UnmappedPath.lastKey(of: currentRow!)) ?? "" : currentRow![table.keyDepth - 1]!
+            ? (try? UnmappedPath.lastKey(of: row)) ?? "" : row[table.keyDepth - 1] ?? ""
         leaf = key
         return key
     }
@@ -189,9 +196,15 @@ final class PartStream {
     /// The top-level key the row lies under.
     var rootKey: String { parentPath.first ?? leafKey }
 
-    /// The row's path from the root; nil after the last row.
-    var currentPath: [String]? {
-        currentRow == nil ? nil : parentPath + [leafKey]
+    /// The current row's path, for a stream the merge handed out (which always has a row).
+    var currentPath: [String] {
+        parentPath + [leafKey]
+    }
+
+    /// The current row of a stream the merge handed out (which always has one).
+    var row: StreamRow {
+        guard let currentRow else { preconditionFailure("a stream handed out by the merge has a row") }
+        return currentRow
     }
 
     /// Whether this row's path comes before `other`'s in export order (see `PartMerge.precedes`), comparing the

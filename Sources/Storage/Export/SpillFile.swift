@@ -39,9 +39,10 @@ final class SpillBuffer {
 
     private func spill() throws {
         try Self.explainingFailures {
-            if file == nil { file = try TemporaryFile() }
-            try memory.withUnsafeBytes { try file!.append($0) }
-            try file!.flush()
+            let spilled = try file ?? TemporaryFile()
+            file = spilled
+            try memory.withUnsafeBytes { try spilled.append($0) }
+            try spilled.flush()
         }
         memory.removeAll(keepingCapacity: true)
     }

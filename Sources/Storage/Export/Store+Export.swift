@@ -101,7 +101,7 @@ extension Store {
         var copying: CopyBlock?
         emitter.childCountBound = { relative in
             // During a COPY the connection is busy: the block's own count was taken before.
-            if let block = copying { return relative == [block.table.rootKey!] ? block.rowCount : nil }
+            if let block = copying { return relative == [block.table.rootKey ?? ""] ? block.rowCount : nil }
             try merge.collectFetchInFlight()
             return try self.childCountBound(of: path + relative)
         }
@@ -109,7 +109,7 @@ extension Store {
         while true {
             let next = merge.next()
             if let block = blocks.first,
-                next.map({ FirebaseKey.exportPrecedes(block.table.rootKey!, $0.rootKey) }) ?? true
+                next.map({ FirebaseKey.exportPrecedes(block.table.rootKey ?? "", $0.rootKey) }) ?? true
             {
                 blocks.removeFirst()
                 try merge.collectFetchInFlight()

@@ -8,7 +8,7 @@ extension Store {
     static func add(
         _ stream: PartStream, below path: [String], shallow: Bool, mayGrow: Bool, to emitter: TreeEmitter
     ) throws {
-        let row = stream.currentRow!
+        let row = stream.row
         if !shallow, !mayGrow, stream.parentPath.count >= path.count, !stream.parentPath.isEmpty {
             let parent = path.isEmpty ? stream.parentPath : Array(stream.parentPath[path.count...])
             if stream.table != .unmappedValues {
@@ -20,7 +20,7 @@ extension Store {
                 if written == true { return }
             }
         }
-        let rowPath = stream.currentPath!
+        let rowPath = stream.currentPath
         if shallow {
             for (key, value) in try shallowParts(of: stream, at: rowPath, below: path) {
                 try emitter.add(key.map { [$0] } ?? [], value)
@@ -85,12 +85,12 @@ extension Store {
             // Shallow reads leave priorities out, the node's own included.
             guard !child.hasPrefix(".") else { return [] }
             guard stream.table == .unmappedValues, rowPath.count <= path.count + 2,
-                let leaf = try stream.table.part(from: stream.currentRow!).value, leaf.children == nil,
+                let leaf = try stream.table.part(from: stream.row).value, leaf.children == nil,
                 rowPath.count == path.count + 1 || rowPath.last == FirebaseKey.value
             else { return [(child, .bool(true))] }
             return [(child, leaf)]
         }
-        guard let node = try stream.table.part(from: stream.currentRow!).value?.descendant(at: path[rowPath.count...])
+        guard let node = try stream.table.part(from: stream.row).value?.descendant(at: path[rowPath.count...])
         else { return [] }
         guard let children = node.children else { return [(nil, node)] }
         return children.filter { !$0.key.hasPrefix(".") }

@@ -81,8 +81,10 @@ extension Store {
                 if let done = child { selection.offer(key: done.key, value: done.value.treeValue) }
                 child = (key, .missing)
             }
-            let below = stream.currentPath![(path.count + 1)...]
-            child!.value.take(row: stream, below: below, target: target[...])
+            let below = stream.currentPath[(path.count + 1)...]
+            var value = child?.value ?? .missing
+            value.take(row: stream, below: below, target: target[...])
+            child?.value = value
             return true
         } onLeaf: { stream in
             try Self.add(stream, below: path, shallow: false, mayGrow: true, to: emitter)
@@ -123,7 +125,7 @@ extension Store {
         }
         while let stream = merge.next() {
             tally.report.rows += 1
-            let rowPath = stream.currentPath!
+            let rowPath = stream.currentPath
             if rowPath.count <= path.count {
                 try onLeaf(stream)
             } else if !rowPath[path.count].hasPrefix(".") {
@@ -142,8 +144,8 @@ extension Store {
         defer { tally.close(&merge) }
         while let stream = merge.next() {
             tally.report.rows += 1
-            let rowPath = stream.currentPath!
-            if let part = try stream.table.part(from: stream.currentRow!).value {
+            let rowPath = stream.currentPath
+            if let part = try stream.table.part(from: stream.row).value {
                 if rowPath.count <= path.count {
                     if let value = part.descendant(at: path[rowPath.count...]) { node = node?.merging(value) ?? value }
                 } else {
@@ -188,14 +190,14 @@ enum OrderValue {
             // A row inside the value: it is an object, or a leaf with a priority.
             let rest = below.dropFirst(target.count)
             if rest.count == 1, rest.first == FirebaseKey.value {
-                take(try? stream.table.part(from: stream.currentRow!).value)
+                take(try? stream.table.part(from: stream.row).value)
             } else if !(rest.count == 1 && rest.first == FirebaseKey.priority) {
                 self = .object
             }
         } else {
             // The row is the value, or a record holding it.
             take(
-                (try? stream.table.part(from: stream.currentRow!).value)?.descendant(at: target.dropFirst(below.count)))
+                (try? stream.table.part(from: stream.row).value)?.descendant(at: target.dropFirst(below.count)))
         }
     }
 
@@ -251,8 +253,9 @@ struct OrderSelection {
         if query.limitToFirst == nil && query.limitToLast == nil {
             return ordinal / 64 < admitted.count && admitted[ordinal / 64] & (1 << UInt64(ordinal % 64)) != 0
         }
-        if chosen == nil { chosen = Set(best.elements.map(\.ordinal)) }
-        return chosen!.contains(ordinal)
+        let chosen = self.chosen ?? Set(best.elements.map(\.ordinal))
+        self.chosen = chosen
+        return chosen.contains(ordinal)
     }
 }
 

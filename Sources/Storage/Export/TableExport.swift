@@ -30,7 +30,7 @@ extension TreeTable {
         let root = rootKey ?? ""
         switch self {
         case .postLikes, .followers, .following:
-            return ([root, row[0]!, row[1]!], .bool(true))
+            return ([root, try row.text(0), try row.text(1)], .bool(true))
         case .users, .posts, .feedPosts, .timeline, .chats, .messages:
             func field(_ column: RecordColumn, at index: Int) throws -> TreeValue? {
                 switch column.kind {
@@ -49,7 +49,7 @@ extension TreeTable {
                         object(try group.columns.map { ($0.column.field[1], try field($0.column, at: $0.index)) })
                     )
                 })
-            return ([root] + (0..<keyDepth).map { row[$0]! }, try withExtra(value, column: extraColumn))
+            return ([root] + (try (0..<keyDepth).map { try row.text($0) }), try withExtra(value, column: extraColumn))
         case .unmappedValues:
             let path = try UnmappedPath.keys(of: row)
             let value: TreeValue? =
@@ -185,10 +185,11 @@ extension TreeTable {
         if shared, (1..<keyDepth).allSatisfy({ row.hasText($0 - 1, equalTo: previous[$0]) }) { return (previous, nil) }
         var path: [String] = []
         path.reserveCapacity(keyDepth)
-        path.append(rootKey!)
+        path.append(rootKey ?? "")
         for column in 0..<(keyDepth - 1) {
             path.append(
-                shared && row.hasText(column, equalTo: previous[column + 1]) ? previous[column + 1] : row[column]!)
+                shared && row.hasText(column, equalTo: previous[column + 1])
+                    ? previous[column + 1] : try row.text(column))
         }
         return (path, nil)
     }

@@ -78,9 +78,10 @@ extension TreeTable {
         let columns = Query.identifiers(others)
         if self == .unmappedValues {
             let path = Array(try UnmappedPath.keys(of: row).dropFirst())
-            return "SELECT \(columns) FROM unmapped_values WHERE root = \(row[0]!) AND path = \(path)"
+            return "SELECT \(columns) FROM unmapped_values WHERE root = \(try row.text(0)) AND path = \(path)"
         }
-        return "SELECT \(columns) FROM \(identifier: name) WHERE \(keyConditions((0..<keyDepth).map { row[$0]! }))"
+        return
+            "SELECT \(columns) FROM \(identifier: name) WHERE \(keyConditions(try (0..<keyDepth).map { try row.text($0) }))"
     }
 
     /// Whether the table holds a row with a key that needs `rtdb_key_order` (answered by its partial index).

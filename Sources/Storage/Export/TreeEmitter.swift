@@ -43,6 +43,12 @@ final class TreeEmitter {
     private struct Level {
         /// The node's key in its parent; nil for the root.
         var key: String?
+
+        /// The key of a level below the root, which always has one.
+        var childKey: String {
+            guard let key else { preconditionFailure("only the root level has no key") }
+            return key
+        }
         var state: State
         /// The node's children that came with a record (in export order), written as the parts pass them.
         var overlay: ArraySlice<(key: String, value: TreeValue)> = []
@@ -111,9 +117,9 @@ final class TreeEmitter {
                     if held.path.isEmpty {
                         if levels.isEmpty { levels.append(Level(key: nil, state: .fresh)) }
                         levels[0].overlay = Self.ordered(children)
-                    } else {
+                    } else if let last = held.path.last {
                         try navigate(toParentOf: held.path)
-                        try open(held.path.last!, in: levels.count - 1, overlay: children)
+                        try open(last, in: levels.count - 1, overlay: children)
                     }
                 }
             } else {
@@ -130,7 +136,9 @@ final class TreeEmitter {
     func addDirectly(_ row: some ExportRow, of table: TreeTable, under parent: [String]) throws -> Bool {
         guard table.writesDirectly(row) else { return false }
         return try row.withText(table.keyDepth - 1) { key in
-            try addDirectly(key: key!, under: parent) { table.writeValue(of: row, to: &$0) }
+            // A key column is never NULL; were it, the general way would say so.
+            guard let key else { return false }
+            return try addDirectly(key: key, under: parent) { table.writeValue(of: row, to: &$0) }
         }
     }
 
@@ -205,7 +213,7 @@ final class TreeEmitter {
         let target = leafIsParent ? path.count : path.count - 1
         if levels.isEmpty { levels.append(Level(key: nil, state: .fresh)) }
         var common = 0
-        while common < target, common + 1 < levels.count, FirebaseKey.same(levels[common + 1].key!, path[common]) {
+        while common < target, common + 1 < levels.count, FirebaseKey.same(levels[common + 1].childKey, path[common]) {
             common += 1
         }
         while levels.count > common + 1 { try close() }
@@ -365,7 +373,7 @@ final class TreeEmitter {
             hasWrittenRoot = true
             return
         }
-        try beginChild(levels[level].key!, of: level - 1)
+        try beginChild(levels[level].childKey, of: level - 1)
     }
 
     /// Copies a frame's children into the enclosing writer as an array (holes as null) or an object, closing
@@ -411,7 +419,7 @@ final class TreeEmitter {
 
     /// The keys of the node at `level`, from the emitter's root.
     private func path(of level: Int) -> [String] {
-        levels.dropFirst().prefix(level).map { $0.key! }
+        levels.dropFirst().prefix(level).map(\.childKey)
     }
 
     /// How many objects enclose the children of the node at `level` when every open node is laid out as one.

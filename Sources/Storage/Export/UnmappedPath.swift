@@ -9,7 +9,7 @@ import FirebaseTree
 enum UnmappedPath {
     /// The keys of the row's path, root first.
     static func keys(of row: some ExportRow) throws -> [String] {
-        [row[0]!] + (try row.textArray(1) ?? [])
+        [try row.text(0)] + (try row.textArray(1) ?? [])
     }
 
     /// The row's parent path (root first), `previous` itself when its keys are the same, and the last key when it
@@ -23,13 +23,13 @@ enum UnmappedPath {
             }
             let body = UnsafeBufferPointer(rebasing: literal[1..<(literal.count - 1)])
             // A value stored at a root: the root is the last key.
-            if body.isEmpty { return ([], row[0]!) }
+            if body.isEmpty { return ([], try row.text(0)) }
             // The parent's keys below the root: everything before the last comma. The last key is read when asked
             // for (`withLastKey`).
             let lastComma = body.lastIndex(of: UInt8(ascii: ","))
             let parentBytes = lastComma.map { UnsafeBufferPointer(rebasing: body[..<$0]) }
             if matches(previous, root: row, parentBytes: parentBytes) { return (previous, nil) }
-            var path = [row[0]!]
+            var path = [try row.text(0)]
             if let parentBytes {
                 var index = 1
                 for key in parentBytes.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
@@ -48,7 +48,8 @@ enum UnmappedPath {
 
     /// The last key of the row's path.
     static func lastKey(of row: some ExportRow) throws -> String {
-        try withLastKey(of: row) { String(decoding: $0, as: UTF8.self) } ?? keys(of: row).last!
+        // A path holds its root at least.
+        try withLastKey(of: row) { String(decoding: $0, as: UTF8.self) } ?? keys(of: row).last ?? ""
     }
 
     /// Lends the last key of a row's path as bytes, when the literal needs no unescaping; nil otherwise (and for

@@ -54,7 +54,7 @@ struct FieldList {
     private mutating func append(_ key: String, _ value: TreeValue) {
         entries.append((key, value))
         if positions != nil {
-            positions![TreeKey(key)] = entries.count - 1
+            positions?[TreeKey(key)] = entries.count - 1
         } else if entries.count > Self.linearLimit {
             positions = Dictionary(
                 entries.indices.map { (TreeKey(entries[$0].key), $0) }, uniquingKeysWith: { $1 })
@@ -65,8 +65,8 @@ struct FieldList {
     private mutating func remove(at index: Int) {
         let last = entries.count - 1
         if positions != nil {
-            positions![TreeKey(entries[index].key)] = nil
-            if index != last { positions![TreeKey(entries[last].key)] = index }
+            positions?[TreeKey(entries[index].key)] = nil
+            if index != last { positions?[TreeKey(entries[last].key)] = index }
         }
         entries.swapAt(index, last)
         entries.removeLast()

@@ -91,7 +91,8 @@ final class TableLoader {
         while journal.count > markSlots[base + 1] {
             let row = journal.removeLast()
             encoders[Int(row.table)].truncate(toByteCount: row.start, droppingRows: 1)
-            dropped[TreeTable(rawValue: Int(row.table))!, default: 0] += 1
+            // The journal names tables by their raw values, which are all valid.
+            if let table = TreeTable(rawValue: Int(row.table)) { dropped[table, default: 0] += 1 }
         }
         return dropped
     }

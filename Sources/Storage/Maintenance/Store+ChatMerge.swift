@@ -74,15 +74,18 @@ extension Store {
             members[key] = try row.decode(at: 1)
             holders[key] = try row.decode(at: 2)
         }
-        for key in [keep, drop] where members[key] == nil {
-            throw StorageError(.notFound, "no chat \(key) (no user holds a copy of it)")
+        func found<Value>(_ values: [TreeKey: Value], _ key: String) throws -> Value {
+            guard let value = values[TreeKey(key)] else {
+                throw StorageError(.notFound, "no chat \(key) (no user holds a copy of it)")
+            }
+            return value
         }
-        guard members[keep]!.map(TreeKey.init(_:)) == members[drop]!.map(TreeKey.init(_:)) else {
+        let (pair, dropped) = (try found(members, keep), try found(members, drop))
+        let dropHolders = try found(holders, drop)
+        guard pair.map(TreeKey.init(_:)) == dropped.map(TreeKey.init(_:)) else {
             throw StorageError(
                 .refused, "chats \(keep) and \(drop) have different members",
-                detail:
-                    "\(keep): \(members[keep]!.joined(separator: ", ")); \(drop): \(members[drop]!.joined(separator: ", "))"
-            )
+                detail: "\(keep): \(pair.joined(separator: ", ")); \(drop): \(dropped.joined(separator: ", "))")
         }
         if let both = try connection.query(
             """
@@ -93,7 +96,6 @@ extension Store {
             throw StorageError(
                 .refused, "message \(try both.decode(String.self, at: 0)) is in both chats; merge them by hand")
         }
-        let pair = members[keep]!
         if pair.count == 2 {
             // A message sent to the pair meanwhile must land in the chat that stays.
             try connection.execute(
@@ -137,7 +139,7 @@ extension Store {
                              OR c.last_message_sent IS DISTINCT FROM n."timestamp"
                              OR c.extra ?| '{lastMessage,lastMessageSent}'::text[])
                     """),
-            Step(table: nil, action: "", query: "SELECT notify_chat(\(keep)), notify_chat(\(drop), \(holders[drop]!))"),
+            Step(table: nil, action: "", query: "SELECT notify_chat(\(keep)), notify_chat(\(drop), \(dropHolders))"),
         ]
     }
 }

@@ -81,7 +81,8 @@ final class ExportPipe: @unchecked Sendable {
             }
             let count = min(buffer.count, chunk.count - offset)
             chunk.withUnsafeBytes { bytes in
-                buffer.baseAddress!.copyMemory(from: bytes.baseAddress! + offset, byteCount: count)
+                UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]).copyMemory(
+                    from: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count]))
             }
             offset += count
             return count
