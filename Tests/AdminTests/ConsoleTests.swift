@@ -139,6 +139,12 @@ struct ConsoleTests {
         let unterminated = try AdminProcess.run(["-c", "status 'open"])
         #expect(unterminated.status == 64)
         #expect(unterminated.stderr.contains("unterminated single quote"))
+        // watch's SECONDS is range-checked like every numeric option, not taken as 2 s or as forever.
+        for seconds in ["0", "-5", "nan", "inf", "1e9"] {
+            let watch = try AdminProcess.run(["watch", seconds, "status"])
+            #expect(watch.status == 64, "watch \(seconds)")
+            #expect(watch.stderr.contains("SECONDS must be more than 0 and at most 86400 (a day), not \(seconds)"))
+        }
     }
 
     @Test func helpDocumentsCommandsAndExitCodes() throws {

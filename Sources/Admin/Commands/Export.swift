@@ -71,6 +71,15 @@ struct Export: ConsoleCommand {
                 export)
         else { return }
         progress?.finish()
+        // JSON ends without a newline, as Firebase writes it; on a terminal the next line starts on its own.
+        if toTerminal {
+            try [UInt8(ascii: "\n")].withUnsafeBufferPointer { try OutputFile.writeAll($0, to: STDOUT_FILENO) }
+        }
+        if report.rows == 0 {
+            // Firebase's answer too (null), but a backup job should not keep it unawares.
+            session.warn(
+                keys.isEmpty ? "the store is empty: the export is null" : "nothing at \(path): the export is null")
+        }
         let megabytes = Double(report.bytes) / 1_000_000
         let rate = report.seconds > 0 ? megabytes / report.seconds : 0
         // A .gz file's size on disk is not the JSON's: both are said.

@@ -22,10 +22,19 @@ struct WatchCommand: ConsoleCommand {
             valueName: "seconds command"))
     var words: [String] = []
 
-    private var interval: Double { Double(words.first ?? "").flatMap { $0 > 0 ? $0 : nil } ?? 2 }
-    private var command: [String] { Double(words.first ?? "") != nil ? Array(words.dropFirst()) : words }
+    /// The first word when it is a number (a command's name never is): the seconds between runs.
+    private var givenInterval: Double? { words.first.flatMap { Double($0) } }
+    private var interval: Double { givenInterval ?? 2 }
+    private var command: [String] { givenInterval != nil ? Array(words.dropFirst()) : words }
+
+    /// A day: a longer interval is surely a typo (milliseconds for seconds).
+    static let longestInterval = 86_400.0
 
     func validate() throws {
+        if let givenInterval, !(givenInterval > 0 && givenInterval <= Self.longestInterval) {
+            throw ValidationError(
+                "SECONDS must be more than 0 and at most \(Int(Self.longestInterval)) (a day), not \(words[0])")
+        }
         guard let name = command.first else { throw ValidationError("missing COMMAND (watch [SECONDS] COMMAND)") }
         guard name != "watch" else { throw ValidationError("watch cannot watch itself") }
     }

@@ -56,6 +56,13 @@ struct ImportExportCommandTests {
         let export = try AdminProcess.run(["--db", database.conninfo, "-q", "export", "-", "--pretty"])
         #expect(export.stdout == (try String(contentsOfFile: fixture, encoding: .utf8)))
 
+        // A path that holds nothing exports null, as Firebase answers, with a warning a backup job cannot miss.
+        let nothing = directory + "/nothing.json"
+        let missing = try AdminProcess.run(["--db", database.conninfo, "export", nothing, "--path", "/no/such/node"])
+        #expect(missing.status == 0, "\(missing.stderr)")
+        #expect(missing.stderr.contains("WARNING:  nothing at /no/such/node: the export is null"), "\(missing.stderr)")
+        #expect(try String(contentsOfFile: nothing, encoding: .utf8) == "null")
+
         // A .gz export says the JSON's size and the file's, which differ.
         let zipped = directory + "/again.json.gz"
         let written = try AdminProcess.run(["--db", database.conninfo, "export", zipped, "--pretty"])
