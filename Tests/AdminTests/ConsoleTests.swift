@@ -153,6 +153,16 @@ struct ConsoleTests {
         for text in ["Exit codes:", "64  usage error", "status", "migrate", "--data-dir", "DATABASE_URL"] {
             #expect(run.stdout.contains(text), "missing \(text)")
         }
+        // The command list fits 80 columns, a long summary going on under itself, never back at the margin.
+        let list = run.stdout.components(separatedBy: "Status and schema:")[1].components(separatedBy: "Type `help")[0]
+        for line in list.split(separator: "\n") {
+            #expect(line.count < 80, "too wide: \(line)")
+            #expect(line.hasPrefix("  ") || line.hasSuffix(":"), "back at the margin: \(line)")
+        }
+        #expect(
+            list.contains(
+                "  vacuum       VACUUM the tree's tables: give back the space of deleted and\n               rolled-back rows."
+            ))
         let commandHelp = try AdminProcess.run(["status", "--help"])
         let helpCommand = try AdminProcess.run(["help", "status"])
         let shortHelp = try AdminProcess.run(["-c", "status -h"])
