@@ -82,7 +82,7 @@ struct ReadSnapshotTests {
                 results.map { "\($0.check.rawValue)=\($0.violations) \($0.examples)" }.joined(separator: "\n")
             }
             func changes(_ report: RepairReport) -> String {
-                report.changes.map { "\($0.table) \($0.action) \($0.rows)" }.joined(separator: "\n")
+                report.changes.map { "\($0.table) \($0.action.rawValue) \($0.rows)" }.joined(separator: "\n")
             }
             let wait = MaintenanceWait(seconds: 60)
             switch self {

@@ -8,7 +8,8 @@ struct SourceLine {
     var location: String?
 }
 
-/// The single loop behind every way of giving commands: argv, `-c`, `-f`, piped stdin and the terminal.
+/// Runs commands however they are given (argv, `-c`, `-f`, piped stdin, the terminal's prompt): a loop over script
+/// lines and one over the prompt's, both running each command through `execute`, with one error policy.
 struct MainLoop {
     let session: Session
     let errorPolicy: ErrorPolicy

@@ -8,7 +8,7 @@ public struct User: Sendable, Equatable {
     public var username: String?
 }
 
-/// `user show`: a user and the sizes of their lists.
+/// A user and the sizes of their lists.
 public struct UserSummary: Sendable, Equatable {
     /// The user.
     public var user: User

@@ -8,7 +8,7 @@ extension Store {
     /// The LISTEN/NOTIFY channel of changed chat copies (`/chats/{uid}/{chat}`).
     public static let chatsChannel = "admin_chats"
 
-    /// `chat open`: the chats of the pair, best first: a two-member chat whose copy either user holds, those
+    /// The chats of the pair, best first: a two-member chat whose copy either user holds, those
     /// with the stable member hash first, then the most recently used. More than one means duplicates (the check
     /// `chat_duplicates`). Fails when either user does not exist.
     public func chats(between a: String, _ b: String) throws -> [Chat] {
@@ -18,7 +18,7 @@ extension Store {
         }
     }
 
-    /// `chat send`: appends a message from `sender` to their chat with `recipient`, creating the chat on the first
+    /// Appends a message from `sender` to their chat with `recipient`, creating the chat on the first
     /// message (a copy for each member, titled `"<sender>, <recipient>"`, with the stable member hash), and sets
     /// `lastMessage` and `lastMessageSent` on every copy; announces the message and the changed copies on
     /// `messagesChannel` and `chatsChannel`. One transaction. Refused unless `sender` follows `recipient` (the
@@ -76,7 +76,7 @@ extension Store {
         }
     }
 
-    /// `chats`: a user's chats, the most recently used first.
+    /// A user's chats, the most recently used first.
     public func chats(of uid: String, limit: Int) throws -> [Chat] {
         try readingSnapshot {
             try requireUser(uid, lock: .none)
@@ -91,7 +91,7 @@ extension Store {
         }
     }
 
-    /// `messages`: the `limit` newest messages of a chat before the key `before` (keyset paging), oldest first as
+    /// The `limit` newest messages of a chat before the key `before` (keyset paging), oldest first as
     /// a chat shows them. Fails when no copy of the chat and no message of it exist.
     public func messages(in chatKey: String, limit: Int, before: String? = nil) throws -> [Message] {
         try readingSnapshot {

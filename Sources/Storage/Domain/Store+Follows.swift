@@ -3,7 +3,7 @@ import Foundation
 import PostgresClient
 
 extension Store {
-    /// `follow`: writes `/following/{follower}/{followee}` and `/followers/{followee}/{follower}` and adds the
+    /// Writes `/following/{follower}/{followee}` and `/followers/{followee}/{follower}` and adds the
     /// followee's posts to the follower's timeline, in one transaction. Idempotent; following oneself is refused.
     /// `count` is the number of timeline entries added.
     public func follow(_ follower: String, _ followee: String) throws -> OperationResult {
@@ -40,7 +40,7 @@ extension Store {
         }
     }
 
-    /// `unfollow`: removes both follow edges and the followee's posts from the follower's timeline, in one
+    /// Removes both follow edges and the followee's posts from the follower's timeline, in one
     /// transaction. Idempotent. `count` is the number of timeline entries removed.
     public func unfollow(_ follower: String, _ followee: String) throws -> OperationResult {
         guard !FirebaseKey.same(follower, followee) else {

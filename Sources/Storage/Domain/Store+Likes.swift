@@ -2,7 +2,7 @@ import Foundation
 import PostgresClient
 
 extension Store {
-    /// `like`: adds `/postLikes/{post}/{uid}` and raises the post's `like_count`, only if the like is new. Concurrent
+    /// Adds `/postLikes/{post}/{uid}` and raises the post's `like_count`, only if the like is new. Concurrent
     /// likes are safe: the insert decides (a second like of the same user conflicts and counts nothing) and the
     /// increment is applied under the post's row lock. `count` is the new like count.
     public func like(_ uid: String, post key: String) throws -> OperationResult {
@@ -22,7 +22,7 @@ extension Store {
         }
     }
 
-    /// `unlike`: removes the like and lowers `like_count` (never below 0), only if the like existed.
+    /// Removes the like and lowers `like_count` (never below 0), only if the like existed.
     public func unlike(_ uid: String, post key: String) throws -> OperationResult {
         try connection.withTransaction {
             let changes = try requireLiker(uid, post: key).map { owner in

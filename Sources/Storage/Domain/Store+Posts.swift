@@ -2,7 +2,7 @@ import Foundation
 import PostgresClient
 
 extension Store {
-    /// `post create`: the post under its owner with a new push ID, `created_at` now, `like_count` 0 and the
+    /// Creates the post under its owner with a new push ID, `created_at` now, `like_count` 0 and the
     /// `poster` copy, and its entries in the owner's and every follower's timeline, in one transaction; the fan-out
     /// is one statement. Returns the post and how many timeline entries were written.
     public func createPost(
@@ -43,7 +43,7 @@ extension Store {
         }
     }
 
-    /// `post delete`: the post, its likes and its timeline entries, in one transaction. Returns the rows removed
+    /// Deletes the post, its likes and its timeline entries, in one transaction. Returns the rows removed
     /// per table.
     public func deletePost(owner: String, key: String) throws -> [(table: String, rows: Int)] {
         try connection.withTransaction {
@@ -62,7 +62,7 @@ extension Store {
         }
     }
 
-    /// `posts`: a user's posts, newest first (push IDs sort by creation time), `limit` at a time before `before`.
+    /// A user's posts, newest first (push IDs sort by creation time), `limit` at a time before `before`.
     public func posts(of owner: String, limit: Int, before: String? = nil) throws -> [Post] {
         try readingSnapshot {
             try connection.query(

@@ -2,7 +2,7 @@ import Foundation
 import PostgresClient
 
 extension Store {
-    /// `timeline`: the posts of a user's timeline, newest first, each with its poster, like count and whether the
+    /// The posts of a user's timeline, newest first, each with its poster, like count and whether the
     /// user liked it; `limit` at a time before the post key `before` (keyset paging, no OFFSET).
     public func timeline(of uid: String, limit: Int, before: String? = nil) throws -> [TimelineEntry] {
         try readingSnapshot {
@@ -39,7 +39,7 @@ extension Store {
         case newer(than: Double)
     }
 
-    /// `feed`: AppCoda's posts newest first (by `timestamp`, then id), keyset-paged.
+    /// AppCoda's posts newest first (by `timestamp`, then id), keyset-paged.
     public func feed(_ page: FeedPage, limit: Int) throws -> [FeedPost] {
         let columns: Query = "post_id, image_file_url, user_name, votes, timestamp_ms"
         let order: Query = "ORDER BY timestamp_ms DESC, post_id DESC"

@@ -3,7 +3,7 @@ import Foundation
 import PostgresClient
 
 extension Store {
-    /// `user add`: creates `/users/{uid}` with its username; fails if the uid is taken or not a valid key.
+    /// Creates `/users/{uid}` with its username; fails if the uid is taken or not a valid key.
     public func addUser(uid: String, username: String) throws -> User {
         try Self.requirePath("users", uid)
         guard uid.utf8.count <= Self.maximumUIDBytes else {
@@ -25,7 +25,7 @@ extension Store {
         }
     }
 
-    /// `user show`: the user and the sizes of their lists, or nil when there is no such user.
+    /// The user and the sizes of their lists, or nil when there is no such user.
     public func user(_ uid: String) throws -> UserSummary? {
         let rows = try readingSnapshot {
             try connection.query(
@@ -44,7 +44,7 @@ extension Store {
             followers: try row.decode(at: 3), following: try row.decode(at: 4), timelineEntries: try row.decode(at: 5))
     }
 
-    /// `user rename`: sets the username; with `propagate`, also the `poster` copy in each of the user's posts.
+    /// Sets the username; with `propagate`, also the `poster` copy in each of the user's posts.
     /// Returns how many posts were updated.
     public func renameUser(uid: String, to username: String, propagate: Bool) throws -> Int {
         try Self.requireString(username, "username")
@@ -62,7 +62,7 @@ extension Store {
         }
     }
 
-    /// `users`: users in uid order, `limit` at a time after `after` (keyset paging).
+    /// Users in uid order, `limit` at a time after `after` (keyset paging).
     public func users(limit: Int, after: String? = nil) throws -> [User] {
         try readingSnapshot {
             try connection.query(

@@ -68,7 +68,7 @@ public struct ChatChange: Sendable, Equatable {
 }
 
 extension Store {
-    /// `messages --follow`: each new message of the chat as it commits. Fails when there is no such chat.
+    /// Streams each new message of the chat as it commits. Fails when there is no such chat.
     public func watchMessages(in chatKey: String) throws -> Watch<Message> {
         try readingSnapshot { try requireChat(chatKey) }
         return try Watch(connection: connection, channel: Self.messagesChannel, prefix: ["messages", chatKey]) {
@@ -88,7 +88,7 @@ extension Store {
         }
     }
 
-    /// `chats --follow`: each change to one of the user's chat copies as it commits. Fails when there is no such
+    /// Streams each change to one of the user's chat copies as it commits. Fails when there is no such
     /// user.
     public func watchChats(of uid: String) throws -> Watch<ChatChange> {
         try readingSnapshot { try requireUser(uid, lock: .none) }

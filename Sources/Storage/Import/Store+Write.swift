@@ -5,13 +5,13 @@ import PostgresClient
 /// A write of the Realtime Database's own verbs at one path, as `firebase database:set|update|push|remove` and
 /// the SDKs make them.
 public enum TreeWrite: Sendable {
-    /// `set`: the node becomes this JSON document (`null` removes it).
+    /// Firebase's set: the node becomes this JSON document (`null` removes it).
     case set(json: String)
-    /// `update`: each child the JSON object names becomes its value (`null` removes it); the others stay.
+    /// Firebase's update: each child the JSON object names becomes its value (`null` removes it); the others stay.
     case update(json: String)
-    /// `push`: a new child under a fresh push ID becomes this JSON document.
+    /// Firebase's push: a new child under a fresh push ID becomes this JSON document.
     case push(json: String)
-    /// `remove`: the node and everything below it go.
+    /// Firebase's remove: the node and everything below it go.
     case remove
 }
 

@@ -94,18 +94,18 @@ public enum FollowPreference: String, CaseIterable, Sendable {
 public struct RepairOptions: Sendable {
     /// Do the work, report it, then roll back.
     public var isDryRun = false
-    /// `backfill timelines --user UID`: only this user's timeline.
+    /// Backfills only this user's timeline (nil: every user's).
     public var user: String?
     /// `repair follows --prefer`.
     public var followPreference = FollowPreference.union
-    /// `--batch-size N`: the repair runs as one transaction per range of about N keys (`Repair.batchUnit`), each
+    /// `--batch-size N`: the repair runs as one transaction per range of about N keys (`Repair.batchKey`), each
     /// committed before the next, instead of all in one (for stores too large to rewrite in one transaction).
     /// nil: one.
     public var batchSize: Int?
     /// `--wait`: how many seconds to wait for another check, repair or import to finish (0: fail at once).
     public var waitSeconds: Double = 0
 
-    /// `chat merge KEEP DROP`: the chat that stays and the one whose messages move into it.
+    /// For a chat merge: the chat that stays and the one whose messages move into it.
     public var mergedChats: (keep: String, drop: String)?
 
     /// The defaults: change the data, every user, union of follows.
@@ -121,14 +121,24 @@ public struct RepairOptions: Sendable {
     }
 }
 
+/// What a repair's statement did to its table's rows.
+public enum RowAction: String, Sendable {
+    /// Rows added.
+    case inserted
+    /// Rows changed in place.
+    case updated
+    /// Rows removed.
+    case deleted
+}
+
 /// What a repair changed (or, in a dry run, would have changed).
 public struct RepairReport: Sendable, Equatable {
     /// One statement's effect.
     public struct Change: Sendable, Equatable {
         /// The table.
         public var table: String
-        /// `inserted`, `updated` or `deleted`.
-        public var action: String
+        /// What the statement did to the table's rows.
+        public var action: RowAction
         /// How many rows.
         public var rows: Int
     }
@@ -141,7 +151,7 @@ public struct RepairReport: Sendable, Equatable {
     public var isDryRun = false
     /// How long it took.
     public var seconds = 0.0
-    /// `chat merge --all`: each chat merged away and the chat that took its messages, in the order merged.
+    /// Each chat merged away and the chat that took its messages, in the order merged.
     public var mergedChats: [MergedChat] = []
 
     /// Rows changed in all tables.

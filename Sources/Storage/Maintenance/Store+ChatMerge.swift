@@ -11,14 +11,14 @@ public enum ChatToKeep: String, CaseIterable, Sendable {
 }
 
 extension Store {
-    /// `chat merge KEEP DROP`: the messages of `drop` move into `keep`, `drop`'s copies go, and `keep`'s copies
+    /// Merges two chats of one pair: the messages of `drop` move into `keep`, `drop`'s copies go, and `keep`'s copies
     /// describe the newest message of the two; one transaction, rolled back in a dry run. Refused unless both
     /// chats exist with the same members and no message key is in both.
     public func mergeChats(keep: String, drop: String, isDryRun: Bool = false) throws -> RepairReport {
         try repair(.chatMerge, options: RepairOptions(isDryRun: isDryRun, mergedChats: (keep, drop)))
     }
 
-    /// `chat merge --all`: every group of two-person chats with the same members becomes one chat, the newest or
+    /// Merges every group of two-person chats with the same members into one chat, the newest or
     /// the oldest of the group by key (push IDs sort by creation time), each merge as `mergeChats` does it; all
     /// in one transaction, rolled back in a dry run. Any merge that is refused (a message key in two chats of a
     /// group) refuses them all.
@@ -44,8 +44,8 @@ extension Store {
                     var merged = MergedChat(kept: keep, dropped: drop, members: group.members, messagesMoved: 0)
                     for step in try chatMergeSteps((keep, drop)) {
                         let rows = try connection.execute(step.query)
-                        guard let table = step.table else { continue }
-                        report.add(.init(table: table, action: step.action, rows: rows))
+                        guard let (table, action) = step.reported else { continue }
+                        report.add(.init(table: table, action: action, rows: rows))
                         if table == "messages" { merged.messagesMoved += rows }
                     }
                     report.mergedChats.append(merged)
@@ -107,28 +107,28 @@ extension Store {
             // Moved by a delete and an insert rather than an UPDATE of the key: on Citus, chat_key places the row,
             // and a row cannot change its distribution value in place.
             Step(
-                table: "messages", action: "updated",
+                table: "messages", action: .updated,
                 query: """
                     WITH moved AS (DELETE FROM messages WHERE chat_key = \(drop) RETURNING *)
                     INSERT INTO messages (chat_key, message_key, content, "timestamp", sender_uid, sender_username, extra)
                     SELECT \(keep), message_key, content, "timestamp", sender_uid, sender_username, extra FROM moved
                     """),
             Step(
-                table: "unmapped_values", action: "updated",
+                table: "unmapped_values", action: .updated,
                 query: """
                     UPDATE unmapped_values SET path[1] = \(keep),
                         sort_key = rtdb_path_order(root, ARRAY[\(keep)]::text[] || path[2:])
                     WHERE root = 'messages' AND path[1] = \(drop)
                     """),
-            Step(table: "chats", action: "deleted", query: "DELETE FROM chats WHERE chat_key = \(drop)"),
-            Step(table: nil, action: "", query: "DELETE FROM chat_holders WHERE chat_key = \(drop)"),
+            Step(table: "chats", action: .deleted, query: "DELETE FROM chats WHERE chat_key = \(drop)"),
+            Step(unreported: "DELETE FROM chat_holders WHERE chat_key = \(drop)"),
             Step(
-                table: "unmapped_values", action: "deleted",
+                table: "unmapped_values", action: .deleted,
                 query: """
                     DELETE FROM unmapped_values WHERE root = 'chats' AND path[2] = \(drop)
                     """),
             Step(
-                table: "chats", action: "updated",
+                table: "chats", action: .updated,
                 query: """
                     UPDATE chats c
                     SET last_message = n.sender_username || ': ' || n.content, last_message_sent = n."timestamp",
@@ -139,7 +139,7 @@ extension Store {
                              OR c.last_message_sent IS DISTINCT FROM n."timestamp"
                              OR c.extra ?| '{lastMessage,lastMessageSent}'::text[])
                     """),
-            Step(table: nil, action: "", query: "SELECT notify_chat(\(keep)), notify_chat(\(drop), \(dropHolders))"),
+            Step(unreported: "SELECT notify_chat(\(keep)), notify_chat(\(drop), \(dropHolders))"),
         ]
     }
 }

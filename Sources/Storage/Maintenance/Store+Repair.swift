@@ -52,7 +52,7 @@ extension Store {
             for (index, step) in steps.enumerated() {
                 onStep(index, steps.count)
                 let rows = try connection.execute(step.query)
-                if let table = step.table { record(.init(table: table, action: step.action, rows: rows)) }
+                if let (table, action) = step.reported { record(.init(table: table, action: action, rows: rows)) }
             }
         }
     }
@@ -91,7 +91,7 @@ extension Store {
         return report
     }
 
-    /// `check --fix`: checks, runs the repairs of the failing checks in `Repair.fixOrder`, then checks again, all
+    /// Checks, runs the repairs of the failing checks in `Repair.fixOrder`, then checks again, all
     /// in one transaction (rolled back with `isDryRun`, so the second check shows what the repairs would leave).
     /// `onProgress` hears of each check and repair as it begins.
     public func checkAndFix(
@@ -134,11 +134,24 @@ extension Store {
         try connection.execute("SELECT set_config('citus.multi_shard_modify_mode', 'sequential', true)")
     }
 
+    /// One statement of a repair: a reported change to a table's rows, or bookkeeping nobody is told of (a
+    /// temporary table, a lookup kept in step, a notification).
     struct Step {
-        /// The table whose rows `query` changes; nil for bookkeeping statements that are not reported.
-        var table: String?
-        var action: String
+        /// The table whose rows `query` changes and how; nil for bookkeeping.
+        var reported: (table: String, action: RowAction)?
         var query: Query
+
+        /// A statement whose changed rows the report counts.
+        init(table: String, action: RowAction, query: Query) {
+            reported = (table, action)
+            self.query = query
+        }
+
+        /// A statement the report leaves out.
+        init(unreported query: Query) {
+            reported = nil
+            self.query = query
+        }
     }
 
     /// A batch's keys: `from` up to but not including `to`, nil meaning unbounded. Steps compare their batch
@@ -188,7 +201,7 @@ extension Store {
     private static func likeCountSteps(_ range: KeyRange) -> [Step] {
         [
             Step(
-                table: "posts", action: "updated",
+                table: "posts", action: .updated,
                 query: """
                     UPDATE posts p SET like_count = c.likes, extra = extra_without(p.extra, 'like_count')
                     FROM (SELECT q.owner_uid, q.post_key, coalesce(l.likes, 0) + coalesce(x.likes, 0) AS likes
@@ -213,7 +226,7 @@ extension Store {
     private static func posterSteps(_ range: KeyRange) -> [Step] {
         [
             Step(
-                table: "posts", action: "updated",
+                table: "posts", action: .updated,
                 query: """
                     WITH wrong AS MATERIALIZED (
                         SELECT q.owner_uid, q.post_key, u.username
@@ -245,7 +258,7 @@ extension Store {
         return [
             // Entries that are not objects are replaced by typed ones below when they belong.
             Step(
-                table: "unmapped_values", action: "deleted",
+                table: "unmapped_values", action: .deleted,
                 query: """
                     DELETE FROM unmapped_values v
                     WHERE \(Self.unmappedChildren(of: "timeline"))
@@ -255,7 +268,7 @@ extension Store {
                     """),
             // Entries of an existing post that name another poster than its owner go…
             Step(
-                table: "timeline", action: "deleted",
+                table: "timeline", action: .deleted,
                 query: """
                     DELETE FROM timeline t
                     WHERE \(entries)
@@ -270,7 +283,7 @@ extension Store {
             // of 0.9 s on the 232 MB store) or loop over the posts per shard (Citus, 20k users: 266 s instead of
             // 0.3 s; BENCHMARKS.md).
             Step(
-                table: "timeline", action: "deleted",
+                table: "timeline", action: .deleted,
                 query: """
                     DELETE FROM timeline t
                     WHERE (t.uid, t.post_key) IN (
@@ -296,7 +309,7 @@ extension Store {
             // that are missing, each branch anti-joined with the timeline rows placed with its user, and only
             // the missing ones deduplicated (expected entries run to millions).
             Step(
-                table: "timeline", action: "inserted",
+                table: "timeline", action: .inserted,
                 query: """
                     INSERT INTO timeline (uid, post_key, poster_uid)
                     SELECT DISTINCT ON (uid, post_key) uid, post_key, poster_uid
@@ -323,7 +336,7 @@ extension Store {
     private static func chatHashSteps(_ range: KeyRange) -> [Step] {
         [
             Step(
-                table: "chats", action: "updated",
+                table: "chats", action: .updated,
                 query: """
                     UPDATE chats c
                     SET member_hash = m.stable_hash, extra = extra_without(c.extra, 'memberHash')
@@ -378,7 +391,7 @@ extension Store {
     /// distributed by different columns; one server hash-joins as before.
     private static func addMirrors(to side: FollowSide, of other: FollowSide, _ range: KeyRange) -> Step {
         Step(
-            table: side.table, action: "inserted",
+            table: side.table, action: .inserted,
             query: """
                 MERGE INTO \(identifier: side.table) t
                 USING (
@@ -409,7 +422,7 @@ extension Store {
         let keptPairs = rows(of: [kept.a, kept.b], in: kept.table)
         return [
             Step(
-                table: side.table, action: "deleted",
+                table: side.table, action: .deleted,
                 query: """
                     DELETE FROM \(identifier: side.table) t
                     WHERE key_in_range(t.\(identifier: side.follower), \(range.from), \(range.to))
@@ -423,7 +436,7 @@ extension Store {
                                 AND w.path[1] = t.\(identifier: side.b) AND w.path[2] = t.\(identifier: side.a))
                     """),
             Step(
-                table: "unmapped_values", action: "deleted",
+                table: "unmapped_values", action: .deleted,
                 query: """
                     DELETE FROM unmapped_values v
                     WHERE \(Self.unmappedChildren(of: side.table))
@@ -453,8 +466,7 @@ extension Store {
             // the aggregate; the new copies by an outer join with the temporary table, which Citus turns into a
             // subquery it ships, where a NOT EXISTS from a local table into a distributed one is refused.
             Step(
-                table: nil, action: "",
-                query: """
+                unreported: """
                     CREATE TEMPORARY TABLE repair_chats ON COMMIT DROP AS
                     WITH d AS MATERIALIZED (
                         SELECT m.chat_key, m.holders,
@@ -478,13 +490,13 @@ extension Store {
                         OR c.extra ?| \(Self.chatFields)
                     """),
             Step(
-                table: "chats", action: "deleted",
+                table: "chats", action: .deleted,
                 query: """
                     DELETE FROM chats c USING repair_chats d
                     WHERE c.chat_key = d.chat_key AND c.uid <> ALL (d.members)
                     """),
             Step(
-                table: "chats", action: "updated",
+                table: "chats", action: .updated,
                 query: """
                     UPDATE chats c
                     SET title = d.title, member_hash = d.member_hash, members = d.members, last_message = d.last_message,
@@ -497,7 +509,7 @@ extension Store {
                              OR c.extra ?| \(Self.chatFields))
                     """),
             Step(
-                table: "chats", action: "inserted",
+                table: "chats", action: .inserted,
                 query: """
                     INSERT INTO chats (uid, chat_key, title, member_hash, members, last_message, last_message_sent, extra)
                     SELECT w.uid, w.chat_key, w.title, w.member_hash, w.members, w.last_message, w.last_message_sent, w.extra
@@ -506,16 +518,13 @@ extension Store {
                     WHERE c.uid IS NULL
                     """),
             // The repaired chats' holders (migration 0015), as their copies now are.
+            Step(unreported: "DELETE FROM chat_holders h USING repair_chats d WHERE h.chat_key = d.chat_key"),
             Step(
-                table: nil, action: "",
-                query: "DELETE FROM chat_holders h USING repair_chats d WHERE h.chat_key = d.chat_key"),
-            Step(
-                table: nil, action: "",
-                query: """
+                unreported: """
                     INSERT INTO chat_holders (chat_key, uid)
                     SELECT c.chat_key, c.uid FROM chats c JOIN repair_chats d ON d.chat_key = c.chat_key
                     """),
-            Step(table: nil, action: "", query: "DROP TABLE repair_chats"),
+            Step(unreported: "DROP TABLE repair_chats"),
         ]
     }
 
@@ -527,7 +536,7 @@ extension Store {
                 .postKey,
                 { range in
                     Step(
-                        table: "post_likes", action: "deleted",
+                        table: "post_likes", action: .deleted,
                         query: """
                             DELETE FROM post_likes l
                             WHERE l.post_owner_uid = '' AND key_in_range(l.post_key, \(range.from), \(range.to))
@@ -538,7 +547,7 @@ extension Store {
                 .chatKey,
                 { range in
                     Step(
-                        table: "messages", action: "deleted",
+                        table: "messages", action: .deleted,
                         query: """
                             DELETE FROM messages m
                             WHERE key_in_range(m.chat_key, \(range.from), \(range.to))
@@ -550,7 +559,7 @@ extension Store {
                 .uid,
                 { range in
                     Step(
-                        table: "timeline", action: "deleted",
+                        table: "timeline", action: .deleted,
                         query: """
                             DELETE FROM timeline t
                             WHERE key_in_range(t.uid, \(range.from), \(range.to))
@@ -562,7 +571,7 @@ extension Store {
                 nil,
                 { _ in
                     Step(
-                        table: "unmapped_values", action: "deleted",
+                        table: "unmapped_values", action: .deleted,
                         query: """
                             DELETE FROM unmapped_values v
                             WHERE ((\(Self.unmappedChildren(of: "postLikes")) AND NOT EXISTS (
@@ -585,7 +594,7 @@ extension Store {
     private static let hiddenValueSteps: [Step] =
         [
             Step(
-                table: "unmapped_values", action: "deleted",
+                table: "unmapped_values", action: .deleted,
                 query: """
                     DELETE FROM unmapped_values
                     WHERE tree_path(root, path) IN (SELECT path FROM integrity_hidden_values)
@@ -593,7 +602,7 @@ extension Store {
         ]
         + TreeTable.allCases.filter(\.isLeaf).map { table in
             Step(
-                table: table.name, action: "deleted",
+                table: table.name, action: .deleted,
                 query: """
                     DELETE FROM \(identifier: table.name)
                     WHERE tree_path(\(table.rootKey), ARRAY[\(Query.identifiers(table.keyColumns))])

@@ -232,7 +232,7 @@ struct IntegrityCheckTests {
         let store = try makeStore()
         try importJSON(consistentTree.removing("timeline/carol").removing("timeline/bob/-Pb1").json, into: store)
         let report = try store.repair(.timelines, options: RepairOptions(user: "carol"))
-        #expect(report.changes.first { $0.action == "inserted" }?.rows == 3)
+        #expect(report.changes.first { $0.action == .inserted }?.rows == 3)
         let missing = try store.check([.timelineMissing])[0]
         #expect(missing.examples == ["/timeline/bob/-Pb1"])
     }

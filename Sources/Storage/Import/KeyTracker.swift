@@ -1,0 +1,124 @@
+import FirebaseTree
+import Foundation
+
+/// Tells whether a key was already seen in one object, in memory that does not grow with the object when its
+/// keys come sorted, as Firebase writes them (in RTDB order, or in byte order as a JSON library sorts them).
+///
+/// While the keys ascend, a new key is above every earlier one and cannot repeat any: the first `exactLimit`
+/// keys are only kept (their bytes, not hashed), in case the order breaks; then they are hashed and every key from
+/// there on too, by its bytes (so that canonically equivalent keys stay distinct). An object still sorted after
+/// `exactLimit` keys keeps only its last key: a key above it is new, an equal one a duplicate. Should the order
+/// break later, keys from there on are hashed again, and one that the dropped keys might hold is `maybe` (the
+/// caller asks the database). A hash collision reports a duplicate that is not one, which costs a warning and a
+/// DELETE that finds nothing: no value is lost.
+struct KeyTracker {
+    enum Answer {
+        case new, duplicate, maybe
+    }
+
+    /// Keys kept while sorted before they are dropped.
+    static let exactLimit = 1 << 16
+
+    private enum Mode {
+        /// The keys so far ascend; their bytes are in `keptBytes`, each ending at its `keptEnds` offset.
+        case ascending
+        /// Every key so far is in `hashes`.
+        case hashed
+        /// The keys so far ascend and were dropped: a new key must be above the last.
+        case sortedRun
+        /// The keys ascended up to `end` (in RTDB order, byte order or both), were dropped, then the order broke:
+        /// `hashes` holds the keys since.
+        case broken(end: [UInt8], rtdb: Bool, bytes: Bool)
+    }
+
+    private var mode = Mode.ascending
+    private var keptBytes: [UInt8] = []
+    private var keptEnds: [Int] = []
+    private var hashes = Fingerprints()
+    private var count = 0
+    private var last: [UInt8] = []
+    private var previousKey: [UInt8] = []
+    private var isAscending = (rtdb: true, bytes: true)
+
+    /// Forgets every key, keeping small buffers for the next object (the importer reuses one tracker per depth).
+    mutating func reset() {
+        mode = .ascending
+        count = 0
+        isAscending = (true, true)
+        if keptBytes.capacity > 1 << 16 { (keptBytes, keptEnds) = ([], []) }
+        keptBytes.removeAll(keepingCapacity: true)
+        keptEnds.removeAll(keepingCapacity: true)
+        if hashes.count > 0 { hashes = Fingerprints() }
+    }
+
+    /// Records `key` and tells whether it was seen before.
+    mutating func insert(_ key: String) -> Answer {
+        var key = key
+        return key.withUTF8 { insert($0) }
+    }
+
+    private mutating func insert(_ key: UnsafeBufferPointer<UInt8>) -> Answer {
+        count += 1
+        // The previous key's buffer is kept aside and the older one reused: no allocation per key.
+        swap(&last, &previousKey)
+        let previous = previousKey
+        last.removeAll(keepingCapacity: true)
+        last.append(contentsOf: key)
+        let wasAscending = isAscending
+        if count > 1 {
+            if previous.elementsEqual(key) { return .duplicate }
+            previous.withUnsafeBufferPointer { previous in
+                isAscending.rtdb = isAscending.rtdb && FirebaseKey.compare(previous, key) < 0
+                isAscending.bytes = isAscending.bytes && previous.lexicographicallyPrecedes(key)
+            }
+        }
+        let isSorted = isAscending.rtdb || isAscending.bytes
+        switch mode {
+        case .ascending:
+            if isSorted {
+                guard keptEnds.count < Self.exactLimit else {
+                    (keptBytes, keptEnds) = ([], [])
+                    mode = .sortedRun
+                    return .new
+                }
+                keptBytes.append(contentsOf: key)
+                keptEnds.append(keptBytes.count)
+                return .new
+            }
+            // The order broke: from here on every key is hashed, the kept ones first.
+            keptBytes.withUnsafeBufferPointer { bytes in
+                var start = 0
+                for end in keptEnds {
+                    _ = hashes.insert(Self.hash(UnsafeBufferPointer(rebasing: bytes[start..<end])))
+                    start = end
+                }
+            }
+            (keptBytes, keptEnds) = ([], [])
+            mode = .hashed
+            return hashes.insert(Self.hash(key)) ? .new : .duplicate
+        case .hashed:
+            return hashes.insert(Self.hash(key)) ? .new : .duplicate
+        case .sortedRun:
+            if isSorted { return .new }
+            mode = .broken(end: previous, rtdb: wasAscending.rtdb, bytes: wasAscending.bytes)
+            return insert(broken: key)
+        case .broken:
+            return insert(broken: key)
+        }
+    }
+
+    private mutating func insert(broken key: UnsafeBufferPointer<UInt8>) -> Answer {
+        guard case .broken(let end, let rtdb, let bytes) = mode else { preconditionFailure("after the break") }
+        if !hashes.insert(Self.hash(key)) { return .duplicate }
+        let isAboveDropped = end.withUnsafeBufferPointer { end in
+            (rtdb && FirebaseKey.compare(end, key) < 0) || (bytes && end.lexicographicallyPrecedes(key))
+        }
+        return isAboveDropped ? .new : .maybe
+    }
+
+    private static func hash(_ key: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        var hasher = Hasher()
+        hasher.combine(bytes: UnsafeRawBufferPointer(key))
+        return UInt64(bitPattern: Int64(hasher.finalize()))
+    }
+}
