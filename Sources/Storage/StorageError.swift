@@ -1,6 +1,6 @@
 import FirebaseTree
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 /// The one error type of the Storage layer: a server error with its SQLSTATE and diagnostics, a failed or
 /// lost connection, a value PostgreSQL cannot hold, a migration or embedded-cluster problem, input that cannot
@@ -39,8 +39,9 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
 
     /// What went wrong, broadly.
     public var kind: Kind
-    /// The SQLSTATE code, when the server (or this layer, mimicking it) supplied one.
-    public var sqlState: SQLState?
+    /// The SQLSTATE code, when the server (or this layer, mimicking it) supplied one; Storage's callers act on
+    /// `kind` and `remedy` instead, so PostgresClient's type does not leak through the API.
+    var sqlState: SQLState?
     /// The primary, human-readable message.
     public var message: String
     /// Secondary detail, as the server's DETAIL field.
@@ -88,9 +89,14 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         return error
     }
 
-    /// Creates an error; only `kind` and `message` are required.
-    public init(
-        _ kind: Kind, _ message: String, sqlState: SQLState? = nil, detail: String? = nil, hint: String? = nil,
+    /// Creates an error of this layer's own; only `kind` and `message` are required.
+    public init(_ kind: Kind, _ message: String, detail: String? = nil, hint: String? = nil, context: String? = nil) {
+        self.init(kind, message, sqlState: nil, detail: detail, hint: hint, context: context)
+    }
+
+    /// Creates an error with a server's diagnostics (or this layer's, mimicking one).
+    init(
+        _ kind: Kind, _ message: String, sqlState: SQLState?, detail: String? = nil, hint: String? = nil,
         constraint: String? = nil, statement: String? = nil, context: String? = nil
     ) {
         self.kind = kind
@@ -116,7 +122,7 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
     }
 
     /// The storage layer's form of a PostgresClient error, with a hint of what to do where the server gave none.
-    public init(_ error: DatabaseError) {
+    init(_ error: DatabaseError) {
         let kind: Kind =
             switch error.kind {
             case .connectionFailed: .connectionFailed

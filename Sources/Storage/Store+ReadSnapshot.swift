@@ -1,5 +1,5 @@
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 /// The rule every read of the store follows, stated once: a read takes every lock it needs before its snapshot.
 ///

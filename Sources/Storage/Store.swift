@@ -1,5 +1,5 @@
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 /// The PostgreSQL store of the app's Firebase tree: the domain operations and the maintenance work run
 /// through it, each in one transaction.
@@ -17,8 +17,8 @@ public final class Store {
     /// say so on a terminal.
     public var onReadWait: ((LockHolder?) -> Void)?
 
-    /// A store on an open connection.
-    public init(connection: Connection) {
+    /// A store on an open connection (tests hand it theirs; the console connects by conninfo).
+    init(connection: Connection) {
         self.connection = StoreConnection(connection)
     }
 
@@ -50,16 +50,28 @@ public final class Store {
 
     /// Where the schema stands against `migrator`'s migrations; throws `.migration` when they disagree, and
     /// `.distribution` on a Citus worker.
-    public func migrationState(_ migrator: Migrator = Migrator()) throws -> MigrationState {
+    public func migrationState() throws -> MigrationState {
+        try migrationState(Migrator())
+    }
+
+    /// Where the schema stands against other migrations than this binary's (tests).
+    func migrationState(_ migrator: Migrator) throws -> MigrationState {
         let state = try migrator.state(on: connection)
         // A worker has none of the coordinator's bookkeeping: without this, it would look like an empty database.
         if state.applied.isEmpty { try refuseWorker() }
         return state
     }
 
-    /// Applies every pending migration, each in its own transaction; returns those it applied.
+    /// Applies every pending migration of this binary's (`sql/`), each in its own transaction; returns those it
+    /// applied.
     @discardableResult
-    public func migrate(_ migrator: Migrator = Migrator()) throws -> [Migration] {
+    public func migrate() throws -> [Migration] {
+        try migrate(Migrator())
+    }
+
+    /// Applies other migrations than this binary's (tests): the only way to run SQL of one's own is not public.
+    @discardableResult
+    func migrate(_ migrator: Migrator) throws -> [Migration] {
         _ = try migrationState(migrator)
         return try migrator.migrate(on: connection)
     }

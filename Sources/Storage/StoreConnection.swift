@@ -1,5 +1,5 @@
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 /// The store's connection: PostgresClient's, through which every error arrives as a `StorageError`, and whose
 /// transactions explain a lock wait that ran out in the app's terms (who imports).

@@ -41,6 +41,22 @@ struct ModuleBoundaryTests {
         #expect(try Self.imports(in: "PostgresClient").contains { $0.modules.contains("CLibPQ") })
     }
 
+    /// Storage imports PostgresClient internally, so the compiler refuses any public declaration that would show
+    /// one of its types (a `Connection`, a `SQLState`, a `DatabaseError`): Storage's API is its own.
+    @Test func storageShowsNothingOfTheClient() throws {
+        let storage = Self.sources.appendingPathComponent("Storage")
+        let enumerator = try #require(FileManager.default.enumerator(atPath: storage.path))
+        var importing = 0
+        for case let file as String in enumerator where file.hasSuffix(".swift") {
+            let text = try String(contentsOf: storage.appendingPathComponent(file), encoding: .utf8)
+            for line in text.split(separator: "\n") where line.contains(/^(?:\w+\s+)*import\s+PostgresClient\b/) {
+                importing += 1
+                #expect(line == "internal import PostgresClient", "Storage/\(file): \(line)")
+            }
+        }
+        #expect(importing > 20)
+    }
+
     /// `@testable import` compiles only where testing is enabled: in a library or the test support it breaks
     /// `swift build -c release` of every target (BENCHMARKS.md's first step). Test targets alone may use it.
     @Test func onlyTestTargetsImportForTesting() throws {

@@ -107,8 +107,7 @@ final class TestServer: @unchecked Sendable {
         try maintenance.execute("CREATE DATABASE \(identifier: templateName) TEMPLATE template0")
         remember(database: templateName)
         do {
-            let template = try connect(database: templateName)
-            try Store(connection: template).migrate()
+            try Store(conninfo: "", parameters: connectionParameters(database: templateName)).migrate()
         }
     }
 

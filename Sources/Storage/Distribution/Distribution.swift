@@ -1,4 +1,4 @@
-import PostgresClient
+internal import PostgresClient
 
 /// How the store's tables are placed on a Citus cluster (shared/distributed-postgres.md), and how they are
 /// placed now.

@@ -1,4 +1,4 @@
-import PostgresClient
+internal import PostgresClient
 
 /// What `Store.distribute` did to one table.
 public struct DistributedTable: Sendable, Equatable {

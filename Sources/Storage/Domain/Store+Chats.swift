@@ -1,6 +1,6 @@
 import FirebaseTree
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 extension Store {
     /// The LISTEN/NOTIFY channel of new messages (`/messages/{chat}/{key}`); migration 0004 describes the events.

@@ -1,6 +1,6 @@
 import FirebaseTree
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 extension Store {
     /// Writes `/following/{follower}/{followee}` and `/followers/{followee}/{follower}` and adds the

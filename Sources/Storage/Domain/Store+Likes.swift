@@ -1,5 +1,5 @@
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 extension Store {
     /// Adds `/postLikes/{post}/{uid}` and raises the post's `like_count`, only if the like is new. Concurrent

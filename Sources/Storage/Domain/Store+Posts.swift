@@ -1,5 +1,5 @@
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 extension Store {
     /// Creates the post under its owner with a new push ID, `created_at` now, `like_count` 0 and the

@@ -1,5 +1,5 @@
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 extension Store {
     /// The posts of a user's timeline, newest first, each with its poster, like count and whether the

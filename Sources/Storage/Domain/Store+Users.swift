@@ -1,6 +1,6 @@
 import FirebaseTree
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 extension Store {
     /// Creates `/users/{uid}` with its username; fails if the uid is taken or not a valid key.

@@ -1,6 +1,6 @@
 import FirebaseTree
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 /// Changes announced on a LISTEN/NOTIFY channel (migration 0004), read as the app's observers saw them: each
 /// committed change, in commit order, as the change left it. The store's connection is given over to the watch

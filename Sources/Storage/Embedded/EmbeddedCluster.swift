@@ -1,5 +1,5 @@
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 /// A private PostgreSQL cluster in a directory of its own: created on first use, its server listening only on
 /// a Unix socket inside its 0700 data directory, and stopped when the last console using it closes.

@@ -1,6 +1,6 @@
 import FirebaseTree
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 /// COPY costs the server about half of what FETCH from a cursor does (FETCH goes through a tuplestore), but holds
 /// the connection until done, so a block is read whole when the merge reaches its root.

@@ -1,5 +1,5 @@
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 /// A row's columns as text, read in place: a libpq result row or a `COPY … TO STDOUT` line. What the export needs
 /// to write a row without building it as a tree.

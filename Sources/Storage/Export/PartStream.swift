@@ -1,5 +1,5 @@
 import FirebaseTree
-import PostgresClient
+internal import PostgresClient
 
 /// A row of a `PartStream`: the batch's row, and for a large row its other columns, fetched on their own.
 struct StreamRow: ExportRow {

@@ -1,6 +1,6 @@
 import FirebaseTree
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 extension Store {
     /// Keys of the children of the node at `path` that start with `prefix`, in byte order, at most `limit`

@@ -1,6 +1,6 @@
 import FirebaseTree
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 extension Store {
     /// Adds the row `stream` is on to an export of the node at `path`: straight from the row's text when it is a

@@ -1,5 +1,5 @@
 import FirebaseTree
-import PostgresClient
+internal import PostgresClient
 
 /// How each table's rows become tree parts.
 extension TreeTable {

@@ -1,5 +1,5 @@
 import FirebaseTree
-import PostgresClient
+internal import PostgresClient
 
 /// How a table's rows under a node are read in export order without sorting the table (migration 0008).
 ///

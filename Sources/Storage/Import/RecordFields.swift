@@ -1,5 +1,5 @@
 import FirebaseTree
-import PostgresClient
+internal import PostgresClient
 
 /// A record's children as they were read. A record has a handful of fields, which a search comparing bytes finds
 /// sooner than a dictionary hashes one key (import holds every record of an export this way); past

@@ -1,4 +1,4 @@
-import PostgresClient
+internal import PostgresClient
 
 /// The secondary indexes a whole-tree import drops after its TRUNCATE and builds again once every row is in, as
 /// pg_restore does: one sorted build per index costs the server less than an insertion per row, and the builds

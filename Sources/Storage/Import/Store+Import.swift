@@ -1,6 +1,6 @@
 import FirebaseTree
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 extension Store {
     /// Imports a Firebase JSON export in one transaction: with `.replace` the store becomes equal to the file;

@@ -1,4 +1,4 @@
-import PostgresClient
+internal import PostgresClient
 
 /// What the store derives from who owns which post or holds which chat (migration 0015): the like
 /// /postLikes/{key}/{liker} is one row per owner of a post with that key, or one row with the owner '' while there

@@ -1,6 +1,6 @@
 import FirebaseTree
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 /// A write of the Realtime Database's own verbs at one path, as `firebase database:set|update|push|remove` and
 /// the SDKs make them.

@@ -1,4 +1,4 @@
-import PostgresClient
+internal import PostgresClient
 
 /// Buffers encoded rows per table and streams them into `COPY … FROM STDIN`, one COPY open at a time: the table
 /// being written streams directly, the others buffer until they are large, so an export's sections (all of

@@ -1,4 +1,4 @@
-import PostgresClient
+internal import PostgresClient
 
 /// What `Store.checkAndFix` is doing.
 public enum FixStep: Sendable, Equatable {

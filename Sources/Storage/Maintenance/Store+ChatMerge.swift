@@ -1,6 +1,6 @@
 import FirebaseTree
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 /// Which chat of a group of duplicates stays, by the creation time its push ID holds.
 public enum ChatToKeep: String, CaseIterable, Sendable {

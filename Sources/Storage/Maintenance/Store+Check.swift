@@ -1,5 +1,5 @@
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 extension Store {
     /// Runs `checks` in one read-only snapshot and returns each one's violation count, first `examples` paths and

@@ -1,5 +1,5 @@
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 extension Store {
     /// Keeps `run` in `check_runs` (migration 0009), in a transaction of its own; the server fills in the role.

@@ -1,5 +1,5 @@
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 extension Store {
     /// Runs one repair in one transaction (rolled back with `options.isDryRun`) and reports the rows each of its

@@ -1,5 +1,5 @@
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 /// One table's size around a `VACUUM`.
 public struct VacuumedTable: Sendable {

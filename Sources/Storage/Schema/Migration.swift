@@ -8,7 +8,7 @@ public struct Migration: Sendable, Equatable {
     public let sql: String
 
     /// Wraps a migration file's name and text.
-    public init(fileName: String, sql: String) {
+    init(fileName: String, sql: String) {
         self.fileName = fileName
         self.sql = sql
     }

@@ -1,19 +1,19 @@
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 /// Applies `sql/` migrations in order, each in its own transaction, and records them with a checksum in
 /// `schema_migrations`. Refuses to go on when an applied file has changed since, or when the database has
 /// migrations this binary does not know (a newer `admin` applied them).
 ///
 /// ```swift
-/// let applied = try store.migrate(Migrator())
+/// let applied = try store.migrate()
 /// ```
-public struct Migrator: Sendable {
+struct Migrator: Sendable {
     /// The migrations, in order.
-    public let migrations: [Migration]
+    let migrations: [Migration]
 
     /// A migrator for the given migrations; by default the ones embedded in this binary from `sql/`.
-    public init(migrations: [Migration] = Migration.embedded) {
+    init(migrations: [Migration] = Migration.embedded) {
         self.migrations = migrations.sorted { $0.version < $1.version }
     }
 

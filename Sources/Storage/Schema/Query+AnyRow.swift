@@ -1,4 +1,4 @@
-import PostgresClient
+internal import PostgresClient
 
 extension Query {
     /// `EXISTS (SELECT 1 FROM table [WHERE condition] LIMIT 1)`: whether a table holds a row (that meets the

@@ -1,5 +1,5 @@
 import Foundation
-import PostgresClient
+internal import PostgresClient
 
 /// What `status` reports: the server, the connection, the schema and how much data each table holds.
 public struct StoreStatus: Sendable {
@@ -27,8 +27,8 @@ extension Store {
     }
 
     /// The server, the schema version and exact row counts per table, the counts of one instant.
-    public func status(migrator: Migrator = Migrator()) throws -> StoreStatus {
-        let state = try migrationState(migrator)
+    public func status() throws -> StoreStatus {
+        let state = try migrationState()
         var tableRows: [(table: String, rows: Int)] = []
         if state.schemaVersion > 0 {
             // The lookups kept beside the tree's tables too, once the schema has them (migration 0015); in this
