@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Storage
 
 /// How a command prints its result.
 enum OutputFormat: String, CaseIterable, ExpressibleByArgument, Sendable {
@@ -67,36 +68,19 @@ struct ResultTable {
     var title: String?
 }
 
-/// The JSON spelling of strings and numbers, shared by every JSON the console writes.
+/// The JSON spelling of strings and numbers, shared by every JSON the console writes: FirebaseTree's, so that a
+/// report spells a value exactly as an export does.
 enum JSONWriter {
-    /// A JSON string literal: quotes, backslashes and control characters escaped, everything else as UTF-8.
+    /// A JSON string literal, escaped as `JSON.stringify` escapes it.
     static func string(_ text: String) -> String {
-        var result = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            case "\u{08}": result += "\\b"
-            case "\u{0C}": result += "\\f"
-            case let control where control.value < 0x20:
-                result +=
-                    "\\u" + String(repeating: "0", count: 4 - String(control.value, radix: 16).count)
-                    + String(control.value, radix: 16)
-            default: result.unicodeScalars.append(scalar)
-            }
-        }
-        return result + "\""
+        var writer = JSONTextWriter()
+        writer.string(text)
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 
-    /// A number as JavaScript prints it: integers without `.0`, the shortest round-tripping digits otherwise.
+    /// A number as JavaScript prints it (`Number::toString`).
     static func number(_ value: Double) -> String {
-        if value == value.rounded(), abs(value) < 1e21 {
-            return String(format: "%.0f", value)
-        }
-        return value.description
+        JavaScriptNumber.format(value)
     }
 
     /// A duration or a time in seconds, to the microsecond: `0.003804`, never the noise a sum of measured
