@@ -17,6 +17,9 @@ public final class Store {
     /// say so on a terminal.
     public var onReadWait: ((LockHolder?) -> Void)?
 
+    /// The copies every write keeps in step with /posts and /chats, on this store's connection.
+    var copies: DerivedCopies { DerivedCopies(connection: connection) }
+
     /// A store on an open connection (tests hand it theirs; the console connects by conninfo).
     init(connection: Connection) {
         self.connection = StoreConnection(connection)

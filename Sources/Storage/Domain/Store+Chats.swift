@@ -150,11 +150,7 @@ extension Store {
     /// Writes each member's copy, creating those missing, with `lastMessage` and `lastMessageSent` from the chat's
     /// newest message; a stale copy of those fields in `extra` would win over the columns on export, so it goes.
     private func writeCopies(chatKey: String, members: [String], title: String?, memberHash: String?) throws -> [Chat] {
-        // Each member holds a copy now (migration 0015); one statement per member routes to the chat's shard.
-        for member in members {
-            try connection.execute(
-                "INSERT INTO chat_holders (chat_key, uid) VALUES (\(chatKey), \(member)) ON CONFLICT DO NOTHING")
-        }
+        for member in members { try copies.chatCopyHeld(chatKey: chatKey, by: member) }
         return try connection.query(
             """
             INSERT INTO chats AS c (uid, chat_key, title, member_hash, members, last_message, last_message_sent)

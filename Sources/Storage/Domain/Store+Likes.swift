@@ -77,9 +77,7 @@ extension Store {
     /// rule 16).
     func requireLiker(_ uid: String, post key: String) throws -> [String] {
         try requireUser(uid)
-        // The lookup, not posts: on Citus one shard holds a key's owners, where posts would ask every shard.
-        let owners = try connection.query("SELECT owner_uid FROM post_keys WHERE post_key = \(key)")
-            .map { try $0.decode(String.self, at: 0) }
+        let owners = try copies.owners(ofPostKey: key)
         let locked = try Self.inLockOrder(owners, uid: { $0 }).filter { owner in
             try !connection.query(
                 "SELECT 1 FROM posts WHERE owner_uid = \(owner) AND post_key = \(key) FOR KEY SHARE"

@@ -26,8 +26,7 @@ extension Store {
             let post = Post(
                 ownerUID: owner, key: key, imageURL: imageURL, imageHeight: imageHeight, createdAt: createdAt,
                 likeCount: 0, posterUID: owner, posterUsername: try row.decode(at: 0))
-            try connection.execute("INSERT INTO post_keys (post_key, owner_uid) VALUES (\(key), \(owner))")
-            try adoptUnownedLikes(of: key, owner: owner)
+            try copies.postAdded(key: key, owner: owner)
             // Rows returned, not the command tag, which Citus makes the rows read (Citus issue 3377).
             let entries = try connection.query(
                 """
@@ -52,8 +51,7 @@ extension Store {
             guard posts == 1 else { throw StorageError(.notFound, "no post \(key) of user \(owner)") }
             // Another owner's post under the same key keeps the likes and entries that are its own: the likes
             // stay in the tree, only this owner's rows of them go (migration 0015).
-            try connection.execute("DELETE FROM post_keys WHERE post_key = \(key) AND owner_uid = \(owner)")
-            let shared = try !connection.query("SELECT 1 FROM post_keys WHERE post_key = \(key)").isEmpty
+            let shared = try copies.postRemoved(key: key, owner: owner)
             let likes = try connection.execute(
                 "DELETE FROM post_likes WHERE post_owner_uid = \(owner) AND post_key = \(key)")
             let entries = try connection.execute(

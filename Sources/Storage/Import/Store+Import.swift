@@ -75,7 +75,7 @@ extension Store {
             // What the store derives from /posts and /chats follows what the import does to them.
             var heldBefore: [String: [String]?] = [:]
             for records in HeldRecords.all where !wholeTree {
-                heldBefore[records.table] = try heldKeys(of: records, touchedAt: options.at)
+                heldBefore[records.table] = try copies.heldKeys(of: records, touchedAt: options.at)
             }
             var deletedRoots: Set<String> = []
             if !options.at.isEmpty {
@@ -96,7 +96,7 @@ extension Store {
                     finishing.end()
                     var deleted = try Store.deleteRows(under: path, on: connection)
                     if loader.hasStagedLikes {
-                        deleted[.postLikes, default: 0] += try self.deleteStagedLikes(under: path)
+                        deleted[.postLikes, default: 0] += try self.copies.deleteStagedLikes(under: path)
                     }
                     return deleted
                 },
@@ -242,16 +242,17 @@ extension Store {
         let distributed = staged || settlesLikes ? try isDistributed() : false
         if staged {
             onStep(.storingLikes)
-            try storeStagedLikes(isDistributed: distributed)
+            try copies.storeStagedLikes(isDistributed: distributed)
         }
         for records in HeldRecords.all where wholeTree || written.contains(records.table) {
-            let keys = wholeTree ? nil : try changedKeys(of: records, before: before[records.table] ?? nil, at: at)
+            let keys =
+                wholeTree ? nil : try copies.changedKeys(of: records, before: before[records.table] ?? nil, at: at)
             if keys?.isEmpty == true { continue }
             onStep(.fillingLookup(table: records.lookup))
-            try settleLookup(of: records, ofKeys: keys)
+            try copies.settleLookup(of: records, ofKeys: keys)
             if records == .posts, settlesLikes {
                 onStep(.settlingLikes)
-                try settleLikeOwners(ofKeys: keys, isDistributed: distributed)
+                try copies.settleLikeOwners(ofKeys: keys, isDistributed: distributed)
             }
         }
     }

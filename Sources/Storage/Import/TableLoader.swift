@@ -23,7 +23,7 @@ final class TableLoader {
     private var totalRows = 0
     /// COPY messages sent so far: a mark is good while none was.
     private var sends = 0
-    /// Whether likes went to `Store.stagedLikesTable`, which the import must then store (`storeStagedLikes`).
+    /// Whether likes went to `DerivedCopies.stagedLikesTable`, which the import must then store (`storeStagedLikes`).
     private(set) var hasStagedLikes = false
 
     /// The rows encoded since the last send, in order: each one's table and where it starts in that table's
@@ -118,9 +118,9 @@ final class TableLoader {
         var target = table.name
         if table == .postLikes, let connection {
             // A like's owner is its post's, and in an export /postLikes comes before /posts.
-            if !hasStagedLikes { try connection.execute(Store.createStagedLikes) }
+            if !hasStagedLikes { try connection.execute(DerivedCopies.createStagedLikes) }
             hasStagedLikes = true
-            target = Store.stagedLikesTable
+            target = DerivedCopies.stagedLikesTable
         }
         let columns = Query.identifiers(table.columns)
         let freeze: Query = usesFreeze ? " WITH (FREEZE)" : ""

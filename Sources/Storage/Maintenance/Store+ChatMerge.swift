@@ -121,7 +121,7 @@ extension Store {
                     WHERE root = 'messages' AND path[1] = \(drop)
                     """),
             Step(table: "chats", action: .deleted, query: "DELETE FROM chats WHERE chat_key = \(drop)"),
-            Step(unreported: "DELETE FROM chat_holders WHERE chat_key = \(drop)"),
+            Step(unreported: DerivedCopies.chatForgotten(drop)),
             Step(
                 table: "unmapped_values", action: .deleted,
                 query: """

@@ -1,11 +1,49 @@
 internal import PostgresClient
 
-/// What the store derives from who owns which post or holds which chat (migration 0015): the like
-/// /postLikes/{key}/{liker} is one row per owner of a post with that key, or one row with the owner '' while there
-/// is none; `post_keys` lists each post's key and owner; `chat_holders` each chat's key and holders. They are
-/// functions of /posts and /chats, so every write that adds likes or adds or removes posts or chat copies settles
-/// them in its own transaction.
-extension Store {
+/// The app's central rule: what the store derives from who owns which post or holds which chat (migration 0015),
+/// kept in step by every write in its own transaction. The like /postLikes/{key}/{liker} is one row per owner of a
+/// post with that key, or one row with the owner '' while there is none; `post_keys` lists each post's key and
+/// owner; `chat_holders` each chat's key and holders. They are functions of /posts and /chats: the app's
+/// operations, import and Firebase's writes, chat merge and the repairs are handed this type (`Store.copies`)
+/// and tell it what they changed, rather than writing those tables themselves.
+struct DerivedCopies {
+    let connection: StoreConnection
+
+    // MARK: One record at a time (the app's operations)
+
+    /// A post was added under `key`: the lookup gains it, and the likes of the key that had no post are now its.
+    func postAdded(key: String, owner: String) throws {
+        try connection.execute("INSERT INTO post_keys (post_key, owner_uid) VALUES (\(key), \(owner))")
+        try adoptUnownedLikes(of: key, owner: owner)
+    }
+
+    /// `owner`'s post under `key` was deleted: the lookup loses it; returns whether another owner's post still
+    /// has the key (its likes then stay, under that owner).
+    func postRemoved(key: String, owner: String) throws -> Bool {
+        try connection.execute("DELETE FROM post_keys WHERE post_key = \(key) AND owner_uid = \(owner)")
+        return try !connection.query("SELECT 1 FROM post_keys WHERE post_key = \(key)").isEmpty
+    }
+
+    /// The owners of the posts with this key, from the lookup: on Citus one shard holds a key's owners, where
+    /// posts would ask every shard.
+    func owners(ofPostKey key: String) throws -> [String] {
+        try connection.query("SELECT owner_uid FROM post_keys WHERE post_key = \(key)").map {
+            try $0.decode(String.self, at: 0)
+        }
+    }
+
+    /// `member` holds a copy of the chat now (one statement per member routes to the chat's shard).
+    func chatCopyHeld(chatKey: String, by member: String) throws {
+        try connection.execute(
+            "INSERT INTO chat_holders (chat_key, uid) VALUES (\(chatKey), \(member)) ON CONFLICT DO NOTHING")
+    }
+
+    /// The statement that forgets every holder of a chat whose copies are all gone (a chat merged away).
+    static func chatForgotten(_ chatKey: String) -> Query {
+        "DELETE FROM chat_holders WHERE chat_key = \(chatKey)"
+    }
+
+    // MARK: Many records at once (import, Firebase's writes)
     /// The temporary table an import copies likes into: in an export /postLikes comes before /posts, so a like's
     /// owners are known only once the whole file is read (`storeStagedLikes`).
     static let stagedLikesTable = "post_likes_staged"
@@ -88,7 +126,7 @@ extension Store {
     }
 
     /// Gives the likes of `key` that had no post (owner '') to `owner`, whose new post has that key.
-    func adoptUnownedLikes(of key: String, owner: String) throws {
+    private func adoptUnownedLikes(of key: String, owner: String) throws {
         try connection.execute(
             """
             INSERT INTO post_likes (post_owner_uid, post_key, liker_uid)
