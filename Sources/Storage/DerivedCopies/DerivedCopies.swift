@@ -43,6 +43,18 @@ struct DerivedCopies {
         "DELETE FROM chat_holders WHERE chat_key = \(chatKey)"
     }
 
+    /// The statements that give the chats whose keys the table `keys` lists (column `chat_key`) the holders
+    /// their copies now have (a repair rewrote those copies).
+    static func chatHoldersSettled(keysIn keys: String) -> [Query] {
+        [
+            "DELETE FROM chat_holders h USING \(identifier: keys) d WHERE h.chat_key = d.chat_key",
+            """
+            INSERT INTO chat_holders (chat_key, uid)
+            SELECT c.chat_key, c.uid FROM chats c JOIN \(identifier: keys) d ON d.chat_key = c.chat_key
+            """,
+        ]
+    }
+
     // MARK: Many records at once (import, Firebase's writes)
     /// The temporary table an import copies likes into: in an export /postLikes comes before /posts, so a like's
     /// owners are known only once the whole file is read (`storeStagedLikes`).

@@ -517,15 +517,10 @@ extension Store {
                     LEFT JOIN chats c ON c.uid = w.uid AND c.chat_key = w.chat_key
                     WHERE c.uid IS NULL
                     """),
-            // The repaired chats' holders (migration 0015), as their copies now are.
-            Step(unreported: "DELETE FROM chat_holders h USING repair_chats d WHERE h.chat_key = d.chat_key"),
-            Step(
-                unreported: """
-                    INSERT INTO chat_holders (chat_key, uid)
-                    SELECT c.chat_key, c.uid FROM chats c JOIN repair_chats d ON d.chat_key = c.chat_key
-                    """),
-            Step(unreported: "DROP TABLE repair_chats"),
         ]
+            // The repaired chats' holders, as their copies now are.
+            + DerivedCopies.chatHoldersSettled(keysIn: "repair_chats").map(Step.init(unreported:))
+            + [Step(unreported: "DROP TABLE repair_chats")]
     }
 
     /// The orphan repair's statements, each with the key it is batched by (nil: never batched) and its
