@@ -20,7 +20,7 @@ struct Follow: ConsoleCommand {
         let result = try session.store().follow(follower, followee)
         session.output.line(
             result.changed
-                ? "\(follower) now follows \(followee); \(DomainViews.count(result.count, "post")) added to the timeline."
+                ? "\(follower) now follows \(followee); \(DomainViews.count(result.timelineEntries, "post")) added to the timeline."
                 : "\(follower) already follows \(followee); nothing changed.")
     }
 }

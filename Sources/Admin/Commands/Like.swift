@@ -21,7 +21,7 @@ struct Like: ConsoleCommand {
         let result = try session.store().like(uid, post: postKey)
         session.output.line(
             result.changed
-                ? "\(uid) likes \(postKey); like_count \(result.count)."
-                : "\(uid) already likes \(postKey); like_count \(result.count), nothing changed.")
+                ? "\(uid) likes \(postKey); like_count \(result.likeCount)."
+                : "\(uid) already likes \(postKey); like_count \(result.likeCount), nothing changed.")
     }
 }

@@ -20,7 +20,7 @@ struct Unfollow: ConsoleCommand {
         let result = try session.store().unfollow(follower, followee)
         session.output.line(
             result.changed
-                ? "\(follower) no longer follows \(followee); \(DomainViews.count(result.count, "post")) removed from the timeline."
+                ? "\(follower) no longer follows \(followee); \(DomainViews.count(result.timelineEntries, "post")) removed from the timeline."
                 : "\(follower) does not follow \(followee); nothing changed.")
     }
 }

@@ -20,7 +20,7 @@ struct Unlike: ConsoleCommand {
         let result = try session.store().unlike(uid, post: postKey)
         session.output.line(
             result.changed
-                ? "\(uid) no longer likes \(postKey); like_count \(result.count)."
-                : "\(uid) does not like \(postKey); like_count \(result.count), nothing changed.")
+                ? "\(uid) no longer likes \(postKey); like_count \(result.likeCount)."
+                : "\(uid) does not like \(postKey); like_count \(result.likeCount), nothing changed.")
     }
 }

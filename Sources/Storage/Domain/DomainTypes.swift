@@ -64,12 +64,20 @@ public struct FeedPost: Sendable, Equatable {
     public var timestamp: Double?
 }
 
-/// What an idempotent operation did: whether it changed anything, and the resulting count where there is one.
-public struct OperationResult: Sendable, Equatable {
-    /// False when the operation found the data already as asked (a second like, an unfollow of a non-follow).
+/// What a like or an unlike did.
+public struct LikeResult: Sendable, Equatable {
+    /// False when the like was already there (like) or was not (unlike): nothing changed.
     public var changed: Bool
-    /// `like`/`unlike`: the post's like count afterwards; `follow`/`unfollow`: timeline entries added or removed.
-    public var count: Int
+    /// The post's `like_count` afterwards.
+    public var likeCount: Int
+}
+
+/// What a follow or an unfollow did.
+public struct FollowResult: Sendable, Equatable {
+    /// False when the follow was already there (follow) or was not (unfollow): nothing changed.
+    public var changed: Bool
+    /// The timeline entries added (follow) or removed (unfollow).
+    public var timelineEntries: Int
 }
 
 /// One member's copy of a chat, `/chats/{uid}/{key}`.

@@ -6,7 +6,7 @@ extension Store {
     /// Writes `/following/{follower}/{followee}` and `/followers/{followee}/{follower}` and adds the
     /// followee's posts to the follower's timeline, in one transaction. Idempotent; following oneself is refused.
     /// `count` is the number of timeline entries added.
-    public func follow(_ follower: String, _ followee: String) throws -> OperationResult {
+    public func follow(_ follower: String, _ followee: String) throws -> FollowResult {
         guard !FirebaseKey.same(follower, followee) else {
             throw StorageError(.refused, "a user cannot follow themselves")
         }
@@ -36,13 +36,13 @@ extension Store {
                 RETURNING 1
                 """
             ).count
-            return OperationResult(changed: following + followers + entries > 0, count: entries)
+            return FollowResult(changed: following + followers + entries > 0, timelineEntries: entries)
         }
     }
 
     /// Removes both follow edges and the followee's posts from the follower's timeline, in one
     /// transaction. Idempotent. `count` is the number of timeline entries removed.
-    public func unfollow(_ follower: String, _ followee: String) throws -> OperationResult {
+    public func unfollow(_ follower: String, _ followee: String) throws -> FollowResult {
         guard !FirebaseKey.same(follower, followee) else {
             throw StorageError(.refused, "a user cannot unfollow themselves")
         }
@@ -54,7 +54,7 @@ extension Store {
                 "DELETE FROM followers WHERE uid = \(followee) AND follower_uid = \(follower)")
             let entries = try connection.execute(
                 "DELETE FROM timeline WHERE uid = \(follower) AND poster_uid = \(followee)")
-            return OperationResult(changed: following + followers + entries > 0, count: entries)
+            return FollowResult(changed: following + followers + entries > 0, timelineEntries: entries)
         }
     }
 

@@ -5,7 +5,7 @@ extension Store {
     /// Adds `/postLikes/{post}/{uid}` and raises the post's `like_count`, only if the like is new. Concurrent
     /// likes are safe: the insert decides (a second like of the same user conflicts and counts nothing) and the
     /// increment is applied under the post's row lock. `count` is the new like count.
-    public func like(_ uid: String, post key: String) throws -> OperationResult {
+    public func like(_ uid: String, post key: String) throws -> LikeResult {
         try Self.requirePath("postLikes", key, uid)
         return try connection.withTransaction {
             // A like has a row per owner of its key (migration 0015), each placed with its post.
@@ -23,7 +23,7 @@ extension Store {
     }
 
     /// Removes the like and lowers `like_count` (never below 0), only if the like existed.
-    public func unlike(_ uid: String, post key: String) throws -> OperationResult {
+    public func unlike(_ uid: String, post key: String) throws -> LikeResult {
         try connection.withTransaction {
             let changes = try requireLiker(uid, post: key).map { owner in
                 let unliked = try connection.query(
@@ -41,7 +41,7 @@ extension Store {
     /// Adds each owner's `delta` (+1, -1 or 0) to the like count of that owner's post `key` (one owner, but for a
     /// key two owners share), never below 0; a post whose count is missing gets its likes counted instead. Each
     /// statement names the post by its owner, so that on Citus it runs on the owner's shard alone.
-    private func changeLikeCounts(of key: String, by changes: [(owner: String, delta: Int)]) throws -> OperationResult {
+    private func changeLikeCounts(of key: String, by changes: [(owner: String, delta: Int)]) throws -> LikeResult {
         var counts: [Int] = []
         for (owner, delta) in changes {
             if delta != 0 {
@@ -67,7 +67,7 @@ extension Store {
                 counts.append(count)
             }
         }
-        return OperationResult(changed: changes.contains { $0.delta != 0 }, count: counts.max() ?? 0)
+        return LikeResult(changed: changes.contains { $0.delta != 0 }, likeCount: counts.max() ?? 0)
     }
 
     /// Fails unless the user and a post with this key exist; returns the post's owners (one, but for a key two

@@ -16,8 +16,8 @@ struct DomainOperationTests {
         tree = tree.setting("users/dave", #"{"username": "dave"}"#)
         try expectTree(store, tree)
 
-        #expect(try store.follow("dave", "bob") == OperationResult(changed: true, count: 2))
-        #expect(try store.follow("dave", "bob") == OperationResult(changed: false, count: 0))
+        #expect(try store.follow("dave", "bob") == FollowResult(changed: true, timelineEntries: 2))
+        #expect(try store.follow("dave", "bob") == FollowResult(changed: false, timelineEntries: 0))
         tree = tree.setting("following/dave/bob", "true").setting("followers/bob/dave", "true")
             .setting("timeline/dave", #"{"-Pb1": {"poster_uid": "bob"}, "-Pb2": {"poster_uid": "bob"}}"#)
         try expectTree(store, tree)
@@ -38,14 +38,14 @@ struct DomainOperationTests {
         }
         try expectTree(store, tree)
 
-        #expect(try store.like("dave", post: post.key) == OperationResult(changed: true, count: 1))
-        #expect(try store.like("dave", post: post.key) == OperationResult(changed: false, count: 1))
-        #expect(try store.unlike("alice", post: post.key) == OperationResult(changed: false, count: 1))
+        #expect(try store.like("dave", post: post.key) == LikeResult(changed: true, likeCount: 1))
+        #expect(try store.like("dave", post: post.key) == LikeResult(changed: false, likeCount: 1))
+        #expect(try store.unlike("alice", post: post.key) == LikeResult(changed: false, likeCount: 1))
         tree = tree.setting("postLikes/\(post.key)/dave", "true").setting("posts/bob/\(post.key)/like_count", "1")
         try expectTree(store, tree)
 
-        #expect(try store.unfollow("carol", "alice") == OperationResult(changed: true, count: 1))
-        #expect(try store.unfollow("carol", "alice") == OperationResult(changed: false, count: 0))
+        #expect(try store.unfollow("carol", "alice") == FollowResult(changed: true, timelineEntries: 1))
+        #expect(try store.unfollow("carol", "alice") == FollowResult(changed: false, timelineEntries: 0))
         tree = tree.removing("following/carol/alice").removing("followers/alice").removing("timeline/carol/-Pa1")
         try expectTree(store, tree)
 
@@ -59,7 +59,7 @@ struct DomainOperationTests {
         tree = tree.removing("posts/alice").removing("postLikes/-Pa1").removing("timeline/alice/-Pa1")
         try expectTree(store, tree)
 
-        #expect(try store.unlike("dave", post: post.key) == OperationResult(changed: true, count: 0))
+        #expect(try store.unlike("dave", post: post.key) == LikeResult(changed: true, likeCount: 0))
         tree = tree.removing("postLikes/\(post.key)").setting("posts/bob/\(post.key)/like_count", "0")
         try expectTree(store, tree)
         #expect(try store.check().allSatisfy { $0.isClean })

@@ -149,10 +149,10 @@ struct PostOwnershipTests {
         try importJSON(
             #"{"users": {"a": {"username": "a"}, "b": {"username": "b"}, "l": {"username": "l"}}}"#, into: store)
         try importJSON(Self.tree, into: store, options: ImportOptions(mode: .merge))
-        #expect(try store.like("l", post: "1") == OperationResult(changed: true, count: 3))
+        #expect(try store.like("l", post: "1") == LikeResult(changed: true, likeCount: 3))
         try expectDerivedRowsFollowTheTree(store)
-        #expect(try store.unlike("b", post: "1") == OperationResult(changed: false, count: 3))
-        #expect(try store.unlike("l", post: "1") == OperationResult(changed: true, count: 2))
+        #expect(try store.unlike("b", post: "1") == LikeResult(changed: false, likeCount: 3))
+        #expect(try store.unlike("l", post: "1") == LikeResult(changed: true, likeCount: 2))
         try expectDerivedRowsFollowTheTree(store)
         // b's post goes; its rows of the shared likes go, and the likes stay for a's post.
         #expect(try store.deletePost(owner: "b", key: "1").map(\.rows) == [1, 0, 0])
