@@ -97,7 +97,7 @@ public struct LockHolder: Sendable, Equatable {
     public var since: Date?
 
     /// Whether the holder is an import (which names itself so in `pg_stat_activity`).
-    public var isImport: Bool { application == Store.importApplicationName }
+    public var isImport: Bool { application == StoreConnection.importApplicationName }
 
     /// Creates a holder from its parts.
     public init(pid: Int, role: String, application: String, since: Date?) {

@@ -6,6 +6,10 @@ internal import PostgresClient
 ///
 /// Storage code talks to the database through this alone, so no `DatabaseError` crosses Storage's API.
 final class StoreConnection {
+    /// The `application_name` an import's transaction takes, so that other sessions (the waits of reads, the
+    /// maintenance lock's holder) can tell an import holds the tables.
+    static let importApplicationName = "admin import"
+
     /// The connection underneath.
     let base: Connection
 
@@ -139,7 +143,7 @@ final class StoreConnection {
             (try? base.query(
                 """
                 SELECT pid, to_char(xact_start, 'YYYY-MM-DD HH24:MI:SS TZ') FROM pg_stat_activity
-                WHERE pid <> pg_backend_pid() AND datname = current_database() AND application_name = \(Store.importApplicationName)
+                WHERE pid <> pg_backend_pid() AND datname = current_database() AND application_name = \(Self.importApplicationName)
                     AND xact_start IS NOT NULL
                 ORDER BY xact_start LIMIT 1
                 """))?.first

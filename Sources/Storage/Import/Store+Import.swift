@@ -54,7 +54,7 @@ extension Store {
             try connection.execute(
                 """
                 SELECT set_config('lock_timeout', '0', true),
-                    set_config('application_name', \(Self.importApplicationName), true)
+                    set_config('application_name', \(StoreConnection.importApplicationName), true)
                 """)
             let heldSomething: Bool
             var deferredIndexes: DeferredIndexes?

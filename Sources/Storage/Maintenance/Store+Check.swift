@@ -122,9 +122,6 @@ extension Store {
         return try rows.first.map(LockHolder.init(row:))
     }
 
-    /// The `application_name` an import's transaction takes, so that others can tell who holds the tables.
-    static let importApplicationName = "admin import"
-
     /// The advisory lock key that checks and repairs share ("fbadmin" in ASCII).
     static let maintenanceLockKey: Int64 = 0x66_6261_646D_696E
 }
