@@ -145,7 +145,7 @@ struct ReadmeExample {
             // A table's rule is as wide as its columns; a push ID may hold "--" (-P7Nvjd689W99Ur2Md--).
             guard !line.contains(/^[-+]+$/) else { return line.replacing(/-{2,}/, with: "-") }
             return line.replacing(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/, with: "‹time›")
-                .replacing(/\b1\d{9}\.\d+\b/, with: "‹time›")
+                .replacing(/\b1\d{9}(\.\d+)?\b/, with: "‹time›")
                 .replacing(/export-\d{8}-\d{6}/, with: "export-‹time›")
                 .replacing(/\b\d+(\.\d+)? (ms|s)\b/, with: "‹duration›")
                 .replacing(/\b\d+(\.\d+)? MB\/s\b/, with: "‹rate› MB/s")
