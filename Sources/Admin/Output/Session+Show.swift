@@ -30,9 +30,9 @@ extension Session {
         guard let stream = pagedStream() else { return output.write(text) }
         output.flush()
         // The pager shows what it is given on the terminal: escaped as TextOutput escapes it.
-        var bytes = Array(TerminalText.escaped(text, keepingNewlines: true).utf8)
+        let bytes = Array(TerminalText.escaped(text, keepingNewlines: true).utf8)
         // A reader that quits early closes the pipe (EPIPE): the rest is not wanted.
-        try? bytes.withUnsafeMutableBufferPointer { try stream.write(UnsafeBufferPointer($0)) }
+        try? bytes.withUnsafeBufferPointer { try stream.write($0) }
         try? stream.finish()
     }
 
