@@ -35,12 +35,13 @@ struct Vacuum: ConsoleCommand {
             ), as: format ?? session.format)
         let changes = tables.map { $0.bytesBefore - $0.bytesAfter }
         let freed = changes.filter { $0 > 0 }.reduce(0, +)
-        let grown = -changes.filter { $0 < 0 }.reduce(0, +)
+        let growths = changes.filter { $0 < 0 }
+        let grown = -growths.reduce(0, +)
         var summary = freed > 0 ? "Gave back \(DomainViews.count(freed, "byte")) on disk" : "Nothing to give back"
         if grown > 0 {
             // A table VACUUM has not seen yet gets its free space map and visibility map; writes meanwhile add rows.
             summary +=
-                "; \(DomainViews.count(changes.filter { $0 < 0 }.count, "table")) grew by "
+                "; \(DomainViews.count(growths.count, "table")) grew by "
                 + "\(DomainViews.count(grown, "byte")) (the free space and visibility maps VACUUM writes, or rows "
                 + "written meanwhile)"
         }
