@@ -108,7 +108,7 @@ public struct LockHolder: Sendable, Equatable {
     }
 
     /// A holder from a row of pid, role, application name and transaction start in epoch seconds.
-    init(row: Row) throws {
+    init(row: StoreRow) throws {
         self.init(
             pid: try row.decode(Int.self, at: 0), role: try row.decode(String.self, at: 1),
             application: try row.decode(String.self, at: 2),

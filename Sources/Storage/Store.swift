@@ -85,15 +85,4 @@ public final class Store {
         let setting = timeout.map { Self.lockTimeoutSetting(milliseconds: $0 / .milliseconds(1)) } ?? "0ms"
         try connection.execute("SELECT set_config('lock_timeout', \(setting), false)")
     }
-
-    /// The tables that hold the tree, in the order `status` lists them.
-    public static let treeTables = [
-        "users", "posts", "feed_posts", "post_likes", "followers", "following", "timeline", "chats", "messages",
-        "unmapped_values",
-    ]
-
-    /// Tables the store keeps from the tree's tables, in the same transaction as every write, placed on Citus so
-    /// that a question by a key other than the tree's asks one shard: `post_keys`, each post's key and owner
-    /// (migration 0015), and `chat_holders`, who holds a copy of each chat (also 0015). Never exported.
-    public static let lookupTables = HeldRecords.all.map(\.lookup)
 }

@@ -39,8 +39,8 @@ final class StoreConnection {
 
     /// Runs one statement and returns its rows.
     @discardableResult
-    func query(_ query: Query) throws -> QueryResult {
-        try StorageError.converting { try base.query(query) }
+    func query(_ query: Query) throws -> StoreResult {
+        StoreResult(base: try StorageError.converting { try base.query(query) })
     }
 
     /// Runs one statement and returns the rows it affected.
@@ -110,8 +110,8 @@ final class StoreConnection {
     }
 
     /// The result of the statement sent with `sendWithoutWaiting`.
-    func receive(_ query: Query) throws -> QueryResult {
-        try StorageError.converting { try base.receive(query) }
+    func receive(_ query: Query) throws -> StoreResult {
+        StoreResult(base: try StorageError.converting { try base.receive(query) })
     }
 
     /// Reads results until none is left, so the connection is ready for the next command.

@@ -61,10 +61,13 @@ struct DerivedCopies {
     static let stagedLikesTable = "post_likes_staged"
 
     /// Creates `stagedLikesTable` for the rest of the transaction.
-    static let createStagedLikes: Query = """
-        CREATE TEMPORARY TABLE \(identifier: stagedLikesTable) (
-            post_key text COLLATE "C" NOT NULL, liker_uid text COLLATE "C" NOT NULL) ON COMMIT DROP
-        """
+    func stageLikes() throws {
+        try connection.execute(
+            """
+            CREATE TEMPORARY TABLE \(identifier: Self.stagedLikesTable) (
+                post_key text COLLATE "C" NOT NULL, liker_uid text COLLATE "C" NOT NULL) ON COMMIT DROP
+            """)
+    }
 
     /// The rows `post_likes` holds for the likes (`post_key`, `liker_uid`) of `likes`, a FROM item: one per owner
     /// of a post with the like's key, or one with the owner '' when no post has it. Posts' keys and owners are
@@ -87,6 +90,11 @@ struct DerivedCopies {
             "INSERT INTO post_likes (post_owner_uid, post_key, liker_uid) "
                 + likeRows(of: staged, isDistributed: isDistributed))
         try connection.execute("DROP TABLE \(staged)")
+    }
+
+    /// Drops `stagedLikesTable` when nothing was staged: an import inside a write's transaction is not the last.
+    func unstageLikes() throws {
+        try connection.execute("DROP TABLE \(identifier: Self.stagedLikesTable)")
     }
 
     /// Deletes the staged likes at or below `path` (a repeated key's earlier occurrence); returns how many.
@@ -171,7 +179,7 @@ struct DerivedCopies {
 }
 
 /// Records held per user under a root named like their table (/posts/{uid}/{key}, /chats/{uid}/{key}), as the
-/// tables derived from who holds which key see them.
+/// tables derived from who holds which key see them: the tables whose description has a lookup.
 struct HeldRecords: Equatable {
     /// The table, and the tree's root.
     var table: String
@@ -182,10 +190,22 @@ struct HeldRecords: Equatable {
     /// The lookup of keys and holders kept from the table, with the same two columns.
     var lookup: String
 
+    /// The records of `table`, which has a lookup.
+    private init(_ table: TreeTable) {
+        guard let lookup = table.description.lookup, table.keyColumns.count == 2 else {
+            preconditionFailure("\(table.name) keeps no lookup of its holders")
+        }
+        self.init(table: table.name, holder: table.keyColumns[0], key: table.keyColumns[1], lookup: lookup.name)
+    }
+
+    private init(table: String, holder: String, key: String, lookup: String) {
+        (self.table, self.holder, self.key, self.lookup) = (table, holder, key, lookup)
+    }
+
     /// Posts, held by their owner.
-    static let posts = HeldRecords(table: "posts", holder: "owner_uid", key: "post_key", lookup: "post_keys")
+    static let posts = HeldRecords(.posts)
     /// Chat copies, held by their member.
-    static let chats = HeldRecords(table: "chats", holder: "uid", key: "chat_key", lookup: "chat_holders")
-    /// Both; their lookups are `Store.lookupTables`.
-    static let all = [posts, chats]
+    static let chats = HeldRecords(.chats)
+    /// Every table with a lookup; their lookups are `Store.lookupTables`.
+    static let all = TreeTable.allCases.filter { $0.description.lookup != nil }.map(HeldRecords.init)
 }

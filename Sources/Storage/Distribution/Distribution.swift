@@ -60,25 +60,3 @@ public struct DistributionState: Sendable {
         Store.distributionPlan.allSatisfy { planned in tables.contains { $0.name == planned.name } }
     }
 }
-
-extension Store {
-    /// The distribution plan: the user group (everything keyed by a user's uid: a user's posts and their likes,
-    /// follow lists, timeline and chat copies), the chat group (messages and who holds each chat, by chat key),
-    /// AppCoda's feed and the post-key lookup (`post_keys`) by post key, and the leftover values copied to every
-    /// node. `schema_migrations` and `check_runs` stay on the coordinator, which is the only node the console runs
-    /// against.
-    public static let distributionPlan: [PlannedTable] = [
-        PlannedTable(name: "users", placement: .distributed(column: "uid", colocateWith: nil)),
-        PlannedTable(name: "posts", placement: .distributed(column: "owner_uid", colocateWith: "users")),
-        PlannedTable(name: "followers", placement: .distributed(column: "uid", colocateWith: "users")),
-        PlannedTable(name: "following", placement: .distributed(column: "uid", colocateWith: "users")),
-        PlannedTable(name: "timeline", placement: .distributed(column: "uid", colocateWith: "users")),
-        PlannedTable(name: "chats", placement: .distributed(column: "uid", colocateWith: "users")),
-        PlannedTable(name: "messages", placement: .distributed(column: "chat_key", colocateWith: nil)),
-        PlannedTable(name: "post_likes", placement: .distributed(column: "post_owner_uid", colocateWith: "users")),
-        PlannedTable(name: "feed_posts", placement: .distributed(column: "post_id", colocateWith: nil)),
-        PlannedTable(name: "post_keys", placement: .distributed(column: "post_key", colocateWith: "feed_posts")),
-        PlannedTable(name: "chat_holders", placement: .distributed(column: "chat_key", colocateWith: "messages")),
-        PlannedTable(name: "unmapped_values", placement: .reference),
-    ]
-}

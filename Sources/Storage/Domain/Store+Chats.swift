@@ -179,7 +179,7 @@ extension Store {
 
     static let chatColumns: Query = "uid, chat_key, title, member_hash, members, last_message, last_message_sent"
 
-    static func chat(from row: Row) throws -> Chat {
+    static func chat(from row: StoreRow) throws -> Chat {
         Chat(
             uid: try row.decode(at: 0), key: try row.decode(at: 1), title: try row.decode(at: 2),
             memberHash: try row.decode(at: 3), members: try row.decode([String]?.self, at: 4) ?? [],
@@ -188,7 +188,7 @@ extension Store {
 
     static let messageColumns: Query = "chat_key, message_key, content, \"timestamp\", sender_uid, sender_username"
 
-    static func message(from row: Row) throws -> Message {
+    static func message(from row: StoreRow) throws -> Message {
         Message(
             chatKey: try row.decode(at: 0), key: try row.decode(at: 1), content: try row.decode(at: 2),
             timestamp: try row.decode(at: 3), senderUID: try row.decode(at: 4), senderUsername: try row.decode(at: 5))

@@ -77,7 +77,7 @@ extension Store {
         p.owner_uid, p.post_key, p.image_url, p.image_height, p.created_at, p.like_count, p.poster_uid, p.poster_username
         """
 
-    static func post(from row: Row, at offset: Int = 0) throws -> Post {
+    static func post(from row: StoreRow, at offset: Int = 0) throws -> Post {
         Post(
             ownerUID: try row.decode(at: offset), key: try row.decode(at: offset + 1),
             imageURL: try row.decode(at: offset + 2), imageHeight: try row.decode(at: offset + 3),

@@ -67,6 +67,10 @@ extension Store {
             }
             tally.report.rows += 1
             tally.report.rowsFetched += 1
+            // The connection is busy until the COPY ends: only the block's own count, taken before, is known.
+            if let relative = emitter.countRequest {
+                emitter.answerCountRequest(relative == [table.rootKey ?? ""] ? block.rowCount : nil)
+            }
         }
     }
 }

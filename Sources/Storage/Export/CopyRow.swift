@@ -49,8 +49,6 @@ extension ExportRow {
     }
 }
 
-extension Row: ExportRow {}
-
 /// One line of `COPY … TO STDOUT` in text format, read in place: its columns are ranges of the line itself, or,
 /// when some column holds an escape, of a buffer the escapes were undone into (reused line after line).
 struct CopyRow: ExportRow {

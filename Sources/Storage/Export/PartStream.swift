@@ -3,8 +3,8 @@ internal import PostgresClient
 
 /// A row of a `PartStream`: the batch's row, and for a large row its other columns, fetched on their own.
 struct StreamRow: ExportRow {
-    let row: Row
-    let large: Row?
+    let row: StoreRow
+    let large: StoreRow?
     /// Columns before this one come from `row` always (the keys).
     let keyCount: Int
 
@@ -25,7 +25,7 @@ final class PartStream {
     private var cursor: String?
     private let connection: StoreConnection
     private let shared: Shared
-    private var batch: QueryResult?
+    private var batch: StoreResult?
     private var index = 0
     /// Skips a like's rows after the first (one per owner of its key).
     private var repeatedLikes = RepeatedLikeFilter()
@@ -35,7 +35,7 @@ final class PartStream {
     private var isPastFirstBatch = false
     private var fetchSize: Int
     private let largestFetch: Int
-    private var prefetched: QueryResult?
+    private var prefetched: StoreResult?
     /// The row `advance()` moved to; nil after the last row.
     private(set) var currentRow: StreamRow?
     /// The row's path without its last key (root first), shared with the rows before while it stays the same.
@@ -138,12 +138,14 @@ final class PartStream {
         guard let batch else { return }
         let row = batch[index]
         index += 1
-        var large: Row?
+        var large: StoreRow?
         if !row.hasText(table.exportedColumns.count, equalTo: "t") {
             try settle()
             large = try connection.query(table.largeRowQuery(keys: row)).first
         }
-        let current = StreamRow(row: row, large: large, keyCount: table == .unmappedValues ? 2 : table.keyDepth)
+        let current = StreamRow(
+            row: row, large: large,
+            keyCount: table == .unmappedValues ? UnmappedColumn.path.rawValue + 1 : table.keyDepth)
         currentRow = current
         do {
             (parentPath, leaf) = try table.parentPath(of: current, reusing: parentPath)
@@ -171,11 +173,11 @@ final class PartStream {
         guard table == .unmappedValues else { return false }
         guard let batch, index < batch.count, let current = currentRow?.row else { return true }
         let next = batch[index]
-        return current.withText(0) { root in
-            next.withText(0) { nextRoot in
+        return current.withText(UnmappedColumn.root.rawValue) { root in
+            next.withText(UnmappedColumn.root.rawValue) { nextRoot in
                 guard let root, let nextRoot, root.elementsEqual(nextRoot) else { return false }
-                return current.withText(1) { path in
-                    next.withText(1) { nextPath in
+                return current.withText(UnmappedColumn.path.rawValue) { path in
+                    next.withText(UnmappedColumn.path.rawValue) { nextPath in
                         // `{a,b}` then `{a,b,…`: the same text without the brace, then a comma. An empty path (a
                         // value at the root) is below nothing but its root.
                         guard let path, let nextPath else { return true }

@@ -98,13 +98,6 @@ extension Store {
         // read as COPY blocks when the merge reaches their root.
         var blocks = path.isEmpty && !shallow ? try copyBlocks(ordered: ordered) : []
         var merge = try openRows(at: path, excluding: Set(blocks.map(\.table)), ordered: ordered)
-        var copying: CopyBlock?
-        emitter.childCountBound = { relative in
-            // During a COPY the connection is busy: the block's own count was taken before.
-            if let block = copying { return relative == [block.table.rootKey ?? ""] ? block.rowCount : nil }
-            try merge.collectFetchInFlight()
-            return try self.childCountBound(of: path + relative)
-        }
         defer { tally.close(&merge) }
         while true {
             let next = merge.next()
@@ -113,16 +106,23 @@ extension Store {
             {
                 blocks.removeFirst()
                 try merge.collectFetchInFlight()
-                copying = block
                 try copy(block, into: emitter, tally: tally)
-                copying = nil
                 continue
             }
             guard let stream = next else { break }
             tally.report.rows += 1
             try Self.add(stream, below: path, shallow: shallow, mayGrow: merge.nextRowMayGrow, to: emitter)
+            try answerCountRequest(of: emitter, below: path, between: &merge)
             try merge.advance()
         }
+    }
+
+    /// Answers the emitter's question of how many children a node has, if it asked, once the FETCH in flight
+    /// is in: the connection runs one statement at a time.
+    func answerCountRequest(of emitter: TreeEmitter, below path: [String], between merge: inout PartMerge) throws {
+        guard let relative = emitter.countRequest else { return }
+        try merge.collectFetchInFlight()
+        emitter.answerCountRequest(try childCountBound(of: path + relative))
     }
 
     /// At most how many children the node at `path` has: the rows under it (each child has one at least); nil

@@ -115,14 +115,7 @@ extension Store {
         onLeaf: (PartStream) throws -> Void = { _ in }
     ) throws {
         var merge = try openRows(at: path, reversed: reversed, children: children, ordered: ordered)
-        emitter?.childCountBound = { relative in
-            try merge.collectFetchInFlight()
-            return try self.childCountBound(of: path + relative)
-        }
-        defer {
-            emitter?.childCountBound = nil
-            tally.close(&merge)
-        }
+        defer { tally.close(&merge) }
         while let stream = merge.next() {
             tally.report.rows += 1
             let rowPath = stream.currentPath
@@ -131,6 +124,7 @@ extension Store {
             } else if !rowPath[path.count].hasPrefix(".") {
                 guard try body(rowPath[path.count], stream, merge.nextRowMayGrow) else { break }
             }
+            if let emitter { try answerCountRequest(of: emitter, below: path, between: &merge) }
             try merge.advance()
         }
     }

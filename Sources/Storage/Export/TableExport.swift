@@ -28,10 +28,10 @@ extension TreeTable {
             return value.map { $0.merging(extra) } ?? extra
         }
         let root = rootKey ?? ""
-        switch self {
-        case .postLikes, .followers, .following:
+        switch description.rows {
+        case .edges:
             return ([root, try row.text(0), try row.text(1)], .bool(true))
-        case .users, .posts, .feedPosts, .timeline, .chats, .messages:
+        case .records:
             func field(_ column: RecordColumn, at index: Int) throws -> TreeValue? {
                 switch column.kind {
                 case .text: text(index)
@@ -41,20 +41,24 @@ extension TreeTable {
             }
             let value = object(
                 try recordFieldGroups.map { group in
-                    guard group.columns[0].column.field.count == 2 else {
+                    guard group.columns[0].column.isMember else {
                         return (group.key, try field(group.columns[0].column, at: group.columns[0].index))
                     }
                     return (
                         group.key,
-                        object(try group.columns.map { ($0.column.field[1], try field($0.column, at: $0.index)) })
+                        object(try group.columns.map { ($0.column.innerKey, try field($0.column, at: $0.index)) })
                     )
                 })
             return ([root] + (try (0..<keyDepth).map { try row.text($0) }), try withExtra(value, column: extraColumn))
-        case .unmappedValues:
+        case .unmappedLeaves:
             let path = try UnmappedPath.keys(of: row)
             let value: TreeValue? =
-                if let text = row[2] { .string(text) } else if let number = try number(3) { number } else {
-                    row[4].map { .bool($0 == "t") }
+                if let text = row[UnmappedColumn.stringValue.rawValue] {
+                    .string(text)
+                } else if let number = try number(UnmappedColumn.numberValue.rawValue) {
+                    number
+                } else {
+                    row[UnmappedColumn.booleanValue.rawValue].map { .bool($0 == "t") }
                 }
             return (path, value)
         }
@@ -87,11 +91,11 @@ extension TreeTable {
         }
         return byName(recordFieldGroups, \.key).map { group in
             let (column, index) = group.columns[0]
-            if column.field.count == 2 {
+            if column.isMember {
                 precondition(group.columns.allSatisfy { $0.column.kind == .text }, "object members are text")
                 return .object(
                     name: quoted(group.key),
-                    members: byName(group.columns) { $0.column.field[1] }.map { (quoted($0.column.field[1]), $0.index) }
+                    members: byName(group.columns) { $0.column.innerKey }.map { (quoted($0.column.innerKey), $0.index) }
                 )
             }
             switch column.kind {
@@ -106,18 +110,17 @@ extension TreeTable {
 
     /// Writes an unmapped value's leaf straight from its row's text.
     static func writeUnmappedValue(of row: some ExportRow, to writer: inout JSONTextWriter) {
-        if row.withText(2, { text in text.map { writer.string(utf8: $0) } }) != nil { return }
-        if row.withText(3, { text in text.map { writer.number(postgresText: $0) } }) != nil { return }
-        writer.bool(row.hasText(4, equalTo: "t"))
+        let string = UnmappedColumn.stringValue.rawValue
+        if row.withText(string, { text in text.map { writer.string(utf8: $0) } }) != nil { return }
+        let number = UnmappedColumn.numberValue.rawValue
+        if row.withText(number, { text in text.map { writer.number(postgresText: $0) } }) != nil { return }
+        writer.bool(row.hasText(UnmappedColumn.booleanValue.rawValue, equalTo: "t"))
     }
 
     /// Whether `writeValue` can write the row straight from libpq's buffers: edges, and records whose `extra`
     /// is NULL and that hold something. Other rows take the general path, `part(from:)`.
     func writesDirectly(_ row: some ExportRow) -> Bool {
-        switch self {
-        case .postLikes, .followers, .following: return true
-        default: break
-        }
+        if isLeaf { return true }
         guard let fields = recordFields, row.isNull(extraColumn) else { return false }
         return fields.contains { field in
             switch field {

@@ -30,15 +30,15 @@ struct ChildKeyRange: Equatable {
 extension TreeTable {
     /// The columns an export reads, in the importer's order (without `sort_key`, which is the order itself).
     var exportedColumns: ArraySlice<String> {
-        self == .unmappedValues ? columns.prefix(5) : columns[...]
+        self == .unmappedValues ? columns.prefix(UnmappedColumn.sortKey.rawValue) : columns[...]
     }
 
     /// Columns whose size can grow with the data (text, arrays, jsonb), summed to tell large rows.
     private var growingColumns: [String] {
-        switch self {
-        case .unmappedValues: ["string_value"]
-        case .postLikes, .followers, .following: []
-        default: recordColumns.filter { $0.kind == .text || $0.kind == .keys }.map(\.name) + ["extra"]
+        switch description.rows {
+        case .unmappedLeaves: [UnmappedColumn.stringValue.name]
+        case .edges: []
+        case .records(let columns): columns.filter { $0.kind == .text || $0.kind == .keys }.map(\.name) + ["extra"]
         }
     }
 
@@ -54,7 +54,7 @@ extension TreeTable {
     /// The SELECT list of a read: the key columns, the other columns unless the row is large, then whether it
     /// is not (the last column).
     private var streamColumns: Query {
-        let keys = self == .unmappedValues ? ["root", "path"] : keyColumns
+        let keys = self == .unmappedValues ? Self.unmappedKeyColumns : keyColumns
         let others = exportedColumns.dropFirst(keys.count)
         guard !growingColumns.isEmpty else {
             return Query.identifiers(exportedColumns) + ", true"
@@ -72,13 +72,17 @@ extension TreeTable {
         return columns.joined(separator: ", ")
     }
 
+    /// An unmapped value's key: its root and its path below it.
+    private static let unmappedKeyColumns = [UnmappedColumn.root.name, UnmappedColumn.path.name]
+
     /// The statement that fetches a large row's columns (after its keys) on its own.
     func largeRowQuery(keys row: some ExportRow) throws -> Query {
-        let others = exportedColumns.dropFirst(self == .unmappedValues ? 2 : keyDepth)
+        let others = exportedColumns.dropFirst(self == .unmappedValues ? Self.unmappedKeyColumns.count : keyDepth)
         let columns = Query.identifiers(others)
         if self == .unmappedValues {
             let path = Array(try UnmappedPath.keys(of: row).dropFirst())
-            return "SELECT \(columns) FROM unmapped_values WHERE root = \(try row.text(0)) AND path = \(path)"
+            return
+                "SELECT \(columns) FROM unmapped_values WHERE root = \(try row.text(UnmappedColumn.root.rawValue)) AND path = \(path)"
         }
         return
             "SELECT \(columns) FROM \(identifier: name) WHERE \(keyConditions(try (0..<keyDepth).map { try row.text($0) }))"

@@ -17,10 +17,13 @@ import Foundation
 final class TreeEmitter {
     /// The output options.
     let options: JSONTextWriter.Options
-    /// At most how many children the node at a path (relative to the emitter's root) has, when known: asked once
-    /// of an object that may be an array and has filled its frame's memory, so that one whose indexes run past
-    /// twice that many streams as an object instead of going on to a temporary file.
-    var childCountBound: (([String]) throws -> Int?)?
+    /// The path (relative to the emitter's root) of an object that may be an array and has filled its frame's
+    /// memory: told at most how many children it has (`answerCountRequest`), it streams as an object as soon as
+    /// its indexes run past twice that many instead of going on to a temporary file. The emitter asks and goes
+    /// on; whoever feeds it answers when its connection is free, between fetches.
+    private(set) var countRequest: [String]?
+    /// The frame `countRequest` is about.
+    private var requestingFrame: ArrayFrame?
     private var writer: JSONTextWriter
     private let sink: (UnsafeBufferPointer<UInt8>) throws -> Void
     /// The open nodes, the root first (once there is any part).
@@ -37,6 +40,13 @@ final class TreeEmitter {
     /// Bytes the frames held in memory at most, and wrote to temporary files in all (for tests and reports).
     private(set) var peakFrameBytes = 0
     private(set) var spilledBytes = 0
+
+    /// Answers `countRequest` with at most how many children its node has (nil: not known).
+    func answerCountRequest(_ bound: Int?) {
+        requestingFrame?.childCountBound = bound
+        requestingFrame = nil
+        countRequest = nil
+    }
 
     /// Bytes the main writer collects before handing them to `sink`.
     static let chunkSize = 1 << 18
@@ -344,7 +354,12 @@ final class TreeEmitter {
                 $0.value(priority)
             }
         case .deferred(let frame):
-            if let index, try !frame.cannotBeArray(reaching: index, bound: { try childCountBound?(path(of: level)) }) {
+            if countRequest == nil, frame.wantsCountBound {
+                frame.wantsCountBound = false
+                countRequest = path(of: level)
+                requestingFrame = frame
+            }
+            if let index, !frame.cannotBeArray(reaching: index) {
                 try frame.begin(index)
                 return
             }
@@ -488,16 +503,21 @@ final class ArrayFrame {
     /// Bytes moved to temporary files.
     var spilledBytes: Int { data.spilledByteCount + table.spilledByteCount }
 
+    /// At most how many children the node has, once known (`TreeEmitter.countRequest`).
+    var childCountBound: Int?
+
+    /// Whether the frame has moved children to its file and not yet asked how many children the node has.
+    var wantsCountBound: Bool {
+        get { data.spilledByteCount > 0 && !hasAskedForBound }
+        set { hasAskedForBound = !newValue }
+    }
     private var hasAskedForBound = false
 
-    /// Whether a child at `index` would leave these children no way to be an array: asked once the frame has
-    /// moved children to its file, of `bound`, at most how many children the node has (when known). An array
-    /// needs its largest index below twice its count.
-    func cannotBeArray(reaching index: Int, bound: () throws -> Int?) throws -> Bool {
-        guard data.spilledByteCount > 0, !hasAskedForBound else { return false }
-        hasAskedForBound = true
-        guard let bound = try bound() else { return false }
-        return max(largestIndex, index) >= 2 * bound
+    /// Whether a child at `index` would leave these children no way to be an array, by what is known of their
+    /// number: an array needs its largest index below twice its count.
+    func cannotBeArray(reaching index: Int) -> Bool {
+        guard let childCountBound else { return false }
+        return max(largestIndex, index) >= 2 * childCountBound
     }
 
     /// Starts the child at `index` (indexes come in increasing order).

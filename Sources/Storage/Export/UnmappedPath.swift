@@ -9,13 +9,13 @@ import FirebaseTree
 enum UnmappedPath {
     /// The keys of the row's path, root first.
     static func keys(of row: some ExportRow) throws -> [String] {
-        [try row.text(0)] + (try row.textArray(1) ?? [])
+        [try row.text(UnmappedColumn.root.rawValue)] + (try row.textArray(UnmappedColumn.path.rawValue) ?? [])
     }
 
     /// The row's parent path (root first), `previous` itself when its keys are the same, and the last key when it
     /// had to be decoded anyway.
     static func parent(of row: some ExportRow, reusing previous: [String]) throws -> (parent: [String], leaf: String?) {
-        try row.withText(1) { literal in
+        try row.withText(UnmappedColumn.path.rawValue) { literal in
             guard let literal, isPlain(literal) else {
                 var path = try keys(of: row)
                 let leaf = path.removeLast()
@@ -23,13 +23,13 @@ enum UnmappedPath {
             }
             let body = UnsafeBufferPointer(rebasing: literal[1..<(literal.count - 1)])
             // A value stored at a root: the root is the last key.
-            if body.isEmpty { return ([], try row.text(0)) }
+            if body.isEmpty { return ([], try row.text(UnmappedColumn.root.rawValue)) }
             // The parent's keys below the root: everything before the last comma. The last key is read when asked
             // for (`withLastKey`).
             let lastComma = body.lastIndex(of: UInt8(ascii: ","))
             let parentBytes = lastComma.map { UnsafeBufferPointer(rebasing: body[..<$0]) }
             if matches(previous, root: row, parentBytes: parentBytes) { return (previous, nil) }
-            var path = [try row.text(0)]
+            var path = [try row.text(UnmappedColumn.root.rawValue)]
             if let parentBytes {
                 var index = 1
                 for key in parentBytes.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
@@ -56,7 +56,7 @@ enum UnmappedPath {
     /// a value stored at a root).
     static func withLastKey<R>(of row: some ExportRow, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R?
     {
-        try row.withText(1) { literal in
+        try row.withText(UnmappedColumn.path.rawValue) { literal in
             guard let literal, isPlain(literal), literal.count > 2 else { return nil }
             let keys = UnsafeBufferPointer(rebasing: literal[1..<(literal.count - 1)])
             let start = keys.lastIndex(of: UInt8(ascii: ",")).map { $0 + 1 } ?? keys.startIndex
@@ -68,7 +68,7 @@ enum UnmappedPath {
     private static func matches(
         _ previous: [String], root row: some ExportRow, parentBytes: UnsafeBufferPointer<UInt8>?
     ) -> Bool {
-        guard let root = previous.first, row.hasText(0, equalTo: root) else { return false }
+        guard let root = previous.first, row.hasText(UnmappedColumn.root.rawValue, equalTo: root) else { return false }
         guard let parentBytes else { return previous.count == 1 }
         var index = 1
         var start = parentBytes.startIndex

@@ -15,7 +15,7 @@ public enum ImportMapping {
     ) throws -> ImportReport {
         let loader = TableLoader(connection: nil, usesFreeze: false)
         let importer = TreeImporter(
-            source: source, loader: loader, options: options, deleteRows: { _ in [:] }, onReject: onReject)
+            source: source, loader: loader, options: options, onFinding: { _ in [:] }, onReject: onReject)
         try StorageError.converting { try importer.run() }
         try loader.flush()
         return importer.report

@@ -161,13 +161,13 @@ extension TreeTable {
         var fields = RecordFields(fields)
         for group in recordFieldGroups {
             let column = group.columns[0].column
-            guard column.field.count == 2 else {
+            guard column.isMember else {
                 try fields.take(group.key, as: column.kind, into: &row)
                 continue
             }
             // An object's members (`poster.uid`, `poster.username`): what is left of it stays under its key.
             let taken: Void? = try fields.nested(group.key) { inner in
-                for (member, _) in group.columns { try inner.take(member.field[1], as: member.kind, into: &row) }
+                for (member, _) in group.columns { try inner.take(member.innerKey, as: member.kind, into: &row) }
             }
             if taken == nil {
                 for _ in group.columns { try row.append(nil as String?) }

@@ -83,20 +83,28 @@ extension Store {
                     replaced = try Store.deleteRows(under: options.at, on: connection).values.reduce(0, +)
                 }
             }
-            // COPY FREEZE needs tables truncated in the same transaction.
-            let loader = TableLoader(connection: connection, usesFreeze: wholeTree)
+            // A like's owner is its post's, and in an export /postLikes comes before /posts: likes are staged
+            // until the whole file is read.
+            try copies.stageLikes()
+            // COPY FREEZE needs tables truncated (or created) in the same transaction.
+            let loader = TableLoader(
+                connection: connection, usesFreeze: wholeTree,
+                destinations: [.postLikes: DerivedCopies.stagedLikesTable])
             loader.onRows = onRows
             loader.isCancelled = isCancelled
+            var hasStagedLikes: Bool { loader.counts[TreeTable.postLikes.rawValue].rows > 0 }
             let importer = TreeImporter(
                 source: source, loader: loader, options: options,
-                deleteRows: { [connection] path in
+                onFinding: { [connection] finding in
+                    // Rows sent so far must be in the tables before what they hold is deleted.
+                    try loader.flush()
                     // A merge names each node it replaces, `null` ones included.
-                    if let root = path.first { deletedRoots.insert(root) }
+                    if let root = finding.path.first { deletedRoots.insert(root) }
                     try deferredIndexes?.build(onStep: timedStep)
                     finishing.end()
-                    var deleted = try Store.deleteRows(under: path, on: connection)
-                    if loader.hasStagedLikes {
-                        deleted[.postLikes, default: 0] += try self.copies.deleteStagedLikes(under: path)
+                    var deleted = try Store.deleteRows(under: finding.path, on: connection)
+                    if hasStagedLikes {
+                        deleted[.postLikes, default: 0] += try self.copies.deleteStagedLikes(under: finding.path)
                     }
                     return deleted
                 },
@@ -105,7 +113,7 @@ extension Store {
                 try StorageError.converting { try importer.run() }
                 try loader.flush()
                 try settleDerivedRows(
-                    staged: loader.hasStagedLikes, wholeTree: wholeTree,
+                    staged: hasStagedLikes, wholeTree: wholeTree,
                     written: deletedRoots.union(options.at.prefix(1)), before: heldBefore, at: options.at,
                     onStep: timedStep)
                 try deferredIndexes?.build(onStep: timedStep)
@@ -243,6 +251,8 @@ extension Store {
         if staged {
             onStep(.storingLikes)
             try copies.storeStagedLikes(isDistributed: distributed)
+        } else {
+            try copies.unstageLikes()
         }
         for records in HeldRecords.all where wholeTree || written.contains(records.table) {
             let keys =

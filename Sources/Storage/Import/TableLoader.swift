@@ -23,8 +23,8 @@ final class TableLoader {
     private var totalRows = 0
     /// COPY messages sent so far: a mark is good while none was.
     private var sends = 0
-    /// Whether likes went to `DerivedCopies.stagedLikesTable`, which the import must then store (`storeStagedLikes`).
-    private(set) var hasStagedLikes = false
+    /// Tables whose rows go to another table with the same columns instead of their own.
+    private let destinations: [TreeTable: String]
 
     /// The rows encoded since the last send, in order: each one's table and where it starts in that table's
     /// buffer. A mark is two numbers and a roll-back walks back only the rows it drops: the importer marks every
@@ -39,11 +39,13 @@ final class TableLoader {
     static let messageSize = 1 << 16
     private static let switchThreshold = 1 << 20
 
-    /// With `usesFreeze` the COPYs write frozen rows, which PostgreSQL allows only into tables truncated in the
-    /// same transaction, and which spares the first VACUUM from rewriting every page.
-    init(connection: StoreConnection?, usesFreeze: Bool) {
+    /// With `usesFreeze` the COPYs write frozen rows, which PostgreSQL allows only into tables truncated (or
+    /// created) in the same transaction, and which spares the first VACUUM from rewriting every page. A table's
+    /// rows go to `destinations[table]` when it names one (the import stages likes there).
+    init(connection: StoreConnection?, usesFreeze: Bool, destinations: [TreeTable: String] = [:]) {
         self.connection = connection
         self.usesFreeze = usesFreeze
+        self.destinations = destinations
         encoders = TreeTable.allCases.map { _ in CopyRowEncoder(capacity: 0) }
         counts = TreeTable.allCases.map { _ in Counts() }
     }
@@ -115,13 +117,7 @@ final class TableLoader {
     private func activate(_ table: TreeTable) throws {
         guard table != active else { return }
         try endActive()
-        var target = table.name
-        if table == .postLikes, let connection {
-            // A like's owner is its post's, and in an export /postLikes comes before /posts.
-            if !hasStagedLikes { try connection.execute(DerivedCopies.createStagedLikes) }
-            hasStagedLikes = true
-            target = DerivedCopies.stagedLikesTable
-        }
+        let target = destinations[table] ?? table.name
         let columns = Query.identifiers(table.columns)
         let freeze: Query = usesFreeze ? " WITH (FREEZE)" : ""
         try connection?.beginCopyIn("COPY \(identifier: target) (\(columns)) FROM STDIN\(freeze)")

@@ -7,12 +7,15 @@ import Foundation
 /// strings) enforced as rejects.
 ///
 /// Only one record (one typed row's subtree) is ever held in memory; containers above records stream.
+///
+/// The importer runs no SQL: rows go to the loader, and what changes rows already sent (`ImportFinding`) goes to
+/// its import, which decides what to do about the store and says how many rows went.
 final class TreeImporter {
     private var reader: JSONReader
     private let loader: TableLoader
     private let options: ImportOptions
-    /// Removes every stored row at or below an absolute path (a duplicate key's earlier occurrence).
-    private let deleteRows: ([String]) throws -> [TreeTable: Int]
+    /// Hears what the import must act on before the rows that follow; answers how many rows of each table went.
+    private let onFinding: (ImportFinding) throws -> [TreeTable: Int]
     private let onReject: (ImportReject) throws -> Void
 
     private(set) var report = ImportReport()
@@ -41,7 +44,8 @@ final class TreeImporter {
     /// it there, with error positions in `source`'s own bytes.
     init(
         source: some ByteSource, loader: TableLoader, options: ImportOptions,
-        deleteRows: @escaping ([String]) throws -> [TreeTable: Int], onReject: @escaping (ImportReject) throws -> Void
+        onFinding: @escaping (ImportFinding) throws -> [TreeTable: Int],
+        onReject: @escaping (ImportReject) throws -> Void
     ) {
         if options.at.isEmpty {
             reader = JSONReader(source: source)
@@ -51,7 +55,7 @@ final class TreeImporter {
         }
         self.loader = loader
         self.options = options
-        self.deleteRows = deleteRows
+        self.onFinding = onFinding
         self.onReject = onReject
     }
 
@@ -120,22 +124,25 @@ final class TreeImporter {
         }
     }
 
-    /// Sends a top-level node to the mapping its name calls for.
+    /// Sends a top-level node to the tables described under it: down the levels of their keys to a record or
+    /// an edge; /posts holds two tables, told apart child by child (`postsChild`).
     private func route(_ key: String) throws {
-        switch key {
-        case "users":
-            try container { uid in try self.record(.users, keys: [uid]) }
-        case "posts":
-            try container { id in try self.postsChild(id) }
-        case "postLikes", "followers", "following":
-            let table: TreeTable = key == "postLikes" ? .postLikes : key == "followers" ? .followers : .following
-            try container { a in try self.container { b in try self.edge(table, keys: [a, b]) } }
-        case "timeline", "chats", "messages":
-            let table: TreeTable = key == "timeline" ? .timeline : key == "chats" ? .chats : .messages
-            try container { a in try self.container { b in try self.record(table, keys: [a, b]) } }
+        let tables = TreeTable.tables(under: key)
+        switch tables.count {
+        case 0: try unmapped()
+        case 1: try descend(tables[0], keys: [])
         default:
-            try unmapped()
+            precondition(Set(tables) == [.posts, .feedPosts], "only /posts holds two tables")
+            try container { id in try self.postsChild(id) }
         }
+    }
+
+    /// The level of `table`'s key path below `keys`: a row once the path is whole, a container above it.
+    private func descend(_ table: TreeTable, keys: [String]) throws {
+        guard keys.count == table.keyDepth else {
+            return try container { key in try self.descend(table, keys: keys + [key]) }
+        }
+        if table.isLeaf { try edge(table, keys: keys) } else { try record(table, keys: keys) }
     }
 
     // MARK: Shapes
@@ -435,8 +442,7 @@ final class TreeImporter {
             }
             if options.mode == .merge, FirebaseKey.samePath(path, options.at) {
                 // Firebase's update: each child the file names replaces the store's child whole (null deletes it).
-                try loader.flush()
-                report.rowsReplaced += try deleteRows(path + [key]).values.reduce(0, +)
+                report.rowsReplaced += try onFinding(.replacedChild(path + [key])).values.reduce(0, +)
             }
             if reader.token == .null { continue }
             if path.count + 1 > Self.maximumDepth {
@@ -506,8 +512,7 @@ final class TreeImporter {
         {
             deleted = dropped
         } else {
-            try loader.flush()
-            deleted = try deleteRows(fullPath)
+            deleted = try onFinding(.repeatedKey(fullPath))
         }
         for (table, count) in deleted { deletedRows[table, default: 0] += count }
         guard isCertain || deleted.values.contains(where: { $0 > 0 }) else { return }
@@ -524,7 +529,7 @@ final class TreeImporter {
 
     /// Records a reject of the current value (consuming it) and aborts when there are more than allowed.
     private func reject(_ reason: String, at rejectPath: [String]? = nil) throws {
-        let (value, isTruncated, valueBytes) = try captureValue()
+        let (value, isTruncated, valueBytes) = try reader.captureValue(maximumBytes: Self.maximumRejectValueBytes)
         let rejected = ImportReject(
             path: Self.describe((rejectPath ?? path)[...]), reason: reason, value: value,
             isTruncated: isTruncated, valueBytes: valueBytes)
@@ -543,69 +548,24 @@ final class TreeImporter {
         throw error
     }
 
-    /// The current value as compact JSON (consumed), cut at 1 MB, and the bytes it took in the input.
-    private func captureValue() throws -> (text: String, isTruncated: Bool, inputBytes: Int) {
-        var out: [UInt8] = []
-        var needsComma: [Bool] = []
-        let start = reader.tokenStart
-        let startDepth = reader.depth - (isContainerToken ? 1 : 0)
-        var isTruncated = false
-        func write(_ bytes: some Collection<UInt8>) {
-            guard !isTruncated else { return }
-            let room = Self.maximumRejectValueBytes - out.count
-            if bytes.count > room { isTruncated = true }
-            out.append(contentsOf: bytes.prefix(room))
-        }
-        func beforeValue() {
-            if let last = needsComma.last {
-                if last { write([UInt8(ascii: ",")]) }
-                needsComma[needsComma.count - 1] = true
-            }
-        }
-        var afterKey = false
-        while true {
-            let token = reader.token
-            switch token {
-            case .objectStart, .arrayStart:
-                if !afterKey { beforeValue() }
-                write([UInt8(ascii: token == .objectStart ? "{" : "[")])
-                needsComma.append(false)
-            case .objectEnd, .arrayEnd:
-                needsComma.removeLast()
-                write([UInt8(ascii: token == .objectEnd ? "}" : "]")])
-            case .key:
-                beforeValue()
-                var quoted: [UInt8] = []
-                JSONTextWriter.appendQuoted(reader.text, to: &quoted)
-                write(quoted + [UInt8(ascii: ":")])
-            case .string:
-                if !afterKey { beforeValue() }
-                var quoted: [UInt8] = []
-                JSONTextWriter.appendQuoted(
-                    UnsafeBufferPointer(rebasing: reader.text.prefix(Self.maximumRejectValueBytes)), to: &quoted)
-                write(quoted)
-            case .number:
-                if !afterKey { beforeValue() }
-                write(JavaScriptNumber.format(reader.number).utf8)
-            case .true, .false, .null:
-                if !afterKey { beforeValue() }
-                write(token == .true ? "true".utf8 : token == .false ? "false".utf8 : "null".utf8)
-            case .end:
-                break
-            }
-            afterKey = token == .key
-            if reader.depth <= startDepth, token != .key { break }
-            try reader.next()
-        }
-        if isTruncated {
-            // Cut at a character's boundary.
-            while let last = out.last, UTF8.isContinuation(last) { out.removeLast() }
-            if let last = out.last, last >= 0xC0 { out.removeLast() }
-        }
-        return (String(decoding: out, as: UTF8.self), isTruncated, reader.bytesRead - start)
-    }
-
     static func describe(_ path: ArraySlice<String>) -> String {
         "/" + path.joined(separator: "/")
+    }
+}
+
+/// What the importer found that changes rows it or the store already holds.
+enum ImportFinding: Equatable {
+    /// A merge names this child of the node it merges into: it replaces the store's child whole (a `null`
+    /// deletes it), so whatever is stored at or below it goes.
+    case replacedChild([String])
+    /// A key met again in one object after the rows of its earlier occurrence were sent: the last occurrence
+    /// wins, so what is stored at or below the path goes.
+    case repeatedKey([String])
+
+    /// The absolute path whose stored rows go.
+    var path: [String] {
+        switch self {
+        case .replacedChild(let path), .repeatedKey(let path): path
+        }
     }
 }

@@ -40,41 +40,12 @@ public enum Repair: CaseIterable, Sendable {
     /// Whether the repair can run as a series of transactions over ranges of keys (`RepairOptions.batchSize`).
     public var isBatchable: Bool { self != .chatMerge && self != .hiddenValues }
 
-    /// The key a batched repair's ranges are taken from.
-    enum BatchKey {
-        /// `users.uid`.
-        case uid
-        /// The keys of the chats.
-        case chatKey
-        /// The keys of the posts.
-        case postKey
-
-        /// Every `n`-th key after the first, in order: where the ranges after the first begin.
-        func startsQuery(every n: Int) -> Query {
-            switch self {
-            case .uid:
-                "SELECT uid FROM (SELECT uid, row_number() OVER (ORDER BY uid) AS n FROM users) k WHERE n > 1 AND n % \(n) = 1 ORDER BY 1"
-            case .chatKey:
-                """
-                SELECT chat_key FROM (SELECT chat_key, row_number() OVER (ORDER BY chat_key) AS n
-                                      FROM (SELECT DISTINCT chat_key FROM chats) c) k
-                WHERE n > 1 AND n % \(n) = 1 ORDER BY 1
-                """
-            case .postKey:
-                """
-                SELECT post_key FROM (SELECT post_key, row_number() OVER (ORDER BY post_key) AS n
-                                      FROM (SELECT DISTINCT post_key FROM posts) p) k
-                WHERE n > 1 AND n % \(n) = 1 ORDER BY 1
-                """
-            }
-        }
-    }
-
-    /// The key the repair's batches divide (`orphans` has one per table).
-    var batchKey: BatchKey? {
+    /// The table whose batch key (`TableDescription.batchKey`) the repair's batches divide (`orphans` has one
+    /// per statement).
+    var batchTable: TreeTable? {
         switch self {
-        case .likeCounts, .posters, .timelines, .follows: .uid
-        case .chats, .chatHashes: .chatKey
+        case .likeCounts, .posters, .timelines, .follows: .users
+        case .chats, .chatHashes: .chats
         case .orphans, .hiddenValues, .chatMerge: nil
         }
     }
@@ -98,7 +69,7 @@ public struct RepairOptions: Sendable {
     public var user: String?
     /// `repair follows --prefer`.
     public var followPreference = FollowPreference.union
-    /// `--batch-size N`: the repair runs as one transaction per range of about N keys (`Repair.batchKey`), each
+    /// `--batch-size N`: the repair runs as one transaction per range of about N keys (`Repair.batchTable`), each
     /// committed before the next, instead of all in one (for stores too large to rewrite in one transaction).
     /// nil: one.
     public var batchSize: Int?
@@ -177,4 +148,17 @@ public struct MergedChat: Sendable, Equatable {
     public var members: [String]
     /// How many messages moved.
     public var messagesMoved: Int
+}
+
+extension TreeTable {
+    /// Every `n`-th value of the table's batch key after the first, in order: where a batched repair's ranges
+    /// after the first begin.
+    func batchStartsQuery(every n: Int) -> Query {
+        guard let key = description.batchKey else { preconditionFailure("\(name) has no batch key") }
+        return """
+            SELECT k FROM (SELECT k, row_number() OVER (ORDER BY k) AS n
+                           FROM (SELECT DISTINCT \(identifier: key) AS k FROM \(identifier: name)) d) s
+            WHERE n > 1 AND n % \(n) = 1 ORDER BY 1
+            """
+    }
 }

@@ -66,14 +66,16 @@ extension Store {
         // The repair's phases (one, but for orphans a phase per table), each run over ranges of its key: every
         // batchSize-th key starts a range; the first range is open below and the last above, so that rows whose
         // keys are in no driving table (entries of uids that are in no /users) fall in one too.
-        let phases: [(key: Repair.BatchKey?, steps: (KeyRange) throws -> [Step])] =
+        let phases: [(key: TreeTable?, steps: (KeyRange) throws -> [Step])] =
             repair == .orphans
             ? Self.orphanStatements.map { statement in (statement.key, { [statement.step($0)] }) }
-            : [(repair.batchKey, { try self.steps(of: repair, options: options, range: $0) })]
+            : [(repair.batchTable, { try self.steps(of: repair, options: options, range: $0) })]
         let batches = try phases.flatMap { phase in
             let starts =
-                try phase.key.map { key in
-                    try connection.query(key.startsQuery(every: batchSize)).map { try $0.decode(String.self, at: 0) }
+                try phase.key.map { table in
+                    try connection.query(table.batchStartsQuery(every: batchSize)).map {
+                        try $0.decode(String.self, at: 0)
+                    }
                 } ?? []
             return zip([nil] + starts, starts + [nil]).map { (range: KeyRange(from: $0, to: $1), steps: phase.steps) }
         }
@@ -523,12 +525,12 @@ extension Store {
             + [Step(unreported: "DROP TABLE repair_chats")]
     }
 
-    /// The orphan repair's statements, each with the key it is batched by (nil: never batched) and its
+    /// The orphan repair's statements, each with the table whose batch key divides it (nil: never batched) and its
     /// statement for the rows whose key is in a range.
-    static var orphanStatements: [(key: Repair.BatchKey?, step: (KeyRange) -> Step)] {
+    static var orphanStatements: [(key: TreeTable?, step: (KeyRange) -> Step)] {
         [
             (
-                .postKey,
+                .posts,
                 { range in
                     Step(
                         table: "post_likes", action: .deleted,
@@ -539,7 +541,7 @@ extension Store {
                 }
             ),
             (
-                .chatKey,
+                .chats,
                 { range in
                     Step(
                         table: "messages", action: .deleted,
@@ -551,7 +553,7 @@ extension Store {
                 }
             ),
             (
-                .uid,
+                .users,
                 { range in
                     Step(
                         table: "timeline", action: .deleted,

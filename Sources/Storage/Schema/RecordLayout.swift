@@ -1,6 +1,6 @@
 /// One typed column of a record table and the field of the record it holds.
 ///
-/// Each table's layout is written once (`TreeTable.recordColumns`); the COPY column list, the import's encoder,
+/// Each table's layout is written once (`TreeTable.description`); the COPY column list, the import's encoder,
 /// the export's decoder and its direct writer are derived from it, so a new field is one line there plus a
 /// migration that adds the column.
 struct RecordColumn {
@@ -18,15 +18,25 @@ struct RecordColumn {
 
     /// The column's name.
     var name: String
-    /// The field's path in the record: one key, or an object's key and the member's (`poster`, `uid`).
-    var field: [String]
+    /// The record's field the column holds, or the object field whose member it holds (`poster`).
+    var key: String
+    /// The member of the object field `key` the column holds (`uid` of `poster`); nil when it holds the field.
+    var member: String?
     /// How the field is kept.
     var kind: Kind
 
-    /// A column holding the record's field `field` (by default, the field named like the column).
-    init(_ name: String, _ kind: Kind, field: String...) {
+    /// Whether the column holds a member of an object field rather than a field.
+    var isMember: Bool { member != nil }
+
+    /// The key the column's value has in what holds it: the member's in its object, or the field's.
+    var innerKey: String { member ?? key }
+
+    /// A column holding the record's field `key` (by default, the field named like the column), or that
+    /// field's `member`.
+    init(_ name: String, _ kind: Kind, key: String? = nil, member: String? = nil) {
         self.name = name
-        self.field = field.isEmpty ? [name] : field
+        self.key = key ?? name
+        self.member = member
         self.kind = kind
     }
 }
@@ -34,42 +44,13 @@ struct RecordColumn {
 extension TreeTable {
     /// The typed columns of the table's records, in column order (after the key columns, before `extra`); empty
     /// for the tables that hold edges (`true`s) and for unmapped values.
-    var recordColumns: [RecordColumn] { Self.recordLayouts[rawValue] }
-
-    /// Indexed by raw value, which is the case's index.
-    private static let recordLayouts: [[RecordColumn]] = allCases.map { table in
-        switch table {
-        case .users: [.init("username", .text)]
-        case .posts:
-            [
-                .init("image_url", .text), .init("image_height", .number), .init("created_at", .number),
-                .init("like_count", .integer), .init("poster_uid", .text, field: "poster", "uid"),
-                .init("poster_username", .text, field: "poster", "username"),
-            ]
-        case .feedPosts:
-            [
-                .init("image_file_url", .text, field: "imageFileURL"), .init("user_name", .text, field: "user"),
-                .init("votes", .integer), .init("timestamp_ms", .number, field: "timestamp"),
-            ]
-        case .timeline: [.init("poster_uid", .text)]
-        case .chats:
-            [
-                .init("title", .text), .init("member_hash", .text, field: "memberHash"), .init("members", .keys),
-                .init("last_message", .text, field: "lastMessage"),
-                .init("last_message_sent", .number, field: "lastMessageSent"),
-            ]
-        case .messages:
-            [
-                .init("content", .text), .init("timestamp", .number),
-                .init("sender_uid", .text, field: "sender", "uid"),
-                .init("sender_username", .text, field: "sender", "username"),
-            ]
-        case .postLikes, .followers, .following, .unmappedValues: []
-        }
+    var recordColumns: [RecordColumn] {
+        if case .records(let columns) = description.rows { return columns }
+        return []
     }
 
-    /// The record columns in runs that share their first field key: a top-level field alone, or an object's
-    /// members together (`poster.uid`, `poster.username`), with each run's first column's index in the row.
+    /// The record columns in runs that share their field key: a top-level field alone, or an object's members
+    /// together (`poster.uid`, `poster.username`), with each column's index in the row.
     var recordFieldGroups: [(key: String, columns: [(column: RecordColumn, index: Int)])] {
         Self.fieldGroupsByTable[rawValue]
     }
@@ -81,12 +62,10 @@ extension TreeTable {
         var groups: [(key: String, columns: [(column: RecordColumn, index: Int)])] = []
         for (offset, column) in recordColumns.enumerated() {
             let entry = (column: column, index: keyDepth + offset)
-            if column.field.count == 2, let last = groups.last, last.key == column.field[0],
-                last.columns[0].column.field.count == 2
-            {
+            if column.isMember, let last = groups.last, last.key == column.key, last.columns[0].column.isMember {
                 groups[groups.count - 1].columns.append(entry)
             } else {
-                groups.append((column.field[0], [entry]))
+                groups.append((column.key, [entry]))
             }
         }
         return groups

@@ -1,84 +1,143 @@
-/// The tables an import writes, with their COPY column lists.
+/// The tables an import writes, each described once (`description`).
 enum TreeTable: Int, CaseIterable {
     case users, posts, feedPosts, postLikes, followers, following, timeline, chats, messages, unmappedValues
 
-    var name: String {
+    /// The table, described: every property below derives from it.
+    var description: TableDescription { Self.descriptions[rawValue] }
+
+    /// Indexed by raw value, which is the case's index.
+    private static let descriptions: [TableDescription] = allCases.map(\.makeDescription)
+
+    private var makeDescription: TableDescription {
+        let byUser = TablePlacement.distributed(column: "uid", colocateWith: "users")
         switch self {
-        case .users: "users"
-        case .posts: "posts"
-        case .feedPosts: "feed_posts"
-        case .postLikes: "post_likes"
-        case .followers: "followers"
-        case .following: "following"
-        case .timeline: "timeline"
-        case .chats: "chats"
-        case .messages: "messages"
-        case .unmappedValues: "unmapped_values"
+        case .users:
+            return TableDescription(
+                name: "users", root: "users", keyColumns: ["uid"], rows: .records([.init("username", .text)]),
+                placement: .distributed(column: "uid", colocateWith: nil), batchKey: "uid")
+        case .posts:
+            return TableDescription(
+                name: "posts", root: "posts", keyColumns: ["owner_uid", "post_key"],
+                rows: .records([
+                    .init("image_url", .text), .init("image_height", .number), .init("created_at", .number),
+                    .init("like_count", .integer), .init("poster_uid", .text, key: "poster", member: "uid"),
+                    .init("poster_username", .text, key: "poster", member: "username"),
+                ]),
+                placement: .distributed(column: "owner_uid", colocateWith: "users"),
+                lookup: LookupDescription(
+                    name: "post_keys", placement: .distributed(column: "post_key", colocateWith: "feed_posts")),
+                batchKey: "post_key")
+        case .feedPosts:
+            return TableDescription(
+                name: "feed_posts", root: "posts", keyColumns: ["post_id"],
+                rows: .records([
+                    .init("image_file_url", .text, key: "imageFileURL"), .init("user_name", .text, key: "user"),
+                    .init("votes", .integer), .init("timestamp_ms", .number, key: "timestamp"),
+                ]),
+                placement: .distributed(column: "post_id", colocateWith: nil))
+        case .postLikes:
+            // Placed by the liked post's owner, beside the post (migration 0015).
+            return TableDescription(
+                name: "post_likes", root: "postLikes", keyColumns: ["post_key", "liker_uid"], rows: .edges,
+                placement: .distributed(column: "post_owner_uid", colocateWith: "users"))
+        case .followers:
+            return TableDescription(
+                name: "followers", root: "followers", keyColumns: ["uid", "follower_uid"], rows: .edges,
+                placement: byUser)
+        case .following:
+            return TableDescription(
+                name: "following", root: "following", keyColumns: ["uid", "followee_uid"], rows: .edges,
+                placement: byUser)
+        case .timeline:
+            return TableDescription(
+                name: "timeline", root: "timeline", keyColumns: ["uid", "post_key"],
+                rows: .records([.init("poster_uid", .text)]), placement: byUser)
+        case .chats:
+            return TableDescription(
+                name: "chats", root: "chats", keyColumns: ["uid", "chat_key"],
+                rows: .records([
+                    .init("title", .text), .init("member_hash", .text, key: "memberHash"), .init("members", .keys),
+                    .init("last_message", .text, key: "lastMessage"),
+                    .init("last_message_sent", .number, key: "lastMessageSent"),
+                ]),
+                placement: byUser,
+                lookup: LookupDescription(
+                    name: "chat_holders", placement: .distributed(column: "chat_key", colocateWith: "messages")),
+                batchKey: "chat_key")
+        case .messages:
+            return TableDescription(
+                name: "messages", root: "messages", keyColumns: ["chat_key", "message_key"],
+                rows: .records([
+                    .init("content", .text), .init("timestamp", .number),
+                    .init("sender_uid", .text, key: "sender", member: "uid"),
+                    .init("sender_username", .text, key: "sender", member: "username"),
+                ]),
+                placement: .distributed(column: "chat_key", colocateWith: nil))
+        case .unmappedValues:
+            return TableDescription(
+                name: "unmapped_values", root: nil, keyColumns: [], rows: .unmappedLeaves, placement: .reference)
         }
     }
+
+    /// The table's name.
+    var name: String { description.name }
 
     /// Columns in the order the importer encodes them: the keys, a record's typed columns (`recordColumns`)
-    /// and its `extra`.
+    /// and its `extra`; `UnmappedColumn`'s for unmapped values.
     var columns: [String] { Self.columnLists[rawValue] }
 
-    /// Made once: export asks for every row. Indexed by raw value, which is the case's index.
+    /// Made once: export asks for every row.
     private static let columnLists: [[String]] = allCases.map { table in
-        switch table {
-        case .unmappedValues: ["root", "path", "string_value", "number_value", "boolean_value", "sort_key"]
-        case _ where table.isLeaf: table.keyColumns
-        default: table.keyColumns + table.recordColumns.map(\.name) + ["extra"]
+        switch table.description.rows {
+        case .unmappedLeaves: UnmappedColumn.allCases.map(\.name)
+        case .edges: table.keyColumns
+        case .records(let columns): table.keyColumns + columns.map(\.name) + ["extra"]
         }
     }
 
-    /// Whether a row is a leaf (`true`: a like, a follow) rather than a record.
-    var isLeaf: Bool { [.postLikes, .followers, .following].contains(self) }
+    /// Whether a row is an edge (`true`: a like, a follow) rather than a record.
+    var isLeaf: Bool { Self.leafTables[rawValue] }
 
     /// The key columns that address a row below the table's root node, outermost first.
-    var keyColumns: [String] { Self.keyColumnLists[rawValue] }
-
-    private static let keyColumnLists: [[String]] = allCases.map(\.makeKeyColumns)
-
-    private var makeKeyColumns: [String] {
-        switch self {
-        case .users: ["uid"]
-        case .posts: ["owner_uid", "post_key"]
-        case .feedPosts: ["post_id"]
-        case .postLikes: ["post_key", "liker_uid"]
-        case .followers: ["uid", "follower_uid"]
-        case .following: ["uid", "followee_uid"]
-        case .timeline: ["uid", "post_key"]
-        case .chats: ["uid", "chat_key"]
-        case .messages: ["chat_key", "message_key"]
-        case .unmappedValues: []
-        }
-    }
+    var keyColumns: [String] { description.keyColumns }
 
     /// How many path levels below the root the table's key spans.
-    var keyDepth: Int {
-        switch self {
-        case .users, .feedPosts: 1
-        case .unmappedValues: 0
-        default: 2
-        }
-    }
+    var keyDepth: Int { Self.keyDepths[rawValue] }
 
     /// The top-level node the table's rows live under; nil for `unmapped_values`, which names its own.
-    var rootKey: String? {
-        switch self {
-        case .users: "users"
-        case .posts, .feedPosts: "posts"
-        case .postLikes: "postLikes"
-        case .followers: "followers"
-        case .following: "following"
-        case .timeline: "timeline"
-        case .chats: "chats"
-        case .messages: "messages"
-        case .unmappedValues: nil
-        }
+    var rootKey: String? { Self.roots[rawValue] }
+
+    // What import and export ask of every row, made once.
+    private static let leafTables = allCases.map { table in
+        if case .edges = table.description.rows { return true }
+        return false
     }
+    private static let keyDepths = allCases.map(\.description.keyColumns.count)
+    private static let roots = allCases.map(\.description.root)
 
     /// The typed tables under a top-level key.
     static func tables(under root: String) -> [TreeTable] {
         allCases.filter { $0.rootKey == root }
     }
+}
+
+extension Store {
+    /// The tables that hold the tree, in the order `status` lists them.
+    public static let treeTables = TreeTable.allCases.map(\.name)
+
+    /// Tables the store keeps from the tree's tables, in the same transaction as every write, placed on Citus so
+    /// that a question by a key other than the tree's asks one shard: `post_keys`, each post's key and owner,
+    /// and `chat_holders`, who holds a copy of each chat (migration 0015). Never exported.
+    public static let lookupTables = HeldRecords.all.map(\.lookup)
+
+    /// The distribution plan: the user group (everything keyed by a user's uid: a user's posts and their likes,
+    /// follow lists, timeline and chat copies), the chat group (messages and who holds each chat, by chat key),
+    /// AppCoda's feed and the post-key lookup (`post_keys`) by post key, and the leftover values copied to every
+    /// node; a table comes after the one it is co-located with. `schema_migrations` and `check_runs` stay on the
+    /// coordinator, which is the only node the console runs against.
+    public static let distributionPlan: [PlannedTable] =
+        TreeTable.allCases.map { PlannedTable(name: $0.name, placement: $0.description.placement) }
+        + TreeTable.allCases.compactMap { table in
+            table.description.lookup.map { PlannedTable(name: $0.name, placement: $0.placement) }
+        }
 }

@@ -29,14 +29,15 @@ struct TreeEmitterTests {
     ) throws -> (text: String, emitter: TreeEmitter) {
         var bytes: [UInt8] = []
         let emitter = TreeEmitter(options: options, frameMemoryBudget: budget) { bytes.append(contentsOf: $0) }
-        emitter.childCountBound = { path in
-            Set(
-                parts.filter { $0.path.count > path.count && Array($0.path.prefix(path.count)) == path }
-                    .map { $0.path[path.count] }
-            ).count
-        }
         for part in parts.sorted(by: { PartMerge.precedes($0.path, $1.path) }) {
             try emitter.add(part.path, part.value)
+            if let path = emitter.countRequest {
+                emitter.answerCountRequest(
+                    Set(
+                        parts.filter { $0.path.count > path.count && Array($0.path.prefix(path.count)) == path }
+                            .map { $0.path[path.count] }
+                    ).count)
+            }
         }
         try emitter.finish()
         return (String(decoding: bytes, as: UTF8.self), emitter)
@@ -149,11 +150,13 @@ struct TreeEmitterTests {
         var bytes: [UInt8] = []
         var asked: [[String]] = []
         let emitter = TreeEmitter(options: .init(), frameMemoryBudget: 4096) { bytes.append(contentsOf: $0) }
-        emitter.childCountBound = { path in
-            asked.append(path)
-            return path == ["users"] ? 5000 : nil
+        for part in tree.leaves() {
+            try emitter.add(part.path, part.value)
+            if let path = emitter.countRequest {
+                asked.append(path)
+                emitter.answerCountRequest(path == ["users"] ? 5000 : nil)
+            }
         }
-        for part in tree.leaves() { try emitter.add(part.path, part.value) }
         try emitter.finish()
         #expect(String(decoding: bytes, as: UTF8.self) == Self.reference(tree, .init()))
         #expect(asked == [["users"]])

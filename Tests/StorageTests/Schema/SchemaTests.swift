@@ -47,6 +47,56 @@ struct SchemaTests {
         }
     }
 
+    /// Import, export, repairs and `distribute` derive everything from `TreeTable.description`: it must say what
+    /// the migrations made.
+    @Test func tableDescriptionsMatchTheMigratedSchema() throws {
+        let connection = try TestPostgres.makeDatabase().connect()
+        func columns(of table: String) throws -> [String] {
+            try connection.query(
+                """
+                SELECT attname::text FROM pg_attribute
+                WHERE attrelid = \(table)::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum
+                """
+            ).map { try $0.decode(String.self, at: 0) }
+        }
+        func primaryKey(of table: String) throws -> [String] {
+            try connection.query(
+                """
+                SELECT a.attname::text FROM pg_index i
+                CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, position)
+                JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+                WHERE i.indrelid = \(table)::regclass AND i.indisprimary ORDER BY k.position
+                """
+            ).map { try $0.decode(String.self, at: 0) }
+        }
+        for table in TreeTable.allCases {
+            let described = table.description
+            let existing = try columns(of: described.name)
+            for column in table.columns {
+                #expect(existing.contains(column), "\(described.name).\(column) is described but not migrated")
+            }
+            if table != .unmappedValues {
+                let key = try primaryKey(of: described.name)
+                #expect(Set(table.keyColumns).isSubset(of: key), "\(described.name)'s key is \(key)")
+            }
+            if case .distributed(let column, _) = described.placement {
+                #expect(Self.distributionColumns[described.name] == column)
+            }
+            if let lookup = described.lookup {
+                #expect(Set(try primaryKey(of: lookup.name)) == Set(table.keyColumns), "\(lookup.name)'s key")
+            }
+            if let batchKey = described.batchKey {
+                #expect(existing.contains(batchKey))
+            }
+        }
+        #expect(Store.distributionPlan.map(\.name) == Store.treeTables + Store.lookupTables)
+        for (index, planned) in Store.distributionPlan.enumerated() {
+            guard case .distributed(_, let group?) = planned.placement else { continue }
+            let leader = Store.distributionPlan.firstIndex { $0.name == group }
+            #expect(leader.map { $0 < index } == true, "\(planned.name) is placed before \(group)")
+        }
+    }
+
     @Test func uniqueIndexesIncludeTheDistributionColumn() throws {
         let connection = try TestPostgres.makeDatabase().connect()
         let rows = try connection.query(
