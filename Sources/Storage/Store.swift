@@ -17,8 +17,40 @@ public final class Store {
     /// say so on a terminal.
     public var onReadWait: ((LockHolder?) -> Void)?
 
+    // The features, each built with what it uses; the public methods forward to them.
+
     /// The copies every write keeps in step with /posts and /chats, on this store's connection.
     var copies: DerivedCopies { DerivedCopies(connection: connection) }
+    /// The advisory lock checks, repairs, imports and `distribute` share.
+    var maintenance: MaintenanceLock { MaintenanceLock(connection: connection) }
+    /// Reads of one instant.
+    var reads: Reads { Reads(connection: connection, lock: maintenance, onReadWait: onReadWait) }
+    /// Where the tree's rows lie at a path.
+    var treeRows: TreeRows { TreeRows(connection: connection) }
+    /// Citus.
+    var distribution: Distribution { Distribution(connection: connection, maintenance: maintenance) }
+    /// The app's operations.
+    var app: AppOperations { AppOperations(connection: connection, copies: copies, reads: reads) }
+    /// Export and `get`.
+    var export: TreeExport { TreeExport(connection: connection, reads: reads, treeRows: treeRows) }
+    /// `verify`.
+    var verification: Verification { Verification(export: export) }
+    /// Import and the write verbs.
+    var imports: TreeImport {
+        TreeImport(
+            connection: connection, copies: copies, maintenance: maintenance, distribution: distribution,
+            export: export, treeRows: treeRows)
+    }
+    /// The integrity checks and their history.
+    var checking: Checks { Checks(connection: connection, reads: reads, distribution: distribution) }
+    /// Repairs, `check --fix` and chat merges.
+    var repairs: Repairs {
+        Repairs(
+            connection: connection, copies: copies, maintenance: maintenance, treeRows: treeRows,
+            checking: checking, distribution: distribution)
+    }
+    /// VACUUM.
+    var vacuuming: Vacuum { Vacuum(connection: connection, distribution: distribution) }
 
     /// A store on an open connection (tests hand it theirs; the console connects by conninfo).
     init(connection: Connection) {
@@ -61,7 +93,7 @@ public final class Store {
     func migrationState(_ migrator: Migrator) throws -> MigrationState {
         let state = try migrator.state(on: connection)
         // A worker has none of the coordinator's bookkeeping: without this, it would look like an empty database.
-        if state.applied.isEmpty { try refuseWorker() }
+        if state.applied.isEmpty { try distribution.refuseWorker() }
         return state
     }
 
@@ -82,7 +114,7 @@ public final class Store {
     /// How long a statement waits for a lock before it fails (`lock_timeout`) for this connection; nil waits
     /// as long as it takes. An import, which waits for the app's transactions to end, overrides it.
     public func setLockTimeout(_ timeout: Duration?) throws {
-        let setting = timeout.map { Self.lockTimeoutSetting(milliseconds: $0 / .milliseconds(1)) } ?? "0ms"
+        let setting = timeout.map { StoreConnection.lockTimeoutSetting(milliseconds: $0 / .milliseconds(1)) } ?? "0ms"
         try connection.execute("SELECT set_config('lock_timeout', \(setting), false)")
     }
 }

@@ -37,6 +37,12 @@ final class StoreConnection {
     /// A handle that cancels whatever this connection is running, from another thread or a signal handler.
     func makeCancelHandle() -> CancelHandle? { base.makeCancelHandle() }
 
+    /// `lock_timeout`'s value for a wait of `milliseconds`: whole milliseconds, rounded up, at most the setting's
+    /// largest (about 24.8 days; a longer wait is as good as forever for a lock).
+    static func lockTimeoutSetting(milliseconds: Double) -> String {
+        "\(Int(min(milliseconds.rounded(.up), Double(Int32.max))))ms"
+    }
+
     /// Runs one statement and returns its rows.
     @discardableResult
     func query(_ query: Query) throws -> StoreResult {

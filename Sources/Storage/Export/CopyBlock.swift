@@ -11,7 +11,7 @@ struct CopyBlock {
     var rowCount: Int?
 }
 
-extension Store {
+extension TreeExport {
     /// The tables a whole-tree export can read as `CopyBlock`s, in export order of their roots.
     func copyBlocks(ordered: Set<TreeTable>) throws -> [CopyBlock] {
         var blocks: [CopyBlock] = []

@@ -1,6 +1,5 @@
 import FirebaseTree
 import Foundation
-internal import PostgresClient
 
 extension Store {
     /// Imports a Firebase JSON export in one transaction: with `.replace` the store becomes equal to the file;
@@ -10,9 +9,9 @@ extension Store {
     /// holding something unless `options.allowsEmptying`.
     ///
     /// Imports are serializable with each other and with the app's writes: a whole-tree replace truncates the
-    /// tables (no one reads them meanwhile), and any other import locks them against writes first (`lockTree()`),
-    /// so that what it replaces is exactly what the store held when it began. It waits as long as it takes for
-    /// the locks (`lock_timeout` 0); others see it as `admin import` in `pg_stat_activity`.
+    /// tables (no one reads them meanwhile), and any other import locks them against writes first
+    /// (`TreeRows.lockTree`), so that what it replaces is exactly what the store held when it began. It waits as
+    /// long as it takes for the locks (`lock_timeout` 0); others see it as `admin import` in `pg_stat_activity`.
     ///
     /// ```swift
     /// let report = try store.importTree(from: FileDescriptorSource(descriptor: fd, name: "backup.json"))
@@ -29,305 +28,23 @@ extension Store {
         onRows: @escaping (Int) -> Void = { _ in }, isCancelled: @escaping () -> Bool = { false },
         onStep: @escaping (ImportStep) -> Void = { _ in }
     ) throws -> ImportReport {
-        for key in options.at {
-            if let problem = FirebaseKey.problem(withNodeKey: key) {
-                throw StorageError(.invalidValue, "cannot import at \"\(key)\": not a Firebase key: \(problem)")
-            }
-        }
-        let clock = ContinuousClock()
-        let started = clock.now
-        if options.at.count > 1,
-            var report = try importIntoRecord(from: source, options: options, onReject: onReject)
-        {
-            report.seconds = (clock.now - started).seconds
-            return report
-        }
-        var report = ImportReport()
-        let finishing = FinishingClock()
-        let timedStep: (ImportStep) -> Void = { step in
-            finishing.begin(step)
-            onStep(step)
-        }
-        let wholeTree = options.mode == .replace && options.at.isEmpty
-        var replaced = 0
-        try connection.withTransaction(rollback: options.isDryRun) {
-            try connection.execute(
-                """
-                SELECT set_config('lock_timeout', '0', true),
-                    set_config('application_name', \(StoreConnection.importApplicationName), true)
-                """)
-            let heldSomething: Bool
-            var deferredIndexes: DeferredIndexes?
-            if wholeTree {
-                // The maintenance lock first: checks and repairs then see an import running (and fail at once or
-                // queue with --wait) instead of blocking on the tables.
-                try connection.execute("SELECT pg_advisory_xact_lock(\(Self.maintenanceLockKey))")
-                // The lock TRUNCATE takes, before anything reads the tables: a weaker one first would deadlock
-                // with another import doing the same.
-                try connection.execute("LOCK TABLE \(Self.treeTableList) IN ACCESS EXCLUSIVE MODE")
-                heldSomething = try !isEmpty()
-                try connection.execute("TRUNCATE \(Self.treeTableList)")
-                if !options.keepsIndexes { deferredIndexes = try deferIndexes() }
-            } else {
-                try lockTree()
-                heldSomething = false
-            }
-            // What the store derives from /posts and /chats follows what the import does to them.
-            var heldBefore: [String: [String]?] = [:]
-            for records in HeldRecords.all where !wholeTree {
-                heldBefore[records.table] = try copies.heldKeys(of: records, touchedAt: options.at)
-            }
-            var deletedRoots: Set<String> = []
-            if !options.at.isEmpty {
-                if options.mode == .replace {
-                    replaced = try Store.deleteRows(under: options.at, on: connection).values.reduce(0, +)
-                }
-            }
-            // A like's owner is its post's, and in an export /postLikes comes before /posts: likes are staged
-            // until the whole file is read.
-            try copies.stageLikes()
-            // COPY FREEZE needs tables truncated (or created) in the same transaction.
-            let loader = TableLoader(
-                connection: connection, usesFreeze: wholeTree,
-                destinations: [.postLikes: DerivedCopies.stagedLikesTable])
-            loader.onRows = onRows
-            loader.isCancelled = isCancelled
-            var hasStagedLikes: Bool { loader.counts[TreeTable.postLikes.rawValue].rows > 0 }
-            let importer = TreeImporter(
-                source: source, loader: loader, options: options,
-                onFinding: { [connection] finding in
-                    // Rows sent so far must be in the tables before what they hold is deleted.
-                    try loader.flush()
-                    // A merge names each node it replaces, `null` ones included.
-                    if let root = finding.path.first { deletedRoots.insert(root) }
-                    try deferredIndexes?.build(onStep: timedStep)
-                    finishing.end()
-                    var deleted = try Store.deleteRows(under: finding.path, on: connection)
-                    if hasStagedLikes {
-                        deleted[.postLikes, default: 0] += try self.copies.deleteStagedLikes(under: finding.path)
-                    }
-                    return deleted
-                },
-                onReject: onReject)
-            do {
-                try StorageError.converting { try importer.run() }
-                try loader.flush()
-                try settleDerivedRows(
-                    staged: hasStagedLikes, wholeTree: wholeTree,
-                    written: deletedRoots.union(options.at.prefix(1)), before: heldBefore, at: options.at,
-                    onStep: timedStep)
-                try deferredIndexes?.build(onStep: timedStep)
-                finishing.end()
-            } catch let error as StorageError {
-                loader.abort()
-                throw error.adding(context: "import rolled back after reading \(importer.bytesRead) bytes")
-            } catch {
-                loader.abort()
-                throw error
-            }
-            report = importer.report
-            if options.mode == .merge, options.at.isEmpty, let warning = try misplacedMergeWarning(deletedRoots) {
-                report.warnings.append(warning)
-                report.warningCount += 1
-            }
-            if !options.at.isEmpty, report.rowsImported > 0 {
-                // Something was written below the leaves at the path's ancestors (and, for a merge, at the path):
-                // Firebase replaced them; left here, they would come back once what hides them is removed.
-                let leaves = options.mode == .merge ? options.at : Array(options.at.dropLast())
-                replaced += try Store.deleteLeaves(atAndAbove: leaves, on: connection)
-            }
-            report.rowsReplaced += replaced
-            report.finishing = finishing.steps
-            if options.mode == .replace, !options.allowsEmptying, report.rowsImported == 0,
-                heldSomething || replaced > 0
-            {
-                throw Self.emptyingRefused(at: options.at, everyValueRejected: report.rejectCount > 0)
-            }
-        }
-        report.seconds = (clock.now - started).seconds
-        report.isDryRun = options.isDryRun
-        report.mode = options.mode
-        return report
+        try imports.importTree(
+            from: source, options: options, onReject: onReject, onRows: onRows, isCancelled: isCancelled, onStep: onStep
+        )
     }
 
-    /// A warning when a merge of the whole tree wrote top-level nodes that look like an export of one node: none
-    /// of the file's keys is one of the app's nodes, and each (of the first five) is already a child of one of
-    /// them, as after `export users.json --path /users` then `import users.json --mode merge` without `--at`.
-    private func misplacedMergeWarning(_ keys: Set<String>) throws -> ImportWarning? {
-        let roots = Set(TreeTable.allCases.compactMap(\.rootKey))
-        guard !keys.isEmpty, keys.isDisjoint(with: roots) else { return nil }
-        let sample = keys.sorted(by: FirebaseKey.precedes).prefix(5)
-        for root in roots.sorted() {
-            let isChild = try sample.allSatisfy { key in
-                try childKeys(of: [root], startingWith: key, limit: 1).contains { FirebaseKey.same($0, key) }
-            }
-            guard isChild else { continue }
-            let named = sample.joined(separator: ", ") + (keys.count > sample.count ? ", …" : "")
-            return ImportWarning(
-                path: "/",
-                message: "the file's top-level keys (\(named)) are children of /\(root) too: if it is an export of "
-                    + "/\(root), this merge wrote them at the top level; merge it with --at /\(root)")
-        }
-        return nil
-    }
-
-    /// An import at a path inside a stored record (`--at /posts/UID/KEY/poster`): the record is read, changed in
-    /// memory as `write` changes it, and stored again, so it stays one row. Nil when no record holds the path.
-    /// The file is read whole, as a write's JSON is; one larger than `recordFileLimit` is refused.
-    private func importIntoRecord(
-        from source: some ByteSource, options: ImportOptions, onReject: @escaping (ImportReject) throws -> Void
-    ) throws -> ImportReport? {
-        try StorageError.converting {
-            try connection.withTransaction(rollback: options.isDryRun) {
-                try lockTree()
-                // A merge at a record's own path changes some of its fields: a rewrite too.
-                guard let record = try recordPath(holding: options.at, orIs: options.mode == .merge) else { return nil }
-                var source = source
-                var bytes: [UInt8] = []
-                var buffer = [UInt8](repeating: 0, count: 1 << 16)
-                while case let count = try buffer.withUnsafeMutableBytes({ try source.read(into: $0) }), count > 0 {
-                    bytes += buffer[..<count]
-                    guard bytes.count <= Self.recordFileLimit else {
-                        let error = StorageError(
-                            .invalidValue,
-                            "cannot import at /\(options.at.joined(separator: "/")): it lies inside the record /"
-                                + record.joined(separator: "/") + ", and the file is larger than a record can be",
-                            hint: "Import the whole record at /\(record.joined(separator: "/")).")
-                        throw error.remedied(.importWholeRecord(path: record))
-                    }
-                }
-                let json = String(decoding: bytes, as: UTF8.self)
-                let below = Array(options.at[record.count...])
-                if options.mode == .replace, !options.allowsEmptying, try TreeValue.parse(json: json) == nil,
-                    try exportedValue(at: options.at) != nil
-                {
-                    throw Self.emptyingRefused(at: options.at, everyValueRejected: false)
-                }
-                var recordOptions = options
-                recordOptions.at = record
-                recordOptions.mode = .replace
-                recordOptions.allowsEmptying = true
-                recordOptions.isDryRun = false  // the transaction around it rolls back
-                let rewritten = try rewrittenRecord(record, changing: below, with: json, mode: options.mode)
-                var report = try importTree(from: MemorySource(rewritten), options: recordOptions, onReject: onReject)
-                report.isDryRun = options.isDryRun
-                report.mode = options.mode
-                return report
-            }
-        }
-    }
-
-    /// The refusal of an import that would empty the store (or, with a path, that node) without leave.
-    private static func emptyingRefused(at path: [String], everyValueRejected: Bool) -> StorageError {
-        let node = path.isEmpty ? "the store" : "the node at /" + path.joined(separator: "/")
-        let holds = everyValueRejected ? "every value in the file was rejected" : "the file holds nothing (null or {})"
-        let error = StorageError(
-            .refused, "\(holds): replacing \(node) with it would delete everything there",
-            hint: "Nothing was changed. If emptying it is what you want, allow it.")
-        return error.remedied(.allowEmptying)
-    }
-
-    /// The largest file `importIntoRecord` reads: Firebase's SDKs refuse a single write of more than 16 MB.
-    static let recordFileLimit = 16 << 20
-
-    /// The node at `path` as a tree, nil when nothing is there.
-    func exportedValue(at path: [String]) throws -> TreeValue? {
-        var bytes: [UInt8] = []
-        _ = try exportTree(at: path, options: .init(rendersArrays: false)) { bytes.append(contentsOf: $0) }
-        return try TreeValue.parse(json: String(decoding: bytes, as: UTF8.self), normalizing: false)
-    }
-
-    /// Keeps what the store derives from /posts and /chats in step with what the import did to them: stores the
-    /// likes it staged, then for posts and chat copies whose root it wrote (`written`) settles the lookup, and for
-    /// posts the likes, of the keys whose holders changed (`changedKeys`: below one user, the keys held before,
-    /// in `before`, or now but not both; all of them when it wrote the root). A whole-tree import held nothing
-    /// before: the lookups are filled whole, and staging gave each like its owners.
-    private func settleDerivedRows(
-        staged: Bool, wholeTree: Bool, written: Set<String>, before: [String: [String]?], at: [String],
-        onStep: (ImportStep) -> Void
-    ) throws {
-        let settlesLikes = !wholeTree && written.contains(HeldRecords.posts.table)
-        let distributed = staged || settlesLikes ? try isDistributed() : false
-        if staged {
-            onStep(.storingLikes)
-            try copies.storeStagedLikes(isDistributed: distributed)
-        } else {
-            try copies.unstageLikes()
-        }
-        for records in HeldRecords.all where wholeTree || written.contains(records.table) {
-            let keys =
-                wholeTree ? nil : try copies.changedKeys(of: records, before: before[records.table] ?? nil, at: at)
-            if keys?.isEmpty == true { continue }
-            onStep(.fillingLookup(table: records.lookup))
-            try copies.settleLookup(of: records, ofKeys: keys)
-            if records == .posts, settlesLikes {
-                onStep(.settlingLikes)
-                try copies.settleLikeOwners(ofKeys: keys, isDistributed: distributed)
-            }
-        }
-    }
-
-    /// Locks the tree's tables against writes (`SHARE ROW EXCLUSIVE`, which conflicts with itself and with the
-    /// app's inserts, updates and deletes, not with reads) for the rest of the transaction, so that a merge or a
-    /// write replaces what the store holds as one serializable step. A deadlock with an app transaction that
-    /// held one table and wanted another is retried.
-    func lockTree() throws {
-        for attempt in 1... {
-            do {
-                return try connection.withTransaction {
-                    try connection.execute("LOCK TABLE \(Self.treeTableList) IN SHARE ROW EXCLUSIVE MODE")
-                }
-            } catch let error as StorageError where error.sqlState == .deadlockDetected && attempt < 5 {
-                continue
-            }
-        }
-    }
-
-    /// The path of a stored record that holds `path` inside it (`/posts/UID/KEY` for `/posts/UID/KEY/poster`),
-    /// or is it when `orIs`, if there is one.
-    func recordPath(holding path: [String], orIs: Bool = false) throws -> [String]? {
-        guard let root = path.first else { return nil }
-        for table in TreeTable.tables(under: root) where path.count - 1 > table.keyDepth - (orIs ? 1 : 0) {
-            let query: Query = "SELECT \(Query.anyRow(in: table.name, where: table.keyConditions(path.dropFirst())))"
-            if try connection.query(query)[0].decode(Bool.self, at: 0) {
-                return Array(path.prefix(table.keyDepth + 1))
-            }
-        }
-        return nil
-    }
-
-    /// Deletes the leaves stored at `path` and at each of its ancestors below the root: the values a write below
-    /// them replaces. A leaf is an unmapped value or a typed row that holds `true` alone (a like, a follow);
-    /// records are objects and stay. Returns the number of rows deleted.
-    static func deleteLeaves(atAndAbove path: [String], on connection: StoreConnection) throws -> Int {
-        guard let root = path.first else { return 0 }
-        var deleted = 0
-        for depth in 0..<path.count {
-            let below = Array(path.dropFirst().prefix(depth))
-            // A leaf with a priority is stored as `.value` and `.priority`; the priority stays, as the SDKs keep it.
-            deleted += try connection.execute(
-                """
-                DELETE FROM unmapped_values WHERE root = \(root) AND (path = \(below) OR path = \(below + [FirebaseKey.value]))
-                """)
-            for table in TreeTable.tables(under: root) where table.isLeaf && table.keyDepth == below.count {
-                deleted += try connection.execute(
-                    "DELETE FROM \(identifier: table.name) WHERE \(table.keyConditions(below))")
-            }
-        }
-        return deleted
-    }
-
-    /// Deletes every row stored at or below an absolute Firebase path; returns the counts per table.
-    static func deleteRows(under path: [String], on connection: StoreConnection) throws -> [TreeTable: Int] {
-        guard let root = path.first else { return [:] }
-        let below = Array(path.dropFirst())
-        var deleted: [TreeTable: Int] = [:]
-        for table in TreeTable.tables(under: root) where below.count <= table.keyDepth {
-            deleted[table, default: 0] += try connection.execute(
-                "DELETE FROM \(identifier: table.name) WHERE \(table.keyConditions(below))")
-        }
-        deleted[.unmappedValues, default: 0] += try connection.execute(
-            "DELETE FROM unmapped_values WHERE \(TreeTable.unmappedRange(at: path))")
-        return deleted
+    /// Writes at `path` in one transaction, with import's validation (keys, limits, rejects abort) and mapping:
+    /// the node's rows are replaced, or for `update` those of each child or path (`"a/b"`) its object names. A
+    /// path inside a typed record (a post's `poster/username`) rewrites that record: it is read, changed in
+    /// memory (it is small) and stored again, so the record stays one row.
+    ///
+    /// A write that would leave the whole tree empty is refused unless `allowsEmptying`, as import refuses a
+    /// file holding nothing: a script's `set / null` must not wipe production by accident.
+    ///
+    /// ```swift
+    /// try store.write(.set(json: #"{"username": "alice"}"#), at: ["users", "alice"])
+    /// ```
+    public func write(_ write: TreeWrite, at path: [String], allowsEmptying: Bool = false) throws -> WriteReport {
+        try imports.write(write, at: path, allowsEmptying: allowsEmptying)
     }
 }

@@ -22,8 +22,7 @@ public struct StoreStatus: Sendable {
 extension Store {
     /// Whether no table of the tree holds a row; quick on any size.
     public func isEmpty() throws -> Bool {
-        let exists = Store.treeTables.map { Query.anyRow(in: $0) }
-        return try !connection.query("SELECT \(exists.joined(separator: " OR "))")[0].decode(Bool.self, at: 0)
+        try treeRows.isEmpty()
     }
 
     /// The server, the schema version and exact row counts per table, the counts of one instant.
@@ -44,12 +43,12 @@ extension Store {
             }
             // A schema behind this binary's may lack tables the read locks; one statement is one instant anyway,
             // only without saying whom it waits for.
-            if state.pending.isEmpty { try readingSnapshot(count) } else { try count() }
+            if state.pending.isEmpty { try reads.readingSnapshot(count) } else { try count() }
         }
         return StoreStatus(
             serverVersion: connection.serverVersion, endpoint: connection.endpoint,
             schemaVersion: state.schemaVersion, schemaFile: state.applied.last?.fileName,
             pendingMigrations: state.pending.map(\.fileName), tableRows: tableRows,
-            distribution: try distributionState())
+            distribution: try distribution.distributionState())
     }
 }

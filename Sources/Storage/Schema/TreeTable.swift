@@ -1,3 +1,5 @@
+internal import PostgresClient
+
 /// The tables an import writes, each described once (`description`).
 enum TreeTable: Int, CaseIterable {
     case users, posts, feedPosts, postLikes, followers, following, timeline, chats, messages, unmappedValues
@@ -129,6 +131,10 @@ extension Store {
     /// that a question by a key other than the tree's asks one shard: `post_keys`, each post's key and owner,
     /// and `chat_holders`, who holds a copy of each chat (migration 0015). Never exported.
     public static let lookupTables = HeldRecords.all.map(\.lookup)
+
+    /// The tree's tables and the lookups kept from them, quoted and separated by commas, in the order every
+    /// statement that locks several of them takes them (so that none waits for another in a cycle).
+    static let treeTableList = Query.identifiers(treeTables + lookupTables)
 
     /// The distribution plan: the user group (everything keyed by a user's uid: a user's posts and their likes,
     /// follow lists, timeline and chat copies), the chat group (messages and who holds each chat, by chat key),

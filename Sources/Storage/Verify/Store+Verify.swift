@@ -1,31 +1,6 @@
 import FirebaseTree
 import Foundation
 
-/// What `verify` found: the differences listed, and counts of all of them.
-public struct VerifyReport: Sendable {
-    /// The first differences, in RTDB order of path (as many as were asked for).
-    public var differences: [TreeDifference] = []
-    /// How many differences of each kind there are, listed or not.
-    public var counts: [TreeDifference.Kind: Int] = [:]
-    /// How many differences lie under each child of the verified node, by the child's path from the root (the
-    /// node's own path for a difference at the node itself).
-    public var countsByChild: [[String]: Int] = [:]
-    /// Nodes (leaves and objects) compared.
-    public var nodesCompared = 0
-    /// Bytes read from the source, and written by the store's export.
-    public var sourceBytes = 0, storeBytes = 0
-    /// Wall-clock seconds the comparison took.
-    public var seconds = 0.0
-    /// Why the source was sorted before it was compared (where its keys first left RTDB order); nil when it was
-    /// read in one pass.
-    public var sortedBecause: String?
-
-    /// All differences, listed or not.
-    public var differenceCount: Int { counts.values.reduce(0, +) }
-    /// Whether the store holds exactly what the source does.
-    public var isEqual: Bool { differenceCount == 0 }
-}
-
 extension Store {
     /// Compares the node at `path` with a Firebase JSON export of that node, under the Realtime Database's
     /// semantics (see `TreeComparison`), and reports where they differ. Read-only, from one snapshot: the store's
@@ -43,39 +18,9 @@ extension Store {
         maxListed: Int = 1000, sortingFirst: Bool = false,
         temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory
     ) throws -> VerifyReport {
-        let started = ContinuousClock.now
-        /// The comparison of the export sorted first, said to be sorted `because`.
-        func sortedPass(because reason: String) throws -> VerifyReport {
-            let sorted = try TreeSorter.sort(try open(), temporaryDirectory: temporaryDirectory)
-            var report: VerifyReport
-            do {
-                report = try compare(sorted, at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed)
-            } catch var error as TreeError {
-                // A position in the sorted text is nowhere in the file; the path says where.
-                error.position = nil
-                throw error
-            }
-            report.sourceBytes = sorted.bytesRead
-            report.sortedBecause = reason
-            return report
-        }
-        var report: VerifyReport
-        do {
-            if sortingFirst {
-                report = try sortedPass(because: "sorting first was asked for")
-            } else {
-                do {
-                    report = try compare(
-                        try open(), at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed)
-                } catch let error as TreeError where error.kind == .unordered {
-                    report = try sortedPass(because: error.message)
-                }
-            }
-        } catch let error as TreeError {
-            throw StorageError(error)
-        }
-        report.seconds = (ContinuousClock.now - started).seconds
-        return report
+        try verification.verify(
+            opening: open, at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed,
+            sortingFirst: sortingFirst, temporaryDirectory: temporaryDirectory)
     }
 
     /// `verify(opening:…)` of a source that can be read only once (stdin, a pipe): what it reads is kept in a
@@ -84,80 +29,8 @@ extension Store {
         source: some ByteSource, at path: [String] = [], ignoringPriorities: Bool = false, maxListed: Int = 1000,
         temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory
     ) throws -> VerifyReport {
-        let spool = try StorageError.converting { try SpooledSource(source, temporaryDirectory: temporaryDirectory) }
-        var isFirst = true
-        return try verify(
-            opening: {
-                if !isFirst { try spool.rewind() }
-                isFirst = false
-                return spool
-            }, at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed,
+        try verification.verify(
+            source: source, at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed,
             temporaryDirectory: temporaryDirectory)
-    }
-
-    /// One comparison pass of `source` with the store's export; a tree error comes out as it is.
-    private func compare(
-        _ source: some ByteSource, at path: [String], ignoringPriorities: Bool, maxListed: Int
-    ) throws -> VerifyReport {
-        let pipe = ExportPipe()
-        let export = StoreExport(store: self, path: path, pipe: pipe)
-        let thread = Thread { export.run() }
-        thread.start()
-        var report = VerifyReport()
-        do {
-            var sourceReader = JSONReader(source: source)
-            var storeReader = JSONReader(source: ExportPipe.Source(pipe))
-            var comparison = TreeComparison(ignoringPriorities: ignoringPriorities) { difference in
-                report.counts[difference.kind, default: 0] += 1
-                report.countsByChild[Array(difference.path.prefix(path.count + 1)), default: 0] += 1
-                if report.differences.count < maxListed { report.differences.append(difference) }
-            }
-            try comparison.compare(source: &sourceReader, store: &storeReader, at: path)
-            report.nodesCompared = comparison.nodesCompared
-            report.sourceBytes = sourceReader.bytesRead
-        } catch {
-            pipe.abandon()
-            export.finished.wait()
-            // The store's side failed first (a lost connection): its error, not the reader's account of it.
-            if let exportError = export.error { throw exportError }
-            throw error
-        }
-        export.finished.wait()
-        if let exportError = export.error { throw exportError }
-        report.storeBytes = export.report?.bytes ?? 0
-        return report
-    }
-}
-
-/// The store's export of one node into a pipe, run on a thread of its own; the store is used by nothing else
-/// meanwhile (`verify` waits for `finished` before it returns).
-private final class StoreExport: @unchecked Sendable {
-    private let store: Store
-    private let path: [String]
-    private let pipe: ExportPipe
-    /// Signalled when the export has ended; `report` or `error` is set before.
-    let finished = DispatchSemaphore(value: 0)
-    private(set) var report: ExportReport?
-    private(set) var error: (any Error)?
-
-    init(store: Store, path: [String], pipe: ExportPipe) {
-        self.store = store
-        self.path = path
-        self.pipe = pipe
-    }
-
-    func run() {
-        do {
-            // The REST API's export format: priorities kept, no arrays to tell from objects.
-            let options = JSONTextWriter.Options(rendersArrays: false, keepsPriorities: true)
-            report = try store.exportTree(at: path, options: options) { try pipe.write($0) }
-            pipe.finish(throwing: nil)
-        } catch is ExportPipe.ReaderGone {
-            pipe.finish(throwing: nil)
-        } catch {
-            self.error = error
-            pipe.finish(throwing: error)
-        }
-        finished.signal()
     }
 }

@@ -122,7 +122,7 @@ struct ImportIsolationTests {
         for uid in [".priority", ".value", String(repeating: "u", count: 740), "a/b", "tab\t"] {
             #expect(throws: StorageError.self, "\(uid)") { try store.addUser(uid: uid, username: "x") }
         }
-        let longest = String(repeating: "u", count: Store.maximumUIDBytes)
+        let longest = String(repeating: "u", count: AppOperations.maximumUIDBytes)
         _ = try store.addUser(uid: longest, username: "x")
         _ = try store.addUser(uid: "short", username: "y")
         // Two uids that fit alone may not fit one path together.

@@ -21,7 +21,7 @@ struct DeferredIndexesTests {
     /// Whether a whole-tree import builds the index `name` after the rows: every secondary index, and the primary
     /// keys of the tables written only after the reading.
     static func isDeferred(_ name: String) -> Bool {
-        !name.hasSuffix("_pkey") || Store.tablesFilledAfterReading.contains { name == $0 + "_pkey" }
+        !name.hasSuffix("_pkey") || TreeImport.tablesFilledAfterReading.contains { name == $0 + "_pkey" }
     }
 
     /// The primary keys of the store's tables as the catalog states them.

@@ -242,7 +242,7 @@ struct IntegrityCheckTests {
         let first = Store(connection: try database.connect())
         let second = Store(connection: try database.connect())
         try first.connection.withTransaction {
-            try first.lockMaintenance()
+            try first.maintenance.take()
             #expect {
                 try second.check()
             } throws: { error in

@@ -67,11 +67,11 @@ public struct ChatChange: Sendable, Equatable {
     public var chat: Chat?
 }
 
-extension Store {
-    /// Streams each new message of the chat as it commits. Fails when there is no such chat.
-    public func watchMessages(in chatKey: String) throws -> Watch<Message> {
-        try readingSnapshot { try requireChat(chatKey) }
-        return try Watch(connection: connection, channel: Self.messagesChannel, prefix: ["messages", chatKey]) {
+extension AppOperations {
+    /// `Store.watchMessages`: see there.
+    func watchMessages(in chatKey: String) throws -> Watch<Message> {
+        try reads.readingSnapshot { try requireChat(chatKey) }
+        return try Watch(connection: connection, channel: Store.messagesChannel, prefix: ["messages", chatKey]) {
             keys, data in
             guard keys.count == 1 else { return nil }
             guard let data else {
@@ -88,11 +88,10 @@ extension Store {
         }
     }
 
-    /// Streams each change to one of the user's chat copies as it commits. Fails when there is no such
-    /// user.
-    public func watchChats(of uid: String) throws -> Watch<ChatChange> {
-        try readingSnapshot { try requireUser(uid, lock: .none) }
-        return try Watch(connection: connection, channel: Self.chatsChannel, prefix: ["chats", uid]) { keys, data in
+    /// `Store.watchChats`: see there.
+    func watchChats(of uid: String) throws -> Watch<ChatChange> {
+        try reads.readingSnapshot { try requireUser(uid, lock: .none) }
+        return try Watch(connection: connection, channel: Store.chatsChannel, prefix: ["chats", uid]) { keys, data in
             guard keys.count == 1 else { return nil }
             guard let data else {
                 let chat = try self.connection.query(

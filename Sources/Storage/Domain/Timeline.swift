@@ -1,11 +1,10 @@
 import Foundation
 internal import PostgresClient
 
-extension Store {
-    /// The posts of a user's timeline, newest first, each with its poster, like count and whether the
-    /// user liked it; `limit` at a time before the post key `before` (keyset paging, no OFFSET).
-    public func timeline(of uid: String, limit: Int, before: String? = nil) throws -> [TimelineEntry] {
-        try readingSnapshot {
+extension AppOperations {
+    /// `Store.timeline`: see there.
+    func timeline(of uid: String, limit: Int, before: String? = nil) throws -> [TimelineEntry] {
+        try reads.readingSnapshot {
             try requireUser(uid, lock: .none)
             // The page of entries first, then its posts (by poster, each one's distribution column) and the
             // reader's likes of them: on Citus the timeline, the posts and the likes live on different workers.
@@ -29,18 +28,8 @@ extension Store {
         }
     }
 
-    /// Which page of AppCoda's feed to read.
-    public enum FeedPage: Sendable, Equatable {
-        /// The newest posts.
-        case recent
-        /// Infinite scroll: posts older than a timestamp (milliseconds), and than a post id at that timestamp.
-        case older(than: Double, id: String? = nil)
-        /// Pull to refresh: posts newer than a timestamp (milliseconds).
-        case newer(than: Double)
-    }
-
-    /// AppCoda's posts newest first (by `timestamp`, then id), keyset-paged.
-    public func feed(_ page: FeedPage, limit: Int) throws -> [FeedPost] {
+    /// `Store.feed`: see there.
+    func feed(_ page: Store.FeedPage, limit: Int) throws -> [FeedPost] {
         let columns: Query = "post_id, image_file_url, user_name, votes, timestamp_ms"
         let order: Query = "ORDER BY timestamp_ms DESC, post_id DESC"
         let query: Query =
@@ -63,7 +52,7 @@ extension Store {
                 SELECT \(columns) FROM feed_posts WHERE timestamp_ms > \(timestamp) \(order) LIMIT \(limit)
                 """
             }
-        return try readingSnapshot { try connection.query(query) }.map { row in
+        return try reads.readingSnapshot { try connection.query(query) }.map { row in
             FeedPost(
                 id: try row.decode(at: 0), imageFileURL: try row.decode(at: 1), user: try row.decode(at: 2),
                 votes: try row.decode(at: 3), timestamp: try row.decode(at: 4))

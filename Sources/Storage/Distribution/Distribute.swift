@@ -10,9 +10,15 @@ public struct DistributedTable: Sendable, Equatable {
     public var changed: Bool
 }
 
-extension Store {
-    /// Plain PostgreSQL, a Citus coordinator or a Citus worker, and how the store's tables are placed.
-    public func distributionState() throws -> DistributionState {
+/// Citus: where the store's tables are placed, and placing them (`distribute`).
+struct Distribution {
+    /// The connection to the coordinator.
+    let connection: StoreConnection
+    /// Held while tables move, so that no check, repair or import runs meanwhile.
+    let maintenance: MaintenanceLock
+
+    /// `Store.distributionState`: see there.
+    func distributionState() throws -> DistributionState {
         let version = try connection.query("SELECT extversion FROM pg_extension WHERE extname = 'citus'").first
         guard let version else {
             return DistributionState(role: .plain, citusVersion: nil, workerCount: 0, tables: [])
@@ -71,11 +77,8 @@ extension Store {
         ).remedied(.useAnotherServer)
     }
 
-    /// Places the store's tables on the Citus cluster as `Store.distributionPlan` says, moving their rows to the
-    /// workers, in one transaction. Tables already placed so are left as they are, so running it again is
-    /// harmless; a table placed otherwise is refused, as is a server that is not a Citus coordinator with workers.
-    /// `shardCount` applies to the tables that lead a co-location group (nil: Citus's `citus.shard_count`).
-    public func distribute(shardCount: Int? = nil, wait: MaintenanceWait = .none) throws -> [DistributedTable] {
+    /// `Store.distribute`: see there.
+    func distribute(shardCount: Int? = nil, wait: MaintenanceWait = .none) throws -> [DistributedTable] {
         let state = try distributionState()
         switch state.role {
         case .plain:
@@ -97,7 +100,7 @@ extension Store {
             throw StorageError(.refused, "a shard count must be between 1 and 64000, not \(shardCount)")
         }
         return try connection.withTransaction {
-            try lockMaintenance(wait: wait)
+            try maintenance.take(wait: wait)
             // Creating shards and copying rows over several connections, then reading them in the same
             // transaction, needs one connection per worker.
             try connection.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")

@@ -2,10 +2,9 @@ import FirebaseTree
 import Foundation
 internal import PostgresClient
 
-extension Store {
-    /// Keys of the children of the node at `path` that start with `prefix`, in byte order, at most `limit`
-    /// (console completion of Firebase paths). Each table is asked with an index range, never scanned whole.
-    public func childKeys(of path: [String], startingWith prefix: String, limit: Int) throws -> [String] {
+extension TreeExport {
+    /// `Store.childKeys`: see there.
+    func childKeys(of path: [String], startingWith prefix: String, limit: Int) throws -> [String] {
         var keys = Set<TreeKey>()
         func add(_ query: Query) throws {
             for row in try connection.query(query) { keys.insert(TreeKey(try row.decode(String.self, at: 0))) }

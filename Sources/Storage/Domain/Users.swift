@@ -2,9 +2,18 @@ import FirebaseTree
 import Foundation
 internal import PostgresClient
 
-extension Store {
-    /// Creates `/users/{uid}` with its username; fails if the uid is taken or not a valid key.
-    public func addUser(uid: String, username: String) throws -> User {
+/// The app's operations on users, posts, likes, follows, timelines and chats, each in one transaction, keeping
+/// every copy the app kept by hand in step.
+struct AppOperations {
+    /// The connection they run on.
+    let connection: StoreConnection
+    /// The lookups kept from /posts and /chats, which every write keeps in step.
+    let copies: DerivedCopies
+    /// The snapshot a read of several statements runs in.
+    let reads: Reads
+
+    /// `Store.addUser`: see there.
+    func addUser(uid: String, username: String) throws -> User {
         try Self.requirePath("users", uid)
         guard uid.utf8.count <= Self.maximumUIDBytes else {
             throw StorageError(
@@ -25,9 +34,9 @@ extension Store {
         }
     }
 
-    /// The user and the sizes of their lists, or nil when there is no such user.
-    public func user(_ uid: String) throws -> UserSummary? {
-        let rows = try readingSnapshot {
+    /// `Store.user`: see there.
+    func user(_ uid: String) throws -> UserSummary? {
+        let rows = try reads.readingSnapshot {
             try connection.query(
                 """
                 SELECT u.uid, u.username,
@@ -44,9 +53,8 @@ extension Store {
             followers: try row.decode(at: 3), following: try row.decode(at: 4), timelineEntries: try row.decode(at: 5))
     }
 
-    /// Sets the username; with `propagate`, also the `poster` copy in each of the user's posts.
-    /// Returns how many posts were updated.
-    public func renameUser(uid: String, to username: String, propagate: Bool) throws -> Int {
+    /// `Store.renameUser`: see there.
+    func renameUser(uid: String, to username: String, propagate: Bool) throws -> Int {
         try Self.requireString(username, "username")
         return try connection.withTransaction {
             guard try connection.execute("UPDATE users SET username = \(username) WHERE uid = \(uid)") == 1 else {
@@ -62,9 +70,9 @@ extension Store {
         }
     }
 
-    /// Users in uid order, `limit` at a time after `after` (keyset paging).
-    public func users(limit: Int, after: String? = nil) throws -> [User] {
-        try readingSnapshot {
+    /// `Store.users`: see there.
+    func users(limit: Int, after: String? = nil) throws -> [User] {
+        try reads.readingSnapshot {
             try connection.query(
                 """
                 SELECT uid, username FROM users WHERE \(after) IS NULL OR uid > \(after)
@@ -74,8 +82,8 @@ extension Store {
         }
     }
 
-    /// Uids that start with `prefix`, in order, at most `limit` (console completion); an index range scan.
-    public func uids(startingWith prefix: String, limit: Int) throws -> [String] {
+    /// `Store.uids`: see there.
+    func uids(startingWith prefix: String, limit: Int) throws -> [String] {
         try connection.query(
             """
             SELECT uid FROM users

@@ -2,28 +2,18 @@ import FirebaseTree
 import Foundation
 internal import PostgresClient
 
-extension Store {
-    /// The LISTEN/NOTIFY channel of new messages (`/messages/{chat}/{key}`); migration 0004 describes the events.
-    public static let messagesChannel = "admin_messages"
-    /// The LISTEN/NOTIFY channel of changed chat copies (`/chats/{uid}/{chat}`).
-    public static let chatsChannel = "admin_chats"
+extension AppOperations {
 
-    /// The chats of the pair, best first: a two-member chat whose copy either user holds, those
-    /// with the stable member hash first, then the most recently used. More than one means duplicates (the check
-    /// `chat_duplicates`). Fails when either user does not exist.
-    public func chats(between a: String, _ b: String) throws -> [Chat] {
-        try readingSnapshot {
+    /// `Store.chats`: see there.
+    func chats(between a: String, _ b: String) throws -> [Chat] {
+        try reads.readingSnapshot {
             _ = try usernames(a, b, lock: .none)
             return try pairChats(a, b)
         }
     }
 
-    /// Appends a message from `sender` to their chat with `recipient`, creating the chat on the first
-    /// message (a copy for each member, titled `"<sender>, <recipient>"`, with the stable member hash), and sets
-    /// `lastMessage` and `lastMessageSent` on every copy; announces the message and the changed copies on
-    /// `messagesChannel` and `chatsChannel`. One transaction. Refused unless `sender` follows `recipient` (the
-    /// app's rule), for a chat with oneself, and for an empty message.
-    public func sendMessage(
+    /// `Store.sendMessage`: see there.
+    func sendMessage(
         from sender: String, to recipient: String, text: String, pushIDs: PushIDGenerator = .shared,
         clock: () -> Date = Date.init
     ) throws -> SentMessage {
@@ -76,9 +66,9 @@ extension Store {
         }
     }
 
-    /// A user's chats, the most recently used first.
-    public func chats(of uid: String, limit: Int) throws -> [Chat] {
-        try readingSnapshot {
+    /// `Store.chats`: see there.
+    func chats(of uid: String, limit: Int) throws -> [Chat] {
+        try reads.readingSnapshot {
             try requireUser(uid, lock: .none)
             return try connection.query(
                 """
@@ -91,10 +81,9 @@ extension Store {
         }
     }
 
-    /// The `limit` newest messages of a chat before the key `before` (keyset paging), oldest first as
-    /// a chat shows them. Fails when no copy of the chat and no message of it exist.
-    public func messages(in chatKey: String, limit: Int, before: String? = nil) throws -> [Message] {
-        try readingSnapshot {
+    /// `Store.messages`: see there.
+    func messages(in chatKey: String, limit: Int, before: String? = nil) throws -> [Message] {
+        try reads.readingSnapshot {
             let messages = try connection.query(
                 """
                 SELECT \(Self.messageColumns) FROM (

@@ -25,19 +25,9 @@ public struct WriteReport: Sendable {
     public var rowsRemoved: Int
 }
 
-extension Store {
-    /// Writes at `path` in one transaction, with import's validation (keys, limits, rejects abort) and mapping:
-    /// the node's rows are replaced, or for `update` those of each child or path (`"a/b"`) its object names. A
-    /// path inside a typed record (a post's `poster/username`) rewrites that record: it is read, changed in
-    /// memory (it is small) and stored again, so the record stays one row.
-    ///
-    /// A write that would leave the whole tree empty is refused unless `allowsEmptying`, as import refuses a
-    /// file holding nothing: a script's `set / null` must not wipe production by accident.
-    ///
-    /// ```swift
-    /// try store.write(.set(json: #"{"username": "alice"}"#), at: ["users", "alice"])
-    /// ```
-    public func write(_ write: TreeWrite, at path: [String], allowsEmptying: Bool = false) throws -> WriteReport {
+extension TreeImport {
+    /// `Store.write`: see there.
+    func write(_ write: TreeWrite, at path: [String], allowsEmptying: Bool = false) throws -> WriteReport {
         for key in path {
             if let problem = FirebaseKey.problem(withNodeKey: key) {
                 throw StorageError(.invalidValue, "\"\(key)\" cannot be a Firebase key: \(problem)")
@@ -72,8 +62,8 @@ extension Store {
         return try StorageError.converting {
             try connection.withTransaction {
                 // Before the record is read: two writes into one record must not both start from its old value.
-                try lockTree()
-                let heldSomething = try !isEmpty()
+                try treeRows.lockTree()
+                let heldSomething = try !treeRows.isEmpty()
                 // A whole-tree replace truncates rather than counting what it deletes: counted first.
                 let replacesWholeTree = mode == .replace && sets.contains { $0.path.isEmpty }
                 let rowsBefore = replacesWholeTree && heldSomething ? try treeRowCount() : 0
@@ -84,7 +74,7 @@ extension Store {
                     report.rowsRemoved += removed
                 }
                 if replacesWholeTree { report.rowsRemoved = rowsBefore }
-                if heldSomething, !allowsEmptying, try isEmpty() {
+                if heldSomething, !allowsEmptying, try treeRows.isEmpty() {
                     let error = StorageError(
                         .refused, "this write would delete everything the store holds",
                         hint: "Nothing was changed. If emptying the store is what you want, allow it.")
@@ -101,7 +91,7 @@ extension Store {
         var path = path
         var json = json
         var mode = mode
-        if !path.isEmpty, let record = try recordPath(holding: path, orIs: true) {
+        if !path.isEmpty, let record = try treeRows.recordPath(holding: path, orIs: true) {
             json = try rewrittenRecord(record, changing: Array(path[record.count...]), with: json, mode: mode)
             path = record
             mode = .replace

@@ -1,22 +1,24 @@
 import Foundation
 internal import PostgresClient
 
-extension Store {
-    /// Runs one repair in one transaction (rolled back with `options.isDryRun`) and reports the rows each of its
-    /// statements changed. Idempotent: a second run changes nothing.
-    ///
-    /// ```swift
-    /// let report = try store.repair(.likeCounts)
-    /// report.rowsChanged  // posts whose like_count was set
-    /// ```
-    /// `onStep` hears of each statement as it begins: its position (from 0) and the number of statements (of
-    /// each batch as it begins, when batched).
-    ///
-    /// `backfill timelines` with `options.batchSize` runs instead as one transaction per range of about that many
-    /// users (by uid, the first range from the lowest uid of any table, the last to the highest), each committed
-    /// (or rolled back in a dry run) before the next; a failure leaves the ranges before it done, which is safe
-    /// since the repair is idempotent. The report adds up the ranges.
-    public func repair(
+/// The repairs of the hand-kept copies, `check --fix` and chat merges: set-based statements in one
+/// transaction (or one per batch of keys), under the maintenance lock.
+struct Repairs {
+    /// The connection that writes.
+    let connection: StoreConnection
+    /// The lookups a repair of posts or chats keeps in step.
+    let copies: DerivedCopies
+    /// Held for each transaction, so that no check, other repair or import runs meanwhile.
+    let maintenance: MaintenanceLock
+    /// The tree's tables, locked against the app's writes while a repair rewrites them.
+    let treeRows: TreeRows
+    /// What `check --fix` checks before and after its repairs.
+    let checking: Checks
+    /// Whether the tables are on Citus, where shards are modified one at a time.
+    let distribution: Distribution
+
+    /// `Store.repair`: see there.
+    func repair(
         _ repair: Repair, options: RepairOptions = RepairOptions(),
         onStep: (_ index: Int, _ count: Int) -> Void = { _, _ in }
     ) throws -> RepairReport {
@@ -43,11 +45,11 @@ extension Store {
         record: (RepairReport.Change) -> Void, _ makeSteps: () throws -> [Step]
     ) throws {
         try connection.withTransaction(rollback: isDryRun) {
-            try lockMaintenance(wait: MaintenanceWait(seconds: waitSeconds))
+            try maintenance.take(wait: MaintenanceWait(seconds: waitSeconds))
             try modifyShardsSequentially()
             // What a repair reads and what it writes are of one instant: no write of the tree commits meanwhile
             // (a like counted from a snapshot that missed it would be lost from like_count).
-            try lockTree()
+            try treeRows.lockTree()
             let steps = try makeSteps()
             for (index, step) in steps.enumerated() {
                 onStep(index, steps.count)
@@ -93,10 +95,8 @@ extension Store {
         return report
     }
 
-    /// Checks, runs the repairs of the failing checks in `Repair.fixOrder`, then checks again, all
-    /// in one transaction (rolled back with `isDryRun`, so the second check shows what the repairs would leave).
-    /// `onProgress` hears of each check and repair as it begins.
-    public func checkAndFix(
+    /// `Store.checkAndFix`: see there.
+    func checkAndFix(
         _ checks: [IntegrityCheck] = IntegrityCheck.allCases, examples: Int = 5, isDryRun: Bool = false,
         wait: MaintenanceWait = .none, onProgress: (FixStep) -> Void = { _ in }
     ) throws -> (before: [CheckResult], repairs: [RepairReport], after: [CheckResult]) {
@@ -106,9 +106,9 @@ extension Store {
             try modifyShardsSequentially()
             // The locks before the first read, as every read takes them (see `readingSnapshot`): the checks, the
             // repairs and the checks again see the tree as this transaction alone changes it.
-            try lockMaintenance(wait: wait)
-            try lockTree()
-            let before = try check(checks, examples: examples) { check, index in
+            try maintenance.take(wait: wait)
+            try treeRows.lockTree()
+            let before = try checking.check(checks, examples: examples) { check, index in
                 onProgress(.check(check, index: index, of: checks.count, again: false))
             }
             let failing = Set(before.filter { !$0.isClean }.compactMap(\.check.repair))
@@ -122,7 +122,7 @@ extension Store {
             let after =
                 repairs.isEmpty
                 ? before
-                : try check(checks, examples: examples) { check, index in
+                : try checking.check(checks, examples: examples) { check, index in
                     onProgress(.check(check, index: index, of: checks.count, again: true))
                 }
             return (before, repairs, after)

@@ -1,11 +1,9 @@
 import Foundation
 internal import PostgresClient
 
-extension Store {
-    /// Creates the post under its owner with a new push ID, `created_at` now, `like_count` 0 and the
-    /// `poster` copy, and its entries in the owner's and every follower's timeline, in one transaction; the fan-out
-    /// is one statement. Returns the post and how many timeline entries were written.
-    public func createPost(
+extension AppOperations {
+    /// `Store.createPost`: see there.
+    func createPost(
         owner: String, imageURL: String, imageHeight: Double, pushIDs: PushIDGenerator = .shared,
         now: Date = Date()
     ) throws -> (post: Post, timelineEntries: Int) {
@@ -42,9 +40,8 @@ extension Store {
         }
     }
 
-    /// Deletes the post, its likes and its timeline entries, in one transaction. Returns the rows removed
-    /// per table.
-    public func deletePost(owner: String, key: String) throws -> [(table: String, rows: Int)] {
+    /// `Store.deletePost`: see there.
+    func deletePost(owner: String, key: String) throws -> [(table: String, rows: Int)] {
         try connection.withTransaction {
             try requireUser(owner, lock: .noKeyUpdate)
             let posts = try connection.execute("DELETE FROM posts WHERE owner_uid = \(owner) AND post_key = \(key)")
@@ -60,9 +57,9 @@ extension Store {
         }
     }
 
-    /// A user's posts, newest first (push IDs sort by creation time), `limit` at a time before `before`.
-    public func posts(of owner: String, limit: Int, before: String? = nil) throws -> [Post] {
-        try readingSnapshot {
+    /// `Store.posts`: see there.
+    func posts(of owner: String, limit: Int, before: String? = nil) throws -> [Post] {
+        try reads.readingSnapshot {
             try connection.query(
                 """
                 SELECT \(Self.postColumns) FROM posts p

@@ -2,11 +2,9 @@ import FirebaseTree
 import Foundation
 internal import PostgresClient
 
-extension Store {
-    /// Writes `/following/{follower}/{followee}` and `/followers/{followee}/{follower}` and adds the
-    /// followee's posts to the follower's timeline, in one transaction. Idempotent; following oneself is refused.
-    /// `count` is the number of timeline entries added.
-    public func follow(_ follower: String, _ followee: String) throws -> FollowResult {
+extension AppOperations {
+    /// `Store.follow`: see there.
+    func follow(_ follower: String, _ followee: String) throws -> FollowResult {
         guard !FirebaseKey.same(follower, followee) else {
             throw StorageError(.refused, "a user cannot follow themselves")
         }
@@ -40,9 +38,8 @@ extension Store {
         }
     }
 
-    /// Removes both follow edges and the followee's posts from the follower's timeline, in one
-    /// transaction. Idempotent. `count` is the number of timeline entries removed.
-    public func unfollow(_ follower: String, _ followee: String) throws -> FollowResult {
+    /// `Store.unfollow`: see there.
+    func unfollow(_ follower: String, _ followee: String) throws -> FollowResult {
         guard !FirebaseKey.same(follower, followee) else {
             throw StorageError(.refused, "a user cannot unfollow themselves")
         }

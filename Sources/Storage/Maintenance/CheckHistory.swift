@@ -1,10 +1,9 @@
 import Foundation
 internal import PostgresClient
 
-extension Store {
-    /// Keeps `run` in `check_runs` (migration 0009), in a transaction of its own; the server fills in the role.
-    /// Needs INSERT on `check_runs` and nothing else.
-    public func record(_ run: CheckRun) throws {
+extension Checks {
+    /// `Store.record`: see there.
+    func record(_ run: CheckRun) throws {
         try connection.execute(
             """
             INSERT INTO check_runs (run_id, started_at, finished_at, run_by, client, console_version, exit_status,
@@ -20,10 +19,8 @@ extension Store {
             """)
     }
 
-    /// The recorded runs, newest first, at most `limit` of them. An entry the console did not write as it
-    /// does (edited by hand, written by another tool) is left out and counted in `oddEntries`, and an unknown
-    /// outcome reads as failed, so that one odd row cannot stop the history or `--fail-on new`.
-    public func checkRuns(limit: Int) throws -> [CheckRun] {
+    /// `Store.checkRuns`: see there.
+    func checkRuns(limit: Int) throws -> [CheckRun] {
         let rows = try connection.query(
             """
             SELECT run_id::text, extract(epoch FROM started_at)::float8, extract(epoch FROM finished_at)::float8,
@@ -62,9 +59,8 @@ extension Store {
         return (entries, elements.count - entries.count)
     }
 
-    /// Each check's count in the last recorded run that completed and ran it (a check no such run ran is
-    /// missing): what `check --fail-on new` compares with.
-    public func lastRecordedCounts(of checks: [IntegrityCheck]) throws -> [IntegrityCheck: Int] {
+    /// `Store.lastRecordedCounts`: see there.
+    func lastRecordedCounts(of checks: [IntegrityCheck]) throws -> [IntegrityCheck: Int] {
         let rows = try connection.query(
             """
             SELECT name, (SELECT trunc((e->'violations')::numeric)::bigint

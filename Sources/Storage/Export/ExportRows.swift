@@ -2,7 +2,7 @@ import FirebaseTree
 import Foundation
 internal import PostgresClient
 
-extension Store {
+extension TreeExport {
     /// Adds the row `stream` is on to an export of the node at `path`: straight from the row's text when it is a
     /// typed row that nothing later falls inside (`mayGrow` false), else as a tree part.
     static func add(
@@ -36,10 +36,9 @@ extension Store {
     }
 }
 
-extension Store {
-    /// About how many rows the tree's tables hold, from the planner's statistics (instant on any size; exact
-    /// only after ANALYZE).
-    public func estimatedRowCount() throws -> Int {
+extension TreeExport {
+    /// `Store.estimatedRowCount`: see there.
+    func estimatedRowCount() throws -> Int {
         let names = Store.treeTables
         return try connection.query(
             """

@@ -20,7 +20,14 @@ internal import PostgresClient
 /// ACCESS SHARE conflicts with ACCESS EXCLUSIVE alone: a read waits for a whole-tree import (or a root write,
 /// `VACUUM FULL` of a table, a migration) and for nothing that changes rows, whose commits the snapshot sees
 /// whole or not at all. A read that must wait tells `onReadWait` whom for, and gives up after `lock_timeout`.
-extension Store {
+struct Reads {
+    /// The connection that reads.
+    let connection: StoreConnection
+    /// Taken for the session around a read that must not overlap a check, repair or import.
+    let lock: MaintenanceLock
+    /// Hears whom a read waits for before it waits (`Store.onReadWait`).
+    let onReadWait: ((LockHolder?) -> Void)?
+
     /// Runs `body` as a read of one instant: before any concurrent writer or after it, never between. With
     /// `maintenance`, the maintenance lock is held for the session around it (waiting as it says), so that no
     /// check, repair or import runs meanwhile.
@@ -30,11 +37,11 @@ extension Store {
     func readingSnapshot<Result>(maintenance: MaintenanceWait? = nil, _ body: () throws -> Result) throws -> Result {
         if connection.isInTransaction { return try body() }
         if let maintenance {
-            try lockMaintenance(wait: maintenance, scope: .session)
+            try lock.take(wait: maintenance, scope: .session)
         }
         defer {
             if maintenance != nil, connection.isConnected, !connection.isInTransaction {
-                _ = try? connection.execute("SELECT pg_advisory_unlock(\(Store.maintenanceLockKey))")
+                try? lock.releaseSession()
             }
         }
         var waits = false
@@ -56,14 +63,10 @@ extension Store {
     }
 
     /// Takes ACCESS SHARE on the tree's tables, waiting up to `lock_timeout`.
-    private static let readLock: Query = "LOCK TABLE \(Query.identifiers(treeTables)) IN ACCESS SHARE MODE"
+    private static let readLock: Query = "LOCK TABLE \(Query.identifiers(Store.treeTables)) IN ACCESS SHARE MODE"
     /// `readLock`, failing at once where a lock is held against it.
     private static let readLockNoWait: Query =
-        "LOCK TABLE \(Query.identifiers(treeTables)) IN ACCESS SHARE MODE NOWAIT"
-
-    /// The tree's tables and the lookups kept from them, quoted and separated by commas, in the order every
-    /// statement that locks several of them takes them (so that none waits for another in a cycle).
-    static let treeTableList = Query.identifiers(treeTables + lookupTables)
+        "LOCK TABLE \(Query.identifiers(Store.treeTables)) IN ACCESS SHARE MODE NOWAIT"
 
     /// Who holds a lock on the tree's tables that keeps reads waiting (ACCESS EXCLUSIVE: an import replacing the
     /// tree, `VACUUM FULL`, a migration), or else who queued for one (an import waiting for the app's

@@ -10,28 +10,22 @@ public enum ChatToKeep: String, CaseIterable, Sendable {
     case oldest
 }
 
-extension Store {
-    /// Merges two chats of one pair: the messages of `drop` move into `keep`, `drop`'s copies go, and `keep`'s copies
-    /// describe the newest message of the two; one transaction, rolled back in a dry run. Refused unless both
-    /// chats exist with the same members and no message key is in both.
-    public func mergeChats(keep: String, drop: String, isDryRun: Bool = false) throws -> RepairReport {
+extension Repairs {
+    /// `Store.mergeChats`: see there.
+    func mergeChats(keep: String, drop: String, isDryRun: Bool = false) throws -> RepairReport {
         try repair(.chatMerge, options: RepairOptions(isDryRun: isDryRun, mergedChats: (keep, drop)))
     }
 
-    /// Merges every group of two-person chats with the same members into one chat, the newest or
-    /// the oldest of the group by key (push IDs sort by creation time), each merge as `mergeChats` does it; all
-    /// in one transaction, rolled back in a dry run. Any merge that is refused (a message key in two chats of a
-    /// group) refuses them all.
-    /// `waitSeconds`: how long to wait for another check, repair or import to finish.
-    public func mergeDuplicateChats(keeping: ChatToKeep, isDryRun: Bool = false, waitSeconds: Double = 0) throws
+    /// `Store.mergeDuplicateChats`: see there.
+    func mergeDuplicateChats(keeping: ChatToKeep, isDryRun: Bool = false, waitSeconds: Double = 0) throws
         -> RepairReport
     {
         let clock = ContinuousClock()
         let started = clock.now
         var report = RepairReport(repair: .chatMerge, isDryRun: isDryRun)
         try connection.withTransaction(rollback: isDryRun) {
-            try lockMaintenance(wait: MaintenanceWait(seconds: waitSeconds))
-            try lockTree()
+            try maintenance.take(wait: MaintenanceWait(seconds: waitSeconds))
+            try treeRows.lockTree()
             let groups = try connection.query(
                 """
                 SELECT array_agg(chat_key ORDER BY chat_key), members FROM chat_members
@@ -100,7 +94,7 @@ extension Store {
             // A message sent to the pair meanwhile must land in the chat that stays.
             try connection.execute(
                 """
-                SELECT pg_advisory_xact_lock(\(Self.chatLockClass), \(Self.chatLockKey(pair[0], pair[1])))
+                SELECT pg_advisory_xact_lock(\(AppOperations.chatLockClass), \(AppOperations.chatLockKey(pair[0], pair[1])))
                 """)
         }
         return [

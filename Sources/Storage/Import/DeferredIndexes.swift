@@ -38,19 +38,19 @@ final class DeferredIndexes {
     }
 }
 
-extension Store {
+extension TreeImport {
     /// Tables whose rows a whole-tree import writes only after the file is read, with `INSERT … SELECT` (the
     /// likes it staged, the lookups derived from /posts and /chats): their primary keys are built after the rows
     /// too, since nothing overlaps with those inserts (1 GB export: the likes 5.9 s → 3.2–3.6 s and 1.6 s for the
     /// key).
-    static let tablesFilledAfterReading = [TreeTable.postLikes.name] + lookupTables
+    static let tablesFilledAfterReading = [TreeTable.postLikes.name] + Store.lookupTables
 
     /// Drops the secondary indexes of the tree's tables and lookups, and the primary keys of
     /// `tablesFilledAfterReading`, that can be built again exactly, and returns them to build; nil on a
     /// distributed store, whose indexes live on the workers' shards. The tables must be empty and locked (a
     /// whole-tree import, after its TRUNCATE).
     func deferIndexes() throws -> DeferredIndexes? {
-        guard try !isDistributed() else { return nil }
+        guard try !distribution.isDistributed() else { return nil }
         // Each: its name, the statement that drops it and the one that builds it again, all from the catalog.
         let rows = try connection.query(
             """
@@ -58,7 +58,7 @@ extension Store {
             FROM pg_index i
             JOIN pg_class c ON c.oid = i.indexrelid
             JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE i.indrelid = ANY(\(Self.treeTables + Self.lookupTables)::regclass[])
+            WHERE i.indrelid = ANY(\(Store.treeTables + Store.lookupTables)::regclass[])
                 AND i.indisvalid AND i.indisready AND i.indislive
                 AND NOT i.indisunique AND NOT i.indisclustered AND NOT i.indisreplident
                 AND c.reltablespace = 0 AND pg_has_role(c.relowner, 'USAGE')

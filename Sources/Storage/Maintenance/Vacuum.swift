@@ -11,13 +11,16 @@ public struct VacuumedTable: Sendable {
     public var bytesAfter: Int
 }
 
-extension Store {
-    /// `VACUUM (ANALYZE)` of each of the tree's tables, or `VACUUM FULL` (which rewrites each table, needs room
-    /// for the copy, and locks it meanwhile): gives back the space of deleted and rolled-back rows, such as a
-    /// failed import's, and refreshes the planner's statistics. Runs outside any transaction, table by table.
-    /// On a distributed store Citus vacuums every shard, and the sizes are the shards' on every node.
-    public func vacuum(full: Bool = false) throws -> [VacuumedTable] {
-        let placed = Set(try distributionState().tables.map(\.name))
+/// VACUUM (or VACUUM FULL) of the store's tables, reporting what each gave back.
+struct Vacuum {
+    /// The connection that runs it.
+    let connection: StoreConnection
+    /// Which tables are on Citus, whose sizes are their shards'.
+    let distribution: Distribution
+
+    /// `Store.vacuum`: see there.
+    func vacuum(full: Bool = false) throws -> [VacuumedTable] {
+        let placed = Set(try distribution.distributionState().tables.map(\.name))
         var tables: [VacuumedTable] = []
         for table in Store.treeTables + Store.lookupTables {
             let isPlaced = placed.contains(table)

@@ -1,11 +1,9 @@
 import Foundation
 internal import PostgresClient
 
-extension Store {
-    /// Adds `/postLikes/{post}/{uid}` and raises the post's `like_count`, only if the like is new. Concurrent
-    /// likes are safe: the insert decides (a second like of the same user conflicts and counts nothing) and the
-    /// increment is applied under the post's row lock. `count` is the new like count.
-    public func like(_ uid: String, post key: String) throws -> LikeResult {
+extension AppOperations {
+    /// `Store.like`: see there.
+    func like(_ uid: String, post key: String) throws -> LikeResult {
         try Self.requirePath("postLikes", key, uid)
         return try connection.withTransaction {
             // A like has a row per owner of its key (migration 0015), each placed with its post.
@@ -22,8 +20,8 @@ extension Store {
         }
     }
 
-    /// Removes the like and lowers `like_count` (never below 0), only if the like existed.
-    public func unlike(_ uid: String, post key: String) throws -> LikeResult {
+    /// `Store.unlike`: see there.
+    func unlike(_ uid: String, post key: String) throws -> LikeResult {
         try connection.withTransaction {
             let changes = try requireLiker(uid, post: key).map { owner in
                 let unliked = try connection.query(

@@ -1,23 +1,15 @@
 import FirebaseTree
 import Foundation
 
-extension Store {
-    /// Streams the children of the node at `path` that `query` selects, as one JSON object in RTDB key order (as
-    /// `firebase database:get` with query options prints them), from one snapshot. A leaf node is printed as it
-    /// is, a missing one or no selected child as `null`.
-    ///
-    /// Children stream from the store and are never held: ordered by key, bounds become index ranges, the first N
-    /// stop reading after N children and the last N are found by reading backwards first, so a limit costs rows in
-    /// proportion to N whatever the node's size. Ordered by value or by a child, a first pass computes each
-    /// child's order value (keeping at most the limit's number of them) and a second writes the selected children.
-    /// A node inside a record is small, and is read whole.
-    public func exportTree(
+extension TreeExport {
+    /// `Store.exportTree`: see there.
+    func exportTree(
         at path: [String], query: TreeQuery, options: JSONTextWriter.Options = .init(),
         to write: (UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws -> ExportReport {
         try exporting(options: options, to: write) { emitter, tally in
             let ordered = try tablesWithOrderedRows()
-            if !path.isEmpty, try recordPath(holding: path, orIs: true) != nil {
+            if !path.isEmpty, try treeRows.recordPath(holding: path, orIs: true) != nil {
                 try selectInRecord(at: path, query: query, ordered: ordered, into: emitter, tally: tally)
             } else if case .key = query.order {
                 try selectByKey(at: path, query: query, ordered: ordered, into: emitter, tally: tally)

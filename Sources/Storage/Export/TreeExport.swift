@@ -1,0 +1,150 @@
+import FirebaseTree
+import Foundation
+internal import PostgresClient
+
+/// What an export wrote.
+public struct ExportReport: Sendable {
+    /// Rows read from the tables.
+    public var rows = 0
+    /// Rows the server sent (those read ahead included): what a query cost in rows.
+    public var rowsFetched = 0
+    /// The most bytes of row data one batch of a cursor held (rows with large values come without them).
+    public var largestBatchBytes = 0
+    /// JSON bytes written.
+    public var bytes = 0
+    /// Seconds from start to the last byte.
+    public var seconds: Double = 0
+    /// Tables that held keys needing RTDB's exact order, read in `rtdb_key_order` beside their primary key.
+    public var sortedTables: [String] = []
+    /// Bytes held at most for objects that might have been arrays while they were written.
+    public var peakHeldBytes = 0
+    /// Bytes such objects moved to temporary files.
+    public var spilledBytes = 0
+}
+
+/// The report of an export in progress, shared by reference with the emitter's sink (which runs while the rows
+/// are being read).
+final class ExportTally {
+    var report = ExportReport()
+
+    /// Closes `merge` and adds what it fetched to the report.
+    func close(_ merge: inout PartMerge) {
+        merge.close()
+        report.rowsFetched += merge.rowsFetched
+        report.largestBatchBytes = max(report.largestBatchBytes, merge.largestBatchBytes)
+    }
+}
+
+/// Export and `get`: the tree or a node of it as JSON, streamed from the tables in one snapshot.
+struct TreeExport {
+    /// The connection that reads.
+    let connection: StoreConnection
+    /// The snapshot every export reads in.
+    let reads: Reads
+    /// Where a stored record lies (`get` inside one reads it whole).
+    let treeRows: TreeRows
+
+    /// `Store.exportTree`: see there.
+    func exportTree(
+        at path: [String] = [], options: JSONTextWriter.Options = .init(), shallow: Bool = false,
+        onProgress: (_ rows: Int) -> Void = { _ in }, to write: (UnsafeBufferPointer<UInt8>) throws -> Void
+    ) throws -> ExportReport {
+        try exporting(options: options, to: write, afterEachChunk: onProgress) { emitter, tally in
+            try exportRows(at: path, shallow: shallow, into: emitter, tally: tally)
+        }
+    }
+
+    /// Runs `body` in a read-only snapshot with an emitter that writes to `write` (`afterEachChunk` hears the
+    /// rows read so far after each chunk), finishes the emitter, and returns the tally's report with the
+    /// emitter's figures and the time taken: what every export and `get` share.
+    func exporting(
+        options: JSONTextWriter.Options, to write: (UnsafeBufferPointer<UInt8>) throws -> Void,
+        afterEachChunk: (_ rows: Int) -> Void = { _ in }, _ body: (TreeEmitter, ExportTally) throws -> Void
+    ) throws -> ExportReport {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let tally = ExportTally()
+        try reads.readingSnapshot {
+            // The emitter stores its sink, but neither it nor the closures outlive this call.
+            try withoutActuallyEscaping(write) { write in
+                try withoutActuallyEscaping(afterEachChunk) { afterEachChunk in
+                    let emitter = TreeEmitter(options: options) { bytes in
+                        tally.report.bytes += bytes.count
+                        try write(bytes)
+                        afterEachChunk(tally.report.rows)
+                    }
+                    try body(emitter, tally)
+                    try emitter.finish()
+                    tally.report.peakHeldBytes = emitter.peakFrameBytes
+                    tally.report.spilledBytes = emitter.spilledBytes
+                }
+            }
+        }
+        tally.report.seconds = (clock.now - started).seconds
+        return tally.report
+    }
+
+    /// Adds the rows of the node at `path` to `emitter`, in the caller's read-only transaction.
+    private func exportRows(at path: [String], shallow: Bool, into emitter: TreeEmitter, tally: ExportTally) throws {
+        let ordered = try tablesWithOrderedRows()
+        tally.report.sortedTables = TreeTable.allCases.filter { ordered.contains($0) }.map(\.name)
+        // Typed rows go straight from libpq's buffers to the JSON when nothing can still fall inside them; that
+        // is nearly every row, and the rest take the general way. Tables with nothing else under their root are
+        // read as COPY blocks when the merge reaches their root.
+        var blocks = path.isEmpty && !shallow ? try copyBlocks(ordered: ordered) : []
+        var merge = try openRows(at: path, excluding: Set(blocks.map(\.table)), ordered: ordered)
+        defer { tally.close(&merge) }
+        while true {
+            let next = merge.next()
+            if let block = blocks.first,
+                next.map({ FirebaseKey.exportPrecedes(block.table.rootKey ?? "", $0.rootKey) }) ?? true
+            {
+                blocks.removeFirst()
+                try merge.collectFetchInFlight()
+                try copy(block, into: emitter, tally: tally)
+                continue
+            }
+            guard let stream = next else { break }
+            tally.report.rows += 1
+            try Self.add(stream, below: path, shallow: shallow, mayGrow: merge.nextRowMayGrow, to: emitter)
+            try answerCountRequest(of: emitter, below: path, between: &merge)
+            try merge.advance()
+        }
+    }
+
+    /// Answers the emitter's question of how many children a node has, if it asked, once the FETCH in flight
+    /// is in: the connection runs one statement at a time.
+    func answerCountRequest(of emitter: TreeEmitter, below path: [String], between merge: inout PartMerge) throws {
+        guard let relative = emitter.countRequest else { return }
+        try merge.collectFetchInFlight()
+        emitter.answerCountRequest(try childCountBound(of: path + relative))
+    }
+
+    /// At most how many children the node at `path` has: the rows under it (each child has one at least); nil
+    /// for the root and for a node inside a record (small, and not worth a query).
+    func childCountBound(of path: [String]) throws -> Int? {
+        guard let root = path.first else { return nil }
+        var total = 0
+        for table in TreeTable.tables(under: root) {
+            guard path.count - 1 < table.keyDepth else { return nil }
+            let query: Query =
+                "SELECT count(*) FROM \(identifier: table.name) WHERE \(table.keyConditions(path.dropFirst()))"
+            total += try connection.query(query)[0].decode(Int.self, at: 0)
+        }
+        let unmapped: Query = "SELECT count(*) FROM unmapped_values WHERE \(TreeTable.unmappedRange(at: path))"
+        return total + (try connection.query(unmapped)[0].decode(Int.self, at: 0))
+    }
+
+    /// The typed tables holding a key that needs `rtdb_key_order` (each asked of its partial index).
+    func tablesWithOrderedRows() throws -> Set<TreeTable> {
+        var tables = Set<TreeTable>()
+        for table in TreeTable.allCases where table != .unmappedValues {
+            if try connection.query(table.orderedRowsQuery())[0].decode(Bool.self, at: 0) { tables.insert(table) }
+        }
+        return tables
+    }
+}
+
+/// A typed table that a whole-tree export reads with one `COPY (SELECT … ORDER BY …) TO STDOUT` instead of
+/// cursors: nothing else lies under its root (no unmapped values, no other table's rows), so its rows are one run
+/// of the output, in primary-key order, or sorted by `rtdb_key_order` when some key sits elsewhere in byte order.

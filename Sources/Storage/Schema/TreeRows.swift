@@ -1,0 +1,79 @@
+import FirebaseTree
+internal import PostgresClient
+
+/// The rows that hold the tree at a path, as the table descriptions place them: what import, the write verbs
+/// and `get` ask of the store's layout.
+struct TreeRows {
+    /// The connection that asks.
+    let connection: StoreConnection
+
+    /// The path of a stored record that holds `path` inside it (`/posts/UID/KEY` for `/posts/UID/KEY/poster`),
+    /// or is it when `orIs`, if there is one.
+    func recordPath(holding path: [String], orIs: Bool = false) throws -> [String]? {
+        guard let root = path.first else { return nil }
+        for table in TreeTable.tables(under: root) where path.count - 1 > table.keyDepth - (orIs ? 1 : 0) {
+            let query: Query = "SELECT \(Query.anyRow(in: table.name, where: table.keyConditions(path.dropFirst())))"
+            if try connection.query(query)[0].decode(Bool.self, at: 0) {
+                return Array(path.prefix(table.keyDepth + 1))
+            }
+        }
+        return nil
+    }
+
+    /// Deletes the leaves stored at `path` and at each of its ancestors below the root: the values a write below
+    /// them replaces. A leaf is an unmapped value or a typed row that holds `true` alone (a like, a follow);
+    /// records are objects and stay. Returns the number of rows deleted.
+    func deleteLeaves(atAndAbove path: [String]) throws -> Int {
+        guard let root = path.first else { return 0 }
+        var deleted = 0
+        for depth in 0..<path.count {
+            let below = Array(path.dropFirst().prefix(depth))
+            // A leaf with a priority is stored as `.value` and `.priority`; the priority stays, as the SDKs keep it.
+            deleted += try connection.execute(
+                """
+                DELETE FROM unmapped_values WHERE root = \(root) AND (path = \(below) OR path = \(below + [FirebaseKey.value]))
+                """)
+            for table in TreeTable.tables(under: root) where table.isLeaf && table.keyDepth == below.count {
+                deleted += try connection.execute(
+                    "DELETE FROM \(identifier: table.name) WHERE \(table.keyConditions(below))")
+            }
+        }
+        return deleted
+    }
+
+    /// Deletes every row stored at or below an absolute Firebase path; returns the counts per table.
+    func deleteRows(under path: [String]) throws -> [TreeTable: Int] {
+        guard let root = path.first else { return [:] }
+        let below = Array(path.dropFirst())
+        var deleted: [TreeTable: Int] = [:]
+        for table in TreeTable.tables(under: root) where below.count <= table.keyDepth {
+            deleted[table, default: 0] += try connection.execute(
+                "DELETE FROM \(identifier: table.name) WHERE \(table.keyConditions(below))")
+        }
+        deleted[.unmappedValues, default: 0] += try connection.execute(
+            "DELETE FROM unmapped_values WHERE \(TreeTable.unmappedRange(at: path))")
+        return deleted
+    }
+
+    /// Locks the tree's tables against writes (`SHARE ROW EXCLUSIVE`, which conflicts with itself and with the
+    /// app's inserts, updates and deletes, not with reads) for the rest of the transaction, so that a merge or a
+    /// write replaces what the store holds as one serializable step. A deadlock with an app transaction that
+    /// held one table and wanted another is retried.
+    func lockTree() throws {
+        for attempt in 1... {
+            do {
+                return try connection.withTransaction {
+                    try connection.execute("LOCK TABLE \(Store.treeTableList) IN SHARE ROW EXCLUSIVE MODE")
+                }
+            } catch let error as StorageError where error.sqlState == .deadlockDetected && attempt < 5 {
+                continue
+            }
+        }
+    }
+
+    /// Whether no table of the tree holds a row; quick on any size.
+    func isEmpty() throws -> Bool {
+        let exists = Store.treeTables.map { Query.anyRow(in: $0) }
+        return try !connection.query("SELECT \(exists.joined(separator: " OR "))")[0].decode(Bool.self, at: 0)
+    }
+}
