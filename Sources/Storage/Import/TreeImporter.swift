@@ -140,7 +140,7 @@ final class TreeImporter {
     /// The level of `table`'s key path below `keys`: a row once the path is whole, a container above it.
     private func descend(_ table: TreeTable, keys: [String]) throws {
         guard keys.count == table.keyDepth else {
-            return try container { key in try self.descend(table, keys: keys + [key]) }
+            return try container { key in try self.descend(table, keys: keys + CollectionOfOne(key)) }
         }
         if table.isLeaf { try edge(table, keys: keys) } else { try record(table, keys: keys) }
     }

@@ -44,8 +44,11 @@ struct RecordColumn {
 extension TreeTable {
     /// The typed columns of the table's records, in column order (after the key columns, before `extra`); empty
     /// for the tables that hold edges (`true`s) and for unmapped values.
-    var recordColumns: [RecordColumn] {
-        if case .records(let columns) = description.rows { return columns }
+    var recordColumns: [RecordColumn] { Self.recordColumnLists[rawValue] }
+
+    /// Made once: import and export ask for every row.
+    private static let recordColumnLists: [[RecordColumn]] = allCases.map { table in
+        if case .records(let columns) = table.description.rows { return columns }
         return []
     }
 

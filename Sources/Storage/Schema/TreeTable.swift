@@ -101,7 +101,7 @@ enum TreeTable: Int, CaseIterable {
     var isLeaf: Bool { Self.leafTables[rawValue] }
 
     /// The key columns that address a row below the table's root node, outermost first.
-    var keyColumns: [String] { description.keyColumns }
+    var keyColumns: [String] { Self.keyColumnLists[rawValue] }
 
     /// How many path levels below the root the table's key spans.
     var keyDepth: Int { Self.keyDepths[rawValue] }
@@ -114,6 +114,7 @@ enum TreeTable: Int, CaseIterable {
         if case .edges = table.description.rows { return true }
         return false
     }
+    private static let keyColumnLists = allCases.map(\.description.keyColumns)
     private static let keyDepths = allCases.map(\.description.keyColumns.count)
     private static let roots = allCases.map(\.description.root)
 
