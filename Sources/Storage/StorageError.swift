@@ -15,7 +15,7 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         case connectionFailed
         /// The connection broke while in use; a new one may succeed.
         case connectionLost
-        /// The server rejected a statement; `sqlState` says why.
+        /// The server rejected a statement; `sqlStateCode` says why.
         case server
         /// A value cannot be sent to PostgreSQL as it is (a NUL character in text, say).
         case invalidValue
@@ -39,25 +39,88 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
 
     /// What went wrong, broadly.
     public var kind: Kind
+
+    /// The error of the layer below that this one stands for, kept whole: its diagnostics are this error's
+    /// unless Storage words them otherwise (`overrides`).
+    enum Cause: Sendable {
+        /// A statement, connection or decoding failed in PostgresClient.
+        case database(DatabaseError)
+        /// FirebaseTree could not read or compress the input.
+        case tree(TreeError)
+    }
+
+    /// What this error wraps; nil for an error of Storage's own.
+    let cause: Cause?
+
+    /// Storage's own diagnostics, or its rewording of the cause's: a field set here (even to nil) wins.
+    private struct Overrides: Sendable {
+        var sqlState: SQLState??
+        var message: String?
+        var detail: String??
+        var hint: String??
+        var constraint: String??
+        var statement: String??
+        var context: String??
+        var inputPosition: JSONReader.Position??
+    }
+    private var overrides = Overrides()
+
+    private var databaseError: DatabaseError? {
+        if case .database(let error) = cause { return error }
+        return nil
+    }
+
+    private var treeError: TreeError? {
+        if case .tree(let error) = cause { return error }
+        return nil
+    }
+
     /// The SQLSTATE code, when the server (or this layer, mimicking it) supplied one; Storage's callers act on
     /// `kind` and `remedy` instead, so PostgresClient's type does not leak through the API.
-    var sqlState: SQLState?
+    var sqlState: SQLState? {
+        get { overrides.sqlState ?? databaseError?.sqlState }
+        set { overrides.sqlState = .some(newValue) }
+    }
+    /// The SQLSTATE code as PostgreSQL spells it (`"55P03"`: lock not available), for a caller that must tell
+    /// one server error from another; nil when there is none.
+    public var sqlStateCode: String? { sqlState?.rawValue }
     /// The primary, human-readable message.
-    public var message: String
+    public var message: String {
+        get { overrides.message ?? databaseError?.message ?? treeError?.message ?? "" }
+        set { overrides.message = newValue }
+    }
     /// Secondary detail, as the server's DETAIL field.
-    public var detail: String?
-    /// A suggestion of what to do, as the server's HINT field.
-    public var hint: String?
+    public var detail: String? {
+        get { overrides.detail ?? databaseError?.detail }
+        set { overrides.detail = .some(newValue) }
+    }
+    /// A suggestion of what to do, as the server's HINT field (or this layer's, where the server gave none).
+    public var hint: String? {
+        get { overrides.hint ?? databaseError.flatMap { $0.hint ?? $0.sqlState.flatMap(Self.hint(for:)) } }
+        set { overrides.hint = .some(newValue) }
+    }
     /// The constraint that was violated, when there was one.
-    public var constraint: String?
+    public var constraint: String? {
+        get { overrides.constraint ?? databaseError?.constraint }
+        set { overrides.constraint = .some(newValue) }
+    }
     /// The statement that failed, without its bind values.
-    public var statement: String?
+    public var statement: String? {
+        get { overrides.statement ?? databaseError?.statement }
+        set { overrides.statement = .some(newValue) }
+    }
     /// Where this layer was when it failed (for example "applying migration 0002_likes.sql").
-    public var context: String?
+    public var context: String? {
+        get { overrides.context ?? databaseError?.context ?? treeError?.path.map { "reading \($0)" } }
+        set { overrides.context = .some(newValue) }
+    }
     /// Where in the input a `.malformedInput` error was found.
-    public var inputPosition: JSONReader.Position?
+    public var inputPosition: JSONReader.Position? {
+        get { overrides.inputPosition ?? treeError?.position }
+        set { overrides.inputPosition = .some(newValue) }
+    }
     /// A `.connectionFailed` because the server asked for a password and none was given: one may be asked for.
-    public var needsPassword = false
+    public var needsPassword: Bool { databaseError?.needsPassword ?? false }
     /// What would let the operation through or put things right, for a front end to word with its own options
     /// (`hint` says it without naming any).
     public var remedy: Remedy?
@@ -100,30 +163,27 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         constraint: String? = nil, statement: String? = nil, context: String? = nil
     ) {
         self.kind = kind
-        self.message = message
-        self.sqlState = sqlState
-        self.detail = detail
-        self.hint = hint
-        self.constraint = constraint
-        self.statement = statement
-        self.context = context
+        cause = nil
+        overrides = Overrides(
+            sqlState: .some(sqlState), message: message, detail: .some(detail), hint: .some(hint),
+            constraint: .some(constraint), statement: .some(statement), context: .some(context))
     }
 
-    /// The storage layer's form of a tree error (malformed or unreadable input, a failed compression), keeping
-    /// where in the input it was found.
+    /// The storage layer's form of a tree error (malformed or unreadable input, a failed compression), wrapping
+    /// it: where in the input it was found stays its own.
     public init(_ error: TreeError) {
-        let kind: Kind =
+        kind =
             switch error.kind {
             case .malformedInput, .unreadable, .unordered: .malformedInput
             case .compression, .scratchSpace: .io
             }
-        self.init(kind, error.message, context: error.path.map { "reading \($0)" })
-        inputPosition = error.position
+        cause = .tree(error)
     }
 
-    /// The storage layer's form of a PostgresClient error, with a hint of what to do where the server gave none.
+    /// The storage layer's form of a PostgresClient error, wrapping it, with a hint of what to do where the
+    /// server gave none.
     init(_ error: DatabaseError) {
-        let kind: Kind =
+        kind =
             switch error.kind {
             case .connectionFailed: .connectionFailed
             case .connectionLost: .connectionLost
@@ -131,11 +191,7 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
             case .invalidValue: .invalidValue
             case .decoding: .decoding
             }
-        self.init(
-            kind, error.message, sqlState: error.sqlState, detail: error.detail,
-            hint: error.hint ?? error.sqlState.flatMap(Self.hint(for:)), constraint: error.constraint,
-            statement: error.statement, context: error.context)
-        needsPassword = error.needsPassword
+        cause = .database(error)
         if error.sqlState == .diskFull { remedy = .reclaimSpace }
     }
 

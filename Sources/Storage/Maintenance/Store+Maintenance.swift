@@ -6,7 +6,8 @@ extension Store {
     /// duration.
     ///
     /// Works with a role that may only SELECT. Two maintenance runs (checks or repairs) never overlap on one
-    /// database: the second fails with `SQLState.lockNotAvailable`, at once or after `wait`.
+    /// database: the second fails with a `.server` error whose `sqlStateCode` is `55P03` (lock not available), at
+    /// once or after `wait`.
     ///
     /// ```swift
     /// let results = try store.check([.likeCount, .orphans], examples: 3)
