@@ -32,7 +32,23 @@ struct AdminMain: ParsableCommand {
     /// Parses `admin`'s arguments with its own options lifted from after the command (psql takes them anywhere),
     /// then runs.
     static func main() {
-        main(CommandSpec.liftingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let text = packagingOutput(for: arguments) {
+            print(text, terminator: text.hasSuffix("\n") ? "" : "\n")
+            return
+        }
+        main(CommandSpec.liftingGlobalOptions(arguments))
+    }
+
+    /// What the packaging options print: `--generate-manual` (admin(1) in troff) and
+    /// `--generate-completion-script SHELL` (bash, zsh or fish); nil for other arguments.
+    static func packagingOutput(for arguments: [String]) -> String? {
+        switch arguments {
+        case ["--generate-manual"]: ManualPage.troff
+        case let options where options.count == 2 && options[0] == "--generate-completion-script":
+            CompletionScript.script(for: options[1])
+        default: nil
+        }
     }
 
     @Argument(parsing: .captureForPassthrough, help: "A command and its arguments (see the list above).")

@@ -40,13 +40,16 @@ struct Help: ConsoleCommand {
 
     /// Every command with its one-line summary, by group; a summary longer than the 79 columns `--help`
     /// wraps to goes on under itself, not back at the margin.
-    static var overview: String {
+    static var overview: String { overview(width: 79) }
+
+    /// `overview` within `width` columns (the manual page's are fewer).
+    static func overview(width: Int) -> String {
         let indent = 2 + (CommandGroup.all.flatMap(\.commands).map { $0._commandName.count }.max() ?? 0) + 2
         var text = ""
         for group in CommandGroup.all {
             text += "\(group.title):\n"
             for command in group.commands {
-                let lines = wrapped(command.configuration.abstract, width: 79 - indent)
+                let lines = wrapped(command.configuration.abstract, width: width - indent)
                 text +=
                     "  " + command._commandName.padding(toLength: indent - 2)
                     + lines.joined(

@@ -73,11 +73,11 @@ enum AdminProcess {
     /// after `interruptAfter` seconds when given.
     static func runShell(
         _ command: String, input: String, environment: [String: String], directory: String,
-        interruptAfter: TimeInterval? = nil
+        interruptAfter: TimeInterval? = nil, timeout: TimeInterval = 120
     ) throws -> AdminRun {
         let started = try start(
             URL(fileURLWithPath: "/bin/bash"), ["-c", command], environment: environment, directory: directory)
-        return try finish(started, input: input, timeout: 120, interruptAfter: interruptAfter)
+        return try finish(started, input: input, timeout: timeout, interruptAfter: interruptAfter)
     }
 
     private static func finish(
