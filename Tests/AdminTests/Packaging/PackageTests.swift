@@ -43,7 +43,7 @@ struct PackageTests {
         #expect(debs == ["admin_\(version)_amd64.deb"] || debs == ["admin_\(version)_arm64.deb"])
         let fields = try Self.shell("dpkg-deb -f \(shellQuoted(deb)) Version Depends Recommends").stdout
         #expect(fields.contains("Version: \(version)"), "\(fields)")
-        #expect(fields.contains("libpq5"), "\(fields)")
+        #expect(fields.contains("libpq5") && fields.contains("libedit2"), "\(fields)")
         #expect(fields.contains("Recommends: postgresql-15"), "\(fields)")
         #expect(!fields.lowercased().contains("swift"), "\(fields)")
 
