@@ -38,8 +38,11 @@ struct ImportReportView {
         // pgloader's summary likewise times its index builds below the tables.
         for step in report.finishing {
             let target =
-                step.target == ImportReport.Finishing.indexes
-                ? "\(step.count) \(step.count == 1 ? "index" : "indexes")" : step.target
+                switch step.target {
+                case ImportReport.Finishing.indexes: "\(step.count) \(step.count == 1 ? "index" : "indexes")"
+                case ImportReport.Finishing.statistics: "statistics, \(step.count) tables"
+                default: step.target
+                }
             rows.append([
                 .text("(after reading)"), .text(target), .null, .null, .null, .null, .text(Self.seconds(step.seconds)),
             ])

@@ -31,10 +31,13 @@ public struct ImportReport: Sendable {
     public struct Finishing: Sendable, Equatable {
         /// The `target` of the index builds, all together.
         public static let indexes = "indexes"
+        /// The `target` of the ANALYZE of each table a whole-tree import filled, all together.
+        public static let statistics = "statistics"
 
-        /// The table it wrote (`post_likes`, `post_keys`, `chat_holders`), or `Finishing.indexes`.
+        /// The table it wrote (`post_likes`, `post_keys`, `chat_holders`), or `Finishing.indexes` or
+        /// `Finishing.statistics`.
         public var target: String
-        /// Steps taken: the indexes built, for `indexes`.
+        /// Steps taken: the indexes built, for `indexes`; the tables analyzed, for `statistics`.
         public var count: Int
         /// Seconds it took.
         public var seconds: Double

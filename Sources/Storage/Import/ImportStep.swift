@@ -9,6 +9,8 @@ public enum ImportStep: Sendable, Equatable, CustomStringConvertible {
     case settlingLikes
     /// Building the secondary index `name`, the `number`th of `count`, dropped while the rows loaded.
     case buildingIndex(name: String, number: Int, count: Int)
+    /// Gathering planner statistics on `table` (ANALYZE), after a whole-tree import.
+    case analyzing(table: String)
 
     /// What the step writes: a table, or `ImportReport.Finishing.indexes`.
     var target: String {
@@ -16,6 +18,7 @@ public enum ImportStep: Sendable, Equatable, CustomStringConvertible {
         case .storingLikes, .settlingLikes: TreeTable.postLikes.name
         case .fillingLookup(let table): table
         case .buildingIndex: ImportReport.Finishing.indexes
+        case .analyzing: ImportReport.Finishing.statistics
         }
     }
 
@@ -26,6 +29,7 @@ public enum ImportStep: Sendable, Equatable, CustomStringConvertible {
         case .fillingLookup(let table): "filling \(table)"
         case .settlingLikes: "settling the likes of posts added or removed"
         case .buildingIndex(let name, let number, let count): "building index \(number) of \(count): \(name)"
+        case .analyzing(let table): "gathering statistics on \(table) (ANALYZE)"
         }
     }
 }
