@@ -149,7 +149,9 @@ struct TreeImport {
                 throw Self.emptyingRefused(at: options.at, everyValueRejected: report.rejectCount > 0)
             }
         }
-        if analyzesAfterCommit {
+        // Inside a write's transaction nothing is committed yet, and a failed statement would abort it: the
+        // statistics are left to autovacuum there.
+        if analyzesAfterCommit, !connection.isInTransaction {
             // The rows are committed: a failure here is a warning, not a failed import.
             do {
                 try analyzeTables(onStep: timedStep)

@@ -108,16 +108,17 @@ struct DeferredIndexesTests {
         try Self.expectIndexesHoldTheirRows(store)
     }
 
-    /// What follows the reading is told step by step, for the progress display: the likes, the lookups, then each
-    /// index in turn; a merge keeps its indexes and builds none.
+    /// What follows the reading is told step by step, for the progress display: the likes, the lookups, each
+    /// index in turn, then each table's statistics; a merge keeps its indexes and builds none.
     @Test func theStepsAfterTheReadingAreTold() throws {
         let store = try makeStore()
         let dropped = try Self.indexes(store).map(\.name).filter(Self.isDeferred)
         var steps: [ImportStep] = []
         let report = try store.importTree(from: MemorySource(Self.tree.json), onStep: { steps.append($0) })
         // The report times them by what they wrote, the index builds together.
-        #expect(report.finishing.map(\.target) == ["post_likes", "post_keys", "chat_holders", "indexes"])
-        #expect(report.finishing.map(\.count) == [1, 1, 1, dropped.count])
+        #expect(report.finishing.map(\.target) == ["post_likes", "post_keys", "chat_holders", "indexes", "statistics"])
+        let analyzed = Store.treeTables + Store.lookupTables
+        #expect(report.finishing.map(\.count) == [1, 1, 1, dropped.count, analyzed.count])
         #expect(
             report.finishing.allSatisfy { $0.seconds > 0 }
                 && report.finishing.map(\.seconds).reduce(0, +) < report.seconds)
@@ -126,8 +127,10 @@ struct DeferredIndexesTests {
         }
         #expect(
             steps == [.storingLikes, .fillingLookup(table: "post_keys"), .fillingLookup(table: "chat_holders")] + builds
-        )
-        #expect(steps.last?.description == "building index \(dropped.count) of \(dropped.count): \(dropped.last!)")
+                + analyzed.map { .analyzing(table: $0) })
+        #expect(
+            builds.last?.description == "building index \(dropped.count) of \(dropped.count): \(dropped.last!)")
+        #expect(steps.last?.description == "gathering statistics on chat_holders (ANALYZE)")
 
         steps = []
         let post =
