@@ -96,7 +96,7 @@ enum ManualPage {
         PAGER            the pager for long output on a terminal (default less)
         """
 
-    /// The lines of `help` from the one that is `heading` to the next blank line's end of section.
+    /// The lines of `help` after the one that is `heading`, to the end (OPTIONS is the help's last section).
     private static func section(_ heading: String, of help: String) -> String {
         let lines = help.split(separator: "\n", omittingEmptySubsequences: false)
         guard let start = lines.firstIndex(where: { $0 == heading }) else { return help }

@@ -92,11 +92,6 @@ struct DerivedCopies {
         try connection.execute("DROP TABLE \(staged)")
     }
 
-    /// Drops `stagedLikesTable` when nothing was staged: an import inside a write's transaction is not the last.
-    func unstageLikes() throws {
-        try connection.execute("DROP TABLE \(identifier: Self.stagedLikesTable)")
-    }
-
     /// Deletes the staged likes at or below `path` (a repeated key's earlier occurrence); returns how many.
     func deleteStagedLikes(under path: [String]) throws -> Int {
         guard path.first == TreeTable.postLikes.rootKey else { return 0 }

@@ -21,9 +21,10 @@ final class TreeEmitter {
     /// memory: told at most how many children it has (`answerCountRequest`), it streams as an object as soon as
     /// its indexes run past twice that many instead of going on to a temporary file. The emitter asks and goes
     /// on; whoever feeds it answers when its connection is free, between fetches.
-    private(set) var countRequest: [String]?
-    /// The frame `countRequest` is about.
-    private var requestingFrame: ArrayFrame?
+    var countRequest: [String]? { requestingFrame == nil ? nil : requestPath }
+    private var requestPath: [String] = []
+    /// The frame `countRequest` is about; a frame written out before the answer came wants none.
+    private weak var requestingFrame: ArrayFrame?
     private var writer: JSONTextWriter
     private let sink: (UnsafeBufferPointer<UInt8>) throws -> Void
     /// The open nodes, the root first (once there is any part).
@@ -45,7 +46,6 @@ final class TreeEmitter {
     func answerCountRequest(_ bound: Int?) {
         requestingFrame?.childCountBound = bound
         requestingFrame = nil
-        countRequest = nil
     }
 
     /// Bytes the main writer collects before handing them to `sink`.
@@ -354,9 +354,9 @@ final class TreeEmitter {
                 $0.value(priority)
             }
         case .deferred(let frame):
-            if countRequest == nil, frame.wantsCountBound {
+            if requestingFrame == nil, frame.wantsCountBound {
                 frame.wantsCountBound = false
-                countRequest = path(of: level)
+                requestPath = path(of: level)
                 requestingFrame = frame
             }
             if let index, !frame.cannotBeArray(reaching: index) {

@@ -23,8 +23,19 @@ final class TableLoader {
     private var totalRows = 0
     /// COPY messages sent so far: a mark is good while none was.
     private var sends = 0
-    /// Tables whose rows go to another table with the same columns instead of their own.
-    private let destinations: [TreeTable: String]
+    /// Another table with the same columns that a table's rows go to instead of their own, made by `create`
+    /// just before the first COPY into it (so that an import with no such rows makes none).
+    struct Destination {
+        /// The table the rows go to.
+        var table: String
+        /// Makes it.
+        var create: () throws -> Void
+    }
+
+    /// Tables whose rows go to a `Destination`.
+    private let destinations: [TreeTable: Destination]
+    /// The tables whose destination was made: some of their rows were sent there.
+    private(set) var redirected: Set<TreeTable> = []
 
     /// The rows encoded since the last send, in order: each one's table and where it starts in that table's
     /// buffer. A mark is two numbers and a roll-back walks back only the rows it drops: the importer marks every
@@ -42,7 +53,7 @@ final class TableLoader {
     /// With `usesFreeze` the COPYs write frozen rows, which PostgreSQL allows only into tables truncated (or
     /// created) in the same transaction, and which spares the first VACUUM from rewriting every page. A table's
     /// rows go to `destinations[table]` when it names one (the import stages likes there).
-    init(connection: StoreConnection?, usesFreeze: Bool, destinations: [TreeTable: String] = [:]) {
+    init(connection: StoreConnection?, usesFreeze: Bool, destinations: [TreeTable: Destination] = [:]) {
         self.connection = connection
         self.usesFreeze = usesFreeze
         self.destinations = destinations
@@ -117,7 +128,15 @@ final class TableLoader {
     private func activate(_ table: TreeTable) throws {
         guard table != active else { return }
         try endActive()
-        let target = destinations[table] ?? table.name
+        var target = table.name
+        // Without a connection (reading a file only) nothing is sent, so nothing is made.
+        if let destination = destinations[table], connection != nil {
+            if !redirected.contains(table) {
+                try destination.create()
+                redirected.insert(table)
+            }
+            target = destination.table
+        }
         let columns = Query.identifiers(table.columns)
         let freeze: Query = usesFreeze ? " WITH (FREEZE)" : ""
         try connection?.beginCopyIn("COPY \(identifier: target) (\(columns)) FROM STDIN\(freeze)")

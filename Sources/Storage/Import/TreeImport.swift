@@ -81,15 +81,17 @@ struct TreeImport {
                 }
             }
             // A like's owner is its post's, and in an export /postLikes comes before /posts: likes are staged
-            // until the whole file is read.
-            try copies.stageLikes()
-            // COPY FREEZE needs tables truncated (or created) in the same transaction.
+            // until the whole file is read. COPY FREEZE needs tables truncated (or created) in the same
+            // transaction.
             let loader = TableLoader(
                 connection: connection, usesFreeze: wholeTree,
-                destinations: [.postLikes: DerivedCopies.stagedLikesTable])
+                destinations: [
+                    .postLikes: .init(
+                        table: DerivedCopies.stagedLikesTable, create: { [copies] in try copies.stageLikes() })
+                ])
             loader.onRows = onRows
             loader.isCancelled = isCancelled
-            var hasStagedLikes: Bool { loader.counts[TreeTable.postLikes.rawValue].rows > 0 }
+            var hasStagedLikes: Bool { loader.redirected.contains(.postLikes) }
             let importer = TreeImporter(
                 source: source, loader: loader, options: options,
                 onFinding: { finding in
@@ -282,8 +284,6 @@ struct TreeImport {
         if staged {
             onStep(.storingLikes)
             try copies.storeStagedLikes(isDistributed: distributed)
-        } else {
-            try copies.unstageLikes()
         }
         for records in HeldRecords.all where wholeTree || written.contains(records.table) {
             let keys =

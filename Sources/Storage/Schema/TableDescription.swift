@@ -56,7 +56,4 @@ enum UnmappedColumn: Int, CaseIterable {
         case .sortKey: "sort_key"
         }
     }
-
-    /// The columns that hold the value itself, one of them not NULL.
-    static let value: [UnmappedColumn] = [.stringValue, .numberValue, .booleanValue]
 }
