@@ -82,3 +82,23 @@ package final class TemporaryFile {
         ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
     }
 }
+
+extension TemporaryFile {
+    /// The file's flushed bytes from its start, as a source.
+    package struct Reader: ByteSource {
+        private let file: TemporaryFile
+        private var offset = 0
+
+        /// A reader of `file` from its first byte.
+        package init(_ file: TemporaryFile) {
+            self.file = file
+        }
+
+        /// Copies the next bytes; 0 at the end.
+        package mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            let count = try file.read(at: offset, into: buffer)
+            offset += count
+            return count
+        }
+    }
+}

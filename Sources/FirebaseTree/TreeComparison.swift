@@ -53,6 +53,26 @@ public struct TreeDifference: Sendable, Equatable {
 /// try comparison.compare(source: &fileReader, store: &exportReader)
 /// ```
 public struct TreeComparison {
+    /// What a comparison that brings the store to the source (`sync`) is told, and tells: the nodes to write.
+    public struct Rewrites {
+        /// Whether the store keeps the node at `path`, whose first child is `firstKey` (an object when
+        /// `firstIsObject`), as one record: a record that differs anywhere is rewritten whole.
+        public var isRecord: (_ path: [String], _ firstKey: String, _ firstIsObject: Bool) -> Bool
+        /// Hears each node to write, in RTDB order of path, none at or below an earlier one: the source's node
+        /// there as compact JSON (without what import refuses), or nil when the store's node goes. Every
+        /// difference inside it was reported before.
+        public var onRewrite: (_ path: [String], _ json: String?) throws -> Void
+
+        /// Rewrites asking `isRecord` and telling `onRewrite`.
+        public init(
+            isRecord: @escaping ([String], String, Bool) -> Bool,
+            onRewrite: @escaping ([String], String?) throws -> Void
+        ) {
+            self.isRecord = isRecord
+            self.onRewrite = onRewrite
+        }
+    }
+
     /// Whether priorities are left out of the comparison.
     public var ignoresPriorities: Bool
     /// How many bytes of JSON a difference's value keeps; beyond them it is cut (and marked `isCut`).
@@ -61,14 +81,37 @@ public struct TreeComparison {
     public private(set) var nodesCompared = 0
     private let report: (TreeDifference) throws -> Void
     private var path: [String] = []
+    /// With rewrites, a node only the source holds is split down to records and leaves (so that what is held in
+    /// memory at once is one of them), and each differing record, leaf or node the store alone holds is handed
+    /// to `onRewrite`.
+    private let rewrites: Rewrites?
+    /// Priorities of new objects being split (`reportOnlyInSource`), written before their first child is.
+    private var pendingPriorities: [(path: [String], value: TreeValue)] = []
 
     /// A comparison that hands each difference to `onDifference` in RTDB order of path, as it is found.
     public init(
         ignoringPriorities: Bool = false, valueLimit: Int = 1 << 20,
         onDifference: @escaping (TreeDifference) throws -> Void
     ) {
+        self.init(ignoringPriorities: ignoringPriorities, valueLimit: valueLimit, rewrites: nil, onDifference)
+    }
+
+    /// A comparison that hands each difference to `onDifference`, then the node to write for it to `rewrites`;
+    /// priorities count. A missing node's `source` is whole (it is what is written); the store's values are cut
+    /// at `valueLimit` bytes as usual.
+    public init(
+        rewrites: Rewrites, valueLimit: Int = 1 << 20, onDifference: @escaping (TreeDifference) throws -> Void
+    ) {
+        self.init(ignoringPriorities: false, valueLimit: valueLimit, rewrites: rewrites, onDifference)
+    }
+
+    private init(
+        ignoringPriorities: Bool, valueLimit: Int, rewrites: Rewrites?,
+        _ onDifference: @escaping (TreeDifference) throws -> Void
+    ) {
         ignoresPriorities = ignoringPriorities
         self.valueLimit = valueLimit
+        self.rewrites = rewrites
         report = onDifference
     }
 
@@ -137,6 +180,7 @@ public struct TreeComparison {
     }
 
     static let numberOutOfRange = "a number outside the range of a double"
+    static let leafAtRoot = "a leaf value at the root; an export's root must be an object"
 
     /// The scalar at the reader's token; nil for null. An object where a leaf must be is refused.
     private func scalar(_ reader: inout JSONReader) throws -> TreeValue? {
@@ -190,7 +234,12 @@ public struct TreeComparison {
     /// Compares the nodes at the readers' tokens, reading both to their ends.
     private mutating func compareNodes(_ source: inout JSONReader, _ store: inout JSONReader) throws {
         nodesCompared += 1
-        let sourceHead = try head(&source)
+        var sourceHead = try head(&source)
+        if path.isEmpty, case .leaf(let value) = sourceHead.body {
+            // Import keeps named nodes only: a leaf for the whole tree never reaches the store.
+            sourceHead = Head(
+                body: .rejected(json: json(leaf: value, priority: sourceHead.priority), reason: Self.leafAtRoot))
+        }
         let storeHead = try head(&store)
         switch (sourceHead.body, storeHead.body) {
         case (.absent, .absent):
@@ -210,13 +259,31 @@ public struct TreeComparison {
             if a != b {
                 try report(TreeDifference(path: path, kind: .changed, source: json(a), store: json(b)))
             }
+            if let rewrites, a != b || (!ignoresPriorities && sourceHead.priority != storeHead.priority) {
+                try comparePriorities(sourceHead.priority, storeHead.priority)
+                return try rewrite(path, json(leaf: a, priority: sourceHead.priority))
+            }
         case (.object(let a), .object(let b)):
+            if let rewrites,
+                rewrites.isRecord(path, a, Self.isObject(source)) || rewrites.isRecord(path, b, Self.isObject(store))
+                    || sourceHead.priority != storeHead.priority
+            {
+                // Rewritten whole: a record is one row, and an object's priority is only stored beside a child.
+                return try compareWhole(sourceHead, &source, storeHead, &store, rewrites: rewrites)
+            }
             try comparePriorities(sourceHead.priority, storeHead.priority)
             try compareChildren(&source, firstKey: a, &store, firstKey: b)
             return
         default:
+            if let rewrites, case .object(let first) = sourceHead.body,
+                !rewrites.isRecord(path, first, Self.isObject(source))
+            {
+                // The store's leaf goes and the source's object comes child by child, as if nothing were there.
+                try reportOnlyInStore(storeHead, &store)
+                return try reportOnlyInSource(sourceHead, &source)
+            }
             var rejects: [TreeDifference]? = []
-            let sourceValue = try capture(sourceHead, &source, rejects: &rejects)
+            let sourceValue = try capture(sourceHead, &source, rejects: &rejects, limit: sourceLimit)
             let storeValue = try capture(storeHead, &store)
             if sourceValue.isEmpty {
                 // The source's object holds nothing (empty objects, nulls, rejects only): no node, as import reads it.
@@ -230,6 +297,7 @@ public struct TreeComparison {
                         isCut: sourceValue.isCut || storeValue.isCut))
             }
             for reject in rejects ?? [] { try report(reject) }
+            if rewrites != nil { try rewrite(path, sourceValue.isEmpty ? nil : sourceValue.json) }
             return
         }
         try comparePriorities(sourceHead.priority, storeHead.priority)
@@ -282,7 +350,7 @@ public struct TreeComparison {
     /// Reports the source's node at `path`, which the store lacks: rejected when import refuses it, else missing
     /// (what import would keep of it), followed by the rejects inside it. A node that holds nothing but empty
     /// objects and nulls is no node, as import reads it.
-    private func reportOnlyInSource(_ head: Head, _ source: inout JSONReader) throws {
+    private mutating func reportOnlyInSource(_ head: Head, _ source: inout JSONReader) throws {
         if case .absent = head.body { return }
         if case .rejected(let json, let reason) = head.body {
             try report(TreeDifference(path: path, kind: .rejected, source: json, store: nil, reason: reason))
@@ -292,9 +360,28 @@ public struct TreeComparison {
         if reason == nil, case .leaf(.string(let text)) = head.body {
             reason = FirebaseKey.problem(withString: text)
         }
+        if let rewrites, reason == nil, case .object(let first) = head.body,
+            !rewrites.isRecord(path, first, Self.isObject(source))
+        {
+            // Child by child, so that what is held at once is one record or leaf, not a whole new subtree. The
+            // priority is written before the first child that is, if one is (a node of nothing has none).
+            let depth = pendingPriorities.count
+            if let priority = head.priority { pendingPriorities.append((path, priority)) }
+            defer { pendingPriorities.removeLast(pendingPriorities.count - min(depth, pendingPriorities.count)) }
+            var key: String? = first
+            var previous: String? = first
+            while let current = key {
+                path.append(current)
+                nodesCompared += 1
+                try reportOnlyInSource(try self.head(&source), &source)
+                path.removeLast()
+                key = try nextKey(&source, after: &previous, isSource: true)
+            }
+            return
+        }
         var rejects: [TreeDifference]?
         if reason == nil { rejects = [] }
-        let value = try capture(head, &source, rejects: &rejects)
+        let value = try capture(head, &source, rejects: &rejects, limit: reason == nil ? sourceLimit : valueLimit)
         if !value.isEmpty {
             try report(
                 TreeDifference(
@@ -302,13 +389,60 @@ public struct TreeComparison {
                     reason: reason, isCut: value.isCut))
         }
         for reject in rejects ?? [] { try report(reject) }
+        if rewrites != nil, reason == nil, !value.isEmpty { try rewrite(path, value.json) }
+    }
+
+    /// Whether the reader is on an object's (or array's) start.
+    private static func isObject(_ reader: borrowing JSONReader) -> Bool {
+        reader.token == .objectStart || reader.token == .arrayStart
+    }
+
+    /// Hands a node to write to `rewrites`, after the priorities of the new objects it lands in.
+    private mutating func rewrite(_ path: [String], _ json: String?) throws {
+        guard let rewrites else { return }
+        let pending = pendingPriorities
+        pendingPriorities.removeAll()
+        for (objectPath, priority) in pending {
+            let priorityPath = objectPath + [FirebaseKey.priority]
+            try report(TreeDifference(path: priorityPath, kind: .missing, source: self.json(priority), store: nil))
+            try rewrites.onRewrite(priorityPath, self.json(priority))
+        }
+        try rewrites.onRewrite(path, json)
+    }
+
+    /// Bytes of the source's values kept: all of them when they are to be written.
+    private var sourceLimit: Int { rewrites == nil ? valueLimit : .max }
+
+    /// Compares two nodes (objects or leaves with their priorities) that are rewritten whole when they differ:
+    /// each is read into memory (a record is small) and compared there, the differences reported as usual.
+    private mutating func compareWhole(
+        _ sourceHead: Head, _ source: inout JSONReader, _ storeHead: Head, _ store: inout JSONReader,
+        rewrites: Rewrites
+    ) throws {
+        var rejects: [TreeDifference]? = []
+        let sourceValue = try capture(sourceHead, &source, rejects: &rejects, limit: .max)
+        var noRejects: [TreeDifference]?
+        let storeValue = try capture(storeHead, &store, rejects: &noRejects, isSource: false, limit: .max)
+        var differs = false
+        let report = self.report
+        var inner = TreeComparison(ignoringPriorities: false, valueLimit: valueLimit) { difference in
+            differs = true
+            try report(difference)
+        }
+        var sourceReader = JSONReader(source: MemorySource(sourceValue.json))
+        var storeReader = JSONReader(source: MemorySource(storeValue.json))
+        try inner.compare(source: &sourceReader, store: &storeReader, at: path)
+        nodesCompared += inner.nodesCompared
+        for reject in rejects ?? [] { try report(reject) }
+        if differs { try rewrite(path, sourceValue.isEmpty ? nil : sourceValue.json) }
     }
 
     /// Reports the store's node at `path`, which the source lacks.
-    private func reportOnlyInStore(_ head: Head, _ store: inout JSONReader) throws {
+    private mutating func reportOnlyInStore(_ head: Head, _ store: inout JSONReader) throws {
         if case .absent = head.body { return }
         let value = try capture(head, &store)
         try report(TreeDifference(path: path, kind: .extra, source: nil, store: value.json, isCut: value.isCut))
+        if rewrites != nil { try rewrite(path, nil) }
     }
 
     // MARK: Values as JSON
@@ -318,6 +452,12 @@ public struct TreeComparison {
         writer.value(value)
         writer.finish()
         return String(decoding: writer.bytes, as: UTF8.self)
+    }
+
+    /// A leaf as JSON, with its priority when it has one.
+    private func json(leaf value: TreeValue, priority: TreeValue?) -> String {
+        guard let priority else { return json(value) }
+        return json(.object([TreeKey(FirebaseKey.priority): priority, TreeKey(FirebaseKey.value): value]))
     }
 
     /// The store's node whose head was read, as compact JSON of at most `valueLimit` bytes, reading the reader to
@@ -331,9 +471,10 @@ public struct TreeComparison {
     /// reading the reader to its end. With `rejects`, what import would refuse below it (bad keys, paths too
     /// deep or long, strings it cannot keep, numbers beyond a double) is left out and listed there.
     private func capture(
-        _ head: Head, _ reader: inout JSONReader, rejects: inout [TreeDifference]?, isSource: Bool = true
+        _ head: Head, _ reader: inout JSONReader, rejects: inout [TreeDifference]?, isSource: Bool = true,
+        limit: Int? = nil
     ) throws -> CapturedValue {
-        var writer = LazyObjectWriter(limit: valueLimit)
+        var writer = LazyObjectWriter(limit: limit ?? valueLimit)
         switch head.body {
         case .absent:
             return CapturedValue(json: "null", isCut: false, isEmpty: true)

@@ -41,6 +41,12 @@ public final class Store {
             connection: connection, copies: copies, maintenance: maintenance, distribution: distribution,
             export: export, treeRows: treeRows)
     }
+    /// `sync`.
+    var syncing: TreeSync {
+        TreeSync(
+            connection: connection, copies: copies, maintenance: maintenance, verification: verification,
+            treeRows: treeRows, distribution: distribution)
+    }
     /// The integrity checks and their history.
     var checking: Checks { Checks(connection: connection, reads: reads, distribution: distribution) }
     /// Repairs, `check --fix` and chat merges.

@@ -9,6 +9,10 @@ final class StoreConnection {
     /// The `application_name` an import's transaction takes, so that other sessions (the waits of reads, the
     /// maintenance lock's holder) can tell an import holds the tables.
     static let importApplicationName = "admin import"
+    /// How a sync names itself in `pg_stat_activity`.
+    static let syncApplicationName = "admin sync"
+    /// Names a sync for the rest of its transaction: a utility statement, which takes no snapshot.
+    static let namingSync: Query = "SET LOCAL application_name = 'admin sync'"
 
     /// The connection underneath.
     let base: Connection

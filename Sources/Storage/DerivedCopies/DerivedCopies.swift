@@ -164,6 +164,23 @@ struct DerivedCopies {
         ).map { try $0.decode(String.self, at: 0) }
     }
 
+    /// A record's key and the user holding it.
+    struct Holding: Hashable {
+        var key: String
+        var holder: String
+    }
+
+    /// The records of `records` under the keys `keys` or held by `holders`.
+    func holdings(of records: HeldRecords, keys: [String], holders: [String]) throws -> Set<Holding> {
+        let rows = try connection.query(
+            """
+            SELECT \(identifier: records.key), \(identifier: records.holder) FROM \(identifier: records.table)
+            WHERE \(identifier: records.key) = ANY(\(keys)) OR \(identifier: records.holder) = ANY(\(holders))
+            """)
+        return Set(
+            try rows.map { Holding(key: try $0.decode(String.self, at: 0), holder: try $0.decode(String.self, at: 1)) })
+    }
+
     /// The keys whose holders an import at `path` changed: held by its user before (`before`, from `heldKeys`) or
     /// now but not both (a rewritten record keeps its derived rows); nil (every key) when it was not below one
     /// user; empty when none changed.

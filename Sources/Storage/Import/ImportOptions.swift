@@ -29,6 +29,12 @@ public struct ImportOptions: Sendable {
     /// Bytes of JSON a record may hold in memory besides its typed fields (its `extra`, at most); the rest of a
     /// larger record is kept as unmapped values. Tests lower it.
     var recordMemoryBudget = 4 << 20
+    /// Whether a merge deletes what the store holds under each child the file names (Firebase's update); a sync,
+    /// which deleted what it rewrites before, loads its document without.
+    var replacesNamedChildren = true
+    /// Children of /posts read as an owner's Makestagram posts whatever their first child: a sync's document
+    /// names only the posts that changed, and the first of them may look like an AppCoda field.
+    var postOwners: Set<String> = []
 
     /// Options; the defaults replace the store and abort on the first reject.
     public init(

@@ -38,7 +38,7 @@ final class TreeImporter {
     private static let maximumPathBytes = FirebaseKey.maximumPathBytes
     private static let maximumRejectValueBytes = 1 << 20
     private static let maximumWarningsKept = 1000
-    private static let appCodaFields: Set<String> = ["imageFileURL", "user", "votes", "timestamp"]
+    static let appCodaFields: Set<String> = ["imageFileURL", "user", "votes", "timestamp"]
 
     /// An importer of `source`, which with `options.at` is read as the node at that path of the tree that holds
     /// it there, with error positions in `source`'s own bytes.
@@ -167,7 +167,9 @@ final class TreeImporter {
         let rowsBefore = emittedRows
         try streamChildren(onDuplicate: { record.fields[$0] = nil }, onPriority: { priority = $0 }) { key in
             if isFeedPost == nil {
-                isFeedPost = key == FirebaseKey.value || Self.appCodaFields.contains(key) || !self.isContainerToken
+                isFeedPost =
+                    !self.options.postOwners.contains(id)
+                    && Self.isFeedPost(firstKey: key, firstIsObject: self.isContainerToken)
             }
             if isFeedPost == true {
                 try self.readField(key, of: .feedPosts, into: &record)
@@ -182,6 +184,23 @@ final class TreeImporter {
             try emitRecord(.feedPosts, keys: [id], record: record, rowsBefore: rowsBefore)
         } else if let priority, emittedRows > rowsBefore {
             try emitUnmappedLeaf(path + [FirebaseKey.priority], priority)
+        }
+    }
+
+    /// Whether `/posts/{id}` is an AppCoda feed post, told by its first child: a leaf, a `.value`, or an AppCoda
+    /// field; else it is a Makestagram owner's posts.
+    static func isFeedPost(firstKey: String, firstIsObject: Bool) -> Bool {
+        firstKey == FirebaseKey.value || appCodaFields.contains(firstKey) || !firstIsObject
+    }
+
+    /// Whether the import stores the object at `path`, whose first child is `firstKey` (an object when
+    /// `firstIsObject`), as one record: the path is as deep as a record table's keys under its root, and under
+    /// /posts the object is shaped as that table's records are.
+    static func storesRecord(at path: [String], firstKey: String, firstIsObject: Bool) -> Bool {
+        guard let root = path.first else { return false }
+        return TreeTable.tables(under: root).contains { table in
+            guard !table.isLeaf, table.keyDepth == path.count - 1 else { return false }
+            return table != .feedPosts || isFeedPost(firstKey: firstKey, firstIsObject: firstIsObject)
         }
     }
 
@@ -440,7 +459,7 @@ final class TreeImporter {
                 try duplicate(key, rollingBack: nil, isCertain: false)
                 onDuplicate?(key)
             }
-            if options.mode == .merge, FirebaseKey.samePath(path, options.at) {
+            if options.mode == .merge, options.replacesNamedChildren, FirebaseKey.samePath(path, options.at) {
                 // Firebase's update: each child the file names replaces the store's child whole (null deletes it).
                 report.rowsReplaced += try onFinding(.replacedChild(path + [key])).values.reduce(0, +)
             }

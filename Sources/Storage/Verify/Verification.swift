@@ -38,36 +38,23 @@ struct Verification {
         temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory
     ) throws -> VerifyReport {
         let started = ContinuousClock.now
-        /// The comparison of the export sorted first, said to be sorted `because`.
-        func sortedPass(because reason: String) throws -> VerifyReport {
-            let sorted = try TreeSorter.sort(try open(), temporaryDirectory: temporaryDirectory)
-            var report: VerifyReport
-            do {
-                report = try compare(sorted, at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed)
-            } catch var error as TreeError {
-                // A position in the sorted text is nowhere in the file; the path says where.
-                error.position = nil
-                throw error
+        let pass = try comparing(
+            opening: open, sortingFirst: sortingFirst, temporaryDirectory: temporaryDirectory
+        ) { source in
+            var report = VerifyReport()
+            var comparison = TreeComparison(ignoringPriorities: ignoringPriorities) { difference in
+                report.counts[difference.kind, default: 0] += 1
+                report.countsByChild[Array(difference.path.prefix(path.count + 1)), default: 0] += 1
+                if report.differences.count < maxListed { report.differences.append(difference) }
             }
-            report.sourceBytes = sorted.bytesRead
-            report.sortedBecause = reason
+            let bytes = try compare(source, with: &comparison, at: path)
+            report.nodesCompared = comparison.nodesCompared
+            (report.sourceBytes, report.storeBytes) = bytes
             return report
         }
-        var report: VerifyReport
-        do {
-            if sortingFirst {
-                report = try sortedPass(because: "sorting first was asked for")
-            } else {
-                do {
-                    report = try compare(
-                        try open(), at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed)
-                } catch let error as TreeError where error.kind == .unordered {
-                    report = try sortedPass(because: error.message)
-                }
-            }
-        } catch let error as TreeError {
-            throw StorageError(error)
-        }
+        var report = pass.result
+        report.sourceBytes = pass.sortedBytes ?? report.sourceBytes
+        report.sortedBecause = pass.sortedBecause
         report.seconds = (ContinuousClock.now - started).seconds
         return report
     }
@@ -77,37 +64,82 @@ struct Verification {
         source: some ByteSource, at path: [String] = [], ignoringPriorities: Bool = false, maxListed: Int = 1000,
         temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory
     ) throws -> VerifyReport {
-        let spool = try StorageError.converting { try SpooledSource(source, temporaryDirectory: temporaryDirectory) }
-        var isFirst = true
+        let spool = try Self.spooled(source, temporaryDirectory: temporaryDirectory)
         return try verify(
-            opening: {
-                if !isFirst { try spool.rewind() }
-                isFirst = false
-                return spool
-            }, at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed,
+            opening: spool, at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed,
             temporaryDirectory: temporaryDirectory)
     }
 
-    /// One comparison pass of `source` with the store's export; a tree error comes out as it is.
-    private func compare(
-        _ source: some ByteSource, at path: [String], ignoringPriorities: Bool, maxListed: Int
-    ) throws -> VerifyReport {
+    /// A source that can be read only once (stdin, a pipe) as one that can be opened again: what is read is kept
+    /// in a temporary file in case the source must be sorted and so read again.
+    static func spooled(
+        _ source: some ByteSource, temporaryDirectory: String
+    ) throws -> () throws -> any ByteSource {
+        let spool = try StorageError.converting { try SpooledSource(source, temporaryDirectory: temporaryDirectory) }
+        var isFirst = true
+        return {
+            if !isFirst { try spool.rewind() }
+            isFirst = false
+            return spool
+        }
+    }
+
+    /// What one comparison pass made of the source, and how it was read.
+    struct Pass<Result> {
+        var result: Result
+        /// Bytes the sorter read from the source, when it was sorted.
+        var sortedBytes: Int?
+        /// Why the source was sorted first, if it was.
+        var sortedBecause: String?
+    }
+
+    /// Runs `pass` over the source `open` gives, which reads it in one pass while each object's keys come in RTDB
+    /// order; at the first that does not (a `TreeError` of kind `.unordered`), `pass` runs again over the source
+    /// sorted (`TreeSorter`), with temporary files in `temporaryDirectory`: it must start afresh each time.
+    /// `sortingFirst` sorts without trying one pass. A tree error comes out as a `StorageError`.
+    func comparing<Result>(
+        opening open: () throws -> any ByteSource, sortingFirst: Bool, temporaryDirectory: String,
+        _ pass: (any ByteSource) throws -> Result
+    ) throws -> Pass<Result> {
+        /// The pass over the source sorted first, said to be sorted `because`.
+        func sortedPass(because reason: String) throws -> Pass<Result> {
+            let sorted = try TreeSorter.sort(try open(), temporaryDirectory: temporaryDirectory)
+            do {
+                let result = try pass(sorted)
+                return Pass(result: result, sortedBytes: sorted.bytesRead, sortedBecause: reason)
+            } catch var error as TreeError {
+                // A position in the sorted text is nowhere in the file; the path says where.
+                error.position = nil
+                throw error
+            }
+        }
+        do {
+            if sortingFirst { return try sortedPass(because: "sorting first was asked for") }
+            do {
+                return Pass(result: try pass(try open()), sortedBytes: nil, sortedBecause: nil)
+            } catch let error as TreeError where error.kind == .unordered {
+                return try sortedPass(because: error.message)
+            }
+        } catch let error as TreeError {
+            throw StorageError(error)
+        }
+    }
+
+    /// Compares `source` with the store's export of the node at `path` through `comparison`; a tree error comes
+    /// out as it is. Returns the bytes read from the source and written by the store's export.
+    func compare(
+        _ source: any ByteSource, with comparison: inout TreeComparison, at path: [String]
+    ) throws -> (source: Int, store: Int) {
         let pipe = ExportPipe()
         let export = StoreExport(export: export, path: path, pipe: pipe)
         let thread = Thread { export.run() }
         thread.start()
-        var report = VerifyReport()
+        let sourceBytes: Int
         do {
             var sourceReader = JSONReader(source: source)
             var storeReader = JSONReader(source: ExportPipe.Source(pipe))
-            var comparison = TreeComparison(ignoringPriorities: ignoringPriorities) { difference in
-                report.counts[difference.kind, default: 0] += 1
-                report.countsByChild[Array(difference.path.prefix(path.count + 1)), default: 0] += 1
-                if report.differences.count < maxListed { report.differences.append(difference) }
-            }
             try comparison.compare(source: &sourceReader, store: &storeReader, at: path)
-            report.nodesCompared = comparison.nodesCompared
-            report.sourceBytes = sourceReader.bytesRead
+            sourceBytes = sourceReader.bytesRead
         } catch {
             pipe.abandon()
             export.finished.wait()
@@ -117,8 +149,7 @@ struct Verification {
         }
         export.finished.wait()
         if let exportError = export.error { throw exportError }
-        report.storeBytes = export.report?.bytes ?? 0
-        return report
+        return (sourceBytes, export.report?.bytes ?? 0)
     }
 }
 

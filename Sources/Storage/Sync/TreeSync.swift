@@ -1,0 +1,260 @@
+import FirebaseTree
+import Foundation
+internal import PostgresClient
+
+/// `sync`: the store brought to a newer export by writing only what differs, in one transaction that holds row
+/// locks only.
+///
+/// One REPEATABLE READ transaction: the tables are locked in ROW EXCLUSIVE mode (what the app's writes take, so
+/// readers and the app's writes go on; a merge or a write verb waits), then the source is compared with the
+/// store's export from the transaction's snapshot (`TreeComparison` with rewrites, the export on a thread of
+/// its own as `verify` runs it), the nodes to write are planned in temporary files (`SyncPlan`), and only then
+/// written: their rows deleted, the plan's document loaded as import loads a file, and the kept copies of the
+/// posts and chats it touched settled. A row that another session changed after the snapshot cannot be
+/// rewritten without losing that change, and PostgreSQL refuses it (a serialization failure): the sync then
+/// rolls back whole and says so.
+struct TreeSync {
+    /// The connection that compares and writes.
+    let connection: StoreConnection
+    /// The lookups and like owners a sync settles.
+    let copies: DerivedCopies
+    /// Held for the session around the sync, so that no check, repair, import or other sync runs meanwhile.
+    let maintenance: MaintenanceLock
+    /// The store's side of the comparison.
+    let verification: Verification
+    /// The rows a rewritten node replaces.
+    let treeRows: TreeRows
+    /// Whether the tables are on Citus, where likes find their owners another way.
+    let distribution: Distribution
+
+    /// Paths whose rows are deleted per batch of statements.
+    private static let deletionBatch = 500
+
+    /// `Store.sync`: see there.
+    func sync(
+        opening open: () throws -> any ByteSource, options: SyncOptions,
+        onReject: @escaping (ImportReject) throws -> Void = { _ in }, onStep: @escaping (SyncStep) -> Void = { _ in }
+    ) throws -> SyncReport {
+        for key in options.at {
+            if let problem = FirebaseKey.problem(withNodeKey: key) {
+                throw StorageError(.invalidValue, "cannot sync at \"\(key)\": not a Firebase key: \(problem)")
+            }
+        }
+        let clock = ContinuousClock()
+        let started = clock.now
+        // Before the transaction: a wait for another maintenance command must leave no snapshot behind.
+        try maintenance.take(wait: options.wait, scope: .session)
+        defer {
+            if connection.isConnected, !connection.isInTransaction { try? maintenance.releaseSession() }
+        }
+        var report = SyncReport()
+        try connection.withTransaction(isolation: .repeatableRead, rollback: options.isDryRun) {
+            // Utility statements, which take no snapshot: the snapshot comes after the locks.
+            try connection.execute("SET LOCAL lock_timeout = 0")
+            try connection.execute(StoreConnection.namingSync)
+            try connection.execute("LOCK TABLE \(Store.treeTableList) IN ROW EXCLUSIVE MODE")
+            let heldSomething = try !treeRows.isEmpty()
+            onStep(.comparing)
+            let plan = try compare(opening: open, options: options, onReject: onReject, into: &report)
+            report.comparingSeconds = (clock.now - started).seconds
+            guard plan.pathCount > 0 else { return }
+            let writing = clock.now
+            try write(plan, options: options, into: &report, onReject: onReject, onStep: onStep)
+            if heldSomething, !options.allowsEmptying, try treeRows.isEmpty() {
+                let error = StorageError(
+                    .refused, "the source holds nothing: syncing the store with it would delete everything there",
+                    hint: "Nothing was changed. If emptying the store is what you want, allow it.")
+                throw error.remedied(.allowEmptying)
+            }
+            report.writingSeconds = (clock.now - writing).seconds
+        }
+        report.isDryRun = options.isDryRun
+        report.seconds = (clock.now - started).seconds
+        return report
+    }
+
+    // MARK: Comparing
+
+    /// Compares the source with the store's export, counting and listing the differences in `report` and
+    /// planning the nodes to write; a source out of RTDB order is sorted first and compared again afresh.
+    private func compare(
+        opening open: () throws -> any ByteSource, options: SyncOptions,
+        onReject: @escaping (ImportReject) throws -> Void, into report: inout SyncReport
+    ) throws -> SyncPlan {
+        let pass = try verification.comparing(
+            opening: open, sortingFirst: options.sortingFirst, temporaryDirectory: options.temporaryDirectory
+        ) { source in
+            var found = SyncReport()
+            let plan = try SyncPlan(temporaryDirectory: options.temporaryDirectory)
+            let rewrites = TreeComparison.Rewrites(
+                isRecord: { TreeImporter.storesRecord(at: $0, firstKey: $1, firstIsObject: $2) },
+                onRewrite: { path, json in try plan.rewrite(path, json: json) })
+            var comparison = TreeComparison(rewrites: rewrites) { difference in
+                try Self.count(difference, in: &found, options: options, onReject: onReject)
+            }
+            let bytes = try verification.compare(source, with: &comparison, at: options.at)
+            try plan.finish()
+            found.nodesCompared = comparison.nodesCompared
+            found.sourceBytes = bytes.source
+            found.rewrites = plan.pathCount
+            return (found, plan)
+        }
+        report = pass.result.0
+        report.sourceBytes = pass.sortedBytes ?? report.sourceBytes
+        report.sortedBecause = pass.sortedBecause
+        return pass.result.1
+    }
+
+    /// Counts a difference under its node, lists it if there is room, and hands a reject to `onReject`
+    /// (aborting once more than allowed were met).
+    private static func count(
+        _ difference: TreeDifference, in report: inout SyncReport, options: SyncOptions,
+        onReject: (ImportReject) throws -> Void
+    ) throws {
+        report.counts[difference.kind, default: 0] += 1
+        let node = report.node(nodeName(of: difference.path))
+        switch difference.kind {
+        case .missing: report.nodes[node].added += 1
+        case .changed: report.nodes[node].changed += 1
+        case .extra: report.nodes[node].removed += 1
+        case .rejected: report.nodes[node].rejected += 1
+        }
+        if report.differences.count < options.maxListed {
+            var listed = difference
+            // A missing node's value is whole (it is what is written): the list keeps what verify's keeps.
+            if let source = listed.source, source.utf8.count > valueLimit {
+                listed.source = String(decoding: source.utf8.prefix(valueLimit), as: UTF8.self) + "…"
+                listed.isCut = true
+            }
+            report.differences.append(listed)
+        }
+        guard difference.kind == .rejected else { return }
+        let reject = ImportReject(
+            path: "/" + difference.path.joined(separator: "/"), reason: difference.reason ?? "refused by import",
+            value: difference.source ?? "null", isTruncated: difference.isCut)
+        report.rejectCount += 1
+        if report.rejects.count < ImportReport.rejectsKept { report.rejects.append(reject.cut(to: 4096)) }
+        try onReject(reject)
+        guard report.rejectCount > options.maximumRejects else { return }
+        throw tooManyRejects(reject, allowed: options.maximumRejects)
+    }
+
+    /// The error of a sync that met more rejects than `allowed`, the last being `reject`.
+    private static func tooManyRejects(_ reject: ImportReject, allowed: Int) -> StorageError {
+        let error = StorageError(
+            .malformedInput, "rejected \(reject.path): \(reject.reason)",
+            hint: allowed == 0
+                ? "Allowing rejected values lets them through (they are listed and handed to the reject handler)."
+                : "More than the \(allowed) allowed values were rejected.",
+            context: "reading \(reject.path)")
+        return error.remedied(.allowRejects(allowed: allowed))
+    }
+
+    /// The bytes of a listed difference's value, as verify keeps them.
+    private static let valueLimit = 1 << 20
+
+    /// A path's top-level node as import's report names it.
+    static func nodeName(of path: [String]) -> String {
+        guard let root = path.first else { return "/" }
+        return TreeTable.tables(under: root).isEmpty ? "(other nodes)" : root
+    }
+
+    // MARK: Writing
+
+    /// Deletes the rows of every planned path, loads the plan's document, and settles the kept copies.
+    private func write(
+        _ plan: SyncPlan, options: SyncOptions, into report: inout SyncReport,
+        onReject: @escaping (ImportReject) throws -> Void, onStep: (SyncStep) -> Void
+    ) throws {
+        onStep(.deleting)
+        var touched = TouchedKeys()
+        try plan.forEachPaths(batch: Self.deletionBatch) { paths in
+            for path in paths { touched.note(path) }
+        }
+        let holdersBefore = try touched.holdings(copies: copies)
+        try plan.forEachPaths(batch: Self.deletionBatch) { paths in
+            for path in paths {
+                guard !path.isEmpty else {
+                    // The whole tree goes (row by row: TRUNCATE would lock readers out).
+                    for table in TreeTable.allCases {
+                        let deleted = try connection.execute("DELETE FROM \(identifier: table.name)")
+                        report.nodes[report.node(table.rootKey ?? "(other nodes)")].rowsDeleted += deleted
+                    }
+                    continue
+                }
+                let deleted = try treeRows.deleteRows(under: path).values.reduce(0, +)
+                report.nodes[report.node(Self.nodeName(of: path))].rowsDeleted += deleted
+            }
+        }
+        onStep(.loading)
+        let loader = TableLoader(
+            connection: connection, usesFreeze: false,
+            destinations: [
+                .postLikes: .init(
+                    table: DerivedCopies.stagedLikesTable, create: { [copies] in try copies.stageLikes() })
+            ])
+        var importOptions = ImportOptions(mode: .merge, maximumRejects: .max, allowsEmptying: true)
+        importOptions.replacesNamedChildren = false
+        importOptions.postOwners = plan.postOwners
+        let rejectedBefore = report.rejectCount
+        var rejected: [ImportReject] = []
+        let importer = TreeImporter(
+            source: plan.documentSource, loader: loader, options: importOptions,
+            onFinding: { finding in
+                // The plan names each node once, in order: a repeat is a bug, and deleting would lose rows.
+                preconditionFailure("a sync's plan names /\(finding.path.joined(separator: "/")) twice")
+            },
+            onReject: { reject in
+                // What the comparison did not take for a reject, import refuses all the same: left out alike.
+                rejected.append(reject)
+                try onReject(reject)
+                guard rejectedBefore + rejected.count > options.maximumRejects else { return }
+                throw Self.tooManyRejects(reject, allowed: options.maximumRejects)
+            })
+        do {
+            try StorageError.converting { try importer.run() }
+            try loader.flush()
+        } catch {
+            loader.abort()
+            throw error
+        }
+        report.rejectCount += rejected.count
+        report.rejects += rejected.prefix(max(0, ImportReport.rejectsKept - report.rejects.count)).map {
+            $0.cut(to: 4096)
+        }
+        for line in importer.report.lines {
+            report.nodes[report.node(line.node)].rowsWritten += line.rowsImported
+        }
+        onStep(.settling)
+        let isDistributed = try distribution.isDistributed()
+        if loader.redirected.contains(.postLikes) { try copies.storeStagedLikes(isDistributed: isDistributed) }
+        for records in HeldRecords.all {
+            let keys = try touched.changedKeys(of: records, before: holdersBefore, copies: copies)
+            if keys?.isEmpty == true { continue }
+            try copies.settleLookup(of: records, ofKeys: keys)
+            if records == .posts { try copies.settleLikeOwners(ofKeys: keys, isDistributed: isDistributed) }
+        }
+    }
+}
+
+/// What a sync is doing, for a progress display.
+public enum SyncStep: Sendable, Equatable {
+    /// Comparing the source with the store.
+    case comparing
+    /// Deleting the rows of the nodes that go or are rewritten.
+    case deleting
+    /// Storing the rewritten nodes.
+    case loading
+    /// Settling the lookups and likes of the posts and chats it touched.
+    case settling
+
+    /// The step as a progress bar shows it.
+    public var description: String {
+        switch self {
+        case .comparing: "comparing"
+        case .deleting: "deleting what goes"
+        case .loading: "writing what changed"
+        case .settling: "settling likes and lookups"
+        }
+    }
+}
