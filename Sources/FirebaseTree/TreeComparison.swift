@@ -58,6 +58,9 @@ public struct TreeComparison {
         /// Whether the store keeps the node at `path`, whose first child is `firstKey` (an object when
         /// `firstIsObject`), as one record: a record that differs anywhere is rewritten whole.
         public var isRecord: (_ path: [String], _ firstKey: String, _ firstIsObject: Bool) -> Bool
+        /// Whether every node at `path` that both sides hold is one record, whatever its children (the path
+        /// alone tells): such a node is read whole, as text, and compared as a tree only when the texts differ.
+        public var isRecordPath: (_ path: [String]) -> Bool
         /// Hears each node to write, in RTDB order of path, none at or below an earlier one: the source's node
         /// there as compact JSON (without what import refuses), or nil when the store's node goes. Every
         /// difference inside it was reported before.
@@ -65,10 +68,11 @@ public struct TreeComparison {
 
         /// Rewrites asking `isRecord` and telling `onRewrite`.
         public init(
-            isRecord: @escaping ([String], String, Bool) -> Bool,
+            isRecord: @escaping ([String], String, Bool) -> Bool, isRecordPath: @escaping ([String]) -> Bool,
             onRewrite: @escaping ([String], String?) throws -> Void
         ) {
             self.isRecord = isRecord
+            self.isRecordPath = isRecordPath
             self.onRewrite = onRewrite
         }
     }
@@ -87,6 +91,11 @@ public struct TreeComparison {
     private let rewrites: Rewrites?
     /// Priorities of new objects being split (`reportOnlyInSource`), written before their first child is.
     private var pendingPriorities: [(path: [String], value: TreeValue)] = []
+    /// While a record is compared (`compareRecord`): whether something in it differs. Nodes inside a record are
+    /// not written one by one: the record is, whole.
+    private var recordDiffers: Bool?
+    /// The records' texts (`compareRecord`), kept from record to record so that their buffers are reused.
+    private var sourceText: [UInt8] = [], storeText: [UInt8] = [], openObjects: [Bool] = []
 
     /// A comparison that hands each difference to `onDifference` in RTDB order of path, as it is found.
     public init(
@@ -264,7 +273,7 @@ public struct TreeComparison {
                 return try rewrite(path, json(leaf: a, priority: sourceHead.priority))
             }
         case (.object(let a), .object(let b)):
-            if let rewrites,
+            if let rewrites, recordDiffers == nil,
                 rewrites.isRecord(path, a, Self.isObject(source)) || rewrites.isRecord(path, b, Self.isObject(store))
                     || sourceHead.priority != storeHead.priority
             {
@@ -275,7 +284,7 @@ public struct TreeComparison {
             try compareChildren(&source, firstKey: a, &store, firstKey: b)
             return
         default:
-            if let rewrites, case .object(let first) = sourceHead.body,
+            if let rewrites, recordDiffers == nil, case .object(let first) = sourceHead.body,
                 !rewrites.isRecord(path, first, Self.isObject(source))
             {
                 // The store's leaf goes and the source's object comes child by child, as if nothing were there.
@@ -329,7 +338,11 @@ public struct TreeComparison {
             if order <= 0, let key = sourceKey {
                 path.append(key)
                 if order == 0 {
-                    try compareNodes(&source, &store)
+                    if let rewrites, recordDiffers == nil, rewrites.isRecordPath(path) {
+                        try compareRecord(&source, &store)
+                    } else {
+                        try compareNodes(&source, &store)
+                    }
                 } else {
                     nodesCompared += 1
                     try reportOnlyInSource(try head(&source), &source)
@@ -360,7 +373,7 @@ public struct TreeComparison {
         if reason == nil, case .leaf(.string(let text)) = head.body {
             reason = FirebaseKey.problem(withString: text)
         }
-        if let rewrites, reason == nil, case .object(let first) = head.body,
+        if let rewrites, recordDiffers == nil, reason == nil, case .object(let first) = head.body,
             !rewrites.isRecord(path, first, Self.isObject(source))
         {
             // Child by child, so that what is held at once is one record or leaf, not a whole new subtree. The
@@ -400,6 +413,10 @@ public struct TreeComparison {
     /// Hands a node to write to `rewrites`, after the priorities of the new objects it lands in.
     private mutating func rewrite(_ path: [String], _ json: String?) throws {
         guard let rewrites else { return }
+        if recordDiffers != nil {
+            recordDiffers = true
+            return
+        }
         let pending = pendingPriorities
         pendingPriorities.removeAll()
         for (objectPath, priority) in pending {
@@ -413,6 +430,83 @@ public struct TreeComparison {
     /// Bytes of the source's values kept: all of them when they are to be written.
     private var sourceLimit: Int { rewrites == nil ? valueLimit : .max }
 
+    /// Compares the record at the readers' tokens (the path alone says it is one): both are read whole as
+    /// canonical text, and when the texts differ, compared as trees (the differences reported) and the record
+    /// written from the source's text.
+    private mutating func compareRecord(_ source: inout JSONReader, _ store: inout JSONReader) throws {
+        try Self.canonicalText(&source, into: &sourceText, nodes: &nodesCompared, stack: &openObjects)
+        var storeNodes = 0
+        try Self.canonicalText(&store, into: &storeText, nodes: &storeNodes, stack: &openObjects)
+        guard sourceText != storeText else { return }
+        var sourceReader = JSONReader(source: MemorySource(sourceText), bufferSize: sourceText.count + 1)
+        var storeReader = JSONReader(source: MemorySource(storeText), bufferSize: storeText.count + 1)
+        try sourceReader.next()
+        try storeReader.next()
+        recordDiffers = false
+        var comparedInside = 0
+        swap(&comparedInside, &nodesCompared)
+        defer {
+            swap(&comparedInside, &nodesCompared)
+            recordDiffers = nil
+        }
+        try compareNodes(&sourceReader, &storeReader)
+        guard recordDiffers == true else { return }
+        recordDiffers = nil
+        try rewrite(path, sourceText == Array("null".utf8) ? nil : String(decoding: sourceText, as: UTF8.self))
+    }
+
+    /// The value at the reader's token as compact JSON, read to its end: keys and strings quoted and numbers
+    /// written as `JSONTextWriter` writes them, so that two equal texts are two equal trees; a number beyond a
+    /// double as it was written. Adds the values read to `nodes`; `needsComma` is scratch space.
+    private static func canonicalText(
+        _ reader: inout JSONReader, into out: inout [UInt8], nodes: inout Int, stack needsComma: inout [Bool]
+    ) throws {
+        out.removeAll(keepingCapacity: true)
+        needsComma.removeAll(keepingCapacity: true)
+        let startDepth = reader.depth - (isObject(reader) ? 1 : 0)
+        var afterKey = false
+        while true {
+            let token = reader.token
+            if token != .key, token != .objectEnd, token != .arrayEnd {
+                nodes += 1
+                if !afterKey, let last = needsComma.last {
+                    if last { out.append(UInt8(ascii: ",")) }
+                    needsComma[needsComma.count - 1] = true
+                }
+            }
+            switch token {
+            case .objectStart, .arrayStart:
+                out.append(UInt8(ascii: token == .objectStart ? "{" : "["))
+                needsComma.append(false)
+            case .objectEnd, .arrayEnd:
+                needsComma.removeLast()
+                out.append(UInt8(ascii: token == .objectEnd ? "}" : "]"))
+            case .key:
+                if let last = needsComma.last {
+                    if last { out.append(UInt8(ascii: ",")) }
+                    needsComma[needsComma.count - 1] = true
+                }
+                JSONTextWriter.appendQuoted(reader.text, to: &out)
+                out.append(UInt8(ascii: ":"))
+            case .string:
+                JSONTextWriter.appendQuoted(reader.text, to: &out)
+            case .number:
+                if reader.number.isFinite {
+                    out.append(contentsOf: JavaScriptNumber.format(reader.number).utf8)
+                } else {
+                    out.append(contentsOf: reader.text)
+                }
+            case .true: out.append(contentsOf: "true".utf8)
+            case .false: out.append(contentsOf: "false".utf8)
+            case .null: out.append(contentsOf: "null".utf8)
+            case .end: break
+            }
+            afterKey = token == .key
+            if reader.depth <= startDepth, token != .key { break }
+            try reader.next()
+        }
+    }
+
     /// Compares two nodes (objects or leaves with their priorities) that are rewritten whole when they differ:
     /// each is read into memory (a record is small) and compared there, the differences reported as usual.
     private mutating func compareWhole(
@@ -423,17 +517,21 @@ public struct TreeComparison {
         let sourceValue = try capture(sourceHead, &source, rejects: &rejects, limit: .max)
         var noRejects: [TreeDifference]?
         let storeValue = try capture(storeHead, &store, rejects: &noRejects, isSource: false, limit: .max)
+        for reject in rejects ?? [] { try report(reject) }
+        // Both were written by one writer from values read, keys in RTDB order: equal trees are equal texts.
+        guard sourceValue.json != storeValue.json else { return }
         var differs = false
         let report = self.report
         var inner = TreeComparison(ignoringPriorities: false, valueLimit: valueLimit) { difference in
             differs = true
             try report(difference)
         }
-        var sourceReader = JSONReader(source: MemorySource(sourceValue.json))
-        var storeReader = JSONReader(source: MemorySource(storeValue.json))
+        // Readers sized to the texts: a record is small, and the default buffer is a megabyte per reader.
+        var sourceReader = JSONReader(
+            source: MemorySource(sourceValue.json), bufferSize: sourceValue.json.utf8.count + 1)
+        var storeReader = JSONReader(source: MemorySource(storeValue.json), bufferSize: storeValue.json.utf8.count + 1)
         try inner.compare(source: &sourceReader, store: &storeReader, at: path)
-        nodesCompared += inner.nodesCompared
-        for reject in rejects ?? [] { try report(reject) }
+        nodesCompared += inner.nodesCompared - 1
         if differs { try rewrite(path, sourceValue.isEmpty ? nil : sourceValue.json) }
     }
 

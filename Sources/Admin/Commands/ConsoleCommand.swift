@@ -21,7 +21,8 @@ struct CommandGroup {
     static let all: [CommandGroup] = [
         CommandGroup(title: "Status and schema", commands: [Status.self, Migrate.self, Vacuum.self, Distribute.self]),
         CommandGroup(
-            title: "Import and export", commands: [Import.self, Export.self, Verify.self, Get.self, Generate.self]),
+            title: "Import and export",
+            commands: [Import.self, Sync.self, Export.self, Verify.self, Get.self, Generate.self]),
         CommandGroup(title: "Firebase's writes", commands: [SetCommand.self, Update.self, Push.self, Remove.self]),
         CommandGroup(
             title: "Users, posts and follows",

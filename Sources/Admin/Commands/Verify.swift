@@ -68,9 +68,6 @@ struct Verify: ConsoleCommand {
         help: "Where to keep temporary files when SOURCE must be sorted (default: $TMPDIR or /tmp).")
     var temporaryDirectory = TreeSorter.defaultTemporaryDirectory
 
-    /// How much of a value a table shows.
-    private static let shownValueLength = 60
-
     func validate() throws {
         guard maxDifferences >= 0 else { throw ValidationError("--max-differences must be 0 or more") }
         _ = try FirebasePath.keys(of: path)
@@ -103,31 +100,14 @@ struct Verify: ConsoleCommand {
         if format == .json {
             session.output.line(Self.json(report))
         } else {
-            if !report.differences.isEmpty { session.show(table(report, format: format), as: format) }
+            if !report.differences.isEmpty {
+                session.show(DifferenceViews.table(report.differences, format: format), as: format)
+            }
             // The summary names top-level keys, which may hold control characters: escaped as the table is.
             // Differences are summed up by the error line, once.
             if format != .csv, report.isEqual { session.output.line(TerminalText.escaped(summary(report))) }
         }
         guard report.isEqual else { throw ConsoleError(.violationsFound, summary(report)) }
-    }
-
-    private func table(_ report: VerifyReport, format: OutputFormat) -> ResultTable {
-        let cut = format == .csv ? Int.max : Self.shownValueLength
-        return ResultTable(
-            columns: ["path", "kind", "source", "store"],
-            rows: report.differences.map { difference in
-                [
-                    .text(FirebasePath.string(of: difference.path)), .text(difference.kind.rawValue),
-                    Self.cell(difference.source, cut: cut, reason: difference.reason),
-                    Self.cell(difference.store, cut: cut),
-                ]
-            })
-    }
-
-    private static func cell(_ json: String?, cut: Int, reason: String? = nil) -> Cell {
-        guard var json else { return .null }
-        if json.count > cut { json = json.prefix(cut - 1) + "…" }
-        return .text(reason.map { "\(json) (\($0))" } ?? json)
     }
 
     private func summary(_ report: VerifyReport) -> String {
@@ -165,15 +145,7 @@ struct Verify: ConsoleCommand {
 
     /// The JSON contract: `equal`, `differences` (values whole, as JSON), `summary`.
     static func json(_ report: VerifyReport) -> String {
-        let differences = report.differences.map { difference in
-            JSONWriter.object(
-                [
-                    ("path", JSONWriter.string(FirebasePath.string(of: difference.path))),
-                    ("kind", JSONWriter.string(difference.kind.rawValue)),
-                    ("source", value(difference.source, isCut: difference.isCut)),
-                    ("store", value(difference.store, isCut: difference.isCut)),
-                ] + (difference.reason.map { [("reason", JSONWriter.string($0))] } ?? []))
-        }
+        let differences = DifferenceViews.json(report.differences)
         let summary = JSONWriter.object([
             ("nodes_compared", String(report.nodesCompared)),
             ("differences", String(report.differenceCount)),
@@ -191,11 +163,5 @@ struct Verify: ConsoleCommand {
             ("equal", report.isEqual ? "true" : "false"), ("differences", JSONWriter.array(differences)),
             ("summary", summary),
         ])
-    }
-
-    /// A value as JSON; one cut at its length limit is no longer JSON, so it becomes a string of its text.
-    private static func value(_ json: String?, isCut: Bool) -> String {
-        guard let json else { return "null" }
-        return isCut ? JSONWriter.string(json) : json
     }
 }

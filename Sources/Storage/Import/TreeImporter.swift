@@ -204,6 +204,15 @@ final class TreeImporter {
         }
     }
 
+    /// Whether the import stores every object at `path` as one record, whatever its children: the path is as
+    /// deep as a record table's keys under its root, and not one that /posts shares between two tables.
+    static func storesRecord(at path: [String]) -> Bool {
+        guard let root = path.first else { return false }
+        return TreeTable.tables(under: root).contains { table in
+            !table.isLeaf && table != .feedPosts && table.keyDepth == path.count - 1
+        }
+    }
+
     /// A record: one typed row when it is an object, unmapped values when it is a leaf or a leaf with a priority.
     /// Its fields are read one by one into memory up to `options.recordMemoryBudget` bytes; past that, the rest stream
     /// into unmapped values under the record's path (which export merges back into it), so that a record of any

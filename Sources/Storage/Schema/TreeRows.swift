@@ -55,6 +55,45 @@ struct TreeRows {
         return deleted
     }
 
+    /// Deletes every row stored at or below each of `paths` (absolute, none the root), a statement per table
+    /// and depth rather than per path; returns how many rows went under each top-level key. Paths may overlap.
+    func deleteRows(underAll paths: [[String]]) throws -> [String: Int] {
+        var deleted: [String: Int] = [:]
+        var groups: [[String]: [[String]]] = [:]  // [root, depth] → the keys below the root
+        for path in paths {
+            guard let root = path.first else { continue }
+            groups[[root, String(path.count - 1)], default: []].append(Array(path.dropFirst()))
+        }
+        for (group, belows) in groups {
+            let root = group[0]
+            let depth = belows[0].count
+            for table in TreeTable.tables(under: root) where depth <= table.keyDepth {
+                let columns = table.keyColumns.prefix(depth)
+                let arrays = columns.indices.map { index in belows.map { $0[index] } }
+                let condition: Query =
+                    depth == 0
+                    ? "true"
+                    : "(\(Query.identifiers(columns))) IN (SELECT * FROM unnest("
+                        + arrays.map { "\($0)::text[]" as Query }.joined(separator: ", ") + "))"
+                deleted[root, default: 0] += try connection.execute(
+                    "DELETE FROM \(identifier: table.name) WHERE \(condition)")
+            }
+            let bounds = belows.map { below in
+                let node = FirebaseKey.pathOrder([root] + below)
+                return (
+                    String(decoding: node, as: UTF8.self),
+                    String(decoding: FirebaseKey.pathOrderUpperBound(node), as: UTF8.self)
+                )
+            }
+            deleted[root, default: 0] += try connection.execute(
+                """
+                DELETE FROM unmapped_values u USING unnest(\(bounds.map(\.0))::text[], \(bounds.map(\.1))::text[]) AS r(lower, upper)
+                WHERE u.sort_key >= r.lower AND u.sort_key < r.upper
+                """)
+        }
+        return deleted
+    }
+
     /// Locks the tree's tables against writes (`SHARE ROW EXCLUSIVE`, which conflicts with itself and with the
     /// app's inserts, updates and deletes, not with reads) for the rest of the transaction, so that a merge or a
     /// write replaces what the store holds as one serializable step. A deadlock with an app transaction that

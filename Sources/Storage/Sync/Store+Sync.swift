@@ -16,6 +16,7 @@ extension Store {
     /// long to queue behind one); a merge or write verb waits for it.
     ///
     /// `open` gives the source's bytes from its start; it is called again when the source must be sorted.
+    /// `isCancelled`, asked between batches of rows, stops the sync (rolled back, as a cancelled statement).
     /// Values import refuses are left out and handed to `onReject`, the sync aborting once more than
     /// `options.maximumRejects` were met. A source holding nothing does not empty a store holding something
     /// unless `options.allowsEmptying`.
@@ -25,18 +26,22 @@ extension Store {
     /// ```
     public func sync(
         opening open: () throws -> any ByteSource, options: SyncOptions = SyncOptions(),
-        onReject: @escaping (ImportReject) throws -> Void = { _ in }, onStep: @escaping (SyncStep) -> Void = { _ in }
+        onReject: @escaping (ImportReject) throws -> Void = { _ in }, isCancelled: @escaping () -> Bool = { false },
+        onStep: @escaping (SyncStep) -> Void = { _ in }
     ) throws -> SyncReport {
-        try syncing.sync(opening: open, options: options, onReject: onReject, onStep: onStep)
+        try syncing.sync(
+            opening: open, options: options, onReject: onReject, isCancelled: isCancelled, onStep: onStep)
     }
 
     /// `sync(opening:…)` of a source that can be read only once (stdin, a pipe): what it reads is kept in a
     /// temporary file in case it must be sorted and so read again.
     public func sync(
         source: some ByteSource, options: SyncOptions = SyncOptions(),
-        onReject: @escaping (ImportReject) throws -> Void = { _ in }, onStep: @escaping (SyncStep) -> Void = { _ in }
+        onReject: @escaping (ImportReject) throws -> Void = { _ in }, isCancelled: @escaping () -> Bool = { false },
+        onStep: @escaping (SyncStep) -> Void = { _ in }
     ) throws -> SyncReport {
         let open = try Verification.spooled(source, temporaryDirectory: options.temporaryDirectory)
-        return try syncing.sync(opening: open, options: options, onReject: onReject, onStep: onStep)
+        return try syncing.sync(
+            opening: open, options: options, onReject: onReject, isCancelled: isCancelled, onStep: onStep)
     }
 }

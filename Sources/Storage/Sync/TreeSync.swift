@@ -33,7 +33,8 @@ struct TreeSync {
     /// `Store.sync`: see there.
     func sync(
         opening open: () throws -> any ByteSource, options: SyncOptions,
-        onReject: @escaping (ImportReject) throws -> Void = { _ in }, onStep: @escaping (SyncStep) -> Void = { _ in }
+        onReject: @escaping (ImportReject) throws -> Void = { _ in }, isCancelled: @escaping () -> Bool = { false },
+        onStep: @escaping (SyncStep) -> Void = { _ in }
     ) throws -> SyncReport {
         for key in options.at {
             if let problem = FirebaseKey.problem(withNodeKey: key) {
@@ -48,6 +49,32 @@ struct TreeSync {
             if connection.isConnected, !connection.isInTransaction { try? maintenance.releaseSession() }
         }
         var report = SyncReport()
+        do {
+            try syncInTransaction(
+                opening: open, options: options, into: &report, onReject: onReject,
+                isCancelled: isCancelled, onStep: onStep)
+        } catch let error as StorageError
+            where error.sqlState == .serializationFailure || error.sqlState == .uniqueViolation
+        {
+            // Its snapshot is older than another session's change to a row it rewrites: writing would lose it.
+            throw StorageError(
+                .server, "another session changed rows this sync rewrites after the sync began",
+                sqlState: error.sqlState, detail: error.message,
+                hint: "Nothing was changed. Run the sync again: it starts from the store as it is then.")
+        }
+        report.isDryRun = options.isDryRun
+        report.seconds = (clock.now - started).seconds
+        return report
+    }
+
+    /// The sync's transaction: locks, comparison, writes.
+    private func syncInTransaction(
+        opening open: () throws -> any ByteSource, options: SyncOptions, into report: inout SyncReport,
+        onReject: @escaping (ImportReject) throws -> Void, isCancelled: @escaping () -> Bool,
+        onStep: @escaping (SyncStep) -> Void
+    ) throws {
+        let clock = ContinuousClock()
+        let started = clock.now
         try connection.withTransaction(isolation: .repeatableRead, rollback: options.isDryRun) {
             // Utility statements, which take no snapshot: the snapshot comes after the locks.
             try connection.execute("SET LOCAL lock_timeout = 0")
@@ -59,7 +86,8 @@ struct TreeSync {
             report.comparingSeconds = (clock.now - started).seconds
             guard plan.pathCount > 0 else { return }
             let writing = clock.now
-            try write(plan, options: options, into: &report, onReject: onReject, onStep: onStep)
+            try write(
+                plan, options: options, into: &report, onReject: onReject, isCancelled: isCancelled, onStep: onStep)
             if heldSomething, !options.allowsEmptying, try treeRows.isEmpty() {
                 let error = StorageError(
                     .refused, "the source holds nothing: syncing the store with it would delete everything there",
@@ -68,9 +96,6 @@ struct TreeSync {
             }
             report.writingSeconds = (clock.now - writing).seconds
         }
-        report.isDryRun = options.isDryRun
-        report.seconds = (clock.now - started).seconds
-        return report
     }
 
     // MARK: Comparing
@@ -88,11 +113,27 @@ struct TreeSync {
             let plan = try SyncPlan(temporaryDirectory: options.temporaryDirectory)
             let rewrites = TreeComparison.Rewrites(
                 isRecord: { TreeImporter.storesRecord(at: $0, firstKey: $1, firstIsObject: $2) },
+                isRecordPath: { TreeImporter.storesRecord(at: $0) },
                 onRewrite: { path, json in try plan.rewrite(path, json: json) })
             var comparison = TreeComparison(rewrites: rewrites) { difference in
                 try Self.count(difference, in: &found, options: options, onReject: onReject)
             }
-            let bytes = try verification.compare(source, with: &comparison, at: options.at)
+            // A savepoint: a pass given up for a source out of order leaves its export's statement failed. The
+            // tree error comes out as it is, for the caller to sort the source.
+            var bytes = (source: 0, store: 0)
+            var treeError: TreeError?
+            do {
+                try connection.withTransaction {
+                    do {
+                        bytes = try verification.compare(source, with: &comparison, at: options.at)
+                    } catch let error as TreeError {
+                        treeError = error
+                        throw error
+                    }
+                }
+            } catch {
+                throw treeError ?? error
+            }
             try plan.finish()
             found.nodesCompared = comparison.nodesCompared
             found.sourceBytes = bytes.source
@@ -164,7 +205,8 @@ struct TreeSync {
     /// Deletes the rows of every planned path, loads the plan's document, and settles the kept copies.
     private func write(
         _ plan: SyncPlan, options: SyncOptions, into report: inout SyncReport,
-        onReject: @escaping (ImportReject) throws -> Void, onStep: (SyncStep) -> Void
+        onReject: @escaping (ImportReject) throws -> Void, isCancelled: @escaping () -> Bool,
+        onStep: (SyncStep) -> Void
     ) throws {
         onStep(.deleting)
         var touched = TouchedKeys()
@@ -172,18 +214,31 @@ struct TreeSync {
             for path in paths { touched.note(path) }
         }
         let holdersBefore = try touched.holdings(copies: copies)
+        // Citus is given a statement per path, whose keys route it to one shard.
+        let isDistributed = try distribution.isDistributed()
         try plan.forEachPaths(batch: Self.deletionBatch) { paths in
-            for path in paths {
-                guard !path.isEmpty else {
-                    // The whole tree goes (row by row: TRUNCATE would lock readers out).
-                    for table in TreeTable.allCases {
-                        let deleted = try connection.execute("DELETE FROM \(identifier: table.name)")
-                        report.nodes[report.node(table.rootKey ?? "(other nodes)")].rowsDeleted += deleted
-                    }
-                    continue
+            if isCancelled() {
+                throw StorageError(.server, "canceling statement due to user request", sqlState: .queryCanceled)
+            }
+            var deleted: [String: Int] = [:]  // by node name
+            if paths.contains(where: \.isEmpty) {
+                // The whole tree goes (row by row: TRUNCATE would lock readers out).
+                for table in TreeTable.allCases {
+                    deleted[table.rootKey ?? "(other nodes)", default: 0] += try connection.execute(
+                        "DELETE FROM \(identifier: table.name)")
                 }
-                let deleted = try treeRows.deleteRows(under: path).values.reduce(0, +)
-                report.nodes[report.node(Self.nodeName(of: path))].rowsDeleted += deleted
+            } else if isDistributed {
+                for path in paths {
+                    deleted[Self.nodeName(of: path), default: 0] += try treeRows.deleteRows(under: path).values.reduce(
+                        0, +)
+                }
+            } else {
+                for (root, count) in try treeRows.deleteRows(underAll: paths) {
+                    deleted[Self.nodeName(of: [root]), default: 0] += count
+                }
+            }
+            for (node, count) in deleted where count > 0 {
+                report.nodes[report.node(node)].rowsDeleted += count
             }
         }
         onStep(.loading)
@@ -193,6 +248,7 @@ struct TreeSync {
                 .postLikes: .init(
                     table: DerivedCopies.stagedLikesTable, create: { [copies] in try copies.stageLikes() })
             ])
+        loader.isCancelled = isCancelled
         var importOptions = ImportOptions(mode: .merge, maximumRejects: .max, allowsEmptying: true)
         importOptions.replacesNamedChildren = false
         importOptions.postOwners = plan.postOwners
@@ -226,7 +282,6 @@ struct TreeSync {
             report.nodes[report.node(line.node)].rowsWritten += line.rowsImported
         }
         onStep(.settling)
-        let isDistributed = try distribution.isDistributed()
         if loader.redirected.contains(.postLikes) { try copies.storeStagedLikes(isDistributed: isDistributed) }
         for records in HeldRecords.all {
             let keys = try touched.changedKeys(of: records, before: holdersBefore, copies: copies)
