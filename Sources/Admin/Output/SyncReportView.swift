@@ -47,7 +47,9 @@ struct SyncReportView {
             + "writing \(DomainViews.duration(report.writingSeconds))"
         var text: String
         if report.rewrites == 0 {
-            text = "The store already holds what \(file) holds: nothing written; \(compared) in \(timing)."
+            text =
+                "The store already holds what \(file) holds: nothing written; \(compared) in "
+                + "\(DomainViews.duration(report.seconds))."
         } else {
             let differences = report.differenceCount - report.rejectCount
             text =

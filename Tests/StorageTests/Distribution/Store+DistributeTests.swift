@@ -361,3 +361,26 @@ struct CitusTests {
         #expect(heard.map(\.content) == ["and again"])
     }
 }
+
+extension CitusTests {
+    /// A sync of a newer file makes on a distributed store what it makes on one server, and keeps the likes'
+    /// owners and the lookups right.
+    @Test func aSyncOfANewerFileMakesWhatItMakesOnOneServer() throws {
+        let (single, citus, _) = try makeStores()
+        var tree = try #require(try TreeValue.parse(json: Self.tree))
+        // A later day: the first user's posts gone, a new like, a follow less.
+        let firstPoster = try #require(
+            tree.children?[TreeKey("posts")]?.children?.keys.sorted { $0.string < $1.string }.first)
+        tree = tree.removing(["posts", firstPoster.string]) ?? tree
+        let newer = tree.setting("postLikes/-Psync/u_sync", "true").json
+        for store in [single, citus] {
+            let report = try store.sync(opening: { MemorySource(newer) })
+            #expect(report.rewrites > 0)
+            #expect(try store.sync(opening: { MemorySource(newer) }).rewrites == 0)
+        }
+        expectSameText(try exportJSON(citus), try exportJSON(single))
+        for (check, other) in zip(try citus.check(examples: 3), try single.check(examples: 3)) {
+            #expect(check.violations == other.violations, "\(check.check.rawValue)")
+        }
+    }
+}

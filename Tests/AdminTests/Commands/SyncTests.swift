@@ -1,0 +1,124 @@
+import Foundation
+import PostgresTestSupport
+import Testing
+
+private let tree = #"{"users": {"alice": {"username": "alice"}, "bob": {"username": "bob"}}, "zz": [1, 2]}"#
+private let newer = #"{"users": {"alice": {"username": "Alice"}, "carol": {"username": "carol"}}, "zz": [1, 2]}"#
+
+@Suite("sync command")
+struct SyncCommandTests {
+    @Test func syncsReportsAndRunsAgainWithNothingToDo() throws {
+        let database = try TestPostgres.makeDatabase()
+        let db = ["--db", database.conninfo]
+        #expect(try AdminProcess.run(db + ["-q", "import", "-"], input: tree).status == 0)
+
+        let dry = try AdminProcess.run(db + ["sync", "-", "--dry-run"], input: newer)
+        #expect(dry.status == 0, "\(dry.stderr)")
+        #expect(
+            dry.stdout.contains(#" /users/alice/username | changed | "Alice" "#), "\(dry.stdout)")
+        #expect(dry.stdout.contains(" /users/bob            | extra   |"), "\(dry.stdout)")
+        #expect(
+            dry.stdout.contains(" users | 1 | 1 | 1 | 0 | 2 | 2".replacingOccurrences(of: " | ", with: "")) == false)
+        #expect(dry.stdout.contains("Dry run: would sync the store with -: 3 differences"), "\(dry.stdout)")
+        #expect(dry.stdout.contains("Rolled back; nothing was changed."))
+        #expect(try AdminProcess.run(db + ["-q", "verify", "-"], input: tree).status == 0)
+
+        let synced = try AdminProcess.run(db + ["sync", "-"], input: newer)
+        #expect(synced.status == 0, "\(synced.stderr)")
+        let row = synced.stdout.split(separator: "\n").first { $0.hasPrefix(" users ") }.map {
+            $0.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        // alice rewritten (one row out, one in), carol in, bob out.
+        #expect(row == ["users", "1", "1", "1", "0", "2", "2"], "\(synced.stdout)")
+        #expect(synced.stdout.contains("Synced the store with -: 3 differences, 3 nodes rewritten or removed"))
+        #expect(try AdminProcess.run(db + ["-q", "verify", "-"], input: newer).status == 0)
+
+        let again = try AdminProcess.run(db + ["sync", "-", "--format", "json"], input: newer)
+        #expect(again.status == 0, "\(again.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(again.stdout.utf8)) as? [String: Any])
+        #expect(document["dry_run"] as? Bool == false)
+        #expect((document["nodes"] as? [Any])?.isEmpty == true)
+        let summary = try #require(document["summary"] as? [String: Any])
+        #expect(summary["nodes_rewritten"] as? Int == 0 && summary["rows_written"] as? Int == 0)
+    }
+
+    @Test func rejectsAbortUnlessAllowedAndGoToTheRejectsFile() throws {
+        let database = try TestPostgres.makeDatabase()
+        let db = ["--db", database.conninfo]
+        #expect(try AdminProcess.run(db + ["-q", "import", "-"], input: tree).status == 0)
+        let directory = try makeTemporaryDirectory("admin-sync")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/newer.json"
+        try Data(newer.replacingOccurrences(of: #""zz""#, with: #""a$b": 1, "zz""#).utf8).write(
+            to: URL(fileURLWithPath: file))
+
+        let refused = try AdminProcess.run(db + ["sync", file], directory: directory)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("rejected /a$b"), "\(refused.stderr)")
+        #expect(try AdminProcess.run(db + ["-q", "verify", "-"], input: tree).status == 0)
+
+        let allowed = try AdminProcess.run(db + ["sync", file, "--max-rejects", "1"], directory: directory)
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        let rejects = try String(contentsOfFile: directory + "/newer.json.rejects.jsonl", encoding: .utf8)
+        #expect(rejects.contains(#""path": "/a$b""#), "\(rejects)")
+        #expect(try AdminProcess.run(db + ["-q", "verify", "-"], input: newer).status == 0)
+    }
+
+    @Test func aSourceHoldingNothingIsRefusedAndAPathSyncsOneNode() throws {
+        let database = try TestPostgres.makeDatabase()
+        let db = ["--db", database.conninfo]
+        #expect(try AdminProcess.run(db + ["-q", "import", "-"], input: tree).status == 0)
+        let empty = try AdminProcess.run(db + ["sync", "-"], input: "{}")
+        #expect(empty.status == 1)
+        #expect(empty.stderr.contains("would delete everything"), "\(empty.stderr)")
+
+        let users = try AdminProcess.run(
+            db + ["sync", "-", "--path", "/users/bob"], input: #"{"username": "robert"}"#)
+        #expect(users.status == 0, "\(users.stderr)")
+        #expect(
+            try AdminProcess.run(db + ["-q", "get", "/users/bob/username"]).stdout == "\"robert\"\n")
+    }
+
+    /// kill -9 while the sync is in the middle of its writes (waiting for a row another session holds): the
+    /// store is as it was.
+    @Test func killingTheConsoleDuringTheWritesChangesNothing() throws {
+        let database = try TestPostgres.makeDatabase()
+        let db = ["--db", database.conninfo]
+        let directory = try makeTemporaryDirectory("admin-sync-kill")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let generated = try AdminProcess.run(
+            ["-q", "generate", directory + "/base.json", "--users", "300", "--seed", "3"])
+        #expect(generated.status == 0, "\(generated.stderr)")
+        #expect(try AdminProcess.run(db + ["-q", "import", directory + "/base.json"]).status == 0)
+        let before = try AdminProcess.run(db + ["-q", "export", "-"]).stdout
+        // Every user renamed: the newer file rewrites every user record.
+        let renamed = try String(contentsOfFile: directory + "/base.json", encoding: .utf8)
+            .replacingOccurrences(of: #""username":""#, with: #""username":"new "#)
+        try Data(renamed.utf8).write(to: URL(fileURLWithPath: directory + "/newer.json"))
+
+        let holder = try database.connect()
+        try holder.execute("BEGIN")
+        try holder.execute("SELECT 1 FROM users ORDER BY uid DESC LIMIT 1 FOR UPDATE")
+        let (syncing, _, _, _) = try AdminProcess.start(db + ["sync", directory + "/newer.json", "--yes"])
+        let observer = try database.connect()
+        let deadline = Date().addingTimeInterval(60)
+        while try !observer.query(
+            """
+            SELECT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database()
+                AND application_name = 'admin sync' AND wait_event_type = 'Lock')
+            """)[0].decode(Bool.self, at: 0)
+        {
+            #expect(Date() < deadline, "the sync never waited for the row")
+            if Date() > deadline { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        kill(syncing.processIdentifier, SIGKILL)
+        syncing.waitUntilExit()
+        try holder.execute("ROLLBACK")
+        #expect(try AdminProcess.run(db + ["-q", "export", "-"]).stdout == before)
+        // Left alone, the same sync brings the store over.
+        let synced = try AdminProcess.run(db + ["-q", "sync", directory + "/newer.json", "--yes"])
+        #expect(synced.status == 0, "\(synced.stderr)")
+        #expect(try AdminProcess.run(db + ["-q", "verify", directory + "/newer.json"]).status == 0)
+    }
+}
