@@ -93,7 +93,7 @@ final class TreeImporter {
         let deletedBefore = deletedRows
         let rejectsBefore = report.rejectCount
         try route(key)
-        let node = TreeTable.tables(under: key).isEmpty ? "(other nodes)" : key
+        let node = Self.reportedNode(key)
         for table in TreeTable.allCases {
             let rows = loader.counts[table.rawValue].rows - countsBefore[table.rawValue].rows
             let deleted = (deletedRows[table] ?? 0) - (deletedBefore[table] ?? 0)
@@ -122,6 +122,12 @@ final class TreeImporter {
                     name: node, inputBytes: reader.bytesRead - bytesBefore, seconds: seconds,
                     rejected: rejected))
         }
+    }
+
+    /// The name a top-level node's lines go under in the report: its key, or `(other nodes)` for every node the
+    /// store keeps as unmapped values.
+    static func reportedNode(_ key: String) -> String {
+        TreeTable.tables(under: key).isEmpty ? "(other nodes)" : key
     }
 
     /// Sends a top-level node to the tables described under it: down the levels of their keys to a record or

@@ -82,12 +82,13 @@ struct TreeSync {
             try connection.execute("LOCK TABLE \(Store.treeTableList) IN ROW EXCLUSIVE MODE")
             let heldSomething = try !treeRows.isEmpty()
             onStep(.comparing)
-            let plan = try compare(opening: open, options: options, onReject: onReject, into: &report)
+            let rejects = RejectLedger(onReject: onReject)
+            let plan = try compare(opening: open, options: options, rejects: rejects, into: &report)
             report.comparingSeconds = (clock.now - started).seconds
             guard plan.pathCount > 0 else { return }
             let writing = clock.now
             try write(
-                plan, options: options, into: &report, onReject: onReject, isCancelled: isCancelled, onStep: onStep)
+                plan, options: options, into: &report, rejects: rejects, isCancelled: isCancelled, onStep: onStep)
             if heldSomething, !options.allowsEmptying, try treeRows.isEmpty() {
                 let error = StorageError(
                     .refused, "the source holds nothing: syncing the store with it would delete everything there",
@@ -103,8 +104,8 @@ struct TreeSync {
     /// Compares the source with the store's export, counting and listing the differences in `report` and
     /// planning the nodes to write; a source out of RTDB order is sorted first and compared again afresh.
     private func compare(
-        opening open: () throws -> any ByteSource, options: SyncOptions,
-        onReject: @escaping (ImportReject) throws -> Void, into report: inout SyncReport
+        opening open: () throws -> any ByteSource, options: SyncOptions, rejects: RejectLedger,
+        into report: inout SyncReport
     ) throws -> SyncPlan {
         let pass = try verification.comparing(
             opening: open, sortingFirst: options.sortingFirst, temporaryDirectory: options.temporaryDirectory
@@ -116,7 +117,7 @@ struct TreeSync {
                 isRecordPath: { TreeImporter.storesRecord(at: $0) },
                 onRewrite: { path, json in try plan.rewrite(path, json: json) })
             var comparison = TreeComparison(rewrites: rewrites) { difference in
-                try Self.count(difference, in: &found, options: options, onReject: onReject)
+                try Self.count(difference, in: &found, options: options, rejects: rejects)
             }
             // A savepoint: a pass given up for a source out of order leaves its export's statement failed. The
             // tree error comes out as it is, for the caller to sort the source.
@@ -146,11 +147,10 @@ struct TreeSync {
         return pass.result.1
     }
 
-    /// Counts a difference under its node, lists it if there is room, and hands a reject to `onReject`
+    /// Counts a difference under its node, lists it if there is room, and hands a reject over
     /// (aborting once more than allowed were met).
     private static func count(
-        _ difference: TreeDifference, in report: inout SyncReport, options: SyncOptions,
-        onReject: (ImportReject) throws -> Void
+        _ difference: TreeDifference, in report: inout SyncReport, options: SyncOptions, rejects: RejectLedger
     ) throws {
         report.counts[difference.kind, default: 0] += 1
         let node = report.node(nodeName(of: difference.path))
@@ -175,7 +175,7 @@ struct TreeSync {
             value: difference.source ?? "null", isTruncated: difference.isCut)
         report.rejectCount += 1
         if report.rejects.count < ImportReport.rejectsKept { report.rejects.append(reject.cut(to: 4096)) }
-        try onReject(reject)
+        try rejects.handOver(reject)
         guard report.rejectCount > options.maximumRejects else { return }
         throw tooManyRejects(reject, allowed: options.maximumRejects)
     }
@@ -196,17 +196,15 @@ struct TreeSync {
 
     /// A path's top-level node as import's report names it.
     static func nodeName(of path: [String]) -> String {
-        guard let root = path.first else { return "/" }
-        return TreeTable.tables(under: root).isEmpty ? "(other nodes)" : root
+        path.first.map(TreeImporter.reportedNode) ?? "/"
     }
 
     // MARK: Writing
 
     /// Deletes the rows of every planned path, loads the plan's document, and settles the kept copies.
     private func write(
-        _ plan: SyncPlan, options: SyncOptions, into report: inout SyncReport,
-        onReject: @escaping (ImportReject) throws -> Void, isCancelled: @escaping () -> Bool,
-        onStep: (SyncStep) -> Void
+        _ plan: SyncPlan, options: SyncOptions, into report: inout SyncReport, rejects: RejectLedger,
+        isCancelled: @escaping () -> Bool, onStep: (SyncStep) -> Void
     ) throws {
         onStep(.deleting)
         var touched = TouchedKeys()
@@ -224,7 +222,7 @@ struct TreeSync {
             if paths.contains(where: \.isEmpty) {
                 // The whole tree goes (row by row: TRUNCATE would lock readers out).
                 for table in TreeTable.allCases {
-                    deleted[table.rootKey ?? "(other nodes)", default: 0] += try connection.execute(
+                    deleted[TreeImporter.reportedNode(table.rootKey ?? ""), default: 0] += try connection.execute(
                         "DELETE FROM \(identifier: table.name)")
                 }
             } else if isDistributed {
@@ -261,9 +259,11 @@ struct TreeSync {
                 preconditionFailure("a sync's plan names /\(finding.path.joined(separator: "/")) twice")
             },
             onReject: { reject in
-                // What the comparison did not take for a reject, import refuses all the same: left out alike.
+                // A record is written from its text, rejects and all: import leaves out what the comparison
+                // counted already, and anything it refuses besides is a reject too.
+                guard !rejects.wasHandedOver(reject) else { return }
                 rejected.append(reject)
-                try onReject(reject)
+                try rejects.handOver(reject)
                 guard rejectedBefore + rejected.count > options.maximumRejects else { return }
                 throw Self.tooManyRejects(reject, allowed: options.maximumRejects)
             })
@@ -289,6 +289,26 @@ struct TreeSync {
             try copies.settleLookup(of: records, ofKeys: keys)
             if records == .posts { try copies.settleLikeOwners(ofKeys: keys, isDistributed: isDistributed) }
         }
+    }
+}
+
+/// The rejects a sync handed to its caller, by path: a source compared twice (sorted after a first pass met keys
+/// out of order) and a record written from its text meet some of them again, and each goes out once.
+final class RejectLedger {
+    private let onReject: (ImportReject) throws -> Void
+    private var paths: Set<String> = []
+
+    init(onReject: @escaping (ImportReject) throws -> Void) {
+        self.onReject = onReject
+    }
+
+    /// Whether a reject at the same path went out already.
+    func wasHandedOver(_ reject: ImportReject) -> Bool { paths.contains(reject.path) }
+
+    /// Hands `reject` to the caller unless one at its path went out already.
+    func handOver(_ reject: ImportReject) throws {
+        guard paths.insert(reject.path).inserted else { return }
+        try onReject(reject)
     }
 }
 

@@ -95,6 +95,17 @@ struct SyncBesideOthersTests {
             onReject: { rejected.append($0) })
         #expect(report.rejectCount == 1 && rejected.map(\.path) == ["/q/a$b"])
         try expectTree(store, Self.newer.setting("q/ok", "2"))
+
+        // A record that changed, written from its text with a reject inside: the reject counts once.
+        let record = Self.newer.json.replacingOccurrences(
+            of: #""alice":{"username":"alice"}"#, with: #""alice":{"a$b":1,"username":"al"}"#)
+        #expect(record != Self.newer.json)
+        rejected = []
+        let rewritten = try store.sync(
+            opening: { MemorySource(record) }, options: SyncOptions(maximumRejects: 1),
+            onReject: { rejected.append($0) })
+        #expect(rewritten.rejectCount == 1 && rejected.map(\.path) == ["/users/alice/a$b"])
+        try expectTree(store, Self.newer.setting("users/alice/username", #""al""#))
     }
 
     /// The app likes bob's first post in a transaction still open when the sync, which rewrites that post,
