@@ -22,7 +22,9 @@ struct Sync: ConsoleCommand {
             another session changes a row that sync then rewrites, sync fails (SQLSTATE 40001) and changes \
             nothing, rather than losing that change; run it again. A malformed byte, a lost connection or Ctrl-C \
             leave the store as it was. No check, repair, import or other sync runs beside it: it fails at once \
-            when one does, or queues with --wait; a merge or a write verb waits for it.
+            when one does, or queues with --wait; a merge or a write verb waits for it. When the role is a \
+            superuser and the server compresses no WAL, the sync's transaction compresses its full-page images \
+            (wal_compression = lz4): they are most of a small sync's WAL, and of what replicas are sent.
 
             --path syncs the node at PATH with a SOURCE that is an export of that node alone (as import --at). \
             --dry-run lists the differences (as verify does) and what would be written, then rolls back. Values \

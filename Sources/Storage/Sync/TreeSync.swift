@@ -81,6 +81,7 @@ struct TreeSync {
             try connection.execute(StoreConnection.namingSync)
             try connection.execute("LOCK TABLE \(Store.treeTableList) IN ROW EXCLUSIVE MODE")
             let heldSomething = try !treeRows.isEmpty()
+            try compressFullPageImages()
             onStep(.comparing)
             let rejects = RejectLedger(onReject: onReject)
             let plan = try compare(opening: open, options: options, rejects: rejects, into: &report)
@@ -97,6 +98,21 @@ struct TreeSync {
             }
             report.writingSeconds = (clock.now - writing).seconds
         }
+    }
+
+    /// Compresses the full-page images of the transaction's WAL when the server compresses none and the role
+    /// may say so (`wal_compression` is a superuser's setting): the first change to a page after a checkpoint
+    /// logs the whole page, which is most of a small sync's WAL (38 of 40 MB for 1 % of a 202 MB store; 16 MB
+    /// with lz4), and of what replicas are sent.
+    private func compressFullPageImages() throws {
+        let row = try connection.query(
+            """
+            SELECT current_setting('is_superuser') = 'on' AND current_setting('wal_compression') = 'off',
+                coalesce((SELECT 'lz4' = ANY (enumvals) FROM pg_settings WHERE name = 'wal_compression'), false)
+            """)[0]
+        guard try row.decode(Bool.self, at: 0) else { return }
+        try connection.execute(
+            try row.decode(Bool.self, at: 1) ? "SET LOCAL wal_compression = lz4" : "SET LOCAL wal_compression = pglz")
     }
 
     // MARK: Comparing
