@@ -64,15 +64,19 @@ public struct TreeComparison {
         /// Hears each node to write, in RTDB order of path, none at or below an earlier one: the source's node
         /// there as compact JSON (without what import refuses), or nil when the store's node goes. Every
         /// difference inside it was reported before.
-        public var onRewrite: (_ path: [String], _ json: String?) throws -> Void
+        public var onRewrite: (_ path: [String], _ json: NodeText?) throws -> Void
+        /// Where a record's text goes once it is larger than a megabyte.
+        public var temporaryDirectory: String
 
         /// Rewrites asking `isRecord` and telling `onRewrite`.
         public init(
             isRecord: @escaping ([String], String, Bool) -> Bool, isRecordPath: @escaping ([String]) -> Bool,
-            onRewrite: @escaping ([String], String?) throws -> Void
+            temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory,
+            onRewrite: @escaping ([String], NodeText?) throws -> Void
         ) {
             self.isRecord = isRecord
             self.isRecordPath = isRecordPath
+            self.temporaryDirectory = temporaryDirectory
             self.onRewrite = onRewrite
         }
     }
@@ -95,7 +99,7 @@ public struct TreeComparison {
     /// not written one by one: the record is, whole.
     private var recordDiffers: Bool?
     /// The records' texts (`compareRecord`), kept from record to record so that their buffers are reused.
-    private var sourceText: [UInt8] = [], storeText: [UInt8] = [], openObjects: [Bool] = []
+    private var sourceText = NodeText(), storeText = NodeText(), openObjects: [Bool] = []
 
     /// A comparison that hands each difference to `onDifference` in RTDB order of path, as it is found.
     public init(
@@ -412,6 +416,10 @@ public struct TreeComparison {
 
     /// Hands a node to write to `rewrites`, after the priorities of the new objects it lands in.
     private mutating func rewrite(_ path: [String], _ json: String?) throws {
+        try rewrite(path, text: json.map(NodeText.init))
+    }
+
+    private mutating func rewrite(_ path: [String], text: NodeText?) throws {
         guard let rewrites else { return }
         if recordDiffers != nil {
             recordDiffers = true
@@ -422,24 +430,30 @@ public struct TreeComparison {
         for (objectPath, priority) in pending {
             let priorityPath = objectPath + [FirebaseKey.priority]
             try report(TreeDifference(path: priorityPath, kind: .missing, source: self.json(priority), store: nil))
-            try rewrites.onRewrite(priorityPath, self.json(priority))
+            try rewrites.onRewrite(priorityPath, NodeText(self.json(priority)))
         }
-        try rewrites.onRewrite(path, json)
+        try rewrites.onRewrite(path, text)
     }
 
-    /// Bytes of the source's values kept: all of them when they are to be written.
-    private var sourceLimit: Int { rewrites == nil ? valueLimit : .max }
+    /// Bytes of the source's values kept: all of them when they are to be written, except inside a record,
+    /// which is written from its text.
+    private var sourceLimit: Int { rewrites == nil || recordDiffers != nil ? valueLimit : .max }
 
     /// Compares the record at the readers' tokens (the path alone says it is one): both are read whole as
     /// canonical text, and when the texts differ, compared as trees (the differences reported) and the record
     /// written from the source's text.
     private mutating func compareRecord(_ source: inout JSONReader, _ store: inout JSONReader) throws {
-        try Self.canonicalText(&source, into: &sourceText, nodes: &nodesCompared, stack: &openObjects)
+        let directory = rewrites?.temporaryDirectory ?? TreeSorter.defaultTemporaryDirectory
+        try Self.canonicalText(
+            &source, into: &sourceText, nodes: &nodesCompared, stack: &openObjects, spillingIn: directory)
         var storeNodes = 0
-        try Self.canonicalText(&store, into: &storeText, nodes: &storeNodes, stack: &openObjects)
-        guard sourceText != storeText else { return }
-        var sourceReader = JSONReader(source: MemorySource(sourceText), bufferSize: sourceText.count + 1)
-        var storeReader = JSONReader(source: MemorySource(storeText), bufferSize: storeText.count + 1)
+        try Self.canonicalText(&store, into: &storeText, nodes: &storeNodes, stack: &openObjects, spillingIn: directory)
+        guard try !sourceText.equals(storeText) else { return }
+        // Readers sized to the texts, up to a megabyte: most records are small.
+        var sourceReader = JSONReader(
+            source: sourceText.source, bufferSize: min(sourceText.count + 1, NodeText.memoryLimit))
+        var storeReader = JSONReader(
+            source: storeText.source, bufferSize: min(storeText.count + 1, NodeText.memoryLimit))
         try sourceReader.next()
         try storeReader.next()
         recordDiffers = false
@@ -452,16 +466,17 @@ public struct TreeComparison {
         try compareNodes(&sourceReader, &storeReader)
         guard recordDiffers == true else { return }
         recordDiffers = nil
-        try rewrite(path, sourceText == Array("null".utf8) ? nil : String(decoding: sourceText, as: UTF8.self))
+        try rewrite(path, text: sourceText.isNull ? nil : sourceText)
     }
 
     /// The value at the reader's token as compact JSON, read to its end: keys and strings quoted and numbers
     /// written as `JSONTextWriter` writes them, so that two equal texts are two equal trees; a number beyond a
     /// double as it was written. Adds the values read to `nodes`; `needsComma` is scratch space.
     private static func canonicalText(
-        _ reader: inout JSONReader, into out: inout [UInt8], nodes: inout Int, stack needsComma: inout [Bool]
+        _ reader: inout JSONReader, into text: inout NodeText, nodes: inout Int, stack needsComma: inout [Bool],
+        spillingIn directory: String
     ) throws {
-        out.removeAll(keepingCapacity: true)
+        text.reset()
         needsComma.removeAll(keepingCapacity: true)
         let startDepth = reader.depth - (isObject(reader) ? 1 : 0)
         var afterKey = false
@@ -470,38 +485,39 @@ public struct TreeComparison {
             if token != .key, token != .objectEnd, token != .arrayEnd {
                 nodes += 1
                 if !afterKey, let last = needsComma.last {
-                    if last { out.append(UInt8(ascii: ",")) }
+                    if last { text.bytes.append(UInt8(ascii: ",")) }
                     needsComma[needsComma.count - 1] = true
                 }
             }
             switch token {
             case .objectStart, .arrayStart:
-                out.append(UInt8(ascii: token == .objectStart ? "{" : "["))
+                text.bytes.append(UInt8(ascii: token == .objectStart ? "{" : "["))
                 needsComma.append(false)
             case .objectEnd, .arrayEnd:
                 needsComma.removeLast()
-                out.append(UInt8(ascii: token == .objectEnd ? "}" : "]"))
+                text.bytes.append(UInt8(ascii: token == .objectEnd ? "}" : "]"))
             case .key:
                 if let last = needsComma.last {
-                    if last { out.append(UInt8(ascii: ",")) }
+                    if last { text.bytes.append(UInt8(ascii: ",")) }
                     needsComma[needsComma.count - 1] = true
                 }
-                JSONTextWriter.appendQuoted(reader.text, to: &out)
-                out.append(UInt8(ascii: ":"))
+                JSONTextWriter.appendQuoted(reader.text, to: &text.bytes)
+                text.bytes.append(UInt8(ascii: ":"))
             case .string:
-                JSONTextWriter.appendQuoted(reader.text, to: &out)
+                JSONTextWriter.appendQuoted(reader.text, to: &text.bytes)
             case .number:
                 if reader.number.isFinite {
-                    out.append(contentsOf: JavaScriptNumber.format(reader.number).utf8)
+                    text.bytes.append(contentsOf: JavaScriptNumber.format(reader.number).utf8)
                 } else {
-                    out.append(contentsOf: reader.text)
+                    text.bytes.append(contentsOf: reader.text)
                 }
-            case .true: out.append(contentsOf: "true".utf8)
-            case .false: out.append(contentsOf: "false".utf8)
-            case .null: out.append(contentsOf: "null".utf8)
+            case .true: text.bytes.append(contentsOf: "true".utf8)
+            case .false: text.bytes.append(contentsOf: "false".utf8)
+            case .null: text.bytes.append(contentsOf: "null".utf8)
             case .end: break
             }
             afterKey = token == .key
+            try text.spillIfLarge(in: directory)
             if reader.depth <= startDepth, token != .key { break }
             try reader.next()
         }

@@ -30,7 +30,7 @@ final class SyncPlan {
     }
 
     /// The node at `path` becomes `json` (compact JSON from the comparison), or goes when it is nil.
-    func rewrite(_ path: [String], json: String?) throws {
+    func rewrite(_ path: [String], json: NodeText?) throws {
         precondition(!isFinished, "a finished plan takes no more nodes")
         try appendPath(path)
         guard let json else { return }
@@ -38,8 +38,7 @@ final class SyncPlan {
             // The whole tree: the document is that node.
             writer = JSONTextWriter(options: .init(rendersArrays: false))
             writer.beginRawValue()
-            var text = json
-            text.withUTF8 { writer.appendRaw($0) }
+            try append(json)
             nodeCount += 1
             isFinished = true
             return try flush()
@@ -59,10 +58,17 @@ final class SyncPlan {
         }
         writer.key(key)
         writer.beginRawValue()
-        var text = json
-        text.withUTF8 { writer.appendRaw($0) }
+        try append(json)
         nodeCount += 1
         if writer.bytes.count >= 1 << 20 { try flush() }
+    }
+
+    /// Appends a node's text to the document, a chunk at a time.
+    private func append(_ text: NodeText) throws {
+        try text.withChunks { chunk in
+            writer.appendRaw(chunk.assumingMemoryBound(to: UInt8.self))
+            if writer.bytes.count >= 1 << 20 { try flush() }
+        }
     }
 
     /// Closes the document; nothing can be added after.

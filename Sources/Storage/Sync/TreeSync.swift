@@ -130,7 +130,7 @@ struct TreeSync {
             let plan = try SyncPlan(temporaryDirectory: options.temporaryDirectory)
             let rewrites = TreeComparison.Rewrites(
                 isRecord: { TreeImporter.storesRecord(at: $0, firstKey: $1, firstIsObject: $2) },
-                isRecordPath: { TreeImporter.storesRecord(at: $0) },
+                isRecordPath: { TreeImporter.storesRecord(at: $0) }, temporaryDirectory: options.temporaryDirectory,
                 onRewrite: { path, json in try plan.rewrite(path, json: json) })
             var comparison = TreeComparison(rewrites: rewrites) { difference in
                 try Self.count(difference, in: &found, options: options, rejects: rejects)

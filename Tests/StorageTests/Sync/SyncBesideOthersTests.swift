@@ -70,6 +70,20 @@ struct SyncBesideOthersTests {
         #expect(try store.isEmpty())
     }
 
+    /// A record of several megabytes is compared and written from temporary files, a megabyte in memory at most.
+    @Test func aRecordOfSeveralMegabytesIsSynced() throws {
+        let store = try consistentStore()
+        let bio = String(repeating: "x", count: 3 << 20)
+        let before = consistentTree.setting("users/alice/bio", "\"\(bio)\"").setting("users/alice/more", "\"\(bio)\"")
+        _ = try sync(store, before.json)
+        try expectTree(store, before)
+        let after = before.setting("users/alice/more", "\"y\(bio.dropFirst())\"")
+        let report = try sync(store, after.json)
+        #expect(report.rewrites == 1 && report.counts[.changed] == 1)
+        try expectTree(store, after)
+        #expect(try sync(store, after.json).rewrites == 0)
+    }
+
     @Test func aMalformedTailChangesNothing() throws {
         let store = try consistentStore()
         let before = try exportJSON(store)
