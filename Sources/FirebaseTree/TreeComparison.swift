@@ -62,8 +62,9 @@ public struct TreeComparison {
         /// alone tells): such a node is read whole, as text, and compared as a tree only when the texts differ.
         public var isRecordPath: (_ path: [String]) -> Bool
         /// Hears each node to write, in RTDB order of path, none at or below an earlier one: the source's node
-        /// there as compact JSON (without what import refuses), or nil when the store's node goes. Every
-        /// difference inside it was reported before.
+        /// there as compact JSON (import reads it as it reads the file: what it refuses, reported as rejects,
+        /// may be in a record's text), or nil when the store's node goes. Every difference inside it was
+        /// reported before.
         public var onRewrite: (_ path: [String], _ json: NodeText?) throws -> Void
         /// Where a record's text goes once it is larger than a megabyte.
         public var temporaryDirectory: String
