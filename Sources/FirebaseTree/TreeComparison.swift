@@ -273,7 +273,7 @@ public struct TreeComparison {
             if a != b {
                 try report(TreeDifference(path: path, kind: .changed, source: json(a), store: json(b)))
             }
-            if let rewrites, a != b || (!ignoresPriorities && sourceHead.priority != storeHead.priority) {
+            if rewrites != nil, a != b || (!ignoresPriorities && sourceHead.priority != storeHead.priority) {
                 try comparePriorities(sourceHead.priority, storeHead.priority)
                 return try rewrite(path, json(leaf: a, priority: sourceHead.priority))
             }

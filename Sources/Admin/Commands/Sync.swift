@@ -113,29 +113,20 @@ struct Sync: ConsoleCommand {
             at: keys, isDryRun: dryRun, maximumRejects: maxRejects, allowsEmptying: allowEmpty || confirmation.yes,
             maxListed: maxDifferences, sortingFirst: sort, temporaryDirectory: temporaryDirectory,
             wait: waiting.maintenanceWait(in: session))
-        var progress = ProgressBar("sync", total: input.size, session: session)
-        defer { progress?.finish() }
-        var isFirstPass = true
+        let source = ComparedInput(
+            input, name: file, command: "sync", sortsFirst: sort, temporaryDirectory: temporaryDirectory,
+            session: session)
+        defer { source.progress?.finish() }
         let report: SyncReport
         do {
             report = try store.sync(
-                opening: {
-                    if sort { return try input.source(progress: progress) }
-                    guard !isFirstPass else {
-                        isFirstPass = false
-                        return try input.source(progress: progress, keepingCopyIn: temporaryDirectory)
-                    }
-                    progress?.finish()
-                    session.inform(
-                        "\(file): keys not in RTDB order; sorting it first (temporary files in \(temporaryDirectory))")
-                    progress = ProgressBar("sync: sorting", total: input.size, session: session)
-                    return try input.rewound(progress: progress)
-                }, options: options, onReject: { try rejectsFile.write($0) }, isCancelled: { Interrupt.isPending },
+                opening: source.open, options: options, onReject: { try rejectsFile.write($0) },
+                isCancelled: { Interrupt.isPending },
                 onStep: { step in
                     // The reading is over once the writing begins: the bar says what follows.
-                    if step != .comparing { progress?.show(step.description) }
+                    if step != .comparing { source.progress?.show(step.description) }
                 })
-            progress?.finish()
+            source.progress?.finish()
             try rejectsFile.finish(committed: !dryRun)
         } catch let error as StorageError {
             try? rejectsFile.finish(committed: false)

@@ -78,24 +78,14 @@ struct Verify: ConsoleCommand {
         defer { input.close() }
         let store = try session.store()
         let keys = try FirebasePath.keys(of: path)
-        var progress = ProgressBar("verify", total: input.size, session: session)
-        defer { progress?.finish() }
-        var isFirstPass = true
+        let source = ComparedInput(
+            input, name: file, command: "verify", sortsFirst: sort, temporaryDirectory: temporaryDirectory,
+            session: session)
+        defer { source.progress?.finish() }
         let report = try store.verify(
-            opening: {
-                if sort { return try input.source(progress: progress) }
-                guard !isFirstPass else {
-                    isFirstPass = false
-                    return try input.source(progress: progress, keepingCopyIn: temporaryDirectory)
-                }
-                progress?.finish()
-                session.inform(
-                    "\(file): keys not in RTDB order; sorting it first (temporary files in \(temporaryDirectory))")
-                progress = ProgressBar("verify: sorting", total: input.size, session: session)
-                return try input.rewound(progress: progress)
-            }, at: keys, ignoringPriorities: ignorePriorities, maxListed: maxDifferences, sortingFirst: sort,
-            temporaryDirectory: temporaryDirectory)
-        progress?.finish()
+            opening: source.open, at: keys, ignoringPriorities: ignorePriorities, maxListed: maxDifferences,
+            sortingFirst: sort, temporaryDirectory: temporaryDirectory)
+        source.progress?.finish()
         let format = format ?? session.format
         if format == .json {
             session.output.line(Self.json(report))

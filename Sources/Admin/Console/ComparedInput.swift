@@ -1,0 +1,44 @@
+import Foundation
+import Storage
+
+/// SOURCE as verify and sync read it: once, and when its keys turn out not to be in RTDB order, a second time to
+/// sort it (stdin is kept in the temporary directory as it is read the first time, in case). The progress bar
+/// starts over for the sorting, and the operator is told why.
+final class ComparedInput {
+    private let input: InputFile
+    private let name: String
+    private let command: String
+    private let sortsFirst: Bool
+    private let temporaryDirectory: String
+    private let session: Session
+    private var isFirstPass = true
+    /// The bar of the pass under way.
+    private(set) var progress: ProgressBar?
+
+    /// `input` (named `name` to the operator) read by `command`, sorted first when `sortsFirst`.
+    init(
+        _ input: InputFile, name: String, command: String, sortsFirst: Bool, temporaryDirectory: String,
+        session: Session
+    ) {
+        self.input = input
+        self.name = name
+        self.command = command
+        self.sortsFirst = sortsFirst
+        self.temporaryDirectory = temporaryDirectory
+        self.session = session
+        progress = ProgressBar(command, total: input.size, session: session)
+    }
+
+    /// The source from its start: what the store's comparison calls for each pass.
+    func open() throws -> any ByteSource {
+        if sortsFirst { return try input.source(progress: progress) }
+        guard !isFirstPass else {
+            isFirstPass = false
+            return try input.source(progress: progress, keepingCopyIn: temporaryDirectory)
+        }
+        progress?.finish()
+        session.inform("\(name): keys not in RTDB order; sorting it first (temporary files in \(temporaryDirectory))")
+        progress = ProgressBar("\(command): sorting", total: input.size, session: session)
+        return try input.rewound(progress: progress)
+    }
+}
