@@ -101,6 +101,8 @@ public struct LockHolder: Sendable, Equatable {
 
     /// Whether the holder is an import (which names itself so in `pg_stat_activity`).
     public var isImport: Bool { application == StoreConnection.importApplicationName }
+    /// Whether the holder is a sync (which names itself so in `pg_stat_activity`).
+    public var isSync: Bool { application == StoreConnection.syncApplicationName }
 
     /// Creates a holder from its parts.
     public init(pid: Int, role: String, application: String, since: Date?) {

@@ -7,7 +7,7 @@ import Storage
 struct MaintenanceWaitOption: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "Wait up to this long for another check, repair or import to finish.",
+            "Wait up to this long for another check, repair, import or sync to finish.",
             valueName: "seconds"))
     var wait: Double = 0
 
@@ -35,9 +35,12 @@ struct MaintenanceWaitOption: ParsableArguments {
     /// `tables` the tables themselves (an import replacing the tree, or another session's VACUUM FULL or DDL).
     static func describe(_ holder: LockHolder?, tables: Bool = false) -> String {
         guard let holder else { return tables ? "the session holding the tables" : "another check, repair or import" }
-        let what = holder.isImport ? "an import" : tables ? "another session" : "a check or repair"
+        let what =
+            holder.isImport ? "an import" : holder.isSync ? "a sync" : tables ? "another session" : "a check or repair"
         var parts = ["pid \(holder.pid)"]
-        if tables, !holder.isImport, !holder.application.isEmpty { parts.insert(holder.application, at: 0) }
+        if tables, !holder.isImport, !holder.isSync, !holder.application.isEmpty {
+            parts.insert(holder.application, at: 0)
+        }
         if !holder.role.isEmpty { parts.append("role \(holder.role)") }
         if let since = DomainViews.time(seconds: holder.since?.timeIntervalSince1970) { parts.append("since " + since) }
         return what + " (" + parts.joined(separator: ", ") + ")"

@@ -55,7 +55,7 @@ struct MaintenanceLock {
                 } catch let error as StorageError where error.sqlState == .lockNotAvailable {
                     throw StorageError(
                         .server,
-                        "another check, repair or import still held the maintenance lock after \(wait.seconds) s",
+                        "another check, repair, import or sync still held the maintenance lock after \(wait.seconds) s",
                         sqlState: .lockNotAvailable,
                         hint: "Nothing was changed. pg_locks shows the session holding advisory lock \(key).")
                 }
@@ -64,7 +64,8 @@ struct MaintenanceLock {
             return
         }
         let holder = try holder()
-        let what = holder?.isImport == true ? "an import" : "another check or repair"
+        let what =
+            holder?.isImport == true ? "an import" : holder?.isSync == true ? "a sync" : "another check or repair"
         throw StorageError(
             .server, "\(what) is running on this database\(holder.map { " (pid \($0.pid))" } ?? "")",
             sqlState: .lockNotAvailable,

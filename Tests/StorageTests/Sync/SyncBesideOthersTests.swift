@@ -202,7 +202,7 @@ struct SyncBesideOthersTests {
         #expect(ContinuousClock.now - started < .seconds(1))
         // A check, which must not run beside a sync, fails at once and names it.
         let error = #expect(throws: StorageError.self) { try reader.check(examples: 0) }
-        #expect(error?.message.contains("running") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("a sync is running") == true, "\(String(describing: error))")
         try holder.connection.execute("ROLLBACK")
         finished.wait()
         try expectTree(reader, Self.newer)
