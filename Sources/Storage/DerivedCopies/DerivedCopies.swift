@@ -1,3 +1,4 @@
+import FirebaseTree
 internal import PostgresClient
 
 /// The app's central rule: what the store derives from who owns which post or holds which chat (migration 0015),
@@ -164,10 +165,10 @@ struct DerivedCopies {
         ).map { try $0.decode(String.self, at: 0) }
     }
 
-    /// A record's key and the user holding it.
+    /// A record's key and the user holding it, compared by their bytes.
     struct Holding: Hashable {
-        var key: String
-        var holder: String
+        var key: TreeKey
+        var holder: TreeKey
     }
 
     /// The records of `records` under the keys `keys` or held by `holders`.
@@ -178,7 +179,10 @@ struct DerivedCopies {
             WHERE \(identifier: records.key) = ANY(\(keys)) OR \(identifier: records.holder) = ANY(\(holders))
             """)
         return Set(
-            try rows.map { Holding(key: try $0.decode(String.self, at: 0), holder: try $0.decode(String.self, at: 1)) })
+            try rows.map {
+                Holding(
+                    key: TreeKey(try $0.decode(String.self, at: 0)), holder: TreeKey(try $0.decode(String.self, at: 1)))
+            })
     }
 
     /// The keys whose holders an import at `path` changed: held by its user before (`before`, from `heldKeys`) or

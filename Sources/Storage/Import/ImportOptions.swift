@@ -34,7 +34,7 @@ public struct ImportOptions: Sendable {
     var replacesNamedChildren = true
     /// Children of /posts read as an owner's Makestagram posts whatever their first child: a sync's document
     /// names only the posts that changed, and the first of them may look like an AppCoda field.
-    var postOwners: Set<String> = []
+    var postOwners: Set<TreeKey> = []
 
     /// Options; the defaults replace the store and abort on the first reject.
     public init(

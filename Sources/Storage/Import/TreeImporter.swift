@@ -174,7 +174,7 @@ final class TreeImporter {
         try streamChildren(onDuplicate: { record.fields[$0] = nil }, onPriority: { priority = $0 }) { key in
             if isFeedPost == nil {
                 isFeedPost =
-                    !self.options.postOwners.contains(id)
+                    !self.options.postOwners.contains(TreeKey(id))
                     && Self.isFeedPost(firstKey: key, firstIsObject: self.isContainerToken)
             }
             if isFeedPost == true {

@@ -59,39 +59,47 @@ struct TreeRows {
     /// and depth rather than per path; returns how many rows went under each top-level key. Paths may overlap.
     func deleteRows(underAll paths: [[String]]) throws -> [String: Int] {
         var deleted: [String: Int] = [:]
-        var groups: [[String]: [[String]]] = [:]  // [root, depth] → the keys below the root
+        // By root (its bytes: "é" and "e\u{301}" are two nodes) and depth: the keys below the root.
+        var groups: [TreeKey: [Int: [[String]]]] = [:]
         for path in paths {
             guard let root = path.first else { continue }
-            groups[[root, String(path.count - 1)], default: []].append(Array(path.dropFirst()))
+            groups[TreeKey(root), default: [:]][path.count - 1, default: []].append(Array(path.dropFirst()))
         }
-        for (group, belows) in groups {
-            let root = group[0]
-            let depth = belows[0].count
-            for table in TreeTable.tables(under: root) where depth <= table.keyDepth {
-                let columns = table.keyColumns.prefix(depth)
-                let arrays = columns.indices.map { index in belows.map { $0[index] } }
-                let condition: Query =
-                    depth == 0
-                    ? "true"
-                    : "(\(Query.identifiers(columns))) IN (SELECT * FROM unnest("
-                        + arrays.map { "\($0)::text[]" as Query }.joined(separator: ", ") + "))"
-                deleted[root, default: 0] += try connection.execute(
-                    "DELETE FROM \(identifier: table.name) WHERE \(condition)")
+        for (rootKey, byDepth) in groups {
+            for (depth, belows) in byDepth {
+                try deleteRows(under: rootKey.string, depth: depth, belows, counting: &deleted)
             }
-            let bounds = belows.map { below in
-                let node = FirebaseKey.pathOrder([root] + below)
-                return (
-                    String(decoding: node, as: UTF8.self),
-                    String(decoding: FirebaseKey.pathOrderUpperBound(node), as: UTF8.self)
-                )
-            }
-            deleted[root, default: 0] += try connection.execute(
-                """
-                DELETE FROM unmapped_values u USING unnest(\(bounds.map(\.0))::text[], \(bounds.map(\.1))::text[]) AS r(lower, upper)
-                WHERE u.sort_key >= r.lower AND u.sort_key < r.upper
-                """)
         }
         return deleted
+    }
+
+    /// Deletes the rows at or below `/root/below` for each of `belows`, all `depth` keys long.
+    private func deleteRows(
+        under root: String, depth: Int, _ belows: [[String]], counting deleted: inout [String: Int]
+    ) throws {
+        for table in TreeTable.tables(under: root) where depth <= table.keyDepth {
+            let columns = table.keyColumns.prefix(depth)
+            let arrays = columns.indices.map { index in belows.map { $0[index] } }
+            let condition: Query =
+                depth == 0
+                ? "true"
+                : "(\(Query.identifiers(columns))) IN (SELECT * FROM unnest("
+                    + arrays.map { "\($0)::text[]" as Query }.joined(separator: ", ") + "))"
+            deleted[root, default: 0] += try connection.execute(
+                "DELETE FROM \(identifier: table.name) WHERE \(condition)")
+        }
+        let bounds = belows.map { below in
+            let node = FirebaseKey.pathOrder([root] + below)
+            return (
+                String(decoding: node, as: UTF8.self),
+                String(decoding: FirebaseKey.pathOrderUpperBound(node), as: UTF8.self)
+            )
+        }
+        deleted[root, default: 0] += try connection.execute(
+            """
+            DELETE FROM unmapped_values u USING unnest(\(bounds.map(\.0))::text[], \(bounds.map(\.1))::text[]) AS r(lower, upper)
+            WHERE u.sort_key >= r.lower AND u.sort_key < r.upper
+            """)
     }
 
     /// Locks the tree's tables against writes (`SHARE ROW EXCLUSIVE`, which conflicts with itself and with the

@@ -20,7 +20,7 @@ final class SyncPlan {
     private(set) var nodeCount = 0
     private var isFinished = false
     /// Children of /posts the document names posts under: an owner's, whatever its first post's key looks like.
-    private(set) var postOwners: Set<String> = []
+    private(set) var postOwners: Set<TreeKey> = []
 
     /// An empty plan, with its files in `temporaryDirectory`.
     init(temporaryDirectory: String) throws {
@@ -43,10 +43,13 @@ final class SyncPlan {
             isFinished = true
             return try flush()
         }
-        if path.count > 2, path[0] == TreeTable.posts.rootKey { postOwners.insert(path[1]) }
+        if path.count > 2, path[0] == TreeTable.posts.rootKey { postOwners.insert(TreeKey(path[1])) }
         let parent = path.dropLast()
         var shared = 0
-        while shared < open.count, shared < parent.count, open[shared] == parent[parent.startIndex + shared] {
+        // Keys compared by their bytes: "é" and "e\u{301}" are two children.
+        while shared < open.count, shared < parent.count,
+            FirebaseKey.same(open[shared], parent[parent.startIndex + shared])
+        {
             shared += 1
         }
         for _ in shared..<open.count { writer.endObject() }

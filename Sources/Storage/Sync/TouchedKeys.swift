@@ -1,3 +1,5 @@
+import FirebaseTree
+
 /// The posts and chat copies a sync's paths reach, by the tables that hold records per user (`HeldRecords`):
 /// read before the rows go and after the new ones are in, they tell which keys changed holders, whose lookup rows
 /// and likes must then be settled. A record rewritten in place keeps its key and holder, and so its kept copies.
@@ -9,7 +11,7 @@ struct TouchedKeys {
         /// Every key (the table's root, or the whole tree, was written).
         case all
         /// The keys named, those of the holders named, or both.
-        case some(keys: Set<String>, holders: Set<String>)
+        case some(keys: Set<TreeKey>, holders: Set<TreeKey>)
     }
 
     private var scopes: [String: Scope] = [:]
@@ -23,9 +25,9 @@ struct TouchedKeys {
                 scopes[records.table] = .all
                 continue
             }
-            var (keys, holders): (Set<String>, Set<String>) = ([], [])
+            var (keys, holders): (Set<TreeKey>, Set<TreeKey>) = ([], [])
             if case .some(let known, let knownHolders) = scope { (keys, holders) = (known, knownHolders) }
-            if path.count == 2 { holders.insert(path[1]) } else { keys.insert(path[2]) }
+            if path.count == 2 { holders.insert(TreeKey(path[1])) } else { keys.insert(TreeKey(path[2])) }
             scopes[records.table] = .some(keys: keys, holders: holders)
         }
     }
@@ -38,7 +40,8 @@ struct TouchedKeys {
         var holdings: [String: Set<DerivedCopies.Holding>] = [:]
         for records in HeldRecords.all {
             guard case .some(let keys, let holders) = scope(of: records) else { continue }
-            holdings[records.table] = try copies.holdings(of: records, keys: Array(keys), holders: Array(holders))
+            holdings[records.table] = try copies.holdings(
+                of: records, keys: keys.map(\.string), holders: holders.map(\.string))
         }
         return holdings
     }
@@ -52,9 +55,9 @@ struct TouchedKeys {
         case .none: return []
         case .all: return nil
         case .some(let keys, let holders):
-            let after = try copies.holdings(of: records, keys: Array(keys), holders: Array(holders))
+            let after = try copies.holdings(of: records, keys: keys.map(\.string), holders: holders.map(\.string))
             let changed = (before[records.table] ?? []).symmetricDifference(after)
-            return Array(Set(changed.map(\.key)))
+            return Set(changed.map(\.key)).map(\.string)
         }
     }
 }

@@ -312,18 +312,18 @@ struct TreeSync {
 /// out of order) and a record written from its text meet some of them again, and each goes out once.
 final class RejectLedger {
     private let onReject: (ImportReject) throws -> Void
-    private var paths: Set<String> = []
+    private var paths: Set<TreeKey> = []
 
     init(onReject: @escaping (ImportReject) throws -> Void) {
         self.onReject = onReject
     }
 
     /// Whether a reject at the same path went out already.
-    func wasHandedOver(_ reject: ImportReject) -> Bool { paths.contains(reject.path) }
+    func wasHandedOver(_ reject: ImportReject) -> Bool { paths.contains(TreeKey(reject.path)) }
 
     /// Hands `reject` to the caller unless one at its path went out already.
     func handOver(_ reject: ImportReject) throws {
-        guard paths.insert(reject.path).inserted else { return }
+        guard paths.insert(TreeKey(reject.path)).inserted else { return }
         try onReject(reject)
     }
 }

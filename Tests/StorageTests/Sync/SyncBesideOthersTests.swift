@@ -84,6 +84,23 @@ struct SyncBesideOthersTests {
         #expect(try sync(store, after.json).rewrites == 0)
     }
 
+    /// "é" and "e\u{301}" are two Firebase keys (Swift's `==` would take them for one): each keeps its own node.
+    @Test func keysEqualOnlyUnderCanonicalEquivalenceStayApart() throws {
+        let store = try makeStore()
+        let composed = "\u{E9}"
+        let decomposed = "e\u{301}"
+        try importJSON(
+            #"{"q": {"\#(decomposed)": {"a": 1}, "\#(composed)": {"b": 2}}, "users": {"\#(composed)": {"username": "x"}, "\#(decomposed)": {"username": "y"}}}"#,
+            into: store)
+        let newer =
+            #"{"q": {"\#(decomposed)": {"a": 10}, "\#(composed)": {"b": 20}}, "users": {"\#(composed)": {"username": "x"}, "\#(decomposed)": {"username": "z"}}}"#
+        let report = try sync(store, newer)
+        #expect(report.rewrites == 3, "\(report.differences)")
+        let reference = try makeStore()
+        try importJSON(newer, into: reference)
+        expectSameText(try exportJSON(store), try exportJSON(reference))
+    }
+
     @Test func aMalformedTailChangesNothing() throws {
         let store = try consistentStore()
         let before = try exportJSON(store)
