@@ -450,11 +450,19 @@ public struct TreeComparison {
         var storeNodes = 0
         try Self.canonicalText(&store, into: &storeText, nodes: &storeNodes, stack: &openObjects, spillingIn: directory)
         guard try !sourceText.equals(storeText) else { return }
-        // Readers sized to the texts, up to a megabyte: most records are small.
-        var sourceReader = JSONReader(
-            source: sourceText.source, bufferSize: min(sourceText.count + 1, NodeText.memoryLimit))
-        var storeReader = JSONReader(
-            source: storeText.source, bufferSize: min(storeText.count + 1, NodeText.memoryLimit))
+        let (differs, _) = try compareInside(
+            sourceText.source, count: sourceText.count, storeText.source, count: storeText.count)
+        if differs { try rewrite(path, text: sourceText.isNull ? nil : sourceText) }
+    }
+
+    /// Compares the texts of one node (a record, or a node rewritten whole) as trees, reporting each
+    /// difference but writing nothing inside it; returns whether they differ, and the nodes compared.
+    private mutating func compareInside(
+        _ source: any ByteSource, count sourceCount: Int, _ store: any ByteSource, count storeCount: Int
+    ) throws -> (differs: Bool, nodes: Int) {
+        // Readers sized to the texts, up to a megabyte: most are small, and the default is a megabyte each.
+        var sourceReader = JSONReader(source: source, bufferSize: min(sourceCount + 1, NodeText.memoryLimit))
+        var storeReader = JSONReader(source: store, bufferSize: min(storeCount + 1, NodeText.memoryLimit))
         try sourceReader.next()
         try storeReader.next()
         recordDiffers = false
@@ -465,9 +473,7 @@ public struct TreeComparison {
             recordDiffers = nil
         }
         try compareNodes(&sourceReader, &storeReader)
-        guard recordDiffers == true else { return }
-        recordDiffers = nil
-        try rewrite(path, text: sourceText.isNull ? nil : sourceText)
+        return (recordDiffers == true, nodesCompared)
     }
 
     /// The value at the reader's token as compact JSON, read to its end: keys and strings quoted and numbers
@@ -537,18 +543,10 @@ public struct TreeComparison {
         for reject in rejects ?? [] { try report(reject) }
         // Both were written by one writer from values read, keys in RTDB order: equal trees are equal texts.
         guard sourceValue.json != storeValue.json else { return }
-        var differs = false
-        let report = self.report
-        var inner = TreeComparison(ignoringPriorities: false, valueLimit: valueLimit) { difference in
-            differs = true
-            try report(difference)
-        }
-        // Readers sized to the texts: a record is small, and the default buffer is a megabyte per reader.
-        var sourceReader = JSONReader(
-            source: MemorySource(sourceValue.json), bufferSize: sourceValue.json.utf8.count + 1)
-        var storeReader = JSONReader(source: MemorySource(storeValue.json), bufferSize: storeValue.json.utf8.count + 1)
-        try inner.compare(source: &sourceReader, store: &storeReader, at: path)
-        nodesCompared += inner.nodesCompared - 1
+        let (differs, nodes) = try compareInside(
+            MemorySource(sourceValue.json), count: sourceValue.json.utf8.count, MemorySource(storeValue.json),
+            count: storeValue.json.utf8.count)
+        nodesCompared += nodes - 1
         if differs { try rewrite(path, sourceValue.isEmpty ? nil : sourceValue.json) }
     }
 

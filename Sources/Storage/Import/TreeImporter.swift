@@ -203,11 +203,9 @@ final class TreeImporter {
     /// `firstIsObject`), as one record: the path is as deep as a record table's keys under its root, and under
     /// /posts the object is shaped as that table's records are.
     static func storesRecord(at path: [String], firstKey: String, firstIsObject: Bool) -> Bool {
-        guard let root = path.first else { return false }
-        return TreeTable.tables(under: root).contains { table in
-            guard !table.isLeaf, table.keyDepth == path.count - 1 else { return false }
-            return table != .feedPosts || isFeedPost(firstKey: firstKey, firstIsObject: firstIsObject)
-        }
+        guard !storesRecord(at: path) else { return true }
+        return path.first == TreeTable.feedPosts.rootKey && path.count - 1 == TreeTable.feedPosts.keyDepth
+            && isFeedPost(firstKey: firstKey, firstIsObject: firstIsObject)
     }
 
     /// Whether the import stores every object at `path` as one record, whatever its children: the path is as

@@ -16,11 +16,11 @@ final class SyncPlan {
     private var encodedPath: [UInt8] = []
     /// Paths whose rows go.
     private(set) var pathCount = 0
-    /// Nodes the document holds.
-    private(set) var nodeCount = 0
     private var isFinished = false
     /// Children of /posts the document names posts under: an owner's, whatever its first post's key looks like.
     private(set) var postOwners: Set<TreeKey> = []
+    /// The posts and chat copies the paths reach, noted as they come.
+    private(set) var touched = TouchedKeys()
 
     /// An empty plan, with its files in `temporaryDirectory`.
     init(temporaryDirectory: String) throws {
@@ -39,7 +39,6 @@ final class SyncPlan {
             writer = JSONTextWriter(options: .init(rendersArrays: false))
             writer.beginRawValue()
             try append(json)
-            nodeCount += 1
             isFinished = true
             return try flush()
         }
@@ -62,7 +61,6 @@ final class SyncPlan {
         writer.key(key)
         writer.beginRawValue()
         try append(json)
-        nodeCount += 1
         if writer.bytes.count >= 1 << 20 { try flush() }
     }
 
@@ -118,6 +116,7 @@ final class SyncPlan {
         }
         try encodedPath.withUnsafeBytes { try paths.append($0) }
         pathCount += 1
+        touched.note(path)
     }
 
     private static func appendLength(_ length: Int, to bytes: inout [UInt8]) {

@@ -223,10 +223,7 @@ struct TreeSync {
         isCancelled: @escaping () -> Bool, onStep: (SyncStep) -> Void
     ) throws {
         onStep(.deleting)
-        var touched = TouchedKeys()
-        try plan.forEachPaths(batch: Self.deletionBatch) { paths in
-            for path in paths { touched.note(path) }
-        }
+        let touched = plan.touched
         let holdersBefore = try touched.holdings(copies: copies)
         // Citus is given a statement per path, whose keys route it to one shard.
         let isDistributed = try distribution.isDistributed()
