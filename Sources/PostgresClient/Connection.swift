@@ -42,13 +42,41 @@ public final class Connection {
 
     deinit { PQfinish(handle) }
 
-    private static func connect(_ pairs: [(String, String)]) -> OpaquePointer {
+    /// The settings this connection was made with (libpq's `PQconninfo`: host, port, role, database, password,
+    /// options), to open more like it on any thread (`init(settings:)`).
+    public var settings: ConnectionSettings {
+        var pairs: [(String, String)] = []
+        if let options = PQconninfo(handle) {
+            defer { PQconninfoFree(options) }
+            var option = options
+            while let keyword = option.pointee.keyword {
+                if let value = option.pointee.val { pairs.append((String(cString: keyword), String(cString: value))) }
+                option += 1
+            }
+        }
+        return ConnectionSettings(pairs: pairs)
+    }
+
+    /// Connects with the settings of another connection, for work spread over several sessions.
+    public init(settings: ConnectionSettings) throws {
+        // The database's name is a name here, not a conninfo string to expand.
+        let handle = Self.connect(settings.pairs, expandingDatabase: false)
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let error = DatabaseError(.connectionFailed, Self.errorMessage(of: handle))
+            PQfinish(handle)
+            throw error
+        }
+        self.handle = handle
+        installNoticeReceiver()
+    }
+
+    private static func connect(_ pairs: [(String, String)], expandingDatabase: Bool = true) -> OpaquePointer {
         let keywords = pairs.map { strdup($0.0) }
         let values = pairs.map { strdup($0.1) }
         defer { (keywords + values).forEach { free($0) } }
         let keywordPointers = keywords.map { UnsafePointer($0) } + [nil]
         let valuePointers = values.map { UnsafePointer($0) } + [nil]
-        guard let handle = PQconnectdbParams(keywordPointers, valuePointers, 1) else {
+        guard let handle = PQconnectdbParams(keywordPointers, valuePointers, expandingDatabase ? 1 : 0) else {
             fatalError("libpq could not allocate a connection object (out of memory)")
         }
         return handle
@@ -245,6 +273,11 @@ public final class Connection {
     public func makeCancelHandle() -> CancelHandle? {
         PQgetCancel(handle).map(CancelHandle.init)
     }
+}
+
+/// What a connection was made with, as libpq reports it (`Connection.settings`); it holds the password, if any.
+public struct ConnectionSettings: Sendable {
+    let pairs: [(String, String)]
 }
 
 /// Asks the server to cancel a connection's running statement (libpq's PQcancel, which is safe to call from

@@ -59,6 +59,15 @@ public struct Query: Sendable, Hashable, ExpressibleByStringInterpolation, Custo
         Query(unsafeSQL: "FETCH FORWARD \(count) FROM \(quoted(identifier: cursor))")
     }
 
+    /// `SET TRANSACTION SNAPSHOT 'id'`: a utility statement, which takes no parameters, so the id of a snapshot
+    /// the server exported (`pg_export_snapshot()`, hexadecimal numbers and dashes) is written into the text; nil
+    /// for an id of any other shape.
+    public static func setTransactionSnapshot(_ id: String) -> Query? {
+        let allowed = Set("0123456789ABCDEFabcdef-")
+        guard !id.isEmpty, id.count <= 64, id.allSatisfy(allowed.contains) else { return nil }
+        return Query(unsafeSQL: "SET TRANSACTION SNAPSHOT '\(id)'")
+    }
+
     /// Both fragments, one after the other, the second's placeholders numbered after the first's.
     public static func + (first: Query, second: Query) -> Query {
         var interpolation = StringInterpolation(literalCapacity: 0, interpolationCount: 0)

@@ -65,7 +65,7 @@ struct Reads {
     /// Takes ACCESS SHARE on the tree's tables, waiting up to `lock_timeout`.
     private static let readLock: Query = "LOCK TABLE \(Query.identifiers(Store.treeTables)) IN ACCESS SHARE MODE"
     /// `readLock`, failing at once where a lock is held against it.
-    private static let readLockNoWait: Query =
+    static let readLockNoWait: Query =
         "LOCK TABLE \(Query.identifiers(Store.treeTables)) IN ACCESS SHARE MODE NOWAIT"
 
     /// Who holds a lock on the tree's tables that keeps reads waiting (ACCESS EXCLUSIVE: an import replacing the

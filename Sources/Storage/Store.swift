@@ -86,7 +86,11 @@ public final class Store {
     /// A function that cancels whatever the store is running, safe to call from another thread (Ctrl-C).
     public func makeCanceller() -> (@Sendable () -> Void)? {
         guard let handle = connection.makeCancelHandle() else { return nil }
-        return { handle.cancel() }
+        let siblings = connection.siblings
+        return {
+            handle.cancel()
+            siblings.cancelAll()
+        }
     }
 
     /// Where the schema stands against `migrator`'s migrations; throws `.migration` when they disagree, and

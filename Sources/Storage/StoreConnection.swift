@@ -41,6 +41,32 @@ final class StoreConnection {
     /// A handle that cancels whatever this connection is running, from another thread or a signal handler.
     func makeCancelHandle() -> CancelHandle? { base.makeCancelHandle() }
 
+    /// The sessions a command opened beside this one (a parallel export's readers): cancelling the store cancels
+    /// them too.
+    let siblings = SiblingSessions()
+
+    /// What opens sessions with this one's settings, on any thread, each registered in `siblings` until it is
+    /// closed.
+    func siblingOpener() -> @Sendable () throws -> StoreConnection {
+        let settings = base.settings
+        let siblings = siblings
+        return {
+            siblings.willOpen?()
+            let sibling = StoreConnection(try StorageError.converting { try Connection(settings: settings) })
+            sibling.registration = sibling.makeCancelHandle().map { siblings.register($0) }
+            sibling.registry = siblings
+            return sibling
+        }
+    }
+
+    /// This connection's entry in the registry of the session that opened it.
+    private var registration: Int?
+    private weak var registry: SiblingSessions?
+
+    deinit {
+        if let registration { registry?.remove(registration) }
+    }
+
     /// `lock_timeout`'s value for a wait of `milliseconds`: whole milliseconds, rounded up, at most the setting's
     /// largest (about 24.8 days; a longer wait is as good as forever for a lock).
     static func lockTimeoutSetting(milliseconds: Double) -> String {
@@ -192,4 +218,32 @@ public struct Endpoint: Sendable, Equatable, CustomStringConvertible {
 
     /// `user@host:port/database`; the host is the socket's directory for a Unix socket.
     public var description: String { "\(user)@\(host):\(port)/\(database)" }
+}
+
+/// The cancel handles of the sessions a command opened beside the store's own, so that Ctrl-C reaches them all.
+final class SiblingSessions: @unchecked Sendable {
+    private let lock = NSLock()
+    private var handles: [Int: CancelHandle] = [:]
+    /// Runs on the opening thread before each sibling connects (tests: a writer committing meanwhile).
+    var willOpen: (@Sendable () -> Void)?
+    private var nextToken = 0
+
+    /// Adds `handle`; returns the token that removes it.
+    func register(_ handle: CancelHandle) -> Int {
+        lock.withLock {
+            nextToken += 1
+            handles[nextToken] = handle
+            return nextToken
+        }
+    }
+
+    /// Removes the handle registered as `token`.
+    func remove(_ token: Int) {
+        _ = lock.withLock { handles.removeValue(forKey: token) }
+    }
+
+    /// Cancels whatever each registered session is running.
+    func cancelAll() {
+        for handle in lock.withLock({ Array(handles.values) }) { handle.cancel() }
+    }
 }

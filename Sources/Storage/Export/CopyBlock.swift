@@ -2,17 +2,80 @@ import FirebaseTree
 import Foundation
 internal import PostgresClient
 
+/// A typed table that a whole-tree export reads with one `COPY (SELECT … ORDER BY …) TO STDOUT` instead of
+/// cursors: nothing else lies under its root (no unmapped values, no other table's rows), so its rows are one run
+/// of the output, in primary-key order, or sorted by `rtdb_key_order` when some key sits elsewhere in byte order.
+///
 /// COPY costs the server about half of what FETCH from a cursor does (FETCH goes through a tuplestore), but holds
-/// the connection until done, so a block is read whole when the merge reaches its root.
+/// the connection until done, so a block is read whole when the merge reaches its root, or ahead of it on another
+/// session (`BlockScheduler`).
 struct CopyBlock {
     var table: TreeTable
-    var statement: Query
-    /// The table's rows, counted when its keys include array indexes (see `TreeEmitter.childCountBound`).
-    var rowCount: Int?
+    /// Whether the table holds a key that needs `rtdb_key_order`; then whoever reads the block first asks
+    /// whether byte order misplaces one (a walk of the table's partial index, done on the reading session).
+    var hasOrderedRows: Bool
+
+    /// The block's statement, and the table's rows counted when its keys include array indexes (see
+    /// `TreeEmitter.countRequest`), asked on `connection` in the export's snapshot.
+    func read(on connection: StoreConnection) throws -> (statement: Query, rowCount: Int?) {
+        // Keys that byte order misplaces (integers, characters from U+E000) make the block sort by RTDB order;
+        // digit-led text keys alone do not.
+        let sorts =
+            try hasOrderedRows && connection.query(table.misorderedRowsQuery())[0].decode(Bool.self, at: 0)
+        // The whole-table SELECT has no parameters (COPY takes none), only quoted identifiers and constants.
+        let columns = Query.identifiers(table.exportedColumns)
+        let order = table.keyColumns.map { sorts ? table.orderExpression($0) : "\(identifier: $0)" }
+            .joined(separator: ", ")
+        let rowCount =
+            sorts
+            ? try connection.query("SELECT count(*) FROM \(identifier: table.name)")[0].decode(Int.self, at: 0) : nil
+        return ("COPY (SELECT \(columns) FROM \(identifier: table.name) ORDER BY \(order)) TO STDOUT", rowCount)
+    }
+
+    /// Writes the block's rows, read on `connection`, into `emitter`: an emitter of the whole tree, or with
+    /// `asRoot` one whose root is the block's node (its value rendered apart). Counts what it read in `tally`;
+    /// `isAbandoned` stops it between rows.
+    func render(
+        on connection: StoreConnection, into emitter: TreeEmitter, asRoot: Bool, tally: ExportTally,
+        isAbandoned: () -> Bool = { false }
+    ) throws {
+        let (statement, rowCount) = try read(on: connection)
+        var row = CopyRow()
+        var parent: [String] = []
+        var emitterParent: [String] = []
+        var repeatedLikes = RepeatedLikeFilter()
+        let table = table
+        let blockNode = asRoot ? [] : [table.rootKey ?? ""]
+        try connection.copyOut(statement) { line in
+            if isAbandoned() { throw BlockScheduler.Abandoned() }
+            row.read(line)
+            if table == .postLikes, repeatedLikes.repeats(row) { return }
+            do {
+                let next = try table.parentPath(of: row, reusing: parent).parent
+                if !FirebaseKey.samePath(next, parent) || emitterParent.isEmpty {
+                    parent = next
+                    emitterParent = asRoot ? Array(next.dropFirst()) : next
+                }
+                if try !emitter.addDirectly(row, of: table, under: emitterParent) {
+                    let part = try table.part(from: row)
+                    if let value = part.value { try emitter.add(Array(part.path.dropFirst(asRoot ? 1 : 0)), value) }
+                }
+            } catch let error as StorageError {
+                throw error.adding(context: "exporting \(table.name)")
+            }
+            tally.report.rows += 1
+            tally.report.rowsFetched += 1
+            // The connection is busy until the COPY ends: only the block's own count, taken before, is known.
+            if let relative = emitter.countRequest {
+                emitter.answerCountRequest(relative == blockNode ? rowCount : nil)
+            }
+        }
+    }
 }
 
 extension TreeExport {
-    /// The tables a whole-tree export can read as `CopyBlock`s, in export order of their roots.
+    /// The tables a whole-tree export can read as `CopyBlock`s, in export order of their roots. `ordered`: the
+    /// tables holding a key that needs `rtdb_key_order`.
     func copyBlocks(ordered: Set<TreeTable>) throws -> [CopyBlock] {
         var blocks: [CopyBlock] = []
         for table in TreeTable.allCases {
@@ -28,49 +91,9 @@ extension TreeExport {
                 if sharesRoot { break }
             }
             guard !sharesRoot else { continue }
-            // The whole-table SELECT has no parameters (COPY takes none), only quoted identifiers and constants.
-            let columns = Query.identifiers(table.exportedColumns)
-            // Keys that byte order misplaces (integers, characters from U+E000) make the block sort by RTDB order;
-            // digit-led text keys alone do not.
-            let sorts =
-                try ordered.contains(table) && connection.query(table.misorderedRowsQuery())[0].decode(Bool.self, at: 0)
-            let order = table.keyColumns.map { sorts ? table.orderExpression($0) : "\(identifier: $0)" }
-                .joined(separator: ", ")
-            let rowCount =
-                sorts
-                ? try connection.query("SELECT count(*) FROM \(identifier: table.name)")[0].decode(Int.self, at: 0)
-                : nil
-            let statement: Query = "COPY (SELECT \(columns) FROM \(identifier: table.name) ORDER BY \(order)) TO STDOUT"
-            blocks.append(CopyBlock(table: table, statement: statement, rowCount: rowCount))
+            blocks.append(CopyBlock(table: table, hasOrderedRows: ordered.contains(table)))
         }
         // Typed tables, each with its root key.
         return blocks.sorted { FirebaseKey.exportPrecedes($0.table.rootKey ?? "", $1.table.rootKey ?? "") }
-    }
-
-    /// Writes a block's rows as a whole-tree export does.
-    func copy(_ block: CopyBlock, into emitter: TreeEmitter, tally: ExportTally) throws {
-        var row = CopyRow()
-        var parent: [String] = []
-        var repeatedLikes = RepeatedLikeFilter()
-        let table = block.table
-        try connection.copyOut(block.statement) { line in
-            row.read(line)
-            if table == .postLikes, repeatedLikes.repeats(row) { return }
-            do {
-                parent = try table.parentPath(of: row, reusing: parent).parent
-                if try !emitter.addDirectly(row, of: table, under: parent) {
-                    let part = try table.part(from: row)
-                    if let value = part.value { try emitter.add(part.path, value) }
-                }
-            } catch let error as StorageError {
-                throw error.adding(context: "exporting \(table.name)")
-            }
-            tally.report.rows += 1
-            tally.report.rowsFetched += 1
-            // The connection is busy until the COPY ends: only the block's own count, taken before, is known.
-            if let relative = emitter.countRequest {
-                emitter.answerCountRequest(relative == [table.rootKey ?? ""] ? block.rowCount : nil)
-            }
-        }
     }
 }

@@ -15,13 +15,21 @@ extension Store {
     /// prints it: a subtree, a leaf, or `null` when nothing is there.
     /// `shallow`, as the REST API's `shallow=true`: a leaf as it is, an object with each child's value replaced
     /// by `true` unless that child is a leaf.
+    /// `jobs`: how many sessions read the tables of a whole-tree export, sharing its snapshot (`pg_dump -j`'s
+    /// way); nil for as many as the machine has cores. One reads everything on the store's own connection.
     /// `onProgress` hears the number of rows read each time a chunk is written.
     public func exportTree(
-        at path: [String] = [], options: JSONTextWriter.Options = .init(), shallow: Bool = false,
+        at path: [String] = [], options: JSONTextWriter.Options = .init(), shallow: Bool = false, jobs: Int? = nil,
         onProgress: (_ rows: Int) -> Void = { _ in }, to write: (UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws -> ExportReport {
-        try export.exportTree(at: path, options: options, shallow: shallow, onProgress: onProgress, to: write)
+        try export.exportTree(
+            at: path, options: options, shallow: shallow, jobs: jobs ?? Store.defaultJobs, onProgress: onProgress,
+            to: write)
     }
+
+    /// Sessions a parallel command uses unless told: the machine's active cores, as `pg_restore -j` is usually
+    /// given.
+    public static var defaultJobs: Int { ProcessInfo.processInfo.activeProcessorCount }
 
     /// Streams the children of the node at `path` that `query` selects, as one JSON object in RTDB key order (as
     /// `firebase database:get` with query options prints them), from one snapshot. A leaf node is printed as it

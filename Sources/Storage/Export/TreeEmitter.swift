@@ -80,14 +80,21 @@ final class TreeEmitter {
     /// Bytes of children an array frame keeps in memory before it moves them to its temporary file.
     let frameMemoryBudget: Int
 
-    /// An emitter handing its JSON to `sink` in chunks.
+    /// How many objects enclose the emitter's root in the document its JSON lands in: 0 for a document of its
+    /// own, 1 for the value of a child of the root rendered apart (`addRendered`).
+    let nesting: Int
+
+    /// An emitter handing its JSON to `sink` in chunks; with a `nesting`, the value of a node that deep, laid out
+    /// as it is there, and nothing at all when there are no parts.
     init(
-        options: JSONTextWriter.Options, frameMemoryBudget: Int = 1 << 20,
+        options: JSONTextWriter.Options, frameMemoryBudget: Int = 1 << 20, nesting: Int = 0,
         sink: @escaping (UnsafeBufferPointer<UInt8>) throws -> Void
     ) {
         self.options = options
         self.frameMemoryBudget = frameMemoryBudget
-        writer = JSONTextWriter(options: options)
+        self.nesting = nesting
+        writer =
+            nesting == 0 ? JSONTextWriter(options: options) : JSONTextWriter(options: options, objectDepth: nesting)
         self.sink = sink
     }
 
@@ -196,12 +203,36 @@ final class TreeEmitter {
             try write(held.path, held.value)
         }
         while !levels.isEmpty { try close() }
-        if !hasWrittenRoot { writer.null() }
-        writer.finish()
+        if nesting == 0 {
+            if !hasWrittenRoot { writer.null() }
+            writer.finish()
+        }
         try writer.drain(sink)
     }
 
-    private var hasWrittenRoot = false
+    /// Whether anything was written for the root (a nested emitter writes nothing when it had no parts).
+    private(set) var hasWrittenRoot = false
+
+    /// Writes the child `key` of the root whose value another emitter rendered with a `nesting` of 1:
+    /// `readValue` hands its JSON over in pieces. Keys before it must have been added, and none may follow
+    /// inside it.
+    func addRendered(
+        _ key: String, _ readValue: (_ append: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> Void
+    ) throws {
+        directParent = nil
+        if let held = pending {
+            pending = nil
+            try write(held.path, held.value)
+        }
+        try navigate(toParentOf: [key])
+        try flushOverlay(of: 0, before: key)
+        try beginChild(key, of: 0)
+        withWriter(forContentOf: 0) { $0.beginRawValue() }
+        try readValue { piece in
+            withWriter(forContentOf: 0) { $0.appendRaw(piece) }
+            try relieve()
+        }
+    }
 
     // MARK: Placing parts
 
@@ -438,7 +469,7 @@ final class TreeEmitter {
     }
 
     /// How many objects enclose the children of the node at `level` when every open node is laid out as one.
-    private func depthOfContent(_ level: Int) -> Int { level + 1 }
+    private func depthOfContent(_ level: Int) -> Int { nesting + level + 1 }
 
     // MARK: Writers
 

@@ -20,12 +20,28 @@ public struct ExportReport: Sendable {
     public var peakHeldBytes = 0
     /// Bytes such objects moved to temporary files.
     public var spilledBytes = 0
+    /// Sessions that read the tables: the export's own, and those that read tables ahead of it in its snapshot.
+    public var sessions = 1
+    /// JSON bytes those sessions rendered ahead (held in memory up to a budget per table, the rest in temporary
+    /// files) and the export then copied in place.
+    public var aheadBytes = 0
 }
 
 /// The report of an export in progress, shared by reference with the emitter's sink (which runs while the rows
 /// are being read).
 final class ExportTally {
     var report = ExportReport()
+
+    /// Counts what a helper read for a block and copies its JSON into `emitter` as the root's child `key`.
+    func add(_ rendered: BlockScheduler.Rendered, as key: String, into emitter: TreeEmitter) throws {
+        report.rows += rendered.report.rows
+        report.rowsFetched += rendered.report.rowsFetched
+        report.peakHeldBytes = max(report.peakHeldBytes, rendered.report.peakHeldBytes)
+        report.spilledBytes += rendered.report.spilledBytes
+        report.aheadBytes += rendered.json.count
+        guard rendered.hasValue else { return }
+        try emitter.addRendered(key) { append in try rendered.json.read(0..<rendered.json.count, append) }
+    }
 
     /// Closes `merge` and adds what it fetched to the report.
     func close(_ merge: inout PartMerge) {
@@ -46,11 +62,15 @@ struct TreeExport {
 
     /// `Store.exportTree`: see there.
     func exportTree(
-        at path: [String] = [], options: JSONTextWriter.Options = .init(), shallow: Bool = false,
+        at path: [String] = [], options: JSONTextWriter.Options = .init(), shallow: Bool = false, jobs: Int = 1,
         onProgress: (_ rows: Int) -> Void = { _ in }, to write: (UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws -> ExportReport {
-        try exporting(options: options, to: write, afterEachChunk: onProgress) { emitter, tally in
-            try exportRows(at: path, shallow: shallow, into: emitter, tally: tally)
+        // Other sessions can share the snapshot of a transaction the export begins itself; one a write began
+        // may hold what they would not see.
+        let sharesSnapshot = jobs > 1 && !connection.isInTransaction
+        return try exporting(options: options, to: write, afterEachChunk: onProgress) { emitter, tally in
+            try exportRows(
+                at: path, shallow: shallow, helpers: sharesSnapshot ? jobs - 1 : 0, into: emitter, tally: tally)
         }
     }
 
@@ -84,24 +104,40 @@ struct TreeExport {
         return tally.report
     }
 
-    /// Adds the rows of the node at `path` to `emitter`, in the caller's read-only transaction.
-    private func exportRows(at path: [String], shallow: Bool, into emitter: TreeEmitter, tally: ExportTally) throws {
+    /// Adds the rows of the node at `path` to `emitter`, in the caller's read-only transaction, which the
+    /// export began itself when `helpers` (sessions reading ahead in its snapshot) is more than 0.
+    private func exportRows(
+        at path: [String], shallow: Bool, helpers: Int, into emitter: TreeEmitter, tally: ExportTally
+    ) throws {
         let ordered = try tablesWithOrderedRows()
         tally.report.sortedTables = TreeTable.allCases.filter { ordered.contains($0) }.map(\.name)
         // Typed rows go straight from libpq's buffers to the JSON when nothing can still fall inside them; that
         // is nearly every row, and the rest take the general way. Tables with nothing else under their root are
-        // read as COPY blocks when the merge reaches their root.
-        var blocks = path.isEmpty && !shallow ? try copyBlocks(ordered: ordered) : []
+        // read as COPY blocks when the merge reaches their root, or ahead of it by helpers.
+        let blocks = path.isEmpty && !shallow ? try copyBlocks(ordered: ordered) : []
+        let scheduler = try readingAhead(blocks, helpers: min(helpers, blocks.count - 1), options: emitter.options)
+        defer {
+            if let scheduler {
+                scheduler.finish()
+                tally.report.sessions = 1 + scheduler.joinedHelpers
+            }
+        }
+        var nextBlock = 0
         var merge = try openRows(at: path, excluding: Set(blocks.map(\.table)), ordered: ordered)
         defer { tally.close(&merge) }
         while true {
             let next = merge.next()
-            if let block = blocks.first,
-                next.map({ FirebaseKey.exportPrecedes(block.table.rootKey ?? "", $0.rootKey) }) ?? true
+            if nextBlock < blocks.count,
+                next.map({ FirebaseKey.exportPrecedes(blocks[nextBlock].table.rootKey ?? "", $0.rootKey) }) ?? true
             {
-                blocks.removeFirst()
+                let block = blocks[nextBlock]
                 try merge.collectFetchInFlight()
-                try copy(block, into: emitter, tally: tally)
+                if let rendered = try scheduler?.take(nextBlock) {
+                    try tally.add(rendered, as: block.table.rootKey ?? "", into: emitter)
+                } else {
+                    try block.render(on: connection, into: emitter, asRoot: false, tally: tally)
+                }
+                nextBlock += 1
                 continue
             }
             guard let stream = next else { break }
@@ -110,6 +146,21 @@ struct TreeExport {
             try answerCountRequest(of: emitter, below: path, between: &merge)
             try merge.advance()
         }
+    }
+
+    /// Helpers reading `blocks` ahead in this transaction's snapshot, or nil where none can: fewer than one
+    /// helper, a standby (which exports no snapshot), or Citus (whose workers would not share it).
+    private func readingAhead(
+        _ blocks: [CopyBlock], helpers: Int, options: JSONTextWriter.Options
+    ) throws -> BlockScheduler? {
+        guard helpers > 0 else { return nil }
+        let alone: Query = "SELECT pg_is_in_recovery() OR EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+        guard try !connection.query(alone)[0].decode(Bool.self, at: 0) else { return nil }
+        let id = try connection.query("SELECT pg_export_snapshot()")[0].decode(String.self, at: 0)
+        guard let snapshot = Query.setTransactionSnapshot(id) else { return nil }
+        return BlockScheduler(
+            blocks: blocks, options: options, helpers: helpers, opening: connection.siblingOpener(),
+            snapshot: snapshot)
     }
 
     /// Answers the emitter's question of how many children a node has, if it asked, once the FETCH in flight
