@@ -58,15 +58,25 @@ extension Repairs {
         }
         guard !FirebaseKey.same(keep, drop) else { throw StorageError(.refused, "a chat cannot be merged into itself") }
         // Keyed and compared by bytes: canonically equivalent chat keys and uids are distinct, as in Firebase.
-        var members: [TreeKey: [String]] = [:], holders: [TreeKey: [String]] = [:]
+        // The holders first, from chat_holders (placed by chat key), then their copies by holder: on Citus, where
+        // copies are placed by their holder, both go to the shards that have the rows instead of to every shard.
+        var holders: [TreeKey: [String]] = [:]
+        for row in try connection.query("SELECT chat_key, uid FROM chat_holders WHERE chat_key IN (\(keep), \(drop))") {
+            holders[TreeKey(try row.decode(String.self, at: 0)), default: []].append(try row.decode(String.self, at: 1))
+        }
+        // A chat's members are those of all its copies, each once (by bytes), in byte order.
+        var memberSets: [TreeKey: Set<TreeKey>] = [:]
         for row in try connection.query(
             """
-            SELECT chat_key, members, holders FROM chat_members WHERE chat_key IN (\(keep), \(drop))
+            SELECT chat_key, members FROM chats
+            WHERE uid = ANY (\(holders.values.flatMap { $0 })) AND chat_key IN (\(keep), \(drop))
             """)
         {
-            let key = TreeKey(try row.decode(String.self, at: 0))
-            members[key] = try row.decode(at: 1)
-            holders[key] = try row.decode(at: 2)
+            let uids = (try row.decode([String?]?.self, at: 1) ?? []).compactMap { $0 }.map(TreeKey.init(_:))
+            memberSets[TreeKey(try row.decode(String.self, at: 0)), default: []].formUnion(uids)
+        }
+        let members = memberSets.mapValues { set in
+            set.map(\.string).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         }
         func found<Value>(_ values: [TreeKey: Value], _ key: String) throws -> Value {
             guard let value = values[TreeKey(key)] else {
@@ -75,7 +85,7 @@ extension Repairs {
             return value
         }
         let (pair, dropped) = (try found(members, keep), try found(members, drop))
-        let dropHolders = try found(holders, drop)
+        let (keepHolders, dropHolders) = (try found(holders, keep), try found(holders, drop))
         guard pair.map(TreeKey.init(_:)) == dropped.map(TreeKey.init(_:)) else {
             throw StorageError(
                 .refused, "chats \(keep) and \(drop) have different members",
@@ -90,6 +100,15 @@ extension Repairs {
             throw StorageError(
                 .refused, "message \(try both.decode(String.self, at: 0)) is in both chats; merge them by hand")
         }
+        // The kept chat's newest message once the dropped chat's have moved in: the newest of both (as
+        // chat_newest_messages orders them), named now so that its copies' last message is set from that row alone
+        // rather than from the view over every chat's messages.
+        let newest = try connection.query(
+            """
+            SELECT message_key FROM messages WHERE chat_key IN (\(keep), \(drop))
+            ORDER BY "timestamp" DESC NULLS LAST, message_key DESC LIMIT 1
+            """
+        ).first.map { try $0.decode(String.self, at: 0) }
         if pair.count == 2 {
             // A message sent to the pair meanwhile must land in the chat that stays.
             try connection.execute(
@@ -97,7 +116,7 @@ extension Repairs {
                 SELECT pg_advisory_xact_lock(\(AppOperations.chatLockClass), \(AppOperations.chatLockKey(pair[0], pair[1])))
                 """)
         }
-        return [
+        let steps: [Step?] = [
             // Moved by a delete and an insert rather than an UPDATE of the key: on Citus, chat_key places the row,
             // and a row cannot change its distribution value in place.
             Step(
@@ -114,26 +133,34 @@ extension Repairs {
                         sort_key = rtdb_path_order(root, ARRAY[\(keep)]::text[] || path[2:])
                     WHERE root = 'messages' AND path[1] = \(drop)
                     """),
-            Step(table: "chats", action: .deleted, query: "DELETE FROM chats WHERE chat_key = \(drop)"),
+            Step(
+                table: "chats", action: .deleted,
+                query: "DELETE FROM chats WHERE chat_key = \(drop) AND uid = ANY (\(dropHolders))"),
             Step(unreported: DerivedCopies.chatForgotten(drop)),
             Step(
                 table: "unmapped_values", action: .deleted,
                 query: """
                     DELETE FROM unmapped_values WHERE root = 'chats' AND path[2] = \(drop)
                     """),
-            Step(
-                table: "chats", action: .updated,
-                query: """
-                    UPDATE chats c
-                    SET last_message = n.sender_username || ': ' || n.content, last_message_sent = n."timestamp",
-                        extra = nullif(c.extra - '{lastMessage,lastMessageSent}'::text[], '{}')
-                    FROM chat_newest_messages n
-                    WHERE c.chat_key = \(keep) AND n.chat_key = \(keep)
-                        AND (c.last_message IS DISTINCT FROM n.sender_username || ': ' || n.content
-                             OR c.last_message_sent IS DISTINCT FROM n."timestamp"
-                             OR c.extra ?| '{lastMessage,lastMessageSent}'::text[])
-                    """),
+            newest.map { newest in
+                Step(
+                    table: "chats", action: .updated,
+                    query: """
+                        UPDATE chats c
+                        SET last_message = n.sender_username || ': ' || n.content, last_message_sent = n."timestamp",
+                            extra = nullif(c.extra - '{lastMessage,lastMessageSent}'::text[], '{}')
+                        FROM (
+                            SELECT sender_username, content, "timestamp" FROM messages
+                            WHERE chat_key = \(keep) AND message_key = \(newest)
+                        ) n
+                        WHERE c.chat_key = \(keep) AND c.uid = ANY (\(keepHolders))
+                            AND (c.last_message IS DISTINCT FROM n.sender_username || ': ' || n.content
+                                 OR c.last_message_sent IS DISTINCT FROM n."timestamp"
+                                 OR c.extra ?| '{lastMessage,lastMessageSent}'::text[])
+                        """)
+            },
             Step(unreported: "SELECT notify_chat(\(keep)), notify_chat(\(drop), \(dropHolders))"),
         ]
+        return steps.compactMap { $0 }
     }
 }
