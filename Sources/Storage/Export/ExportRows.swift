@@ -49,17 +49,19 @@ extension TreeExport {
 
     /// The rows holding part of the node at `path`, in export order (`reversed`: from the last), limited to the
     /// children `children` admits, merged from the tables' reads in the caller's read-only transaction. Close the
-    /// merge when done with it. `ordered`: `tablesWithOrderedRows()`.
+    /// merge when done with it. `ordered`: `tablesWithOrderedRows()`. `rowLimit`: each statement of a read
+    /// returns at most that many rows.
     func openRows(
         at path: [String], reversed: Bool = false, children: ChildKeyRange = .all,
         excluding excluded: Set<TreeTable> = [],
-        ordered: Set<TreeTable>
+        ordered: Set<TreeTable>, rowLimit: Int? = nil
     ) throws -> PartMerge {
         let shared = PartStream.Shared()
         var streams: [PartStream] = []
         for table in TreeTable.allCases where !excluded.contains(table) {
             for read in table.reads(
-                at: path, reversed: reversed, children: children, hasOrderedRows: ordered.contains(table))
+                at: path, reversed: reversed, children: children, hasOrderedRows: ordered.contains(table),
+                rowLimit: rowLimit)
             {
                 streams.append(PartStream(read, connection: connection, shared: shared))
             }

@@ -119,7 +119,19 @@ extension TreeTable {
     /// (`reversed`: the opposite), limited to the children whose keys `children` admits. `hasOrderedRows`: the
     /// table holds a key that needs `rtdb_key_order` (`orderedRowsQuery`). Empty when the table holds nothing
     /// there.
-    func reads(at path: [String], reversed: Bool, children: ChildKeyRange = .all, hasOrderedRows: Bool) -> [TableRead] {
+    func reads(
+        at path: [String], reversed: Bool, children: ChildKeyRange = .all, hasOrderedRows: Bool, rowLimit: Int? = nil
+    ) -> [TableRead] {
+        let reads = reads(at: path, reversed: reversed, children: children, hasOrderedRows: hasOrderedRows)
+        guard let rowLimit else { return reads }
+        return reads.map { read in
+            TableRead(table: read.table, selects: read.selects.map { $0 + " LIMIT \(rowLimit)" })
+        }
+    }
+
+    private func reads(at path: [String], reversed: Bool, children: ChildKeyRange, hasOrderedRows: Bool)
+        -> [TableRead]
+    {
         if self == .unmappedValues { return [unmappedRead(at: path, reversed: reversed, children: children)] }
         guard let root = rootKey else { return [] }
         let fixed: [String]

@@ -8,7 +8,7 @@ extension TreeExport {
         to write: (UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws -> ExportReport {
         try exporting(options: options, to: write) { emitter, tally in
-            let ordered = try tablesWithOrderedRows()
+            let ordered = try tablesWithOrderedRows(under: path)
             if !path.isEmpty, try treeRows.recordPath(holding: path, orIs: true) != nil {
                 try selectInRecord(at: path, query: query, ordered: ordered, into: emitter, tally: tally)
             } else if case .key = query.order {
@@ -29,17 +29,27 @@ extension TreeExport {
         }
         var range = ChildKeyRange(lower: key(query.equal ?? query.start), upper: key(query.equal ?? query.end))
         if let limit = query.limitToLast {
-            // The N-th child from the end is where the forward read starts.
+            // The N-th child from the end is where the forward read starts. Each backward read is limited in rows
+            // (on Citus a cursor without a LIMIT brings every shard's rows to the coordinator first): the answer
+            // holds when fewer rows than the limit were taken in all, since then no read was cut short; otherwise
+            // the pass runs again with a larger limit.
             var first: String?
-            var seen = 0
-            try forEachChildRow(at: path, reversed: true, children: range, ordered: ordered, tally: tally) {
-                key, _, _ in
-                if first.map({ !FirebaseKey.same(key, $0) }) ?? true {
-                    seen += 1
-                    if seen > limit { return false }
-                    first = key
+            var rowLimit = max(64, 8 * (limit + 1))
+            while true {
+                first = nil
+                var seen = 0
+                let rows = try forEachChildRow(
+                    at: path, reversed: true, children: range, ordered: ordered, rowLimit: rowLimit, tally: tally
+                ) { key, _, _ in
+                    if first.map({ !FirebaseKey.same(key, $0) }) ?? true {
+                        seen += 1
+                        if seen > limit { return false }
+                        first = key
+                    }
+                    return true
                 }
-                return true
+                if rows < rowLimit { break }
+                rowLimit = rowLimit > Int.max / 4 ? Int.max : rowLimit * 4
             }
             guard let first else { return }
             range.lower = first
@@ -100,15 +110,21 @@ extension TreeExport {
     /// Reads the rows below the node at `path` child by child (children whose key starts with `.`, the node's
     /// priority, are skipped), handing each with its child's key to `body` until it returns false. A row that
     /// is the node itself (a leaf) goes to `onLeaf`.
+    /// Calls `body` with each child's key and rows in turn, until it returns false; returns the rows taken.
+    /// `rowLimit`: each read's statements return at most that many rows.
+    @discardableResult
     private func forEachChildRow(
         at path: [String], reversed: Bool = false, children: ChildKeyRange = .all, ordered: Set<TreeTable>,
-        tally: ExportTally, emitter: TreeEmitter? = nil,
+        rowLimit: Int? = nil, tally: ExportTally, emitter: TreeEmitter? = nil,
         _ body: (_ key: String, _ stream: PartStream, _ mayGrow: Bool) throws -> Bool,
         onLeaf: (PartStream) throws -> Void = { _ in }
-    ) throws {
-        var merge = try openRows(at: path, reversed: reversed, children: children, ordered: ordered)
+    ) throws -> Int {
+        var merge = try openRows(
+            at: path, reversed: reversed, children: children, ordered: ordered, rowLimit: rowLimit)
         defer { tally.close(&merge) }
+        var rows = 0
         while let stream = merge.next() {
+            rows += 1
             tally.report.rows += 1
             let rowPath = stream.currentPath
             if rowPath.count <= path.count {
@@ -119,6 +135,7 @@ extension TreeExport {
             if let emitter { try answerCountRequest(of: emitter, below: path, between: &merge) }
             try merge.advance()
         }
+        return rows
     }
 
     /// A node inside a record (or a record): read whole, then selected in memory.

@@ -109,7 +109,7 @@ struct TreeExport {
     private func exportRows(
         at path: [String], shallow: Bool, helpers: Int, into emitter: TreeEmitter, tally: ExportTally
     ) throws {
-        let ordered = try tablesWithOrderedRows()
+        let ordered = try tablesWithOrderedRows(under: path)
         tally.report.sortedTables = TreeTable.allCases.filter { ordered.contains($0) }.map(\.name)
         // Typed rows go straight from libpq's buffers to the JSON when nothing can still fall inside them; that
         // is nearly every row, and the rest take the general way. Tables with nothing else under their root are
@@ -186,10 +186,12 @@ struct TreeExport {
         return total + (try connection.query(unmapped)[0].decode(Int.self, at: 0))
     }
 
-    /// The typed tables holding a key that needs `rtdb_key_order` (each asked of its partial index).
-    func tablesWithOrderedRows() throws -> Set<TreeTable> {
+    /// The typed tables holding a key that needs `rtdb_key_order` (each asked of its partial index), of those
+    /// under the node at `path`: the others are not read (and on Citus each question goes to every shard).
+    func tablesWithOrderedRows(under path: [String] = []) throws -> Set<TreeTable> {
         var tables = Set<TreeTable>()
-        for table in TreeTable.allCases where table != .unmappedValues {
+        let candidates = path.first.map(TreeTable.tables(under:)) ?? TreeTable.allCases
+        for table in candidates where table != .unmappedValues {
             if try connection.query(table.orderedRowsQuery())[0].decode(Bool.self, at: 0) { tables.insert(table) }
         }
         return tables

@@ -108,12 +108,12 @@ struct ParallelExportTests {
         // The helper is about to connect when an import queues for the tables the export holds: joining would
         // wait behind it, and the import waits for the export.
         store.connection.siblings.willOpen = {
-            DispatchQueue.global().async {
+            Thread {
                 do { try importJSON(replacement, into: sendableImporter) } catch {
                     importError.withLock { $0 = "\(error)" }
                 }
                 imported.signal()
-            }
+            }.start()
             var waiting = false
             for _ in 0..<250 where !waiting {
                 Thread.sleep(forTimeInterval: 0.02)
@@ -158,14 +158,15 @@ struct ParallelExportTests {
         let ended = Atomic<Bool>(false)
         let cancelling = DispatchSemaphore(value: 0)
         let stopped = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        // A thread of its own: the shared pool may be busy with other tests for longer than the export takes.
+        Thread {
             cancelling.wait()
             while !ended.load(ordering: .relaxed) {
                 cancel()
                 usleep(5000)
             }
             stopped.signal()
-        }
+        }.start()
         let error = #expect(throws: StorageError.self) {
             defer { ended.store(true, ordering: .relaxed) }
             var chunks = 0

@@ -230,6 +230,38 @@ struct QueryExportTests {
         }
     }
 
+    /// The backward pass that finds the last N children reads a limited number of rows per statement and reads
+    /// again with more when that may have cut a read short: children with hundreds of rows each (posts, unmapped
+    /// leaves), typed and digit-led keys side by side, give what the reference gives.
+    @Test func limitToLastOverChildrenWithManyRows() throws {
+        func posts(_ count: Int) -> TreeValue {
+            .object(
+                Dictionary(
+                    uniqueKeysWithValues: (0..<count).map {
+                        (TreeKey("-P\(1000 + $0)"), TreeValue.object(["image_url": .string("u\($0)")]))
+                    }))
+        }
+        func leaves(_ count: Int) -> TreeValue {
+            .object(
+                Dictionary(uniqueKeysWithValues: (0..<count).map { (TreeKey("k\(1000 + $0)"), TreeValue.number(1)) }))
+        }
+        let postsNode = TreeValue.object([
+            "alice": posts(3), "bob": posts(150), "zed": posts(300), "7up": posts(120), "9": posts(90),
+        ])
+        let logsNode = TreeValue.object(["a": leaves(2), "b": leaves(200), "c": leaves(70)])
+        let store = try makeStore()
+        try importJSON(TreeValue.object(["posts": postsNode, "logs": logsNode]).json, into: store)
+        for (path, node) in [(["posts"], postsNode), (["logs"], logsNode)] {
+            for last in [1, 2, 3, 5, 9] {
+                let query = TreeQuery(order: .key, limitToLast: last)
+                var bytes: [UInt8] = []
+                _ = try store.exportTree(at: path, query: query) { bytes.append(contentsOf: $0) }
+                let expected = render(ReferenceQuery.run(query, on: node))
+                expectSameText(String(decoding: bytes, as: UTF8.self), expected)
+            }
+        }
+    }
+
     /// At the root, typed tables' root keys and unmapped top-level keys are the children that bounds select.
     @Test func boundsAtTheRootSelectTopLevelKeys() throws {
         let store = try makeStore()
