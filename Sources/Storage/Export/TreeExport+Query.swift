@@ -19,7 +19,7 @@ extension TreeExport {
         }
     }
 
-    /// Key order: the bounds as a key range of every table's reads, the last N found backwards.
+    /// Key order: the bounds as a key range of every table's reads, narrowed to the first or last N children.
     private func selectByKey(
         at path: [String], query: TreeQuery, ordered: Set<TreeTable>, into emitter: TreeEmitter, tally: ExportTally
     ) throws {
@@ -28,31 +28,17 @@ extension TreeExport {
             return nil
         }
         var range = ChildKeyRange(lower: key(query.equal ?? query.start), upper: key(query.equal ?? query.end))
+        // The range narrows to the N children asked for before they are read, so that the read that writes them
+        // takes their rows alone.
         if let limit = query.limitToLast {
-            // The N-th child from the end is where the forward read starts. Each backward read is limited in rows
-            // (on Citus a cursor without a LIMIT brings every shard's rows to the coordinator first): the answer
-            // holds when fewer rows than the limit were taken in all, since then no read was cut short; otherwise
-            // the pass runs again with a larger limit.
-            var first: String?
-            var rowLimit = max(64, 8 * (limit + 1))
-            while true {
-                first = nil
-                var seen = 0
-                let rows = try forEachChildRow(
-                    at: path, reversed: true, children: range, ordered: ordered, rowLimit: rowLimit, tally: tally
-                ) { key, _, _ in
-                    if first.map({ !FirebaseKey.same(key, $0) }) ?? true {
-                        seen += 1
-                        if seen > limit { return false }
-                        first = key
-                    }
-                    return true
-                }
-                if rows < rowLimit { break }
-                rowLimit = rowLimit > Int.max / 4 ? Int.max : rowLimit * 4
-            }
-            guard let first else { return }
+            guard let first = try nthChild(limit, at: path, in: range, reversed: true, ordered: ordered, tally: tally)
+            else { return }
             range.lower = first
+        } else if let limit = query.limitToFirst,
+            let last = try nthChild(limit, at: path, in: range, reversed: false, ordered: ordered, tally: tally)
+        {
+            // Without a child, the read below still writes the node's own value (a leaf) as before.
+            range.upper = last
         }
         var current: String?
         var count = 0
@@ -67,6 +53,34 @@ extension TreeExport {
             return true
         } onLeaf: { stream in
             try Self.add(stream, below: path, shallow: false, mayGrow: true, to: emitter)
+        }
+    }
+
+    /// The key of the `n`-th child in `range` from the first (from the last when `reversed`), or of the last one
+    /// there when there are fewer; nil when there is none. Each read is limited in rows (on Citus a cursor
+    /// without a LIMIT brings every shard's rows to the coordinator first): the answer holds when fewer rows than
+    /// the limit were taken in all, since then no read was cut short; otherwise the pass runs again with a larger
+    /// limit.
+    private func nthChild(
+        _ n: Int, at path: [String], in range: ChildKeyRange, reversed: Bool, ordered: Set<TreeTable>,
+        tally: ExportTally
+    ) throws -> String? {
+        var rowLimit = max(64, 8 * (n + 1))
+        while true {
+            var found: String?
+            var seen = 0
+            let rows = try forEachChildRow(
+                at: path, reversed: reversed, children: range, ordered: ordered, rowLimit: rowLimit, tally: tally
+            ) { key, _, _ in
+                if found.map({ !FirebaseKey.same(key, $0) }) ?? true {
+                    seen += 1
+                    if seen > n { return false }
+                    found = key
+                }
+                return true
+            }
+            if rows < rowLimit { return found }
+            rowLimit = rowLimit > Int.max / 4 ? Int.max : rowLimit * 4
         }
     }
 

@@ -230,10 +230,10 @@ struct QueryExportTests {
         }
     }
 
-    /// The backward pass that finds the last N children reads a limited number of rows per statement and reads
+    /// The pass that finds the first or last N children reads a limited number of rows per statement and reads
     /// again with more when that may have cut a read short: children with hundreds of rows each (posts, unmapped
     /// leaves), typed and digit-led keys side by side, give what the reference gives.
-    @Test func limitToLastOverChildrenWithManyRows() throws {
+    @Test func limitsOverChildrenWithManyRows() throws {
         func posts(_ count: Int) -> TreeValue {
             .object(
                 Dictionary(
@@ -252,8 +252,9 @@ struct QueryExportTests {
         let store = try makeStore()
         try importJSON(TreeValue.object(["posts": postsNode, "logs": logsNode]).json, into: store)
         for (path, node) in [(["posts"], postsNode), (["logs"], logsNode)] {
-            for last in [1, 2, 3, 5, 9] {
-                let query = TreeQuery(order: .key, limitToLast: last)
+            for query in [1, 2, 3, 5, 9].flatMap({
+                [TreeQuery(order: .key, limitToFirst: $0), TreeQuery(order: .key, limitToLast: $0)]
+            }) {
                 var bytes: [UInt8] = []
                 _ = try store.exportTree(at: path, query: query) { bytes.append(contentsOf: $0) }
                 let expected = render(ReferenceQuery.run(query, on: node))
