@@ -95,6 +95,7 @@ final class BlockScheduler: @unchecked Sendable {
         condition.withLock {
             condition.broadcast()
             while runningHelpers > 0 { condition.wait() }
+            // Blocks rendered for an export that failed before it reached them: their files go now.
             states = states.map { if case .rendered = $0 { .takenByExport } else { $0 } }
         }
     }
