@@ -30,7 +30,19 @@ struct ParallelExportTests {
     static func trees() throws -> [String] {
         let fixture = try String(
             contentsOf: fixtureDirectory.appendingPathComponent("friendlypix-console-export.json"), encoding: .utf8)
-        return [try generate(GeneratorOptions(users: 40, seed: 3, plantsAnomalies: true)).json, fixture]
+        // Tables a helper renders apart whose root is an array (uids 0…n, with holes; the SDKs' rule), beside
+        // another table so that there are blocks to share.
+        let arrays = TreeValue.object([
+            "users": ExportShapeTests.object((0..<1500).map(String.init)) { .object(["username": .string("u" + $0)]) },
+            // The first table, long enough that a helper has joined and taken the last one before it is written.
+            "followers": ExportShapeTests.object((0..<3000).map { "f\($0)" }) { _ in
+                ExportShapeTests.object(["a", "b", "c", "d"]) { _ in .bool(true) }
+            },
+            "timeline": ExportShapeTests.object((0..<400).map { String($0 * 2) }) { _ in
+                .object(["-P": .object(["poster_uid": .string("a")])])
+            },
+        ])
+        return [try generate(GeneratorOptions(users: 40, seed: 3, plantsAnomalies: true)).json, fixture, arrays.json]
             + ExportShapeTests.shapes().map(\.json)
     }
 
@@ -46,6 +58,12 @@ struct ParallelExportTests {
                     #expect(many.json.utf8.elementsEqual(one.json.utf8), "tree \(index), \(options), \(jobs) jobs")
                     #expect(many.report.rows == one.report.rows)
                     #expect(many.report.bytes == one.report.bytes)
+                    if index == 2 {
+                        // The arrays tree: /users, the last table, is rendered apart, and is an array.
+                        #expect(many.report.aheadBytes > 0)
+                        let users = options.isPretty ? #""users" : ["# : #""users":["#
+                        #expect(options.rendersArrays == many.json.contains(users))
+                    }
                 }
             }
         }
@@ -53,7 +71,7 @@ struct ParallelExportTests {
 
     @Test func helpersReadTablesAheadAndTheirJSONIsCopiedInPlace() throws {
         let store = try makeStore()
-        try importJSON(try generate(GeneratorOptions(users: 40, seed: 3)).json, into: store)
+        try importJSON(try generate(GeneratorOptions(users: 300, seed: 3)).json, into: store)
         let many = try Self.export(store, jobs: 3)
         #expect(many.report.sessions == 3)
         #expect(many.report.aheadBytes > 0)
