@@ -119,9 +119,8 @@ extension TreeExport {
 
     /// Reads the rows below the node at `path` child by child (children whose key starts with `.`, the node's
     /// priority, are skipped), handing each with its child's key to `body` until it returns false. A row that
-    /// is the node itself (a leaf) goes to `onLeaf`.
-    /// Calls `body` with each child's key and rows in turn, until it returns false; returns the rows taken.
-    /// `rowLimit`: each read's statements return at most that many rows.
+    /// is the node itself (a leaf) goes to `onLeaf`. Returns the rows taken; with `rowLimit`, each statement of a
+    /// read returns at most that many rows.
     @discardableResult
     private func forEachChildRow(
         at path: [String], reversed: Bool = false, children: ChildKeyRange = .all, ordered: Set<TreeTable>,
