@@ -12,8 +12,8 @@ import Synchronization
 /// and the output is the same bytes as when one session reads everything.
 ///
 /// A helper that cannot join (its lock would wait: an import queued for the tables; a connection refused) leaves
-/// its share to the others and to the export's session; one that fails on a block hands the failure to the
-/// export when it reaches that block.
+/// its share to the others and to the export's session; one that fails on a block ($TMPDIR full, its session
+/// lost) stops, and the export's session reads that block and the rest itself; a cancel ends the export.
 final class BlockScheduler: @unchecked Sendable {
     /// Thrown inside a helper's COPY once the export has ended or failed: it only unwinds the helper.
     struct Abandoned: Error {}
@@ -69,7 +69,7 @@ final class BlockScheduler: @unchecked Sendable {
     }
 
     /// The block at `index` rendered by a helper (waiting for it if a helper is at it), or nil when the export's
-    /// session is to read it itself: nobody had taken it. Throws what the helper met.
+    /// session is to read it itself: nobody had taken it, or its helper failed. Throws a cancel the helper met.
     func take(_ index: Int) throws -> Rendered? {
         try condition.withLock {
             while case .takenByHelper = states[index] { condition.wait() }
@@ -81,8 +81,14 @@ final class BlockScheduler: @unchecked Sendable {
                 // Handed over once: its buffer goes with it.
                 states[index] = .takenByExport
                 return rendered
-            case .failed(let error):
+            case .failed(let error as StorageError) where error.sqlState == .queryCanceled:
+                // Ctrl-C (or a statement timeout) ends the export.
                 throw error
+            case .failed:
+                // Whatever else a helper met (its temporary file, its own session lost) the export's session,
+                // whose own statements answer for the server, reads the table again itself.
+                states[index] = .takenByExport
+                return nil
             case .takenByExport, .takenByHelper:
                 preconditionFailure("block \(index) taken twice")
             }

@@ -153,6 +153,40 @@ struct ParallelExportTests {
         expectSameText(try Self.export(store, jobs: 2).json, try Self.export(reference, jobs: 1).json)
     }
 
+    @Test func aHelperThatFailsLeavesItsTableToTheExport() throws {
+        let database = try TestPostgres.makeDatabase()
+        let store = Store(connection: try database.connect())
+        try importJSON(try generate(GeneratorOptions(users: 3000, seed: 5)).json, into: store)
+        let whole = try Self.export(store, jobs: 1).json
+        let exportPID = try store.connection.query("SELECT pg_backend_pid()")[0].decode(Int.self, at: 0)
+        let killer = try database.connect()
+        nonisolated(unsafe) let sendableKiller = killer
+        let killed = Atomic<Bool>(false)
+        // Once the helper has joined and runs a statement, its backend is terminated (a server that lost it).
+        store.connection.siblings.willOpen = {
+            Thread {
+                for _ in 0..<5000 where !killed.load(ordering: .relaxed) {
+                    let done =
+                        (try? sendableKiller.query(
+                            """
+                            SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                            WHERE datname = current_database() AND pid NOT IN (\(exportPID), pg_backend_pid())
+                                AND backend_type = 'client backend' AND state = 'active'
+                            """
+                        ).first?.decode(Bool.self, at: 0)) == true
+                    if done { killed.store(true, ordering: .relaxed) } else { usleep(1000) }
+                }
+            }.start()
+        }
+        let during = try Self.export(store, jobs: 2)
+        store.connection.siblings.willOpen = nil
+        let wasKilled = killed.load(ordering: .relaxed)
+        #expect(wasKilled, "the helper's backend was not terminated in time")
+        #expect(during.report.sessions == 2)
+        expectSameText(during.json, whole)
+        #expect(try otherSessions(of: store) <= 1, "only the killer's own session is left")
+    }
+
     @Test func anOutputThatFailsStopsEverySession() throws {
         struct Full: Error {}
         let store = try makeStore()
