@@ -19,17 +19,32 @@ public final class Connection {
     ///
     /// `parameters` override the string's settings (the embedded cluster passes its socket this way).
     /// The client encoding is always UTF8.
-    public init(conninfo: String, parameters: [(String, String)] = []) throws {
+    public convenience init(conninfo: String, parameters: [(String, String)] = []) throws {
         // Later keywords override earlier ones, and the expanded dbname comes first.
         var pairs: [(String, String)] = [("dbname", conninfo)]
         pairs += parameters
         pairs += [("client_encoding", "UTF8"), ("fallback_application_name", "admin")]
-        let handle = Self.connect(pairs)
+        try self.init(
+            connecting: pairs, expandingDatabase: true, password: ConnectionOptions.parse(conninfo)?["password"])
+    }
+
+    /// Connects with the settings of another connection, for work spread over several sessions.
+    public convenience init(settings: ConnectionSettings) throws {
+        // The database's name is a name here, not a conninfo string to expand.
+        try self.init(
+            connecting: settings.pairs, expandingDatabase: false,
+            password: settings.pairs.last { $0.0 == "password" }?.1)
+    }
+
+    /// Connects with libpq's keywords and values; `password` (the one among them, if any) is kept out of the
+    /// error message.
+    private init(connecting pairs: [(String, String)], expandingDatabase: Bool, password: String?) throws {
+        let handle = Self.connect(pairs, expandingDatabase: expandingDatabase)
         // libpq: "Note that when PQconnectdb returns a non-null pointer ... you should call PQfinish when you are
         // finished with it ... even if the connection attempt fails."
         guard PQstatus(handle) == CONNECTION_OK else {
-            let message = Self.scrubbed(Self.errorMessage(of: handle), conninfo: conninfo)
-            var error = DatabaseError(.connectionFailed, message)
+            var error = DatabaseError(
+                .connectionFailed, Self.scrubbed(Self.errorMessage(of: handle), password: password))
             // libpq: "Returns true if the connection authentication method required a password, but none was
             // available" — the caller may ask the operator for one and try again.
             error.needsPassword = PQconnectionNeedsPassword(handle) == 1
@@ -57,20 +72,7 @@ public final class Connection {
         return ConnectionSettings(pairs: pairs)
     }
 
-    /// Connects with the settings of another connection, for work spread over several sessions.
-    public init(settings: ConnectionSettings) throws {
-        // The database's name is a name here, not a conninfo string to expand.
-        let handle = Self.connect(settings.pairs, expandingDatabase: false)
-        guard PQstatus(handle) == CONNECTION_OK else {
-            let error = DatabaseError(.connectionFailed, Self.errorMessage(of: handle))
-            PQfinish(handle)
-            throw error
-        }
-        self.handle = handle
-        installNoticeReceiver()
-    }
-
-    private static func connect(_ pairs: [(String, String)], expandingDatabase: Bool = true) -> OpaquePointer {
+    private static func connect(_ pairs: [(String, String)], expandingDatabase: Bool) -> OpaquePointer {
         let keywords = pairs.map { strdup($0.0) }
         let values = pairs.map { strdup($0.1) }
         defer { (keywords + values).forEach { free($0) } }
@@ -88,10 +90,8 @@ public final class Connection {
 
     /// libpq's messages do not include passwords, but a malformed URI may be quoted back: remove the password
     /// wherever it appears, whatever libpq does in future.
-    static func scrubbed(_ message: String, conninfo: String) -> String {
-        guard let password = ConnectionOptions.parse(conninfo)?["password"], !password.isEmpty else {
-            return message
-        }
+    static func scrubbed(_ message: String, password: String?) -> String {
+        guard let password, !password.isEmpty else { return message }
         return message.replacingOccurrences(of: password, with: "********")
     }
 

@@ -52,7 +52,8 @@ struct CopyBlock {
             if table == .postLikes, repeatedLikes.repeats(row) { return }
             do {
                 let next = try table.parentPath(of: row, reusing: parent).parent
-                if !FirebaseKey.samePath(next, parent) || emitterParent.isEmpty {
+                // `parent` starts empty and a row's parent never is: the first row sets both.
+                if !FirebaseKey.samePath(next, parent) {
                     parent = next
                     emitterParent = asRoot ? Array(next.dropFirst()) : next
                 }

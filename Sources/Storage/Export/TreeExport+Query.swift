@@ -32,8 +32,9 @@ extension TreeExport {
         // first N need no such pass: the read stops after them. Narrowing it by a pass first was measured slower,
         // on Citus too, where each pass asks every shard.)
         if let limit = query.limitToLast {
-            guard let first = try nthChild(limit, at: path, in: range, reversed: true, ordered: ordered, tally: tally)
-            else { return }
+            guard let first = try nthLastChild(limit, at: path, in: range, ordered: ordered, tally: tally) else {
+                return
+            }
             range.lower = first
         }
         var current: String?
@@ -52,21 +53,19 @@ extension TreeExport {
         }
     }
 
-    /// The key of the `n`-th child in `range` from the first (from the last when `reversed`), or of the last one
-    /// there when there are fewer; nil when there is none. Each read is limited in rows (on Citus a cursor
-    /// without a LIMIT brings every shard's rows to the coordinator first): the answer holds when fewer rows than
-    /// the limit were taken in all, since then no read was cut short; otherwise the pass runs again with a larger
-    /// limit.
-    private func nthChild(
-        _ n: Int, at path: [String], in range: ChildKeyRange, reversed: Bool, ordered: Set<TreeTable>,
-        tally: ExportTally
+    /// The key of the `n`-th child in `range` from the last, or of the first one there when there are fewer; nil
+    /// when there is none. Each backward read is limited in rows (on Citus a cursor without a LIMIT brings every
+    /// shard's rows to the coordinator first): the answer holds when fewer rows than the limit were taken in all,
+    /// since then no read was cut short; otherwise the pass runs again with a larger limit.
+    private func nthLastChild(
+        _ n: Int, at path: [String], in range: ChildKeyRange, ordered: Set<TreeTable>, tally: ExportTally
     ) throws -> String? {
         var rowLimit = max(64, 8 * (n + 1))
         while true {
             var found: String?
             var seen = 0
             let rows = try forEachChildRow(
-                at: path, reversed: reversed, children: range, ordered: ordered, rowLimit: rowLimit, tally: tally
+                at: path, reversed: true, children: range, ordered: ordered, rowLimit: rowLimit, tally: tally
             ) { key, _, _ in
                 if found.map({ !FirebaseKey.same(key, $0) }) ?? true {
                     seen += 1
