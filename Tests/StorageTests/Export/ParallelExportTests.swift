@@ -42,7 +42,27 @@ struct ParallelExportTests {
                 .object(["-P": .object(["poster_uid": .string("a")])])
             },
         ])
-        return [try generate(GeneratorOptions(users: 40, seed: 3, plantsAnomalies: true)).json, fixture, arrays.json]
+        // What real exports hold in the tables a helper takes: values of several MB with control characters and
+        // escapes, push IDs that start with "-" (and hold y and h), all-digit keys beside them.
+        let escapes = "tab\t nl\n quote\" back\\ \u{01}\u{1F} é 😀 \u{2028}"
+        let values = TreeValue.object([
+            "followers": ExportShapeTests.object((0..<2000).map { "f\($0)" }) { _ in .object(["a": .bool(true)]) },
+            "messages": ExportShapeTests.object(["-KyhYz0", "-Lhy_9", "12345"]) { chat in
+                ExportShapeTests.object(["-Mhhyy\(chat)", "7"]) { message in
+                    let repeats = chat == "-KyhYz0" && message == "7" ? 75_000 : 3
+                    return .object([
+                        "content": .string(String(repeating: escapes, count: repeats)), "timestamp": .number(1.5),
+                    ])
+                }
+            },
+            "users": ExportShapeTests.object(["-Yh", "0", "10", "9", "yh"]) {
+                .object(["username": .string(escapes + $0)])
+            },
+        ])
+        return [
+            try generate(GeneratorOptions(users: 40, seed: 3, plantsAnomalies: true)).json, fixture, arrays.json,
+            values.json,
+        ]
             + ExportShapeTests.shapes().map(\.json)
     }
 
