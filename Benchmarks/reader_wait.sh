@@ -1,30 +1,39 @@
 #!/bin/bash
-# The longest a point read waits while a whole-tree import runs (BENCHMARKS.md, issue 42):
-#   Benchmarks/reader_wait.sh FILE.json
-# Runs `admin import FILE --yes` on the embedded cluster in $ADMIN_DATA_DIR while psql reads one user every
-# 50 ms, then prints the import's wall time and the longest single read.
+# The longest a reader waits while a whole-tree import runs (BENCHMARKS.md, issue 42):
+#   Benchmarks/reader_wait.sh FILE.json [IMPORT OPTIONS...]
+# Runs `admin import FILE --yes` on the embedded cluster in $ADMIN_DATA_DIR while two readers poll every 50 ms:
+# psql reading one user (the app's point read) and `admin get /users/UID` (a console process each time). Prints
+# the import's wall time, each reader's longest single read, and how many reads failed.
 set -euo pipefail
 file=$1
+shift
 admin=${ADMIN:-.build/release/admin}
 psql=(psql -h "$ADMIN_DATA_DIR/pgdata" -p 5432 -d admin -qAt)
 uid=$("${psql[@]}" -c "SELECT uid FROM users ORDER BY uid LIMIT 1")
 done_flag=$(mktemp -u)
-longest=0
-(
+poll() {
+    local name=$1
+    shift
+    local longest=0 reads=0 failures=0
     while [ ! -e "$done_flag" ]; do
+        local start
         start=$(date +%s%N)
-        "${psql[@]}" -c "SELECT username FROM users WHERE uid = '$uid'" > /dev/null
-        took=$((($(date +%s%N) - start) / 1000000))
+        "$@" > /dev/null 2>&1 || failures=$((failures + 1))
+        local took=$((($(date +%s%N) - start) / 1000000))
         [ "$took" -gt "$longest" ] && longest=$took
+        reads=$((reads + 1))
         sleep 0.05
     done
-    echo "longest read: $longest ms"
-) &
-reader=$!
+    echo "$name: longest read $longest ms of $reads reads, $failures failed"
+}
+poll "psql point read" "${psql[@]}" -c "SELECT username FROM users WHERE uid = '$uid'" &
+point=$!
+poll "admin get" "$admin" get "/users/$uid" &
+get=$!
 sleep 1
 start=$(date +%s%N)
-"$admin" import "$file" --yes -q > /dev/null
+"$admin" import "$file" --yes -q "$@" > /dev/null
 echo "import: $((($(date +%s%N) - start) / 1000000)) ms"
 touch "$done_flag"
-wait "$reader"
+wait "$point" "$get"
 rm -f "$done_flag"

@@ -31,6 +31,13 @@ struct FaultTests {
             """)[0].decode(Bool.self, at: 0)
     }
 
+    /// The schemas of an import's side tables that exist (none, outside an import's transaction).
+    private func sideTables(on connection: Connection) throws -> [String] {
+        try connection.query(
+            "SELECT nspname FROM pg_namespace WHERE nspname IN (\(SideTables.schema), \(SideTables.replacedSchema))"
+        ).map { try $0.decode(String.self, at: 0) }
+    }
+
     private func export(_ arguments: [String]) throws -> String {
         let run = try AdminProcess.run(arguments + ["-q", "export", "-"])
         #expect(run.status == 0, "\(run.stderr)")
@@ -58,10 +65,14 @@ struct FaultTests {
         // kill -9 while the import streams its COPY.
         let (importing, _, _, _) = try AdminProcess.start(db + ["import", directory + "/big.json"])
         try waitUntil("the import is copying") { try someoneIsRunning("COPY", on: observer) }
+        // It fills tables beside the store's: an export meanwhile reads the store as it is.
+        #expect(try export(db) == before)
+        #expect(try someoneIsRunning("COPY", on: observer), "the import finished before the export did")
         kill(importing.processIdentifier, SIGKILL)
         importing.waitUntilExit()
         #expect(importing.terminationReason == .uncaughtSignal)
         #expect(try export(db) == before)
+        #expect(try sideTables(on: observer) == [], "a killed import left its side tables behind")
 
         // kill -9 while the export writes its file: no file where the export was going.
         let target = directory + "/out.json"

@@ -21,11 +21,18 @@ struct Import: ConsoleCommand {
             node at PATH (an export of /posts alone): replace replaces that node, merge updates its children.
 
             An import is one serializable step: it locks the store's tables against writes until it commits, so \
-            two merges run one after the other, never mixed, and the app's writes wait for it; a replace of the \
-            whole store locks reads out too (check, get, export), which then read what it committed, never a \
-            store between. A waiting command fails after \
-            `settings lock_timeout` (5 s) with a message naming the import; the import itself waits as long as \
-            it takes for other imports and the app's open transactions.
+            two merges run one after the other, never mixed, and the app's writes wait for it. A replace of the \
+            whole store fills new tables beside the store's and switches them in at its end: reads (get, export, \
+            the app's) go on answering from the store as it was while the file loads, and wait only for the \
+            switch (milliseconds), after which they read the whole import, never a store between. The switch \
+            asks for its lock 0.1 s at a time, so that a long export does not make later readers queue behind \
+            it; a transaction that read the store before the import and then waits to write it would deadlock \
+            with the switch, so its statement is cancelled (the report warns, naming the session). Where the \
+            tables carry what a switch cannot take along (a trigger, a policy, a publication, a foreign key, a \
+            materialized view over them, an importing role that does not own them), or on Citus, the import \
+            locks reads out from its first row to its commit instead, and says why. A waiting command fails \
+            after `settings lock_timeout` (5 s) with a message naming the import; the import itself waits as \
+            long as it takes for other imports and the app's open transactions.
 
             A file that holds nothing (null or {}) does not replace a store (or, with --at, a node) that holds \
             something unless --allow-empty or --yes says so, even when a terminal asked first: a failed backup \
@@ -43,7 +50,7 @@ struct Import: ConsoleCommand {
 
             A replace of the whole store builds the tables' secondary indexes once the rows are in, as \
             pg_restore does, and the primary keys of the tables it fills after reading the file (when the \
-            importing role owns the tables; --keep-indexes loads into them as they stand); the report times that \
+            importing role owns the tables; --keep-indexes builds every index before the rows load); the report times that \
             and the other steps after the reading on its "(after reading)" lines.
 
             Examples:
@@ -80,7 +87,7 @@ struct Import: ConsoleCommand {
     @Flag(help: "Let a file that holds nothing (null or {}) empty the store, or the node at --at (also: --yes).")
     var allowEmpty = false
 
-    @Flag(help: "Load into the indexes as they stand instead of building them after the rows (slower).")
+    @Flag(help: "Build every index before the rows load instead of after them (slower).")
     var keepIndexes = false
 
     @Option(help: "Where to write rejected values as JSON lines (default: FILE.rejects.jsonl).")

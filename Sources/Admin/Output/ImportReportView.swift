@@ -69,6 +69,9 @@ struct ImportReportView {
                 + (report.rowsReplaced == 1 ? "was" : "were") + " replaced."
         }
         if report.isDryRun { text += " Rolled back; nothing was changed." }
+        if let reason = report.readersLockedOut {
+            text += " Readers waited for the whole import: the tables could not be switched in (\(reason))."
+        }
         return text
     }
 
@@ -103,6 +106,7 @@ struct ImportReportView {
             ("nodes", JSONWriter.array(nodes)), ("after_reading", JSONWriter.array(finishing)),
             ("rejected", String(report.rejectCount)), ("rejects", JSONWriter.array(rejects)),
             ("warnings", String(report.warningCount)),
+            ("readers_locked_out", report.readersLockedOut.map(JSONWriter.string) ?? "null"),
         ])
     }
 

@@ -19,7 +19,8 @@ final class DeferredIndexes {
     /// How many of them were built.
     private var built = 0
 
-    fileprivate init(connection: StoreConnection, indexes: [(name: String, definition: String)]) {
+    /// Indexes to build on `connection`, each by the statement the catalog gave for it, in this order.
+    init(connection: StoreConnection, indexes: [(name: String, definition: String)]) {
         self.connection = connection
         self.indexes = indexes
     }

@@ -33,6 +33,9 @@ public struct ImportReport: Sendable {
         public static let indexes = "indexes"
         /// The `target` of the ANALYZE of each table a whole-tree import filled, all together.
         public static let statistics = "statistics"
+        /// The `target` of a whole-tree import's switch: the wait for readers that began before, then the
+        /// statements that put the tables it filled in place (readers wait for those and the commit).
+        public static let `switch` = "switch"
 
         /// The table it wrote (`post_likes`, `post_keys`, `chat_holders`), or `Finishing.indexes` or
         /// `Finishing.statistics`.
@@ -70,6 +73,9 @@ public struct ImportReport: Sendable {
     public var mode = ImportOptions.Mode.replace
     /// `merge`: rows the store held under the file's top-level nodes, which the file's nodes replaced.
     public var rowsReplaced = 0
+    /// A whole-tree import that could not fill tables beside the store's, and so kept readers out from its
+    /// first row to its commit: why (a trigger on a table, a view this role does not own, Citus). Nil otherwise.
+    public var readersLockedOut: String?
 
     /// Rows stored, all tables together.
     public var rowsImported: Int { lines.reduce(0) { $0 + $1.rowsImported } }

@@ -11,6 +11,8 @@ public enum ImportStep: Sendable, Equatable, CustomStringConvertible {
     case buildingIndex(name: String, number: Int, count: Int)
     /// Gathering planner statistics on `table` (ANALYZE), after a whole-tree import.
     case analyzing(table: String)
+    /// Putting the tables a whole-tree import filled in the store's (waiting for readers that began before).
+    case switching
 
     /// What the step writes: a table, or `ImportReport.Finishing.indexes`.
     var target: String {
@@ -19,6 +21,7 @@ public enum ImportStep: Sendable, Equatable, CustomStringConvertible {
         case .fillingLookup(let table): table
         case .buildingIndex: ImportReport.Finishing.indexes
         case .analyzing: ImportReport.Finishing.statistics
+        case .switching: ImportReport.Finishing.switch
         }
     }
 
@@ -30,6 +33,7 @@ public enum ImportStep: Sendable, Equatable, CustomStringConvertible {
         case .settlingLikes: "settling the likes of posts added or removed"
         case .buildingIndex(let name, let number, let count): "building index \(number) of \(count): \(name)"
         case .analyzing(let table): "gathering statistics on \(table) (ANALYZE)"
+        case .switching: "switching the loaded tables in (waiting for readers that began before)"
         }
     }
 }

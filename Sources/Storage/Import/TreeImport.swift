@@ -47,6 +47,8 @@ struct TreeImport {
         let wholeTree = options.mode == .replace && options.at.isEmpty
         var replaced = 0
         var analyzesAfterCommit = false
+        var sideTables: SideTables?
+        var cancelledSessions: [Int] = []
         try connection.withTransaction(rollback: options.isDryRun) {
             try connection.execute(
                 """
@@ -57,14 +59,24 @@ struct TreeImport {
             var deferredIndexes: DeferredIndexes?
             if wholeTree {
                 // The maintenance lock first: checks and repairs then see an import running (and fail at once or
-                // queue with --wait) instead of blocking on the tables.
+                // queue with --wait) instead of blocking on the tables. Whole-tree imports thus never meet on
+                // the tables' locks.
                 try maintenance.takeWaiting()
-                // The lock TRUNCATE takes, before anything reads the tables: a weaker one first would deadlock
-                // with another import doing the same.
-                try connection.execute("LOCK TABLE \(Store.treeTableList) IN ACCESS EXCLUSIVE MODE")
-                heldSomething = try !treeRows.isEmpty()
-                try connection.execute("TRUNCATE \(Store.treeTableList)")
-                if !options.keepsIndexes { deferredIndexes = try deferIndexes() }
+                switch try sideTablesPlan() {
+                case .success(let plan):
+                    // Writers wait for the import; readers read the store as it was until the switch.
+                    try connection.execute("LOCK TABLE \(Store.treeTableList) IN EXCLUSIVE MODE")
+                    heldSomething = try !treeRows.isEmpty()
+                    deferredIndexes = try plan.create(keepsIndexes: options.keepsIndexes)
+                    sideTables = plan
+                case .failure(let obstacle):
+                    report.readersLockedOut = obstacle.reason
+                    // The lock TRUNCATE takes, before anything reads the tables.
+                    try connection.execute("LOCK TABLE \(Store.treeTableList) IN ACCESS EXCLUSIVE MODE")
+                    heldSomething = try !treeRows.isEmpty()
+                    try connection.execute("TRUNCATE \(Store.treeTableList)")
+                    if !options.keepsIndexes { deferredIndexes = try deferIndexes() }
+                }
             } else {
                 try treeRows.lockTree()
                 heldSomething = false
@@ -124,6 +136,10 @@ struct TreeImport {
                         try analyzeTables(onStep: timedStep)
                     }
                 }
+                if let sideTables, !options.isDryRun {
+                    timedStep(.switching)
+                    cancelledSessions = try sideTables.switchIn(isCancelled: isCancelled)
+                }
                 finishing.end()
             } catch let error as StorageError {
                 loader.abort()
@@ -132,7 +148,17 @@ struct TreeImport {
                 loader.abort()
                 throw error
             }
+            let lockedOut = report.readersLockedOut
             report = importer.report
+            report.readersLockedOut = lockedOut
+            for pid in cancelledSessions {
+                report.warnings.append(
+                    ImportWarning(
+                        path: "/",
+                        message: "cancelled the statement of session \(pid): its transaction had read the tables "
+                            + "before the import and then waited to write them, which kept the import from switching"))
+                report.warningCount += 1
+            }
             if options.mode == .merge, options.at.isEmpty, let warning = try misplacedMergeWarning(deletedRoots) {
                 report.warnings.append(warning)
                 report.warningCount += 1
@@ -169,6 +195,15 @@ struct TreeImport {
         report.isDryRun = options.isDryRun
         report.mode = options.mode
         return report
+    }
+
+    /// The twins a whole-tree import fills, or why it cannot (on Citus, whose shards would need twins of
+    /// their own: the import locks readers out there).
+    private func sideTablesPlan() throws -> Result<SideTables, SideTables.Obstacle> {
+        if try distribution.isDistributed() {
+            return .failure(SideTables.Obstacle(reason: "the tables are distributed (Citus)"))
+        }
+        return try SideTables.plan(on: connection)
     }
 
     /// A warning when a merge of the whole tree wrote top-level nodes that look like an export of one node: none

@@ -1,0 +1,335 @@
+import Foundation
+internal import PostgresClient
+
+/// The tables a whole-tree import fills beside the store's own, so that readers keep reading the store as it was
+/// while the file loads, and wait only for one short switch at the end.
+///
+/// In the import's transaction, each table of the tree and each lookup gets a twin in the schema `schema`: the same
+/// columns, defaults, checks, storage, comments, options and grants, and the same indexes and keys under the same
+/// names (the keys an import keeps while it loads built first, the rest deferred to the end, as `DeferredIndexes`
+/// does for the tables themselves). The import then runs with `schema` first in its `search_path`, so every
+/// statement it makes writes the twins. The switch, once the twins are whole: the store's tables are locked
+/// ACCESS EXCLUSIVE (a wait of at most `lockWait` at a time, so that readers queue behind it no longer than that),
+/// moved into `replacedSchema`, the twins moved into their places, the views that read the tables rebuilt from
+/// their own definitions (so that they read the twins), and the old tables dropped. Everything is in the import's
+/// transaction: a rollback, a killed console or a stopped server leaves nothing behind, and a dry run never
+/// switches.
+///
+/// Until the switch the import holds EXCLUSIVE on the store's tables: readers (ACCESS SHARE) go on, writers wait
+/// for the import as they always did.
+final class SideTables {
+    /// The schema the twins are made in; it exists only inside an import's transaction.
+    static let schema = "admin_import"
+    /// The schema the store's tables are moved to at the switch, just before they are dropped.
+    static let replacedSchema = "admin_import_replaced"
+    /// The longest, in milliseconds, a switch's lock request waits at a time: readers that come meanwhile queue
+    /// behind it.
+    static let lockWaitMilliseconds = 100.0
+
+    private let connection: StoreConnection
+    /// Each table's schema, name and object identifier, in `Store.treeTables + Store.lookupTables` order.
+    private let tables: [(schema: String, name: String, oid: Int)]
+    /// The statements that make the twins, in order: tables, then the keys kept while loading, then the rest.
+    private let statements: [(step: Int, name: String, statement: String)]
+    /// The `search_path` before the import put `schema` first.
+    private var searchPath = ""
+
+    private init(
+        connection: StoreConnection, tables: [(schema: String, name: String, oid: Int)],
+        statements: [(step: Int, name: String, statement: String)]
+    ) {
+        self.connection = connection
+        self.tables = tables
+        self.statements = statements
+    }
+
+    /// The twins the store's tables can have, or why they cannot (then the import locks readers out instead, as
+    /// it did before): something a twin would not carry across the switch (a trigger, a policy, a publication, a
+    /// foreign key, a materialized view or a function over a table, a tablespace, an index the catalog cannot
+    /// restate), or a role that does not own the tables and their views or may not create a schema.
+    static func plan(on connection: StoreConnection) throws -> Result<SideTables, Obstacle> {
+        let tableNames = Store.treeTables + Store.lookupTables
+        if let row = try connection.query(Self.obstacleQuery(tableNames)).first {
+            return .failure(Obstacle(reason: try row.decode(String.self, at: 0)))
+        }
+        var tables: [(schema: String, name: String, oid: Int)] = []
+        for row in try connection.query(
+            """
+            SELECT n.nspname, c.relname, c.oid::int8
+            FROM unnest(\(tableNames)::regclass[]) WITH ORDINALITY AS t(oid, position)
+            JOIN pg_class c ON c.oid = t.oid JOIN pg_namespace n ON n.oid = c.relnamespace
+            ORDER BY t.position
+            """)
+        {
+            tables.append(
+                (
+                    try row.decode(String.self, at: 0), try row.decode(String.self, at: 1),
+                    try row.decode(Int.self, at: 2)
+                ))
+        }
+        var statements: [(step: Int, name: String, statement: String)] = []
+        for row in try connection.query(Self.statementsQuery(tableNames)) {
+            let name = try row.decode(String.self, at: 1)
+            guard let statement = try row.decode(String?.self, at: 2) else {
+                return .failure(Obstacle(reason: "the catalog's definition of the index \(name) cannot be restated"))
+            }
+            statements.append((try row.decode(Int.self, at: 0), name, statement))
+        }
+        return .success(SideTables(connection: connection, tables: tables, statements: statements))
+    }
+
+    /// Why an import cannot fill twins of the store's tables.
+    struct Obstacle: Error {
+        /// In a few words, naming the table or object.
+        var reason: String
+    }
+
+    /// Makes the twins (with every index when `keepsIndexes`) and puts `schema` first in the transaction's
+    /// `search_path`; returns the indexes left to build once the rows are in.
+    func create(keepsIndexes: Bool) throws -> DeferredIndexes {
+        try connection.execute("CREATE SCHEMA \(identifier: Self.schema)")
+        var deferred: [(name: String, definition: String)] = []
+        for (step, name, statement) in statements {
+            if step == 2, !keepsIndexes {
+                deferred.append((name, statement))
+            } else {
+                // The text comes from the catalog, through format's %I and %L (see `statementsQuery`).
+                try connection.execute(script: statement)
+            }
+        }
+        searchPath = try connection.query("SELECT current_setting('search_path')")[0].decode(String.self, at: 0)
+        try connection.execute(
+            "SELECT set_config('search_path', format('%I, ', \(Self.schema)::text) || \(searchPath), true)")
+        return DeferredIndexes(connection: connection, indexes: deferred)
+    }
+
+    /// Puts the twins in the store tables' places and drops the tables they replace; returns the sessions whose
+    /// statement it cancelled. Readers wait from the moment the lock is granted to the import's commit, which
+    /// follows: a few statements. `isCancelled` is asked between lock attempts.
+    func switchIn(isCancelled: () -> Bool) throws -> [Int] {
+        try connection.execute("SELECT set_config('search_path', \(searchPath), true)")
+        let cancelled = try lockTables(isCancelled: isCancelled)
+        // Read before anything moves: each definition names the tables as the views' readers do.
+        let views = try connection.query(Self.viewsQuery(tables.map(\.oid))).map { try $0.decode(String.self, at: 0) }
+        try connection.execute("CREATE SCHEMA \(identifier: Self.replacedSchema)")
+        for table in tables {
+            try connection.execute(
+                "ALTER TABLE \(identifier: table.schema).\(identifier: table.name) SET SCHEMA \(identifier: Self.replacedSchema)"
+            )
+            try connection.execute(
+                "ALTER TABLE \(identifier: Self.schema).\(identifier: table.name) SET SCHEMA \(identifier: table.schema)"
+            )
+        }
+        // The text comes from the catalog (pg_get_viewdef, format's %I and %L).
+        for view in views { try connection.execute(script: view) }
+        // RESTRICT: anything that still reads an old table fails the import rather than going with it.
+        let replaced = tables.map { "\(identifier: Self.replacedSchema).\(identifier: $0.name)" as Query }
+            .joined(separator: ", ")
+        try connection.execute("DROP TABLE \(replaced)")
+        try connection.execute("DROP SCHEMA \(identifier: Self.replacedSchema), \(identifier: Self.schema)")
+        return cancelled
+    }
+
+    /// Takes ACCESS EXCLUSIVE on the store's tables, asking for it `lockWaitMilliseconds` at a time so that
+    /// readers never queue behind the request for longer. A transaction that read the tables before the import
+    /// and now waits for it to write would wait forever (each waits for the other): its statement is cancelled
+    /// first, as PostgreSQL's deadlock detector cancels one of two such sessions (it would pick the import, whose
+    /// request comes last). Returns the sessions cancelled.
+    private func lockTables(isCancelled: () -> Bool) throws -> [Int] {
+        let list = tables.map { "\(identifier: $0.schema).\(identifier: $0.name)" as Query }.joined(separator: ", ")
+        var cancelled: [Int] = []
+        while true {
+            cancelled += try cancelWaitingReaders()
+            do {
+                try connection.withTransaction {
+                    try connection.execute(
+                        "SELECT set_config('lock_timeout', \(StoreConnection.lockTimeoutSetting(milliseconds: Self.lockWaitMilliseconds)), true)"
+                    )
+                    try connection.execute("LOCK TABLE \(list) IN ACCESS EXCLUSIVE MODE")
+                }
+                break
+            } catch let error as StorageError
+                where error.sqlState == .lockNotAvailable || error.sqlState == .deadlockDetected
+            {
+                // A deadlock is found at once when the request would wait for a session that waits for this one
+                // (one that began waiting after the cancels above): cancelled on the next round.
+                if isCancelled() {
+                    throw StorageError(.server, "canceling statement due to user request", sqlState: .queryCanceled)
+                }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
+        try connection.execute("SELECT set_config('lock_timeout', '0', true)")
+        return cancelled
+    }
+
+    /// Cancels the statement of each session that holds a lock on one of the store's tables while it waits for
+    /// this one: it read before the import and now wants to write, so neither could go on.
+    private func cancelWaitingReaders() throws -> [Int] {
+        let rows = try connection.query(
+            """
+            SELECT a.pid, pg_cancel_backend(a.pid)
+            FROM pg_stat_activity a
+            WHERE pg_backend_pid() = ANY (pg_blocking_pids(a.pid))
+                AND EXISTS (
+                    SELECT 1 FROM pg_locks l
+                    WHERE l.pid = a.pid AND l.granted AND l.locktype = 'relation'
+                        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                        AND l.relation = ANY (\(tables.map(\.oid))::oid[]))
+            """)
+        return try rows.compactMap { row in try row.decode(Bool.self, at: 1) ? try row.decode(Int.self, at: 0) : nil }
+    }
+
+    // MARK: The catalog
+
+    /// The first reason (in words) the tables `names` cannot have twins; no row when they can.
+    private static func obstacleQuery(_ names: [String]) -> Query {
+        """
+        WITH t AS (
+            SELECT c.oid, c.relname, c.reltype, c.relkind, c.relowner, c.reltablespace, c.relrowsecurity,
+                c.relreplident, c.relhassubclass, c.relispartition, c.reltoastrelid, c.relacl
+            FROM unnest(\(names)::regclass[]) AS r(oid) JOIN pg_class c ON c.oid = r.oid
+        )
+        SELECT reason FROM (
+            SELECT 'a schema named ' || nspname || ' exists' FROM pg_namespace
+            WHERE nspname IN (\(schema), \(replacedSchema))
+            UNION ALL
+            SELECT 'this role may not create a schema in the database'
+            WHERE NOT has_database_privilege(current_database(), 'CREATE')
+            UNION ALL
+            SELECT t.relname || ': ' || reason FROM t, LATERAL (VALUES
+                (CASE WHEN t.relkind <> 'r' THEN 'not a plain table' END),
+                (CASE WHEN NOT pg_has_role(t.relowner, 'USAGE') THEN 'this role does not own it' END),
+                (CASE WHEN t.reltablespace <> 0 THEN 'it has a tablespace of its own' END),
+                (CASE WHEN t.relrowsecurity THEN 'it has row-level security' END),
+                (CASE WHEN t.relreplident <> 'd' THEN 'it has a replica identity of its own' END),
+                (CASE WHEN t.relhassubclass OR t.relispartition
+                    OR EXISTS (SELECT 1 FROM pg_inherits WHERE inhrelid = t.oid) THEN 'it inherits or is inherited' END),
+                (CASE WHEN EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = t.oid AND NOT g.tgisinternal)
+                    THEN 'it has a trigger' END),
+                (CASE WHEN EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = t.oid) THEN 'it has a policy' END),
+                (CASE WHEN EXISTS (SELECT 1 FROM pg_publication_rel p WHERE p.prrelid = t.oid)
+                    OR EXISTS (SELECT 1 FROM pg_publication p WHERE p.puballtables) THEN 'it is published' END),
+                (CASE WHEN EXISTS (
+                    SELECT 1 FROM pg_constraint k WHERE k.contype = 'f' AND t.oid IN (k.conrelid, k.confrelid))
+                    THEN 'it has a foreign key' END),
+                (CASE WHEN EXISTS (SELECT 1 FROM pg_statistic_ext s WHERE s.stxrelid = t.oid)
+                    THEN 'it has extended statistics' END),
+                (CASE WHEN EXISTS (
+                    SELECT 1 FROM pg_attribute a
+                    WHERE a.attrelid = t.oid AND a.attnum > 0 AND NOT a.attisdropped
+                        AND (a.attacl IS NOT NULL OR a.attstattarget >= 0 OR a.attidentity::text <> ''))
+                    THEN 'a column has privileges, a statistics target or an identity of its own' END),
+                (CASE WHEN EXISTS (SELECT 1 FROM aclexplode(t.relacl) a WHERE a.grantor <> t.relowner)
+                    THEN 'a privilege on it was granted by another role than its owner' END),
+                (CASE WHEN EXISTS (SELECT 1 FROM pg_seclabel l WHERE l.objoid = t.oid AND l.classoid = 'pg_class'::regclass)
+                    THEN 'it has a security label' END),
+                (CASE WHEN EXISTS (SELECT 1 FROM pg_class x WHERE x.oid = t.reltoastrelid AND x.reloptions IS NOT NULL)
+                    THEN 'its TOAST table has options' END),
+                (CASE WHEN EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.ev_class = t.oid) THEN 'it has a rule' END),
+                (CASE WHEN EXISTS (
+                    SELECT 1 FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid
+                    WHERE i.indrelid = t.oid AND (NOT i.indisvalid OR NOT i.indisready OR NOT i.indislive
+                        OR i.indisclustered OR i.indisreplident OR x.reltablespace <> 0))
+                    THEN 'an index is invalid, marked for CLUSTER or in a tablespace of its own' END),
+                ((SELECT 'the ' || CASE WHEN x.relkind = 'v' THEN 'view ' ELSE 'relation ' END || x.oid::regclass::text
+                        || ' reads it' || CASE WHEN x.relkind = 'v' THEN ' and this role does not own it' ELSE '' END
+                    FROM pg_depend d
+                    JOIN pg_rewrite r ON r.oid = d.objid JOIN pg_class x ON x.oid = r.ev_class
+                    WHERE d.classid = 'pg_rewrite'::regclass AND d.refclassid = 'pg_class'::regclass
+                        AND d.refobjid = t.oid AND r.ev_class <> t.oid
+                        AND (x.relkind <> 'v' OR r.rulename <> '_RETURN' OR NOT pg_has_role(x.relowner, 'USAGE'))
+                    LIMIT 1)),
+                ((SELECT pg_describe_object(d.classid, d.objid, d.objsubid) || ' depends on it'
+                    FROM pg_depend d
+                    WHERE ((d.refclassid = 'pg_class'::regclass AND d.refobjid = t.oid)
+                            OR (d.refclassid = 'pg_type'::regclass AND d.refobjid = t.reltype))
+                        AND d.classid NOT IN ('pg_rewrite'::regclass, 'pg_constraint'::regclass, 'pg_attrdef'::regclass)
+                        AND NOT (d.classid = 'pg_class'::regclass
+                            AND d.objid IN (SELECT indexrelid FROM pg_index WHERE indrelid = t.oid))
+                        AND NOT (d.classid = 'pg_class'::regclass AND d.objid = t.reltoastrelid)
+                        AND NOT (d.classid = 'pg_type'::regclass
+                            AND d.objid IN (t.reltype, (SELECT typarray FROM pg_type WHERE oid = t.reltype)))
+                    LIMIT 1))
+            ) AS v(reason)
+            WHERE reason IS NOT NULL
+        ) AS reasons(reason)
+        LIMIT 1
+        """
+    }
+
+    /// For each of the tables `names`: the step (0 the table, its comment and grants; 1 the keys kept while
+    /// loading; 2 the indexes built after, by name), the object's name and the statements that make its twin in
+    /// `schema` (an index's with its comment and statistics targets). An index whose catalog definition does not
+    /// begin as expected has a NULL statement.
+    private static func statementsQuery(_ names: [String]) -> Query {
+        """
+        WITH t AS (
+            SELECT c.oid, c.relname, n.nspname, c.relpersistence, c.reloptions, c.relacl, c.relowner, r.position
+            FROM unnest(\(names)::regclass[]) WITH ORDINALITY AS r(oid, position)
+            JOIN pg_class c ON c.oid = r.oid JOIN pg_namespace n ON n.oid = c.relnamespace
+        )
+        SELECT q.step, q.name, q.statement FROM t, LATERAL (
+            SELECT 0, 0, t.relname::text,
+                format('CREATE %sTABLE %I.%I (LIKE %I.%I INCLUDING DEFAULTS INCLUDING CONSTRAINTS '
+                    'INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION INCLUDING COMMENTS)',
+                    CASE t.relpersistence WHEN 'u' THEN 'UNLOGGED ' ELSE '' END, \(schema)::text, t.relname,
+                    t.nspname, t.relname) || coalesce((SELECT ' WITH (' || string_agg(format('%s = %L',
+                    split_part(o, '=', 1), substr(o, strpos(o, '=') + 1)), ', ') || ')'
+                    FROM unnest(t.reloptions) AS o), '')
+            UNION ALL
+            SELECT 0, 1, t.relname::text, format('COMMENT ON TABLE %I.%I IS %L', \(schema)::text, t.relname,
+                obj_description(t.oid, 'pg_class'))
+            WHERE obj_description(t.oid, 'pg_class') IS NOT NULL
+            UNION ALL
+            SELECT 0, 2, t.relname::text, format('GRANT %s ON %I.%I TO %s%s', a.privilege_type, \(schema)::text,
+                t.relname, CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(a.grantee)) END,
+                CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
+            FROM aclexplode(t.relacl) AS a WHERE a.grantee <> t.relowner
+            UNION ALL
+            SELECT CASE WHEN (k.oid IS NOT NULL AND NOT (k.contype = 'p'
+                    AND t.relname = ANY (\(TreeImport.tablesFilledAfterReading))))
+                    OR (k.oid IS NULL AND i.indisunique) THEN 1 ELSE 2 END,
+                3, x.relname::text,
+                CASE WHEN k.oid IS NOT NULL THEN
+                    format('ALTER TABLE %I.%I ADD CONSTRAINT %I %s', \(schema)::text, t.relname, k.conname,
+                        pg_get_constraintdef(k.oid))
+                WHEN starts_with(pg_get_indexdef(i.indexrelid), format('CREATE %sINDEX %I ON %I.%I USING ',
+                    CASE WHEN i.indisunique THEN 'UNIQUE ' ELSE '' END, x.relname, t.nspname, t.relname)) THEN
+                    format('CREATE %sINDEX %I ON %I.%I USING ', CASE WHEN i.indisunique THEN 'UNIQUE ' ELSE '' END,
+                        x.relname, \(schema)::text, t.relname)
+                    || substr(pg_get_indexdef(i.indexrelid), length(format('CREATE %sINDEX %I ON %I.%I USING ',
+                        CASE WHEN i.indisunique THEN 'UNIQUE ' ELSE '' END, x.relname, t.nspname, t.relname)) + 1)
+                END
+                || CASE WHEN obj_description(x.oid, 'pg_class') IS NULL THEN '' ELSE
+                    format('; COMMENT ON INDEX %I.%I IS %L', \(schema)::text, x.relname,
+                        obj_description(x.oid, 'pg_class')) END
+                || coalesce((SELECT string_agg(format('; ALTER INDEX %I.%I ALTER COLUMN %s SET STATISTICS %s',
+                    \(schema)::text, x.relname, a.attnum, a.attstattarget), '' ORDER BY a.attnum)
+                    FROM pg_attribute a WHERE a.attrelid = x.oid AND a.attstattarget >= 0), '')
+            FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid
+            LEFT JOIN pg_constraint k
+                ON k.conindid = i.indexrelid AND k.conrelid = t.oid AND k.contype IN ('p', 'u', 'x')
+            WHERE i.indrelid = t.oid
+        ) AS q(step, part, name, statement)
+        ORDER BY q.step, CASE WHEN q.step < 2 THEN t.position END, q.part, q.name
+        """
+    }
+
+    /// `CREATE OR REPLACE VIEW` of every view that reads one of `tables` (object identifiers), as the catalog defines it
+    /// now (options included), oldest first.
+    private static func viewsQuery(_ tables: [Int]) -> Query {
+        """
+        SELECT format('CREATE OR REPLACE VIEW %I.%I%s AS %s', n.nspname, x.relname,
+            coalesce((SELECT ' WITH (' || string_agg(format('%s = %L', split_part(o, '=', 1),
+                substr(o, strpos(o, '=') + 1)), ', ') || ')' FROM unnest(x.reloptions) AS o), ''),
+            pg_get_viewdef(x.oid))
+        FROM pg_class x JOIN pg_namespace n ON n.oid = x.relnamespace
+        WHERE x.relkind = 'v' AND x.oid IN (
+            SELECT r.ev_class FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+            WHERE d.classid = 'pg_rewrite'::regclass AND d.refclassid = 'pg_class'::regclass
+                AND d.refobjid = ANY (\(tables)::oid[]))
+        ORDER BY x.oid
+        """
+    }
+}
