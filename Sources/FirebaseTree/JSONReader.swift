@@ -234,6 +234,51 @@ public struct JSONReader: ~Copyable {
         } while depth > startDepth
     }
 
+    /// Skips the rest of the object or array the last token opened, as `skipValue` does but without reading its
+    /// tokens: brackets outside strings are counted, nothing is checked (keys, escapes, numbers, UTF-8). For a
+    /// value another reader reads in full (a parallel import's node another session loads), at a fraction of the
+    /// cost. A malformed value may end the skip in the wrong place, or at the end of the input.
+    public mutating func skipContainerUnchecked() throws {
+        precondition(token == .objectStart || token == .arrayStart, "the reader is on an opening bracket")
+        var depth = 1
+        var isInString = false
+        var index = cursor
+        while true {
+            while index < limit {
+                let byte = buffer[index]
+                if isInString {
+                    if byte == UInt8(ascii: "\\") {
+                        // The escaped byte may lie past the buffer's end: keep the backslash for the next refill.
+                        guard index + 1 < limit else { break }
+                        index += 2
+                        continue
+                    }
+                    if byte == UInt8(ascii: "\"") { isInString = false }
+                } else if byte == UInt8(ascii: "\"") {
+                    isInString = true
+                } else if byte == UInt8(ascii: "{") || byte == UInt8(ascii: "[") {
+                    depth += 1
+                } else if byte == UInt8(ascii: "}") || byte == UInt8(ascii: "]") {
+                    depth -= 1
+                    if depth == 0 {
+                        cursor = index
+                        _ = closeContainer(isObject: byte == UInt8(ascii: "}"))
+                        return
+                    }
+                }
+                index += 1
+            }
+            cursor = index
+            guard try refill(keepingFrom: cursor) else {
+                cursor = limit
+                tokenOffset = discarded + cursor
+                let open = frames.last.map { $0.isObject ? "an object" : "an array" } ?? "the document"
+                throw syntaxError("unexpected end of input inside \(open): the file is truncated")
+            }
+            index = cursor
+        }
+    }
+
     private mutating func endOfInput() throws -> Token {
         tokenOffset = discarded + cursor
         switch state {

@@ -90,6 +90,12 @@ struct Import: ConsoleCommand {
     @Flag(help: "Build every index before the rows load instead of after them (slower).")
     var keepIndexes = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Sessions a replace of the whole store loads with (default: one per core).",
+            discussion: "Each reads the file and loads the top-level nodes it reaches first. A plain file only."))
+    var jobs: Int?
+
     @Option(help: "Where to write rejected values as JSON lines (default: FILE.rejects.jsonl).")
     var rejects: String?
 
@@ -101,6 +107,7 @@ struct Import: ConsoleCommand {
 
     func validate() throws {
         guard maxRejects >= 0 else { throw ValidationError("--max-rejects must be 0 or more") }
+        if let jobs, jobs < 1 { throw ValidationError("--jobs must be 1 or more") }
         _ = try FirebasePath.keys(of: at)
     }
 
@@ -122,13 +129,14 @@ struct Import: ConsoleCommand {
             path: rejects ?? Self.defaultRejectsPath(for: file), replacing: force, keepsOnlyIfCommitted: rejects == nil)
         let options = ImportOptions(
             mode: mode, isDryRun: dryRun, maximumRejects: maxRejects, at: keys,
-            allowsEmptying: allowEmpty || confirmation.yes, keepsIndexes: keepIndexes)
+            allowsEmptying: allowEmpty || confirmation.yes, keepsIndexes: keepIndexes, jobs: jobs)
         let report: ImportReport
         let progress = ProgressBar("import", total: input.size, session: session)
         defer { progress?.finish() }
         do {
             report = try store.importTree(
-                from: input.source(progress: progress), options: options, onReject: { try rejectsFile.write($0) },
+                from: input.source(progress: progress), options: options, reopening: input.reopener,
+                onReject: { try rejectsFile.write($0) },
                 onRows: { progress?.update(rows: $0) }, isCancelled: { Interrupt.isPending },
                 onStep: { progress?.show($0.description) })
             progress?.finish()

@@ -61,6 +61,23 @@ final class InputFile {
         return path.hasSuffix(".gz") ? try GzipSource(counted, name: path) : counted
     }
 
+    /// Opens the same file again, from its first byte, for another reader beside the first (a parallel import's
+    /// other sessions): a regular file that is not compressed (each reader would decompress all of it); nil
+    /// otherwise. The file is opened through this process's descriptor, so a file renamed or replaced meanwhile
+    /// is still the one read.
+    var reopener: (@Sendable () throws -> any ByteSource)? {
+        guard size != nil, !path.hasSuffix(".gz") else { return nil }
+        let path = path
+        let handle = "/proc/self/fd/\(descriptor)"
+        return {
+            let descriptor = open(FileManager.default.fileExists(atPath: handle) ? handle : path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                throw ConsoleError(.commandFailed, "cannot open \(path) again: \(String(cString: strerror(errno)))")
+            }
+            return OwnedFileSource(descriptor: descriptor, name: path)
+        }
+    }
+
     /// The file's size in bytes, when it is a regular file.
     var size: Int? {
         var info = stat()
@@ -85,5 +102,21 @@ final class InputFile {
             throw ConsoleError(.commandFailed, error.message)
         }
         return bytes
+    }
+}
+
+/// A file descriptor's bytes, closed when the source goes.
+final class OwnedFileSource: ByteSource {
+    private var file: FileDescriptorSource
+
+    /// Reads from `descriptor`, which it closes.
+    init(descriptor: Int32, name: String) {
+        file = FileDescriptorSource(descriptor: descriptor, name: name)
+    }
+
+    deinit { Foundation.close(file.descriptor) }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        try file.read(into: buffer)
     }
 }

@@ -13,28 +13,29 @@ internal import PostgresClient
 /// that depends on it. Only indexes this role owns are dropped.
 final class DeferredIndexes {
     private let connection: StoreConnection
-    /// Each index's name and the statement that builds it (`CREATE INDEX`, or `ADD CONSTRAINT` for a primary key)
-    /// as the catalog wrote it, in the order they are built.
-    private let indexes: [(name: String, definition: String)]
-    /// How many of them were built.
-    private var built = 0
+    /// Each index's table and name and the statement that builds it (`CREATE INDEX`, or `ADD CONSTRAINT` for a
+    /// primary key) as the catalog wrote it, in the order they are built.
+    private let indexes: [(table: String, name: String, definition: String)]
+    /// Which of them were built.
+    private var isBuilt: [Bool]
 
     /// Indexes to build on `connection`, each by the statement the catalog gave for it, in this order.
-    init(connection: StoreConnection, indexes: [(name: String, definition: String)]) {
+    init(connection: StoreConnection, indexes: [(table: String, name: String, definition: String)]) {
         self.connection = connection
         self.indexes = indexes
+        isBuilt = indexes.map { _ in false }
     }
 
-    /// Builds the indexes still missing, telling `onStep` of each; nothing the second time. Run before any
-    /// statement that finds rows by one of them (the DELETE of a repeated key's earlier rows finds unmapped values
-    /// by `sort_key`).
-    func build(onStep: (ImportStep) -> Void) throws {
-        while built < indexes.count {
-            let index = indexes[built]
-            onStep(.buildingIndex(name: index.name, number: built + 1, count: indexes.count))
+    /// Builds the indexes still missing (of `tables` only, when given), telling `onStep` of each; nothing the
+    /// second time. Run before any statement that finds rows by one of them (the DELETE of a repeated key's
+    /// earlier rows finds unmapped values by `sort_key`).
+    func build(of tables: Set<String>? = nil, onStep: (ImportStep) -> Void) throws {
+        for (number, index) in indexes.enumerated() where !isBuilt[number] {
+            guard tables?.contains(index.table) ?? true else { continue }
+            onStep(.buildingIndex(name: index.name, number: number + 1, count: indexes.count))
             // The text comes from the catalog (see `deferIndexes`), which quotes every name it holds.
             try connection.execute(script: index.definition)
-            built += 1
+            isBuilt[number] = true
         }
     }
 }
@@ -55,7 +56,8 @@ extension TreeImport {
         // Each: its name, the statement that drops it and the one that builds it again, all from the catalog.
         let rows = try connection.query(
             """
-            SELECT c.relname, format('DROP INDEX %I.%I', n.nspname, c.relname), pg_get_indexdef(i.indexrelid)
+            SELECT c.relname, format('DROP INDEX %I.%I', n.nspname, c.relname), pg_get_indexdef(i.indexrelid),
+                (SELECT relname FROM pg_class WHERE oid = i.indrelid)::text
             FROM pg_index i
             JOIN pg_class c ON c.oid = i.indexrelid
             JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -72,7 +74,7 @@ extension TreeImport {
             UNION ALL
             SELECT c.relname, format('ALTER TABLE %I.%I DROP CONSTRAINT %I', n.nspname, t.relname, k.conname),
                 format('ALTER TABLE %I.%I ADD CONSTRAINT %I %s', n.nspname, t.relname, k.conname,
-                    pg_get_constraintdef(k.oid))
+                    pg_get_constraintdef(k.oid)), t.relname::text
             FROM pg_constraint k
             JOIN pg_class t ON t.oid = k.conrelid
             JOIN pg_namespace n ON n.oid = t.relnamespace
@@ -85,12 +87,16 @@ extension TreeImport {
                 AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attstattarget >= 0)
             ORDER BY 1
             """)
-        var indexes: [(name: String, definition: String)] = []
+        var indexes: [(table: String, name: String, definition: String)] = []
         for row in rows {
             // The text comes from the catalog, which quotes every name it holds (format's %I, pg_get_indexdef,
             // pg_get_constraintdef).
             try connection.execute(script: try row.decode(String.self, at: 1))
-            indexes.append((try row.decode(String.self, at: 0), try row.decode(String.self, at: 2)))
+            indexes.append(
+                (
+                    try row.decode(String.self, at: 3), try row.decode(String.self, at: 0),
+                    try row.decode(String.self, at: 2)
+                ))
         }
         return DeferredIndexes(connection: connection, indexes: indexes)
     }

@@ -26,6 +26,11 @@ public struct ImportOptions: Sendable {
     /// (`DeferredIndexes`): slower, but no DROP or CREATE INDEX reaches the server (for DDL audits, event
     /// triggers, or index statistics to keep).
     public var keepsIndexes = false
+    /// Sessions a whole-tree replace loads with (`import --jobs`): each reads the file and loads the top-level
+    /// nodes it claims into tables of its own, which the import takes over before it switches them in. Used only
+    /// where the file can be read again (`Store.importTree`'s `reopening`), the tables can be switched in, nothing
+    /// may be rejected (`maximumRejects` 0) and the import commits (not a dry run); nil: one per core.
+    public var jobs: Int?
     /// Bytes of JSON a record may hold in memory besides its typed fields (its `extra`, at most); the rest of a
     /// larger record is kept as unmapped values. Tests lower it.
     var recordMemoryBudget = 4 << 20
@@ -39,8 +44,9 @@ public struct ImportOptions: Sendable {
     /// Options; the defaults replace the store and abort on the first reject.
     public init(
         mode: Mode = .replace, isDryRun: Bool = false, maximumRejects: Int = 0, at: [String] = [],
-        allowsEmptying: Bool = false, keepsIndexes: Bool = false
+        allowsEmptying: Bool = false, keepsIndexes: Bool = false, jobs: Int? = nil
     ) {
+        self.jobs = jobs
         self.allowsEmptying = allowsEmptying
         self.keepsIndexes = keepsIndexes
         self.at = at

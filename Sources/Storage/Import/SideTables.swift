@@ -18,8 +18,15 @@ internal import PostgresClient
 /// Until the switch the import holds EXCLUSIVE on the store's tables: readers (ACCESS SHARE) go on, writers wait
 /// for the import as they always did.
 final class SideTables {
-    /// The schema the twins are made in; it exists only inside an import's transaction.
+    /// The schema the import's own session makes its twins in; it exists only inside the import's transaction.
     static let schema = "admin_import"
+    /// The schemas the other sessions of a parallel import make their twins in are this and a number; they are
+    /// committed before the import is (then moved in or dropped), and marked with `helperComment` so that the
+    /// next import knows a leftover of a crash.
+    static let helperSchemaPrefix = "admin_import_"
+    /// The comment on a parallel import's helper schema.
+    static let helperComment =
+        "admin import: tables loaded beside the store tables (a leftover is dropped by the next import)"
     /// The schema the store's tables are moved to at the switch, just before they are dropped.
     static let replacedSchema = "admin_import_replaced"
     /// The longest, in milliseconds, a switch's lock request waits at a time: readers that come meanwhile queue
@@ -27,18 +34,21 @@ final class SideTables {
     static let lockWaitMilliseconds = 100.0
 
     private let connection: StoreConnection
+    /// The schema of these twins.
+    let schemaName: String
     /// Each table's schema, name and object identifier, in `Store.treeTables + Store.lookupTables` order.
     private let tables: [(schema: String, name: String, oid: Int)]
     /// The statements that make the twins, in order: tables, then the keys kept while loading, then the rest.
-    private let statements: [(step: Int, name: String, statement: String)]
+    private let statements: [(table: String, step: Int, name: String, statement: String)]
     /// The `search_path` before the import put `schema` first.
     private var searchPath = ""
 
     private init(
-        connection: StoreConnection, tables: [(schema: String, name: String, oid: Int)],
-        statements: [(step: Int, name: String, statement: String)]
+        connection: StoreConnection, schemaName: String, tables: [(schema: String, name: String, oid: Int)],
+        statements: [(table: String, step: Int, name: String, statement: String)]
     ) {
         self.connection = connection
+        self.schemaName = schemaName
         self.tables = tables
         self.statements = statements
     }
@@ -47,7 +57,9 @@ final class SideTables {
     /// it did before): something a twin would not carry across the switch (a trigger, a policy, a publication, a
     /// foreign key, a materialized view or a function over a table, a tablespace, an index the catalog cannot
     /// restate), or a role that does not own the tables and their views or may not create a schema.
-    static func plan(on connection: StoreConnection) throws -> Result<SideTables, Obstacle> {
+    static func plan(on connection: StoreConnection, schema: String = SideTables.schema) throws -> Result<
+        SideTables, Obstacle
+    > {
         let tableNames = Store.treeTables + Store.lookupTables
         if let row = try connection.query(Self.obstacleQuery(tableNames)).first {
             return .failure(Obstacle(reason: try row.decode(String.self, at: 0)))
@@ -67,15 +79,16 @@ final class SideTables {
                     try row.decode(Int.self, at: 2)
                 ))
         }
-        var statements: [(step: Int, name: String, statement: String)] = []
-        for row in try connection.query(Self.statementsQuery(tableNames)) {
-            let name = try row.decode(String.self, at: 1)
-            guard let statement = try row.decode(String?.self, at: 2) else {
+        var statements: [(table: String, step: Int, name: String, statement: String)] = []
+        for row in try connection.query(Self.statementsQuery(tableNames, schema: schema)) {
+            let name = try row.decode(String.self, at: 2)
+            guard let statement = try row.decode(String?.self, at: 3) else {
                 return .failure(Obstacle(reason: "the catalog's definition of the index \(name) cannot be restated"))
             }
-            statements.append((try row.decode(Int.self, at: 0), name, statement))
+            statements.append((try row.decode(String.self, at: 0), try row.decode(Int.self, at: 1), name, statement))
         }
-        return .success(SideTables(connection: connection, tables: tables, statements: statements))
+        return .success(
+            SideTables(connection: connection, schemaName: schema, tables: tables, statements: statements))
     }
 
     /// Why an import cannot fill twins of the store's tables.
@@ -87,11 +100,16 @@ final class SideTables {
     /// Makes the twins (with every index when `keepsIndexes`) and puts `schema` first in the transaction's
     /// `search_path`; returns the indexes left to build once the rows are in.
     func create(keepsIndexes: Bool) throws -> DeferredIndexes {
-        try connection.execute("CREATE SCHEMA \(identifier: Self.schema)")
-        var deferred: [(name: String, definition: String)] = []
-        for (step, name, statement) in statements {
+        try connection.execute("CREATE SCHEMA \(identifier: schemaName)")
+        if schemaName != Self.schema {
+            // A utility statement takes no parameters; both texts are this type's own (no quotes in the comment).
+            try connection.execute(
+                script: "COMMENT ON SCHEMA \(Query.quoted(identifier: schemaName)) IS '\(Self.helperComment)'")
+        }
+        var deferred: [(table: String, name: String, definition: String)] = []
+        for (table, step, name, statement) in statements {
             if step == 2, !keepsIndexes {
-                deferred.append((name, statement))
+                deferred.append((table, name, statement))
             } else {
                 // The text comes from the catalog, through format's %I and %L (see `statementsQuery`).
                 try connection.execute(script: statement)
@@ -99,8 +117,48 @@ final class SideTables {
         }
         searchPath = try connection.query("SELECT current_setting('search_path')")[0].decode(String.self, at: 0)
         try connection.execute(
-            "SELECT set_config('search_path', format('%I, ', \(Self.schema)::text) || \(searchPath), true)")
+            "SELECT set_config('search_path', format('%I, ', \(schemaName)::text) || \(searchPath), true)")
         return DeferredIndexes(connection: connection, indexes: deferred)
+    }
+
+    // MARK: A parallel import's other sessions
+
+    /// Makes `table`, as another session of a parallel import filled it in the schema `helper`, this import's
+    /// twin: the empty twin made here goes, the helper's (with its indexes) takes its place.
+    func adopt(_ table: String, from helper: String) throws {
+        try connection.execute("DROP TABLE \(identifier: schemaName).\(identifier: table)")
+        try connection.execute(
+            "ALTER TABLE \(identifier: helper).\(identifier: table) SET SCHEMA \(identifier: schemaName)")
+    }
+
+    /// Adds the rows another session of a parallel import loaded into `table` in the schema `helper` to this
+    /// import's twin (a table that several sessions' nodes wrote: unmapped values).
+    func merge(_ table: String, from helper: String) throws {
+        try connection.execute(
+            """
+            INSERT INTO \(identifier: schemaName).\(identifier: table)
+            SELECT * FROM \(identifier: helper).\(identifier: table)
+            """)
+    }
+
+    /// Drops the schema of another session of a parallel import, with whatever is left in it.
+    static func dropHelper(_ helper: String, on connection: StoreConnection) throws {
+        try connection.execute("DROP SCHEMA IF EXISTS \(identifier: helper) CASCADE")
+    }
+
+    /// Drops what parallel imports that never finished left behind (their helpers' schemas, marked by
+    /// `helperComment`); returns their names. Run by a whole-tree import holding the maintenance lock, so that no
+    /// other import is running.
+    static func dropLeftovers(on connection: StoreConnection) throws -> [String] {
+        let rows = try connection.query(
+            """
+            SELECT nspname FROM pg_namespace
+            WHERE starts_with(nspname, \(helperSchemaPrefix)) AND obj_description(oid, 'pg_namespace') = \(helperComment)
+            ORDER BY 1
+            """)
+        let names = try rows.map { try $0.decode(String.self, at: 0) }
+        for name in names { try dropHelper(name, on: connection) }
+        return names
     }
 
     /// Puts the twins in the store tables' places and drops the tables they replace; returns the sessions whose
@@ -262,14 +320,14 @@ final class SideTables {
     /// loading; 2 the indexes built after, by name), the object's name and the statements that make its twin in
     /// `schema` (an index's with its comment and statistics targets). An index whose catalog definition does not
     /// begin as expected has a NULL statement.
-    private static func statementsQuery(_ names: [String]) -> Query {
+    private static func statementsQuery(_ names: [String], schema: String) -> Query {
         """
         WITH t AS (
             SELECT c.oid, c.relname, n.nspname, c.relpersistence, c.reloptions, c.relacl, c.relowner, r.position
             FROM unnest(\(names)::regclass[]) WITH ORDINALITY AS r(oid, position)
             JOIN pg_class c ON c.oid = r.oid JOIN pg_namespace n ON n.oid = c.relnamespace
         )
-        SELECT q.step, q.name, q.statement FROM t, LATERAL (
+        SELECT t.relname::text, q.step, q.name, q.statement FROM t, LATERAL (
             SELECT 0, 0, t.relname::text,
                 format('CREATE %sTABLE %I.%I (LIKE %I.%I INCLUDING DEFAULTS INCLUDING CONSTRAINTS '
                     'INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION INCLUDING COMMENTS)',

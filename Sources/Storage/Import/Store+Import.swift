@@ -22,15 +22,20 @@ extension Store {
     /// the import (rolled back, as a cancelled statement): during COPY the server's answer to a cancel request is
     /// only read at the end, so the reading must stop by itself. `onStep` hears of each step that follows the
     /// reading (storing likes, building indexes: seconds on a large store).
+    ///
+    /// `reopening`, when given, reads the same file again from its start (a regular file opened anew): a
+    /// whole-tree replace then loads on `options.jobs` sessions, each importing the top-level nodes it reaches
+    /// first and skipping the others'. `isCancelled` and `onReject` may then be called from other threads.
     public func importTree(
         from source: some ByteSource, options: ImportOptions = ImportOptions(),
+        reopening: (@Sendable () throws -> any ByteSource)? = nil,
         onReject: @escaping (ImportReject) throws -> Void = { _ in },
-        onRows: @escaping (Int) -> Void = { _ in }, isCancelled: @escaping () -> Bool = { false },
+        onRows: @escaping (Int) -> Void = { _ in }, isCancelled: @escaping @Sendable () -> Bool = { false },
         onStep: @escaping (ImportStep) -> Void = { _ in }
     ) throws -> ImportReport {
         try imports.importTree(
-            from: source, options: options, onReject: onReject, onRows: onRows, isCancelled: isCancelled, onStep: onStep
-        )
+            from: source, options: options, reopening: reopening, onReject: onReject, onRows: onRows,
+            isCancelled: isCancelled, onStep: onStep)
     }
 
     /// Writes at `path` in one transaction, with import's validation (keys, limits, rejects abort) and mapping:

@@ -21,8 +21,9 @@ struct TreeImport {
     /// `Store.importTree`: see there.
     func importTree(
         from source: some ByteSource, options: ImportOptions = ImportOptions(),
+        reopening: (@Sendable () throws -> any ByteSource)? = nil,
         onReject: @escaping (ImportReject) throws -> Void = { _ in },
-        onRows: @escaping (Int) -> Void = { _ in }, isCancelled: @escaping () -> Bool = { false },
+        onRows: @escaping (Int) -> Void = { _ in }, isCancelled: @escaping @Sendable () -> Bool = { false },
         onStep: @escaping (ImportStep) -> Void = { _ in }
     ) throws -> ImportReport {
         for key in options.at {
@@ -49,133 +50,176 @@ struct TreeImport {
         var analyzesAfterCommit = false
         var sideTables: SideTables?
         var cancelledSessions: [Int] = []
-        try connection.withTransaction(rollback: options.isDryRun) {
-            try connection.execute(
-                """
-                SELECT set_config('lock_timeout', '0', true),
-                    set_config('application_name', \(StoreConnection.importApplicationName), true)
-                """)
-            let heldSomething: Bool
-            var deferredIndexes: DeferredIndexes?
-            if wholeTree {
-                // The maintenance lock first: checks and repairs then see an import running (and fail at once or
-                // queue with --wait) instead of blocking on the tables. Whole-tree imports thus never meet on
-                // the tables' locks.
-                try maintenance.takeWaiting()
-                switch try sideTablesPlan() {
-                case .success(let plan):
-                    // Writers wait for the import; readers read the store as it was until the switch.
-                    try connection.execute("LOCK TABLE \(Store.treeTableList) IN EXCLUSIVE MODE")
-                    heldSomething = try !treeRows.isEmpty()
-                    deferredIndexes = try plan.create(keepsIndexes: options.keepsIndexes)
-                    sideTables = plan
-                case .failure(let obstacle):
-                    report.readersLockedOut = obstacle.reason
-                    // The lock TRUNCATE takes, before anything reads the tables.
-                    try connection.execute("LOCK TABLE \(Store.treeTableList) IN ACCESS EXCLUSIVE MODE")
-                    heldSomething = try !treeRows.isEmpty()
-                    try connection.execute("TRUNCATE \(Store.treeTableList)")
-                    if !options.keepsIndexes { deferredIndexes = try deferIndexes() }
+        var helpers: HelperSessions?
+        var helpersCommitted = false
+        do {
+            try connection.withTransaction(rollback: options.isDryRun) {
+                try connection.execute(
+                    """
+                    SELECT set_config('lock_timeout', '0', true),
+                        set_config('application_name', \(StoreConnection.importApplicationName), true)
+                    """)
+                let heldSomething: Bool
+                var deferredIndexes: DeferredIndexes?
+                if wholeTree {
+                    // The maintenance lock first: checks and repairs then see an import running (and fail at once or
+                    // queue with --wait) instead of blocking on the tables. Whole-tree imports thus never meet on
+                    // the tables' locks.
+                    try maintenance.takeWaiting()
+                    switch try sideTablesPlan() {
+                    case .success(let plan):
+                        // Writers wait for the import; readers read the store as it was until the switch.
+                        try connection.execute("LOCK TABLE \(Store.treeTableList) IN EXCLUSIVE MODE")
+                        heldSomething = try !treeRows.isEmpty()
+                        _ = try SideTables.dropLeftovers(on: connection)
+                        deferredIndexes = try plan.create(keepsIndexes: options.keepsIndexes)
+                        sideTables = plan
+                        let jobs = options.jobs ?? Store.defaultJobs
+                        if jobs > 1, let reopening, !options.isDryRun, options.maximumRejects == 0 {
+                            helpers = HelperSessions(
+                                count: jobs, opening: connection.siblingOpener(), first: source, reopening: reopening,
+                                options: options, onRows: onRows, isCancelled: isCancelled, onReject: onReject)
+                        }
+                    case .failure(let obstacle):
+                        report.readersLockedOut = obstacle.reason
+                        // The lock TRUNCATE takes, before anything reads the tables.
+                        try connection.execute("LOCK TABLE \(Store.treeTableList) IN ACCESS EXCLUSIVE MODE")
+                        heldSomething = try !treeRows.isEmpty()
+                        try connection.execute("TRUNCATE \(Store.treeTableList)")
+                        if !options.keepsIndexes { deferredIndexes = try deferIndexes() }
+                    }
+                } else {
+                    try treeRows.lockTree()
+                    heldSomething = false
                 }
-            } else {
-                try treeRows.lockTree()
-                heldSomething = false
-            }
-            // What the store derives from /posts and /chats follows what the import does to them.
-            var heldBefore: [String: [String]?] = [:]
-            for records in HeldRecords.all where !wholeTree {
-                heldBefore[records.table] = try copies.heldKeys(of: records, touchedAt: options.at)
-            }
-            var deletedRoots: Set<String> = []
-            if !options.at.isEmpty {
-                if options.mode == .replace {
-                    replaced = try treeRows.deleteRows(under: options.at).values.reduce(0, +)
+                // What the store derives from /posts and /chats follows what the import does to them.
+                var heldBefore: [String: [String]?] = [:]
+                for records in HeldRecords.all where !wholeTree {
+                    heldBefore[records.table] = try copies.heldKeys(of: records, touchedAt: options.at)
                 }
-            }
-            // A like's owner is its post's, and in an export /postLikes comes before /posts: likes are staged
-            // until the whole file is read. COPY FREEZE needs tables truncated (or created) in the same
-            // transaction.
-            let loader = TableLoader(
-                connection: connection, usesFreeze: wholeTree,
-                destinations: [
-                    .postLikes: .init(
-                        table: DerivedCopies.stagedLikesTable, create: { [copies] in try copies.stageLikes() })
-                ])
-            loader.onRows = onRows
-            loader.isCancelled = isCancelled
-            var hasStagedLikes: Bool { loader.redirected.contains(.postLikes) }
-            let importer = TreeImporter(
-                source: source, loader: loader, options: options,
-                onFinding: { finding in
-                    // Rows sent so far must be in the tables before what they hold is deleted.
-                    try loader.flush()
-                    // A merge names each node it replaces, `null` ones included.
-                    if let root = finding.path.first { deletedRoots.insert(root) }
-                    try deferredIndexes?.build(onStep: timedStep)
+                var deletedRoots: Set<String> = []
+                if !options.at.isEmpty {
+                    if options.mode == .replace {
+                        replaced = try treeRows.deleteRows(under: options.at).values.reduce(0, +)
+                    }
+                }
+                // A like's owner is its post's, and in an export /postLikes comes before /posts: likes are staged
+                // until the whole file is read. COPY FREEZE needs tables truncated (or created) in the same
+                // transaction.
+                let loader = TableLoader(
+                    connection: connection, usesFreeze: wholeTree,
+                    destinations: [
+                        .postLikes: .init(
+                            table: DerivedCopies.stagedLikesTable, create: { [copies] in try copies.stageLikes() })
+                    ])
+                var hasStagedLikes: Bool { loader.redirected.contains(.postLikes) }
+                // With other sessions loading the file, this one only takes their tables over.
+                let importer =
+                    helpers != nil
+                    ? nil
+                    : TreeImporter(
+                        source: source, loader: loader, options: options,
+                        onFinding: { finding in
+                            // Rows sent so far must be in the tables before what they hold is deleted.
+                            try loader.flush()
+                            // A merge names each node it replaces, `null` ones included.
+                            if let root = finding.path.first { deletedRoots.insert(root) }
+                            try deferredIndexes?.build(onStep: timedStep)
+                            finishing.end()
+                            var deleted = try treeRows.deleteRows(under: finding.path)
+                            if hasStagedLikes {
+                                deleted[.postLikes, default: 0] += try self.copies.deleteStagedLikes(
+                                    under: finding.path)
+                            }
+                            return deleted
+                        },
+                        onReject: onReject)
+                loader.onRows = onRows
+                loader.isCancelled = isCancelled
+                // With other sessions: the tables they built indexes and gathered statistics for.
+                var indexed: Set<String> = []
+                var analyzed: Set<String> = []
+                var stagedLikes = false
+                var helperOutcomes: [HelperImport.Outcome] = []
+                do {
+                    if let importer {
+                        try StorageError.converting { try importer.run() }
+                        try loader.flush()
+                        stagedLikes = hasStagedLikes
+                    } else if let helpers, let sideTables {
+                        let outcomes = try helpers.finishLoading()
+                        helpersCommitted = true
+                        (indexed, analyzed, stagedLikes) = try helpers.takeOver(
+                            outcomes, into: sideTables, on: connection)
+                        helperOutcomes = outcomes
+                    }
+                    try settleDerivedRows(
+                        staged: stagedLikes, wholeTree: wholeTree,
+                        written: deletedRoots.union(options.at.prefix(1)), before: heldBefore, at: options.at,
+                        onStep: timedStep)
+                    try deferredIndexes?.build(
+                        of: Set(Store.treeTables + Store.lookupTables).subtracting(indexed), onStep: timedStep)
+                    if wholeTree, !options.isDryRun {
+                        // Citus cannot ANALYZE a table whose shards this transaction wrote: after the commit, there.
+                        if try distribution.isDistributed() {
+                            analyzesAfterCommit = true
+                        } else {
+                            try analyzeTables(except: analyzed, onStep: timedStep)
+                        }
+                    }
+                    if let sideTables, !options.isDryRun {
+                        timedStep(.switching)
+                        cancelledSessions = try sideTables.switchIn(isCancelled: isCancelled)
+                    }
                     finishing.end()
-                    var deleted = try treeRows.deleteRows(under: finding.path)
-                    if hasStagedLikes {
-                        deleted[.postLikes, default: 0] += try self.copies.deleteStagedLikes(under: finding.path)
-                    }
-                    return deleted
-                },
-                onReject: onReject)
-            do {
-                try StorageError.converting { try importer.run() }
-                try loader.flush()
-                try settleDerivedRows(
-                    staged: hasStagedLikes, wholeTree: wholeTree,
-                    written: deletedRoots.union(options.at.prefix(1)), before: heldBefore, at: options.at,
-                    onStep: timedStep)
-                try deferredIndexes?.build(onStep: timedStep)
-                if wholeTree, !options.isDryRun {
-                    // Citus cannot ANALYZE a table whose shards this transaction wrote: after the commit, there.
-                    if try distribution.isDistributed() {
-                        analyzesAfterCommit = true
-                    } else {
-                        try analyzeTables(onStep: timedStep)
-                    }
+                } catch let error as StorageError {
+                    loader.abort()
+                    // A helper's failure says how far it read itself.
+                    guard let importer else { throw error }
+                    throw error.adding(context: "import rolled back after reading \(importer.bytesRead) bytes")
+                } catch {
+                    loader.abort()
+                    throw error
                 }
-                if let sideTables, !options.isDryRun {
-                    timedStep(.switching)
-                    cancelledSessions = try sideTables.switchIn(isCancelled: isCancelled)
+                let lockedOut = report.readersLockedOut
+                report =
+                    importer?.report
+                    ?? ImportReport.combining(helperOutcomes.map(\.report), keys: helpers?.shares.keysInOrder ?? [])
+                report.readersLockedOut = lockedOut
+                for pid in cancelledSessions {
+                    report.warnings.append(
+                        ImportWarning(
+                            path: "/",
+                            message: "cancelled the statement of session \(pid): its transaction had read the tables "
+                                + "before the import and then waited to write them, which kept the import from switching"
+                        ))
+                    report.warningCount += 1
                 }
-                finishing.end()
-            } catch let error as StorageError {
-                loader.abort()
-                throw error.adding(context: "import rolled back after reading \(importer.bytesRead) bytes")
-            } catch {
-                loader.abort()
-                throw error
+                if options.mode == .merge, options.at.isEmpty, let warning = try misplacedMergeWarning(deletedRoots) {
+                    report.warnings.append(warning)
+                    report.warningCount += 1
+                }
+                if !options.at.isEmpty, report.rowsImported > 0 {
+                    // Something was written below the leaves at the path's ancestors (and, for a merge, at the path):
+                    // Firebase replaced them; left here, they would come back once what hides them is removed.
+                    let leaves = options.mode == .merge ? options.at : Array(options.at.dropLast())
+                    replaced += try treeRows.deleteLeaves(atAndAbove: leaves)
+                }
+                report.rowsReplaced += replaced
+                report.finishing = finishing.steps
+                report.addFinishing(
+                    of: helperOutcomes, analyzedHere: Set(Store.treeTables + Store.lookupTables).subtracting(analyzed))
+                if options.mode == .replace, !options.allowsEmptying, report.rowsImported == 0,
+                    heldSomething || replaced > 0
+                {
+                    throw Self.emptyingRefused(at: options.at, everyValueRejected: report.rejectCount > 0)
+                }
             }
-            let lockedOut = report.readersLockedOut
-            report = importer.report
-            report.readersLockedOut = lockedOut
-            for pid in cancelledSessions {
-                report.warnings.append(
-                    ImportWarning(
-                        path: "/",
-                        message: "cancelled the statement of session \(pid): its transaction had read the tables "
-                            + "before the import and then waited to write them, which kept the import from switching"))
-                report.warningCount += 1
-            }
-            if options.mode == .merge, options.at.isEmpty, let warning = try misplacedMergeWarning(deletedRoots) {
-                report.warnings.append(warning)
-                report.warningCount += 1
-            }
-            if !options.at.isEmpty, report.rowsImported > 0 {
-                // Something was written below the leaves at the path's ancestors (and, for a merge, at the path):
-                // Firebase replaced them; left here, they would come back once what hides them is removed.
-                let leaves = options.mode == .merge ? options.at : Array(options.at.dropLast())
-                replaced += try treeRows.deleteLeaves(atAndAbove: leaves)
-            }
-            report.rowsReplaced += replaced
-            report.finishing = finishing.steps
-            if options.mode == .replace, !options.allowsEmptying, report.rowsImported == 0,
-                heldSomething || replaced > 0
-            {
-                throw Self.emptyingRefused(at: options.at, everyValueRejected: report.rejectCount > 0)
-            }
+        } catch {
+            // The helpers' tables, committed, went into a transaction that did not commit: gone now (or, if the
+            // server is gone too, at the next import).
+            if helpersCommitted, !connection.isInTransaction { helpers?.dropSchemas(on: connection) }
+            throw error
         }
         // Inside a write's transaction nothing is committed yet, and a failed statement would abort it: the
         // statistics are left to autovacuum there.
@@ -298,8 +342,8 @@ struct TreeImport {
     /// Gathers planner statistics on every table a whole-tree import filled, in its transaction: a store
     /// loaded by COPY has none until autovacuum comes by, and the first export and check after it would plan
     /// blind (a 1.1 GB store exported in 15.0 s before ANALYZE, 11.4 s after).
-    private func analyzeTables(onStep: (ImportStep) -> Void) throws {
-        for table in Store.treeTables + Store.lookupTables {
+    private func analyzeTables(except done: Set<String> = [], onStep: (ImportStep) -> Void) throws {
+        for table in Store.treeTables + Store.lookupTables where !done.contains(table) {
             onStep(.analyzing(table: table))
             try connection.execute("ANALYZE \(identifier: table)")
         }

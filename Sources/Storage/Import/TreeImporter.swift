@@ -34,6 +34,12 @@ final class TreeImporter {
     /// Key trackers of the objects being read, reused from object to object (one per depth is in use at a time).
     private var keyTrackers: [KeyTracker] = []
 
+    /// In a parallel import: the file's top-level nodes shared out among the sessions, and this session's number.
+    var shares: (nodes: NodeShares, worker: Int)?
+    /// The top-level node being read: its index in the file, and whether this session imports it (in a parallel
+    /// import, it skips the nodes other sessions import).
+    private(set) var node = (index: -1, isOwned: true)
+
     private static let maximumDepth = 32
     private static let maximumPathBytes = FirebaseKey.maximumPathBytes
     private static let maximumRejectValueBytes = 1 << 20
@@ -458,6 +464,17 @@ final class TreeImporter {
         var hasValue = false
         var hasChildren = false
         while let key = try reader.nextChild() {
+            if path.isEmpty {
+                node.index += 1
+                if let shares {
+                    node.isOwned = shares.nodes.claim(node.index, key: key, by: shares.worker)
+                    // Another session imports it; it reads the node's keys, values and errors itself.
+                    if !node.isOwned {
+                        if isContainerToken { try reader.skipContainerUnchecked() }
+                        continue
+                    }
+                }
+            }
             if let problem = FirebaseKey.problem(with: key) {
                 try reject(problem, at: path + [key])
                 continue

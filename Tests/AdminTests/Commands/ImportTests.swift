@@ -76,6 +76,45 @@ struct ImportExportCommandTests {
         )
     }
 
+    @Test func jobsLoadTheSameStoreWhateverTheirNumberAndTheFile() throws {
+        let database = try TestPostgres.makeDatabase()
+        let directory = try makeTemporaryDirectory("admin-jobs")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/tree.json"
+        #expect(
+            try AdminProcess.run(["-q", "generate", file, "--users", "60", "--anomalies", "--seed", "9"]).status == 0)
+        let db = ["--db", database.conninfo]
+        var exports: Set<String> = []
+        var reports: Set<String> = []
+        // Several sessions for a plain file; one for stdin and a compressed file, which cannot be read twice.
+        for arguments in [["--jobs", "1"], ["--jobs", "2"], ["--jobs", "4"], []] {
+            let run = try AdminProcess.run(db + ["import", file, "-y", "--format", "json"] + arguments)
+            #expect(run.status == 0, "\(arguments): \(run.stderr)")
+            let report = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+            let tables = (report?["tables"] as? [[String: Any]] ?? []).map {
+                "\($0["node"] ?? "") \($0["table"] ?? "") \($0["rows_imported"] ?? "")"
+            }
+            let steps = (report?["after_reading"] as? [[String: Any]] ?? []).map {
+                "\($0["target"] ?? "") \($0["count"] ?? "")"
+            }
+            reports.insert((tables + steps).joined(separator: "\n"))
+            exports.insert(try AdminProcess.run(db + ["-q", "export", "-"]).stdout)
+        }
+        let piped = try AdminProcess.run(
+            db + ["-q", "import", "-", "-y"], input: try String(contentsOfFile: file, encoding: .utf8))
+        #expect(piped.status == 0, "\(piped.stderr)")
+        exports.insert(try AdminProcess.run(db + ["-q", "export", "-"]).stdout)
+        #expect(
+            try AdminProcess.run(["-q", "generate", file + ".gz", "--users", "60", "--anomalies", "--seed", "9"])
+                .status == 0)
+        let compressed = try AdminProcess.run(db + ["-q", "import", file + ".gz", "-y"])
+        #expect(compressed.status == 0, "\(compressed.stderr)")
+        exports.insert(try AdminProcess.run(db + ["-q", "export", "-"]).stdout)
+        #expect(exports.count == 1 && reports.count == 1, "\(reports)")
+        let refused = try AdminProcess.run(db + ["import", file, "-y", "--jobs", "0"])
+        #expect(refused.status == 64 && refused.stderr.contains("--jobs must be 1 or more"), "\(refused.stderr)")
+    }
+
     @Test func stdinToStdoutWithAJSONReport() throws {
         let database = try TestPostgres.makeDatabase()
         let run = try AdminProcess.run(

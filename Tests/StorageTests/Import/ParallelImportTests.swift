@@ -1,0 +1,193 @@
+import FirebaseTree
+import Foundation
+import PostgresTestSupport
+import Synchronization
+import Testing
+import TreeTestSupport
+
+@testable import Storage
+
+/// A whole-tree import over several sessions (`ImportOptions.jobs`), each reading the file and loading the
+/// top-level nodes it reaches first: the store, the report and every failure are those of one session.
+@Suite("Parallel import")
+struct ParallelImportTests {
+    /// What an import of `json` gives: the export, the report's lines and nodes, the checks, or the error.
+    struct Outcome: Equatable {
+        var export: String
+        var lines: [String]
+        var warnings: Int
+        var checks: [String]
+    }
+
+    /// Imports `json` into a fresh store over `jobs` sessions (the file read again from memory); nil `jobs`:
+    /// one session without `reopening`.
+    private func outcome(of json: String, jobs: Int?, into store: Store? = nil) throws -> Outcome {
+        let store = try store ?? makeStore()
+        let bytes = Array(json.utf8)
+        let reopening: @Sendable () throws -> any ByteSource = { MemorySource(bytes, chunkSize: 6_007) }
+        let report = try store.importTree(
+            from: MemorySource(bytes, chunkSize: 7_919), options: ImportOptions(jobs: jobs ?? 1),
+            reopening: jobs == nil ? nil : reopening)
+        #expect(report.inputBytes == bytes.count)
+        let lines =
+            report.lines.map { "\($0.node) \($0.table) \($0.rowsRead) \($0.rowsImported) \($0.bytes)" }
+            + report.nodes.map { "\($0.name) \($0.inputBytes) \($0.rejected)" }
+        return Outcome(
+            export: try exportJSON(store), lines: lines, warnings: report.warningCount,
+            checks: try store.check(examples: 3).map { "\($0.check.rawValue) \($0.violations) \($0.examples)" })
+    }
+
+    /// The schemas of parallel sessions left in `store`'s database.
+    private func helperSchemas(_ store: Store) throws -> [String] {
+        try store.connection.query(
+            "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, \(SideTables.helperSchemaPrefix))"
+        ).map { try $0.decode(String.self, at: 0) }
+    }
+
+    static let trees: [(name: String, json: String)] = {
+        var trees: [(String, String)] = []
+        for (users, seed) in [(40, 31), (7, 32)] as [(Int, UInt64)] {
+            if let json = try? generate(GeneratorOptions(users: users, seed: seed, plantsAnomalies: true)).json {
+                trees.append(("generated, \(users) users", json))
+            }
+        }
+        if let fixture = try? String(
+            contentsOf: fixtureDirectory.appendingPathComponent("friendlypix-console-export.json"), encoding: .utf8)
+        {
+            trees.append(("the friendlypix console export", fixture))
+        }
+        for seed in 0..<8 {
+            var random = RandomTree(seed: seed + 1_700)
+            trees.append(("random tree \(seed)", random.json(random.database())))
+        }
+        // Top-level keys written twice (the last wins, the earlier one's rows go), a node of nothing but nulls,
+        // unknown nodes between known ones, a leaf and an array at the top level, push IDs and digit keys.
+        trees.append(
+            (
+                "repeated and odd top-level nodes",
+                #"""
+                {"users": {"a": {"username": "first"}, "b": {"username": "b"}}, "misc": [1, 2, {"x": null}],
+                 "postLikes": {"-Kp0": {"a": true}}, "gone": {"x": null}, "motd": "hi",
+                 "users": {"a": {"username": "second"}}, "0": {"1": true}, "postLikes": {"-Kp1": {"b": true}},
+                 "posts": {"a": {"-Kp1": {"image_url": "u", "like_count": 1}}}, "misc": {"y": 2},
+                 "timeline": {"a": {"-Kp1": {"poster_uid": "a"}}}, "users": {"c": {"username": "third"}}}
+                """#
+            ))
+        return trees
+    }()
+
+    @Test func severalSessionsLoadWhatOneSessionLoads() throws {
+        for (name, json) in Self.trees {
+            let single = try outcome(of: json, jobs: nil)
+            for jobs in [2, 3] {
+                let parallel = try outcome(of: json, jobs: jobs)
+                #expect(parallel.export.utf8.elementsEqual(single.export.utf8), "\(name), \(jobs) sessions: export")
+                #expect(parallel.lines == single.lines, "\(name), \(jobs) sessions: report")
+                #expect(parallel.warnings == single.warnings, "\(name), \(jobs) sessions: warnings")
+                #expect(parallel.checks == single.checks, "\(name), \(jobs) sessions: checks")
+            }
+        }
+    }
+
+    @Test func aFailureAnywhereIsTheFailureOfOneSessionAndChangesNothing() throws {
+        let json = try generate(GeneratorOptions(users: 30, seed: 33, plantsAnomalies: true)).json
+        let store = try consistentStore()
+        let before = try exportJSON(store)
+        let bytes = Array(json.utf8)
+        // A malformed byte in each of the file's tenths, and a key Firebase refuses at the top level.
+        var broken: [[UInt8]] = (1..<10).map { tenth in
+            var copy = bytes
+            let at = bytes.count * tenth / 10
+            copy.insert(contentsOf: Array(#""\#u{1}"#.utf8), at: at)
+            return copy
+        }
+        broken.append(Array((String(json.dropLast()) + #", "bad.key": {"a": 1}}"#).utf8))
+        for file in broken {
+            var errors: [String] = []
+            for jobs in [1, 2, 3] {
+                do {
+                    _ = try store.importTree(
+                        from: MemorySource(file), options: ImportOptions(jobs: jobs),
+                        reopening: { MemorySource(file, chunkSize: 4_093) })
+                    Issue.record("a broken file imported")
+                } catch let error as StorageError {
+                    errors.append("\(error.message) | \(error.context ?? "")")
+                }
+                expectSameText(try exportJSON(store), before)
+                #expect(try helperSchemas(store) == [])
+            }
+            #expect(Set(errors).count == 1, "\(errors)")
+        }
+    }
+
+    @Test func cancellingStopsEverySessionAndLeavesNothing() throws {
+        let json = try generate(GeneratorOptions(users: 400, seed: 34)).json
+        let store = try consistentStore()
+        let before = try exportJSON(store)
+        let bytes = Array(json.utf8)
+        // Ctrl-C as the sessions' loaders see it: at their first look, after a few thousand rows.
+        let asked = Atomic<Int>(0)
+        #expect(throws: StorageError.self) {
+            try store.importTree(
+                from: MemorySource(bytes), options: ImportOptions(jobs: 2), reopening: { MemorySource(bytes) },
+                isCancelled: { asked.add(1, ordering: .relaxed).newValue >= 1 })
+        }
+        #expect(asked.load(ordering: .relaxed) > 0)
+        expectSameText(try exportJSON(store), before)
+        #expect(try helperSchemas(store) == [])
+    }
+
+    @Test func whatACrashedParallelImportLeftIsUnseenAndDroppedByTheNext() throws {
+        let store = try consistentStore()
+        let before = try exportJSON(store)
+        // A helper's schema, committed, whose import died before it committed.
+        try store.connection.execute(
+            script: """
+                CREATE SCHEMA \(SideTables.helperSchemaPrefix)dead_1;
+                COMMENT ON SCHEMA \(SideTables.helperSchemaPrefix)dead_1 IS '\(SideTables.helperComment)';
+                CREATE TABLE \(SideTables.helperSchemaPrefix)dead_1.users (LIKE public.users);
+                INSERT INTO \(SideTables.helperSchemaPrefix)dead_1.users VALUES ('ghost', 'ghost', NULL);
+                CREATE SCHEMA \(SideTables.helperSchemaPrefix)operators;
+                """)
+        expectSameText(try exportJSON(store), before)
+        #expect(try store.check(examples: 3).allSatisfy { !$0.examples.contains { $0.contains("ghost") } })
+        #expect(try !store.status().tableRows.isEmpty)
+        let json = try generate(GeneratorOptions(users: 5, seed: 35)).json
+        let bytes = Array(json.utf8)
+        _ = try store.importTree(
+            from: MemorySource(bytes), options: ImportOptions(jobs: 2), reopening: { MemorySource(bytes) })
+        // The leftover went; a schema of the same prefix that is not a leftover (no mark) stays.
+        #expect(try helperSchemas(store) == ["\(SideTables.helperSchemaPrefix)operators"])
+        expectSameText(try exportJSON(store), try outcome(of: json, jobs: nil).export)
+    }
+
+    @Test func readersAnswerWhileTheSessionsLoad() throws {
+        let database = try TestPostgres.makeDatabase()
+        let before = try generate(GeneratorOptions(users: 10, seed: 36)).json
+        let after = try generate(GeneratorOptions(users: 12, seed: 37)).json
+        try importJSON(before, into: Store(connection: try database.connect()))
+        let reader = Store(connection: try database.connect())
+        try reader.setLockTimeout(.seconds(2))
+        let beforeExport = try exportJSON(reader)
+        let gate = GatedSource(after)
+        let bytes = Array(after.utf8)
+        nonisolated(unsafe) let importing = Store(connection: try database.connect())
+        let outcome = Mutex<Result<ImportReport, any Error>?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
+            let result = Result {
+                try importing.importTree(
+                    from: gate, options: ImportOptions(jobs: 2), reopening: { MemorySource(bytes) })
+            }
+            outcome.withLock { $0 = result }
+            finished.signal()
+        }.start()
+        try #require(gate.reached.wait(timeout: .now() + 60) == .success)
+        expectSameText(try exportJSON(reader), beforeExport)
+        gate.open.signal()
+        try #require(finished.wait(timeout: .now() + 120) == .success)
+        _ = try #require(outcome.withLock { $0 }).get()
+        expectSameText(try exportJSON(reader), try self.outcome(of: after, jobs: nil).export)
+        #expect(try helperSchemas(reader) == [])
+    }
+}
