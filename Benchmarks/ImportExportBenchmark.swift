@@ -49,13 +49,16 @@ struct ImportExportBenchmark {
                 """,
             ], environment: pkOnly)
 
-        var imports: [Measurement] = [], copies: [Measurement] = [], exports: [Measurement] = [],
+        var imports: [Measurement] = [], singleSessionImports: [Measurement] = [], copies: [Measurement] = [],
+            exports: [Measurement] = [],
             copyOuts: [Measurement] = [], peers: [Measurement] = [], restores: [Measurement] = [],
             pkOnlyCopies: [Measurement] = [], verifies: [Measurement] = [], sortedVerifies: [Measurement] = []
         let peerScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("python_peer_import.py").path
         let tables = Store.treeTables
         for run in 0..<runs {
+            singleSessionImports.append(
+                try spawn(admin, ["--db", conninfo, "-q", "import", file, "--jobs", "1"], stdout: "/dev/null"))
             imports.append(try spawn(admin, ["--db", conninfo, "-q", "import", file], stdout: "/dev/null"))
             if run == 0 {
                 // The pre-made files: each table's rows in the order the import stored them (heap order), so
@@ -115,17 +118,24 @@ struct ImportExportBenchmark {
             print(
                 "| \(name) | \(values.count) | \(String(format: "%.2f", seconds)) | "
                     + "\(String(format: "%.2f", values.map(\.seconds).min()!))–\(String(format: "%.2f", values.map(\.seconds).max()!)) | "
-                    + "\(format(megabytes / seconds)) | \(ratio) | \(format(values.map(\.peakMB).max()!)) |")
+                    + "\(format(megabytes / seconds)) | \(ratio) | "
+                    + "\(String(format: "%.1f", median(values.map(\.machineCPU)))) | "
+                    + "\(String(format: "%.1f", median(values.map(\.processCPU)))) | "
+                    + "\(format(values.map(\.peakMB).max()!)) |")
         }
         print("input: \(file), \(format(inputMB)) MB; export: \(format(outputMB)) MB")
-        print("| measurement | runs | median s | min–max s | MB/s (JSON) | vs baseline | peak RSS MB |")
-        print("|---|---|---|---|---|---|---|")
-        row("admin import (one transaction)", imports, megabytes: inputMB, baseline: copies)
+        print(
+            "| measurement | runs | median s | min–max s | MB/s (JSON) | vs baseline | machine CPU s | process CPU s "
+                + "| peak RSS MB |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        row("admin import (default --jobs, one per core)", imports, megabytes: inputMB, baseline: copies)
+        row("admin import --jobs 1", singleSessionImports, megabytes: inputMB, baseline: copies)
         row("psql \\copy of the same rows (one transaction)", copies, megabytes: inputMB, baseline: nil)
         row(
             "pg_restore -j2 of a pg_dump -Fd of the store, into a new database", restores, megabytes: inputMB,
             baseline: nil)
         row("admin import / pg_restore -j2", imports, megabytes: inputMB, baseline: restores)
+        row("admin import --jobs 1 / pg_restore -j2", singleSessionImports, megabytes: inputMB, baseline: restores)
         row("psql \\copy into tables with primary keys only", pkOnlyCopies, megabytes: inputMB, baseline: nil)
         row("admin import / \\copy, primary keys only", imports, megabytes: inputMB, baseline: pkOnlyCopies)
         if !peers.isEmpty {

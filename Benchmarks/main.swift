@@ -134,10 +134,23 @@ func openFreshServer(work: String) throws -> (cluster: EmbeddedCluster, conninfo
     return (cluster, conninfo, admin)
 }
 
-/// Wall seconds and peak RSS (MB) of one child process.
+/// Wall seconds and peak RSS (MB) of one child process, its own CPU seconds (user and system) and the machine's
+/// (every process's, from /proc/stat) while it ran.
 struct Measurement {
     var seconds: Double
     var peakMB: Double
+    var processCPU: Double = 0
+    var machineCPU: Double = 0
+}
+
+/// CPU seconds the whole machine has spent busy since boot (user, nice, system, irq, softirq; /proc/stat).
+func machineBusySeconds() -> Double {
+    guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+        let line = stat.split(separator: "\n").first
+    else { return 0 }
+    let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+    guard ticks.count >= 7 else { return 0 }
+    return (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
 /// Runs a program, waits for it and measures its wall time and peak RSS (wait4's rusage).
@@ -155,6 +168,7 @@ func spawn(
         + environment).map { strdup($0) } + [nil]
     defer { (argv + env).forEach { free($0) } }
     var pid: pid_t = 0
+    let busy = machineBusySeconds()
     let start = DispatchTime.now().uptimeNanoseconds
     guard posix_spawn(&pid, program, &actions, nil, argv, env) == 0 else {
         throw StorageError(.invalidValue, "cannot run \(program)")
@@ -163,8 +177,13 @@ func spawn(
     var usage = rusage()
     wait4(pid, &status, 0, &usage)
     let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    let machineCPU = machineBusySeconds() - busy
     guard status == 0 else { throw StorageError(.invalidValue, "\(program) \(arguments) exited with \(status)") }
-    return Measurement(seconds: seconds, peakMB: Double(usage.ru_maxrss) / 1024)
+    let processCPU =
+        Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
+        / 1e6
+    return Measurement(
+        seconds: seconds, peakMB: Double(usage.ru_maxrss) / 1024, processCPU: processCPU, machineCPU: machineCPU)
 }
 
 /// The release `admin` binary built beside this one.

@@ -48,15 +48,18 @@ struct Import: ConsoleCommand {
 
             A malformed byte, a lost connection or Ctrl-C leave the store exactly as it was.
 
-            A replace of the whole store builds the tables' secondary indexes once the rows are in, as \
-            pg_restore does, and the primary keys of the tables it fills after reading the file (when the \
-            importing role owns the tables; --keep-indexes builds every index before the rows load); the report times that \
-            and the other steps after the reading on its "(after reading)" lines.
+            A replace of the whole store loads as pg_restore -j does: over --jobs sessions (default: one per \
+            core), each reading the file and loading the top-level nodes it reaches first, then building its \
+            tables' secondary indexes once the rows are in (--keep-indexes builds them before) and gathering \
+            their statistics; the store, the report and any error are those of one session. stdin, a .gz file, \
+            --dry-run and --max-rejects load on one session. The report times the steps after the reading on \
+            its "(after reading)" lines (adding up the sessions' seconds).
 
             Examples:
               import backup.json
               import backup-2026-11-21.json.gz
               import backup.json --dry-run
+              import backup.json --jobs 1
               import users-only.json --mode merge
               import posts.json --at /posts
               import alice-posts.json --at /posts/alice --mode merge

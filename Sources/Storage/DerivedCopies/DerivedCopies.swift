@@ -61,16 +61,13 @@ struct DerivedCopies {
     /// owners are known only once the whole file is read (`storeStagedLikes`).
     static let stagedLikesTable = "post_likes_staged"
 
-    /// Creates `stagedLikesTable` for the rest of the transaction; with `isTemporary` false, in the first schema
-    /// of the `search_path` and for good (a parallel import's other session, whose table the import takes over).
-    func stageLikes(isTemporary: Bool = true) throws {
-        let columns: Query = #"post_key text COLLATE "C" NOT NULL, liker_uid text COLLATE "C" NOT NULL"#
-        if isTemporary {
-            try connection.execute(
-                "CREATE TEMPORARY TABLE \(identifier: Self.stagedLikesTable) (\(columns)) ON COMMIT DROP")
-        } else {
-            try connection.execute("CREATE TABLE \(identifier: Self.stagedLikesTable) (\(columns))")
-        }
+    /// Creates `stagedLikesTable` for the rest of the transaction.
+    func stageLikes() throws {
+        try connection.execute(
+            """
+            CREATE TEMPORARY TABLE \(identifier: Self.stagedLikesTable) (
+                post_key text COLLATE "C" NOT NULL, liker_uid text COLLATE "C" NOT NULL) ON COMMIT DROP
+            """)
     }
 
     /// The rows `post_likes` holds for the likes (`post_key`, `liker_uid`) of `likes`, a FROM item: one per owner

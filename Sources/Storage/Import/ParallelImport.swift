@@ -6,6 +6,7 @@ internal import PostgresClient
 /// session reads the whole file: it imports the nodes it claims and skips the others' without reading their
 /// tokens. A node goes to the first session that reaches it, or, when its key came before (a repeated key, whose
 /// last occurrence wins), to the session that has the earlier one, which replaces it as a single session would.
+/// /posts and /postLikes go to one session, which then gives each like its post's owners itself.
 final class NodeShares: @unchecked Sendable {
     private let lock = NSLock()
     /// Each node's session, in file order.
@@ -15,17 +16,27 @@ final class NodeShares: @unchecked Sendable {
     private var failures: [(error: any Error, node: Int, isOwned: Bool)] = []
     /// Rows each session mapped so far.
     private var rows: [Int]
+    /// How far in the file each session still loading has read (`Int.max` once it has loaded its nodes).
+    private var positions: [Int]
+
+    /// Keys whose nodes one session loads together: the likes need their posts' owners.
+    private static let partners: [String: String] = {
+        let posts = TreeTable.posts.rootKey ?? "posts", likes = TreeTable.postLikes.rootKey ?? "postLikes"
+        return [posts: likes, likes: posts]
+    }()
 
     /// Shares for `sessions` sessions.
     init(sessions: Int) {
         rows = Array(repeating: 0, count: sessions)
+        positions = Array(repeating: 0, count: sessions)
     }
 
     /// Whether `session` imports the `index`th top-level node, whose key is `key`; sessions ask in file order.
     func claim(_ index: Int, key: String, by session: Int) -> Bool {
         lock.withLock {
             if index < owners.count { return owners[index] == session }
-            let earlier = keys.lastIndex { FirebaseKey.same($0, key) }
+            let partner = Self.partners[key]
+            let earlier = keys.lastIndex { FirebaseKey.same($0, key) || $0 == partner }
             owners.append(earlier.map { owners[$0] } ?? session)
             keys.append(key)
             return owners[index] == session
@@ -50,12 +61,18 @@ final class NodeShares: @unchecked Sendable {
         lock.withLock { failures.min { ($0.node, $0.isOwned ? 0 : 1) < ($1.node, $1.isOwned ? 0 : 1) }?.error }
     }
 
-    /// Records that `session` has mapped `count` rows; returns the rows of all sessions together.
-    func add(rows count: Int, of session: Int) -> Int {
+    /// Records that `session` has mapped `count` rows and read the file up to byte `position`.
+    func report(rows count: Int, position: Int, of session: Int) {
         lock.withLock {
             rows[session] = count
-            return rows.reduce(0, +)
+            positions[session] = max(positions[session], position)
         }
+    }
+
+    /// How far the import has got: every byte before `bytes` was loaded or skipped by every session, and the
+    /// sessions mapped `rows` rows together.
+    var progress: (bytes: Int, rows: Int) {
+        lock.withLock { (positions.dropFirst().min() ?? 0, rows.reduce(0, +)) }
     }
 }
 
@@ -71,6 +88,10 @@ final class HelperImport: @unchecked Sendable {
     private let verdict = DispatchSemaphore(value: 0)
     private let ended = DispatchSemaphore(value: 0)
     private var commits = false
+    /// Whether `end` was called (on the import's thread).
+    private var isEnded = false
+    /// Whether its failure, if it fails, is known to `shares` (or was caused by another's).
+    private var isFailureShared = false
     /// Set before `loaded` is signalled.
     private var outcome: Result<Outcome, any Error> = .failure(CancellationError())
     /// Set before `ended` is signalled: whether it committed.
@@ -80,7 +101,7 @@ final class HelperImport: @unchecked Sendable {
     struct Outcome {
         /// The report of the nodes it imported.
         var report: ImportReport
-        /// The tables it wrote rows to (`postLikes` meaning its staged likes).
+        /// The tables it wrote rows to.
         var tables: Set<TreeTable>
         /// Its index builds and ANALYZEs, timed as the import's steps after the reading are.
         var finishing: [ImportReport.Finishing]
@@ -92,27 +113,29 @@ final class HelperImport: @unchecked Sendable {
     init(
         number: Int, token: String, opening open: @escaping @Sendable () throws -> StoreConnection,
         source makeSource: @escaping @Sendable () throws -> any ByteSource, options: ImportOptions, shares: NodeShares,
-        onRows: (@Sendable (Int) -> Void)?, isCancelled: @escaping @Sendable () -> Bool,
-        onReject: @escaping @Sendable (ImportReject) throws -> Void
+        isCancelled: @escaping @Sendable () -> Bool, onReject: @escaping @Sendable (ImportReject) throws -> Void
     ) {
         self.number = number
         schema = SideTables.helperSchemaPrefix + token + "_" + String(number)
         Thread { [self] in
             run(
-                opening: open, source: makeSource, options: options, shares: shares, onRows: onRows,
-                isCancelled: isCancelled, onReject: onReject)
+                opening: open, source: makeSource, options: options, shares: shares, isCancelled: isCancelled,
+                onReject: onReject)
         }.start()
     }
 
-    /// Waits until it has loaded its nodes, or failed.
-    func waitUntilLoaded() -> Result<Outcome, any Error> {
-        loaded.wait()
+    /// Waits until it has loaded its nodes, or failed; nil when `timeout` passed first.
+    func waitUntilLoaded(timeout: DispatchTime = .distantFuture) -> Result<Outcome, any Error>? {
+        guard loaded.wait(timeout: timeout) == .success else { return nil }
         loaded.signal()
         return outcome
     }
 
-    /// Tells it to commit or roll back, and waits until it has; throws what failed its commit.
+    /// Tells it to commit or roll back, and waits until it has; throws what failed its commit. Nothing the second
+    /// time.
     func end(committing: Bool) throws {
+        guard !isEnded else { return }
+        isEnded = true
         commits = committing
         verdict.signal()
         ended.wait()
@@ -121,7 +144,7 @@ final class HelperImport: @unchecked Sendable {
 
     private func run(
         opening open: () throws -> StoreConnection, source makeSource: () throws -> any ByteSource,
-        options: ImportOptions, shares: NodeShares, onRows: ((Int) -> Void)?, isCancelled: @escaping () -> Bool,
+        options: ImportOptions, shares: NodeShares, isCancelled: @escaping () -> Bool,
         onReject: @escaping (ImportReject) throws -> Void
     ) {
         var connection: StoreConnection?
@@ -131,10 +154,12 @@ final class HelperImport: @unchecked Sendable {
             try opened.execute("BEGIN")
             outcome = .success(
                 try load(
-                    on: opened, source: try makeSource(), options: options, shares: shares, onRows: onRows,
-                    isCancelled: isCancelled, onReject: onReject))
+                    on: opened, source: try makeSource(), options: options, shares: shares, isCancelled: isCancelled,
+                    onReject: onReject))
         } catch {
             outcome = .failure(error)
+            // A failure outside the file's nodes (its session, its tables) ends every session's reading.
+            if !isFailureShared { shares.fail(error, at: -1, isOwned: true) }
         }
         loaded.signal()
         verdict.wait()
@@ -152,7 +177,7 @@ final class HelperImport: @unchecked Sendable {
 
     private func load(
         on connection: StoreConnection, source: any ByteSource, options: ImportOptions, shares: NodeShares,
-        onRows: ((Int) -> Void)?, isCancelled: @escaping () -> Bool, onReject: @escaping (ImportReject) throws -> Void
+        isCancelled: @escaping () -> Bool, onReject: @escaping (ImportReject) throws -> Void
     ) throws -> Outcome {
         try connection.execute(
             """
@@ -167,32 +192,29 @@ final class HelperImport: @unchecked Sendable {
             connection: connection, usesFreeze: true,
             destinations: [
                 .postLikes: .init(
-                    table: DerivedCopies.stagedLikesTable, create: { try copies.stageLikes(isTemporary: false) })
+                    table: DerivedCopies.stagedLikesTable, create: { try copies.stageLikes() })
             ])
         let importer = TreeImporter(
             source: source, loader: loader, options: options,
             onFinding: { finding in
-                try loader.flush()
-                try deferredIndexes.build(onStep: { _ in })
-                var deleted = try treeRows.deleteRows(under: finding.path)
-                if loader.redirected.contains(.postLikes) {
-                    deleted[.postLikes, default: 0] += try copies.deleteStagedLikes(under: finding.path)
-                }
-                return deleted
+                try TreeImport.deleteRows(
+                    under: finding.path, loader: loader, indexes: deferredIndexes, treeRows: treeRows,
+                    copies: copies, onStep: { _ in })
             },
             onReject: onReject)
         importer.shares = (shares, number)
         let number = number
-        loader.onRows = { rows in
-            let total = shares.add(rows: rows, of: number)
-            onRows?(total)
+        loader.onRows = { [unowned importer] rows in
+            shares.report(rows: rows, position: importer.bytesRead, of: number)
         }
         loader.isCancelled = { [unowned importer] in isCancelled() || shares.stops(at: importer.node.index) }
         do {
             try StorageError.converting { try importer.run() }
             try loader.flush()
+            shares.report(rows: loader.counts.reduce(0) { $0 + $1.rows }, position: .max, of: number)
         } catch {
             loader.abort()
+            isFailureShared = true
             if !shares.stops(at: importer.node.index) {
                 let described =
                     (error as? StorageError)?.adding(
@@ -201,9 +223,14 @@ final class HelperImport: @unchecked Sendable {
             }
             throw error
         }
-        let tables = Set(TreeTable.allCases.filter { loader.counts[$0.rawValue].rows > 0 })
-        let filled = Set(tables.subtracting([.postLikes]).map(\.name))
         let finishing = FinishingClock()
+        // It holds every post of the file (see `NodeShares`): its likes get their owners here.
+        if loader.redirected.contains(.postLikes) {
+            finishing.begin(.storingLikes)
+            try copies.storeStagedLikes(isDistributed: false)
+        }
+        let tables = Set(TreeTable.allCases.filter { loader.counts[$0.rawValue].rows > 0 })
+        let filled = Set(tables.map(\.name))
         try deferredIndexes.build(of: filled, onStep: finishing.begin)
         for table in filled.sorted() {
             finishing.begin(.analyzing(table: table))
@@ -222,41 +249,52 @@ struct HelperSessions {
     /// The nodes they share.
     let shares: NodeShares
 
-    /// Starts `count` sessions beside the import's: the first reads `first` (the caller's source, whose progress
-    /// it reports through `onRows`, with every session's rows), the others what `reopening` opens.
+    /// Starts `count` sessions beside the import's, each reading what `reopening` opens.
     init(
-        count: Int, opening open: @escaping @Sendable () throws -> StoreConnection, first: any ByteSource,
+        count: Int, opening open: @escaping @Sendable () throws -> StoreConnection,
         reopening: @escaping @Sendable () throws -> any ByteSource, options: ImportOptions,
-        onRows: @escaping (Int) -> Void, isCancelled: @escaping @Sendable () -> Bool,
-        onReject: @escaping (ImportReject) throws -> Void
+        isCancelled: @escaping @Sendable () -> Bool, onReject: @escaping (ImportReject) throws -> Void
     ) {
         let shares = NodeShares(sessions: count + 1)
         self.shares = shares
-        // The caller's source and handlers go to one thread at a time: the first session's, and rejects one by one.
-        nonisolated(unsafe) let first = first
-        nonisolated(unsafe) let onRows = onRows
+        // Names no earlier import used, so that a leftover this import drops (uncommitted) is never in the way.
+        let token = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        // Rejects go to the caller's handler one at a time, whichever session met them.
         nonisolated(unsafe) let handler = onReject
         let rejects = NSLock()
         let serialized: @Sendable (ImportReject) throws -> Void = { reject in
             try rejects.withLock { try handler(reject) }
         }
-        // Names no earlier import used, so that a leftover this import drops (uncommitted) is never in the way.
-        let token = String(UInt32.random(in: 0...UInt32.max), radix: 16)
-        let readingFirst: @Sendable () throws -> any ByteSource = { first }
-        let reportingRows: @Sendable (Int) -> Void = { onRows($0) }
         helpers = (1...count).map { number in
             HelperImport(
-                number: number, token: token, opening: open, source: number == 1 ? readingFirst : reopening,
-                options: options,
-                shares: shares, onRows: number == 1 ? reportingRows : nil, isCancelled: isCancelled,
-                onReject: serialized)
+                number: number, token: token, opening: open, source: reopening, options: options, shares: shares,
+                isCancelled: isCancelled, onReject: serialized)
         }
     }
 
     /// Waits until every session has loaded its nodes, then has them commit; their reports, with the tables each
     /// wrote. Throws the failure a single session would have met first, having had every session roll back.
-    func finishLoading() throws -> [HelperImport.Outcome] {
-        let outcomes = helpers.map { $0.waitUntilLoaded() }
+    /// Meanwhile, on this thread, `source` (the caller's, whose reads a progress display counts) is read as far as
+    /// every session has got, and `onRows` hears the rows of all sessions.
+    func finishLoading(pacing source: inout some ByteSource, onRows: (Int) -> Void) throws -> [HelperImport.Outcome] {
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var paced = 0
+        var outcomes: [Result<HelperImport.Outcome, any Error>] = []
+        for helper in helpers {
+            while true {
+                if let outcome = helper.waitUntilLoaded(timeout: .now() + 0.1) {
+                    outcomes.append(outcome)
+                    break
+                }
+                let (bytes, rows) = shares.progress
+                while paced < bytes,
+                    case let count = try buffer.withUnsafeMutableBytes({ try source.read(into: $0) }), count > 0
+                {
+                    paced += count
+                }
+                onRows(rows)
+            }
+        }
         if let failure = shares.firstFailure ?? outcomes.lazy.compactMap(\.failure).first {
             for helper in helpers { try? helper.end(committing: false) }
             throw failure
@@ -268,37 +306,36 @@ struct HelperSessions {
     /// Takes the sessions' tables over into `side`, the import's twins: a table one session wrote becomes the
     /// twin; rows another session wrote into it too (unmapped values, under nodes of several sessions) are added.
     /// Returns the tables taken over (`indexed`: their indexes are built; `analyzed`: their statistics gathered,
-    /// unless rows were added after) and whether any session staged likes. The sessions' schemas are dropped.
+    /// unless rows were added after). The sessions' schemas are dropped.
     func takeOver(_ outcomes: [HelperImport.Outcome], into side: SideTables, on connection: StoreConnection) throws
-        -> (indexed: Set<String>, analyzed: Set<String>, stagedLikes: Bool)
+        -> (indexed: Set<String>, analyzed: Set<String>)
     {
         var adopted: Set<String> = []
         var merged: Set<String> = []
         for (helper, outcome) in zip(helpers, outcomes) {
             for table in TreeTable.allCases where outcome.tables.contains(table) {
-                // A session's likes are staged, to be given their posts' owners here.
-                let name = table == .postLikes ? DerivedCopies.stagedLikesTable : table.name
-                if adopted.contains(name) {
-                    try side.merge(name, from: helper.schema)
-                    merged.insert(name)
-                } else if table == .postLikes {
-                    try connection.execute(
-                        "ALTER TABLE \(identifier: helper.schema).\(identifier: name) SET SCHEMA \(identifier: side.schemaName)"
-                    )
-                    adopted.insert(name)
+                if adopted.contains(table.name) {
+                    try side.merge(table.name, from: helper.schema)
+                    merged.insert(table.name)
                 } else {
-                    try side.adopt(name, from: helper.schema)
-                    adopted.insert(name)
+                    try side.adopt(table.name, from: helper.schema)
+                    adopted.insert(table.name)
                 }
             }
             try SideTables.dropHelper(helper.schema, on: connection)
         }
-        let stagedLikes = adopted.remove(DerivedCopies.stagedLikesTable) != nil
-        return (adopted, adopted.subtracting(merged), stagedLikes)
+        return (adopted, adopted.subtracting(merged))
     }
 
-    /// Drops the sessions' schemas (after a failure of the import, on a connection outside its transaction).
-    func dropSchemas(on connection: StoreConnection) {
+    /// After a failure of the import: has every session that has not ended roll back, then drops the schemas of
+    /// those that had committed (on a connection outside the import's transaction).
+    func abandon(on connection: StoreConnection) {
+        // Sessions still reading stop at their next few thousand rows.
+        shares.fail(CancellationError(), at: -1, isOwned: false)
+        for helper in helpers {
+            _ = helper.waitUntilLoaded()
+            try? helper.end(committing: false)
+        }
         for helper in helpers { _ = try? SideTables.dropHelper(helper.schema, on: connection) }
     }
 }
@@ -324,8 +361,14 @@ extension ImportReport {
                     finishing[index].count += step.count
                     finishing[index].seconds += step.seconds
                 } else {
-                    let switchIndex = finishing.firstIndex { $0.target == Finishing.switch } ?? finishing.endIndex
-                    finishing.insert(step, at: switchIndex)
+                    // In the order one session takes the steps.
+                    let order =
+                        [TreeTable.postLikes.name] + Store.lookupTables + [
+                            Finishing.indexes, Finishing.statistics, Finishing.switch,
+                        ]
+                    let rank = { (target: String) in order.firstIndex(of: target) ?? order.count }
+                    let index = finishing.firstIndex { rank($0.target) > rank(step.target) } ?? finishing.endIndex
+                    finishing.insert(step, at: index)
                 }
             }
         }

@@ -51,7 +51,6 @@ struct TreeImport {
         var sideTables: SideTables?
         var cancelledSessions: [Int] = []
         var helpers: HelperSessions?
-        var helpersCommitted = false
         do {
             try connection.withTransaction(rollback: options.isDryRun) {
                 try connection.execute(
@@ -77,8 +76,8 @@ struct TreeImport {
                         let jobs = options.jobs ?? Store.defaultJobs
                         if jobs > 1, let reopening, !options.isDryRun, options.maximumRejects == 0 {
                             helpers = HelperSessions(
-                                count: jobs, opening: connection.siblingOpener(), first: source, reopening: reopening,
-                                options: options, onRows: onRows, isCancelled: isCancelled, onReject: onReject)
+                                count: jobs, opening: connection.siblingOpener(), reopening: reopening,
+                                options: options, isCancelled: isCancelled, onReject: onReject)
                         }
                     case .failure(let obstacle):
                         report.readersLockedOut = obstacle.reason
@@ -112,7 +111,6 @@ struct TreeImport {
                         .postLikes: .init(
                             table: DerivedCopies.stagedLikesTable, create: { [copies] in try copies.stageLikes() })
                     ])
-                var hasStagedLikes: Bool { loader.redirected.contains(.postLikes) }
                 // With other sessions loading the file, this one only takes their tables over.
                 let importer =
                     helpers != nil
@@ -120,18 +118,12 @@ struct TreeImport {
                     : TreeImporter(
                         source: source, loader: loader, options: options,
                         onFinding: { finding in
-                            // Rows sent so far must be in the tables before what they hold is deleted.
-                            try loader.flush()
                             // A merge names each node it replaces, `null` ones included.
                             if let root = finding.path.first { deletedRoots.insert(root) }
-                            try deferredIndexes?.build(onStep: timedStep)
-                            finishing.end()
-                            var deleted = try treeRows.deleteRows(under: finding.path)
-                            if hasStagedLikes {
-                                deleted[.postLikes, default: 0] += try self.copies.deleteStagedLikes(
-                                    under: finding.path)
-                            }
-                            return deleted
+                            defer { finishing.end() }
+                            return try Self.deleteRows(
+                                under: finding.path, loader: loader, indexes: deferredIndexes,
+                                treeRows: treeRows, copies: copies, onStep: timedStep)
                         },
                         onReject: onReject)
                 loader.onRows = onRows
@@ -145,12 +137,11 @@ struct TreeImport {
                     if let importer {
                         try StorageError.converting { try importer.run() }
                         try loader.flush()
-                        stagedLikes = hasStagedLikes
+                        stagedLikes = loader.redirected.contains(.postLikes)
                     } else if let helpers, let sideTables {
-                        let outcomes = try helpers.finishLoading()
-                        helpersCommitted = true
-                        (indexed, analyzed, stagedLikes) = try helpers.takeOver(
-                            outcomes, into: sideTables, on: connection)
+                        var pacing = source
+                        let outcomes = try helpers.finishLoading(pacing: &pacing, onRows: onRows)
+                        (indexed, analyzed) = try helpers.takeOver(outcomes, into: sideTables, on: connection)
                         helperOutcomes = outcomes
                     }
                     try settleDerivedRows(
@@ -216,9 +207,9 @@ struct TreeImport {
                 }
             }
         } catch {
-            // The helpers' tables, committed, went into a transaction that did not commit: gone now (or, if the
-            // server is gone too, at the next import).
-            if helpersCommitted, !connection.isInTransaction { helpers?.dropSchemas(on: connection) }
+            // Sessions still loading roll back; the tables of those that committed went into a transaction that
+            // did not commit: gone now (or, if the server is gone too, at the next import).
+            if !connection.isInTransaction { helpers?.abandon(on: connection) }
             throw error
         }
         // Inside a write's transaction nothing is committed yet, and a failed statement would abort it: the
@@ -248,6 +239,22 @@ struct TreeImport {
             return .failure(SideTables.Obstacle(reason: "the tables are distributed (Citus)"))
         }
         return try SideTables.plan(on: connection)
+    }
+
+    /// What an import does about a finding at `path` (a merge's replaced child, a repeated key): the rows sent so
+    /// far go into the tables, the indexes a DELETE may need are built, then whatever is stored at or below the
+    /// path goes, staged likes included; how many rows of each table went.
+    static func deleteRows(
+        under path: [String], loader: TableLoader, indexes: DeferredIndexes?, treeRows: TreeRows,
+        copies: DerivedCopies, onStep: (ImportStep) -> Void
+    ) throws -> [TreeTable: Int] {
+        try loader.flush()
+        try indexes?.build(onStep: onStep)
+        var deleted = try treeRows.deleteRows(under: path)
+        if loader.redirected.contains(.postLikes) {
+            deleted[.postLikes, default: 0] += try copies.deleteStagedLikes(under: path)
+        }
+        return deleted
     }
 
     /// A warning when a merge of the whole tree wrote top-level nodes that look like an export of one node: none
