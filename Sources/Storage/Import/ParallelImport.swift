@@ -76,9 +76,9 @@ final class NodeShares: @unchecked Sendable {
     }
 }
 
-/// One of a parallel import's other sessions. It reads the whole file and imports the nodes it claims into twins
-/// of its own (in `schema`), builds their indexes and statistics, then waits: the import's session tells it to
-/// commit (every session loaded its nodes; the import takes the tables over) or to roll back.
+/// One of a parallel import's loading sessions. It reads the whole file and imports the nodes it claims into
+/// twins of its own (in `schema`), builds their indexes and statistics, then waits: the import's own session tells
+/// it to commit (every session loaded its nodes; the import takes the tables over) or to roll back.
 final class HelperImport: @unchecked Sendable {
     /// Its number among the import's sessions (the import's own is 0).
     let number: Int

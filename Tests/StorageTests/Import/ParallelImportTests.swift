@@ -169,22 +169,26 @@ struct ParallelImportTests {
         let reader = Store(connection: try database.connect())
         try reader.setLockTimeout(.seconds(2))
         let beforeExport = try exportJSON(reader)
-        let gate = GatedSource(after)
-        let bytes = Array(after.utf8)
+        // Each loading session's file stops at half until let go.
+        let gates = [GatedSource(after), GatedSource(after)]
+        let opened = Atomic<Int>(0)
         nonisolated(unsafe) let importing = Store(connection: try database.connect())
         let outcome = Mutex<Result<ImportReport, any Error>?>(nil)
         let finished = DispatchSemaphore(value: 0)
         Thread {
             let result = Result {
                 try importing.importTree(
-                    from: gate, options: ImportOptions(jobs: 2), reopening: { MemorySource(bytes) })
+                    from: MemorySource(after), options: ImportOptions(jobs: 2),
+                    reopening: { gates[opened.add(1, ordering: .relaxed).oldValue] })
             }
             outcome.withLock { $0 = result }
             finished.signal()
         }.start()
-        try #require(gate.reached.wait(timeout: .now() + 60) == .success)
+        for gate in gates {
+            try #require(gate.reached.wait(timeout: .now() + 60) == .success, "a session never read half its file")
+        }
         expectSameText(try exportJSON(reader), beforeExport)
-        gate.open.signal()
+        for gate in gates { gate.open.signal() }
         try #require(finished.wait(timeout: .now() + 120) == .success)
         _ = try #require(outcome.withLock { $0 }).get()
         expectSameText(try exportJSON(reader), try self.outcome(of: after, jobs: nil).export)
