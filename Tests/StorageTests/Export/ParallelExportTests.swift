@@ -182,7 +182,8 @@ struct ParallelExportTests {
         let killer = try database.connect()
         nonisolated(unsafe) let sendableKiller = killer
         let killed = Atomic<Bool>(false)
-        // Once the helper has joined and runs a statement, its backend is terminated (a server that lost it).
+        // Once the helper has joined and reads a table, its backend is terminated (a server that lost it); not
+        // while it joins, where it would not count as a session.
         store.connection.siblings.willOpen = {
             Thread {
                 for _ in 0..<5000 where !killed.load(ordering: .relaxed) {
@@ -191,7 +192,7 @@ struct ParallelExportTests {
                             """
                             SELECT pg_terminate_backend(pid) FROM pg_stat_activity
                             WHERE datname = current_database() AND pid NOT IN (\(exportPID), pg_backend_pid())
-                                AND backend_type = 'client backend' AND state = 'active'
+                                AND backend_type = 'client backend' AND state = 'active' AND query LIKE 'COPY%'
                             """
                         ).first?.decode(Bool.self, at: 0)) == true
                     if done { killed.store(true, ordering: .relaxed) } else { usleep(1000) }
