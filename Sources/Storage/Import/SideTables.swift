@@ -332,9 +332,7 @@ final class SideTables {
                 format('CREATE %sTABLE %I.%I (LIKE %I.%I INCLUDING DEFAULTS INCLUDING CONSTRAINTS '
                     'INCLUDING GENERATED INCLUDING STORAGE INCLUDING COMPRESSION INCLUDING COMMENTS)',
                     CASE t.relpersistence WHEN 'u' THEN 'UNLOGGED ' ELSE '' END, \(schema)::text, t.relname,
-                    t.nspname, t.relname) || coalesce((SELECT ' WITH (' || string_agg(format('%s = %L',
-                    split_part(o, '=', 1), substr(o, strpos(o, '=') + 1)), ', ') || ')'
-                    FROM unnest(t.reloptions) AS o), '')
+                    t.nspname, t.relname) || \(Self.optionsClause)
             UNION ALL
             SELECT 0, 1, t.relname::text, format('COMMENT ON TABLE %I.%I IS %L', \(schema)::text, t.relname,
                 obj_description(t.oid, 'pg_class'))
@@ -374,13 +372,19 @@ final class SideTables {
         """
     }
 
+    /// ` WITH (name = 'value', …)` restating the `reloptions` of the relation the query reads (a table's, a
+    /// view's), or '' when it has none.
+    private static let optionsClause: Query = """
+        coalesce((SELECT ' WITH (' || string_agg(format('%s = %L', split_part(o, '=', 1),
+            substr(o, strpos(o, '=') + 1)), ', ') || ')' FROM unnest(reloptions) AS o), '')
+        """
+
     /// `CREATE OR REPLACE VIEW` of every view that reads one of `tables` (object identifiers), as the catalog defines it
     /// now (options included), oldest first.
     private static func viewsQuery(_ tables: [Int]) -> Query {
         """
         SELECT format('CREATE OR REPLACE VIEW %I.%I%s AS %s', n.nspname, x.relname,
-            coalesce((SELECT ' WITH (' || string_agg(format('%s = %L', split_part(o, '=', 1),
-                substr(o, strpos(o, '=') + 1)), ', ') || ')' FROM unnest(x.reloptions) AS o), ''),
+            \(Self.optionsClause),
             pg_get_viewdef(x.oid))
         FROM pg_class x JOIN pg_namespace n ON n.oid = x.relnamespace
         WHERE x.relkind = 'v' AND x.oid IN (
