@@ -10,7 +10,8 @@ internal import PostgresClient
 /// therefore:
 ///
 /// 1. takes the maintenance lock for its session when it needs one (`check`), before its transaction begins, so
-///    that waiting for a repair or an import to end leaves no snapshot behind;
+///    that waiting for a repair or an import to end leaves no snapshot behind (beside a whole-tree import that
+///    loads beside the store it takes none, and reads the store as it was, as other readers do);
 /// 2. begins REPEATABLE READ READ ONLY and takes `LOCK TABLE … IN ACCESS SHARE MODE` on every table of the tree
 ///    (a utility command, which takes no snapshot), in the order imports lock them. The lookups kept from the
 ///    tree are left out: whatever rewrites one (an import replacing the tree) holds the tree's tables too, and a
@@ -30,17 +31,16 @@ struct Reads {
 
     /// Runs `body` as a read of one instant: before any concurrent writer or after it, never between. With
     /// `maintenance`, the maintenance lock is held for the session around it (waiting as it says), so that no
-    /// check, repair or import runs meanwhile.
+    /// check, repair or import runs meanwhile; beside a whole-tree import that loads beside the store, it reads
+    /// the store as it was instead, as readers without `maintenance` do.
     ///
     /// Inside a transaction (a write reading what it is about to change, the checks of `check --fix`) `body` runs
     /// as it is: the enclosing transaction took its locks before its first read.
     func readingSnapshot<Result>(maintenance: MaintenanceWait? = nil, _ body: () throws -> Result) throws -> Result {
         if connection.isInTransaction { return try body() }
-        if let maintenance {
-            try lock.take(wait: maintenance, scope: .session)
-        }
+        let holdsLock = try maintenance.map { try lock.takeForReading(wait: $0) } ?? false
         defer {
-            if maintenance != nil, connection.isConnected, !connection.isInTransaction {
+            if holdsLock, connection.isConnected, !connection.isInTransaction {
                 try? lock.releaseSession()
             }
         }

@@ -92,29 +92,43 @@ struct ReadsBesideWritersTests {
             stderr: String(decoding: stderr, as: UTF8.self))
     }
 
-    @Test func theNightlyCheckStartedDuringAnImportRecordsTheStoreAfterIt() throws {
+    /// The cron check started during a whole-tree import records the store as it was at once when the import
+    /// loads beside the store, and queues and records the imported store when the import locks readers out.
+    @Test(arguments: [false, true])
+    func theNightlyCheckStartedDuringAnImport(locksReadersOut: Bool) throws {
         let damaged = try AdminProcess.run(["generate", "-", "--users", "40", "--anomalies", "--seed", "3"])
         let smaller = try AdminProcess.run(["generate", "-", "--users", "12", "--seed", "4"])
         let database = try databaseHolding(damaged.stdout)
+        if locksReadersOut { try lockingReadersOut(database) }
         let directory = try makeTemporaryDirectory("admin-cron")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let metrics = directory + "/admin_check.prom"
         // Last night's run, on the damaged store.
-        #expect(try AdminProcess.run(["--db", database.conninfo, "check", "--record"]).status == 3)
+        let lastNight = directory + "/last-night.prom"
+        #expect(
+            try AdminProcess.run(["--db", database.conninfo, "check", "--record", "--metrics-file", lastNight]).status
+                == 3)
 
         let finishImport = try importHalfway(database, smaller.stdout)
-        let check = try cronCheck(database, metrics: metrics)
-        try waitUntil(database, "the check waits for the import", someoneWaits)
-        #expect(try finishImport() == 0)
-        let run = wait(check)
+        let run: AdminRun
+        if locksReadersOut {
+            let check = try cronCheck(database, metrics: metrics)
+            try waitUntil(database, "the check waits for the import", someoneWaits)
+            #expect(try finishImport() == 0)
+            run = wait(check)
+        } else {
+            run = wait(try cronCheck(database, metrics: metrics))
+            #expect(try finishImport() == 0)
+        }
 
-        // The imported store, checked quietly afterwards.
+        // The store the check read, checked quietly: the imported one, or the damaged one as it was.
         let quietMetrics = directory + "/quiet.prom"
         _ = try AdminProcess.run(["--db", database.conninfo, "check", "--metrics-file", quietMetrics])
-        let expected = try violations(in: quietMetrics)
+        let expected = try violations(in: locksReadersOut ? quietMetrics : lastNight)
         #expect(expected.count == 12)
         #expect(try violations(in: metrics) == expected)
-        #expect(run.status == 0, "no count rose: the smaller store has fewer of each\n\(run.stdout)\(run.stderr)")
+        #expect(try violations(in: quietMetrics) != (try violations(in: lastNight)))
+        #expect(run.status == 0, "no count rose\n\(run.stdout)\(run.stderr)")
         #expect(run.stdout.isEmpty && run.stderr.isEmpty, "--quiet on exit 0: \(run.stdout)\(run.stderr)")
         let history = try AdminProcess.run(["--db", database.conninfo, "check", "--history", "--format", "json"])
         let listed = try #require(try JSONSerialization.jsonObject(with: Data(history.stdout.utf8)) as? [String: Any])
@@ -190,6 +204,23 @@ struct ReadsBesideWritersTests {
         let imported = try AdminProcess.run(db + ["export", "-"])
         let alone = try databaseHolding(after)
         #expect(imported.stdout == (try AdminProcess.run(["--db", alone.conninfo, "export", "-"])).stdout)
+    }
+
+    @Test(.enabled(if: Terminal.isAvailable))
+    func aCheckBesideAnImportSaysWhichStoreItReadsOnATerminal() throws {
+        let database = try databaseHolding(#"{"users": {"a": {"username": "a"}}}"#)
+        let directory = try makeTemporaryDirectory("admin-beside")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let finishImport = try importHalfway(database, #"{"users": {"b": {"username": "b"}}, "pad": "padding"}"#)
+        let command = "\(shellQuoted(AdminProcess.executable.path)) --db \(shellQuoted(database.conninfo))"
+        let terminal = try Terminal(command, environment: ["ADMIN_HISTORY": directory + "/history", "TERM": "xterm"])
+        #expect(try terminal.waitFor("=>"))
+        try terminal.send("check --only orphans", "Enter")
+        #expect(
+            try terminal.waitFor("Reading the store as it was before an import (pid "),
+            "\((try? terminal.screen()) ?? "")")
+        #expect(try terminal.waitFor("orphans"), "\((try? terminal.screen()) ?? "")")
+        #expect(try finishImport() == 0)
     }
 
     @Test(.enabled(if: Terminal.isAvailable))

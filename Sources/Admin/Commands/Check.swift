@@ -20,7 +20,8 @@ struct Check: ConsoleCommand {
             SELECT. Two maintenance runs (checks, repairs, whole-tree imports) never overlap on one database: a \
             second one fails at once, or with --wait queues behind the first for up to that many seconds and then \
             checks the store as the first left it (behind an import, the imported store; behind --fix, the \
-            repaired one). Each check prints its violation count and the first Firebase paths that violate it.
+            repaired one). A whole-tree import that loads beside the store (see import --help) is the exception: \
+            during it, check reads the store as it was before the import, at once, as export and get do. Each check prints its violation count and the first Firebase paths that violate it.
 
             Checks:
             \(IntegrityCheck.allCases.map { "  \($0.rawValue.padding(toLength: 18)) \($0.summary)" }.joined(separator: "\n"))

@@ -28,6 +28,11 @@ struct MaintenanceWaitOption: ParsableArguments {
             guard diagnostics.isTerminal else { return }
             diagnostics.line("Waiting up to \(Int(wait.rounded(.up))) s for " + Self.describe(holder) + " to finish…")
             diagnostics.flush()
+        } onReadBeside: { [diagnostics = session.diagnostics] holder in
+            guard diagnostics.isTerminal else { return }
+            diagnostics.line(
+                "Reading the store as it was before " + Self.describe(holder) + ", which has not switched in yet.")
+            diagnostics.flush()
         }
     }
 

@@ -69,6 +69,7 @@ struct TreeImport {
                     case .success(let plan):
                         // Writers wait for the import; readers read the store as it was until the switch.
                         try connection.execute("LOCK TABLE \(Store.treeTableList) IN EXCLUSIVE MODE")
+                        try maintenance.welcomeReaders()
                         heldSomething = try !treeRows.isEmpty()
                         _ = try SideTables.dropLeftovers(on: connection)
                         deferredIndexes = try plan.create(keepsIndexes: options.keepsIndexes)

@@ -11,6 +11,35 @@ struct MaintenanceLock {
         try connection.execute("SELECT pg_advisory_xact_lock(\(Self.key))")
     }
 
+    /// Says, for the current transaction, that the maintenance lock's holder is a whole-tree import that loads
+    /// beside the store: readers keep reading the store as it was until it switches, and so may a check
+    /// (`takeForReading`).
+    func welcomeReaders() throws {
+        try connection.execute("SELECT pg_advisory_xact_lock_shared(\(Self.readersWelcomeKey))")
+    }
+
+    /// Takes the lock for a read's session (`check`), as `take` does; but when its holder is a whole-tree import
+    /// that loads beside the store (`welcomeReaders`), takes nothing, tells `wait.onReadBeside` and returns false:
+    /// the read then reads the store as it was, as every other reader does, without waiting for the import.
+    func takeForReading(wait: MaintenanceWait) throws -> Bool {
+        if try connection.query("SELECT pg_try_advisory_lock(\(Self.key))")[0].decode(Bool.self, at: 0) { return true }
+        let welcomed = try connection.query(
+            """
+            SELECT EXISTS (
+                SELECT FROM pg_locks
+                WHERE locktype = 'advisory' AND granted
+                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                    AND classid = \(Self.classID(Self.readersWelcomeKey))::bigint::oid
+                    AND objid = \(Self.objectID(Self.readersWelcomeKey))::bigint::oid AND objsubid = 1)
+            """)[0].decode(Bool.self, at: 0)
+        guard welcomed else {
+            try take(wait: wait, scope: .session)
+            return true
+        }
+        wait.onReadBeside(try holder())
+        return false
+    }
+
     /// Releases the lock taken for the session (`LockScope.session`).
     func releaseSession() throws {
         try connection.execute("SELECT pg_advisory_unlock(\(Self.key))")
@@ -75,14 +104,13 @@ struct MaintenanceLock {
 
     /// Who holds the maintenance lock, as `pg_stat_activity` tells it (what a role may see of other sessions).
     func holder() throws -> LockHolder? {
-        let key = UInt64(bitPattern: Self.key)
         let rows = try connection.query(
             """
             SELECT a.pid, coalesce(a.usename::text, ''), coalesce(a.application_name, ''),
                 extract(epoch FROM a.xact_start)::float8
             FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
             WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                AND l.classid = \(Int64(key >> 32))::bigint::oid AND l.objid = \(Int64(key & 0xFFFF_FFFF))::bigint::oid
+                AND l.classid = \(Self.classID(Self.key))::bigint::oid AND l.objid = \(Self.objectID(Self.key))::bigint::oid
                 AND l.objsubid = 1
             LIMIT 1
             """)
@@ -91,4 +119,11 @@ struct MaintenanceLock {
 
     /// The advisory lock key that checks and repairs share ("fbadmin" in ASCII).
     static let key: Int64 = 0x66_6261_646D_696E
+    /// The advisory lock key a whole-tree import that readers may read beside holds shared ("fbadmrd").
+    static let readersWelcomeKey: Int64 = 0x66_6261_646D_7264
+
+    /// The high half of a bigint advisory key, as `pg_locks.classid` shows it.
+    private static func classID(_ key: Int64) -> Int64 { Int64(UInt64(bitPattern: key) >> 32) }
+    /// The low half of a bigint advisory key, as `pg_locks.objid` shows it.
+    private static func objectID(_ key: Int64) -> Int64 { Int64(UInt64(bitPattern: key) & 0xFFFF_FFFF) }
 }

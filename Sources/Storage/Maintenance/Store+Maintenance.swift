@@ -7,7 +7,8 @@ extension Store {
     ///
     /// Works with a role that may only SELECT. Two maintenance runs (checks or repairs) never overlap on one
     /// database: the second fails with a `.server` error whose `sqlStateCode` is `55P03` (lock not available), at
-    /// once or after `wait`.
+    /// once or after `wait`. A whole-tree import that loads beside the store is the exception: beside it, a check
+    /// reads the store as it was before the import, at once, and `wait.onReadBeside` hears of it.
     ///
     /// ```swift
     /// let results = try store.check([.likeCount, .orphans], examples: 3)

@@ -69,11 +69,53 @@ struct ImportIsolationTests {
         #expect(error?.contains("an import is in progress (pid ") == true, "\(error ?? "no error")")
         #expect(error?.contains("waited 300ms") == true, "\(error ?? "no error")")
         #expect(try setup.user("zed") == nil)
-        // A whole-tree replace takes the maintenance lock: check fails at once, saying so (or queues with a wait).
-        let importing = Store(connection: try database.connect())
+    }
+
+    @Test func checkReadsBesideAnImportThatLoadsBesideTheStoreAndRefusesOneThatLocksReadersOut() throws {
+        let database = try TestPostgres.makeDatabase()
         let checking = Store(connection: try database.connect())
-        try importing.connection.withTransaction(rollback: true) {
-            try importJSON(consistentTree.json, into: importing)
+        try importJSON(consistentTree.json, into: checking)
+        try checking.connection.execute("UPDATE posts SET like_count = 5 WHERE post_key = '-Pa1'")
+        let before = try checking.check(examples: 1).map { "\($0.check)=\($0.violations)" }
+        #expect(before.contains("likeCount=1"), "\(before)")
+        // Still reading its file: check answers at once, from the store as it was, and says whom it read beside.
+        let gate = GatedSource(#"{"users": {"u1": {"username": "new"}}}"#)
+        nonisolated(unsafe) let importing = Store(connection: try database.connect())
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            do { _ = try importing.importTree(from: gate) } catch { Issue.record(error, "the import failed") }
+            finished.signal()
+        }
+        try #require(gate.reached.wait(timeout: .now() + 60) == .success)
+        let besideWhom = Mutex<LockHolder??>(nil)
+        let beside = try checking.check(
+            examples: 1,
+            wait: MaintenanceWait(seconds: 0) { _ in
+                Issue.record("check waited")
+            } onReadBeside: { holder in
+                besideWhom.withLock { $0 = holder }
+            })
+        #expect(beside.map { "\($0.check)=\($0.violations)" } == before)
+        #expect(besideWhom.withLock { $0??.isImport } == true)
+        // Not even the maintenance lock stays behind: a repair waits for the import, not for the check.
+        #expect(
+            try checking.connection.query(
+                "SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory'")[0].decode(
+                    Int.self, at: 0) == 0)
+        gate.open.signal()
+        #expect(finished.wait(timeout: .now() + 60) == .success)
+        #expect(try checking.check(examples: 1).allSatisfy { $0.violations == 0 })
+
+        // An import that locks readers out (a trigger keeps it off side tables) takes the maintenance lock alone:
+        // check fails at once, saying so, or queues with a wait.
+        try checking.connection.execute(
+            script: """
+                CREATE FUNCTION audit() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NEW; END';
+                CREATE TRIGGER audit BEFORE INSERT ON users FOR EACH ROW EXECUTE FUNCTION audit();
+                """)
+        let locking = Store(connection: try database.connect())
+        try locking.connection.withTransaction(rollback: true) {
+            try importJSON(consistentTree.json, into: locking)
             do {
                 _ = try checking.check(examples: 1)
                 Issue.record("check ran during a whole-tree import")
