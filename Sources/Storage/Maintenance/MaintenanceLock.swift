@@ -23,15 +23,16 @@ struct MaintenanceLock {
     /// the read then reads the store as it was, as every other reader does, without waiting for the import.
     func takeForReading(wait: MaintenanceWait) throws -> Bool {
         if try connection.query("SELECT pg_try_advisory_lock(\(Self.key))")[0].decode(Bool.self, at: 0) { return true }
-        let welcomed = try connection.query(
+        let welcomed = try !connection.query(
             """
-            SELECT EXISTS (
-                SELECT FROM pg_locks
-                WHERE locktype = 'advisory' AND granted
-                    AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                    AND classid = \(Self.classID(Self.readersWelcomeKey))::bigint::oid
-                    AND objid = \(Self.objectID(Self.readersWelcomeKey))::bigint::oid AND objsubid = 1)
-            """)[0].decode(Bool.self, at: 0)
+            SELECT 1 FROM pg_locks
+            WHERE locktype = 'advisory' AND granted
+                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                AND classid = \(Self.classID(Self.readersWelcomeKey))::bigint::oid
+                AND objid = \(Self.objectID(Self.readersWelcomeKey))::bigint::oid AND objsubid = 1
+            LIMIT 1
+            """
+        ).isEmpty
         guard welcomed else {
             try take(wait: wait, scope: .session)
             return true
