@@ -75,6 +75,22 @@ func readTokens(_ path: String) throws -> Int {
     return tokens
 }
 
+/// Reads the file's top-level keys and skips each node's container unread, as a session of a parallel import
+/// passes the nodes other sessions load; returns the number of top-level nodes.
+func skipNodes(_ path: String) throws -> Int {
+    let descriptor = open(path, O_RDONLY)
+    guard descriptor >= 0 else { throw StorageError(.invalidValue, "cannot open \(path)") }
+    defer { close(descriptor) }
+    var reader = JSONReader(source: FileDescriptorSource(descriptor: descriptor, name: path))
+    guard try reader.next() == .objectStart else { return 0 }
+    var nodes = 0
+    while try reader.nextChild() != nil {
+        nodes += 1
+        if reader.token == .objectStart || reader.token == .arrayStart { try reader.skipContainerUnchecked() }
+    }
+    return nodes
+}
+
 /// Runs this benchmark binary with `arguments` and returns its single output line.
 func runChild(_ childArguments: [String]) throws -> String {
     let process = Process()
@@ -257,6 +273,7 @@ func measureReaders(path: String, runs: Int) throws {
         )
     }
     try measure("JSONReader (streaming)", "reader-once", runs: runs)
+    try measure("skipping every top-level node unread (a parallel import's other nodes)", "skip-once", runs: runs)
     try measure("import's mapping without a database (read, check, encode COPY rows)", "mapping-once", runs: runs)
     if size <= 320 {
         try measure("Foundation JSONSerialization", "foundation-once", runs: 1)
@@ -273,6 +290,12 @@ case "reader-once":
     var tokens = 0
     let time = try seconds { tokens = try readTokens(path) }
     print("\(time) \(tokens) \(peakRSS())")
+
+case "skip-once":
+    let path = arguments[1]
+    var nodes = 0
+    let time = try seconds { nodes = try skipNodes(path) }
+    print("\(time) \(nodes) \(peakRSS())")
 
 case "mapping-once":
     let path = arguments[1]

@@ -76,7 +76,11 @@ public struct JSONReader: ~Copyable {
     private var state = State.value
     private var hasStarted = false
     private var frames: [Frame] = []
-    private var pathBytes: [UInt8] = []
+    /// The keys of the open objects, each after a "/" (malloc'd: a key replaces the one before it at every
+    /// child, which an array's generic range replacement made a tenth of the reader's work).
+    private var pathBytes: UnsafeMutablePointer<UInt8>
+    private var pathCount = 0
+    private var pathCapacity = 1024
     /// Unescaped strings are assembled here; manual storage, so `text` may point into it until the next call.
     private var scratch: UnsafeMutablePointer<UInt8>
     private var scratchCount = 0
@@ -112,11 +116,13 @@ public struct JSONReader: ~Copyable {
         scratch = .allocate(capacity: scratchCapacity)
         self.maximumTokenBytes = maximumTokenBytes
         frames.reserveCapacity(64)
-        pathBytes.reserveCapacity(1024)
+        guard let pathMemory = malloc(pathCapacity) else { fatalError("out of memory allocating the JSON path") }
+        pathBytes = pathMemory.assumingMemoryBound(to: UInt8.self)
     }
 
     deinit {
         free(buffer)
+        free(pathBytes)
         scratch.deallocate()
     }
 
@@ -172,8 +178,8 @@ public struct JSONReader: ~Copyable {
                     throw syntaxError(state == .objectFirst ? "expected a key or '}'" : "expected a key after ','")
                 }
                 try readString(isKey: true)
-                pathBytes.removeSubrange((frames[frames.count - 1].pathStart + 1)...)
-                pathBytes.append(contentsOf: text)
+                pathCount = frames[frames.count - 1].pathStart + 1
+                appendToPath(text)
                 // The ':' is consumed by the next call, so that `text` stays valid until then.
                 state = .colon
                 token = .key
@@ -299,13 +305,13 @@ public struct JSONReader: ~Copyable {
         switch byte {
         case UInt8(ascii: "{"):
             cursor += 1
-            frames.append(Frame(isObject: true, pathStart: pathBytes.count, index: -1))
-            pathBytes.append(UInt8(ascii: "/"))
+            frames.append(Frame(isObject: true, pathStart: pathCount, index: -1))
+            appendToPath(UInt8(ascii: "/"))
             state = .objectFirst
             token = .objectStart
         case UInt8(ascii: "["):
             cursor += 1
-            frames.append(Frame(isObject: false, pathStart: pathBytes.count, index: -1))
+            frames.append(Frame(isObject: false, pathStart: pathCount, index: -1))
             state = .arrayFirst
             token = .arrayStart
         case UInt8(ascii: "\""):
@@ -338,10 +344,29 @@ public struct JSONReader: ~Copyable {
         state = frames.isEmpty ? .done : .afterValue
     }
 
+    private mutating func appendToPath(_ bytes: UnsafeBufferPointer<UInt8>) {
+        reservePath(bytes.count)
+        if let base = bytes.baseAddress { (pathBytes + pathCount).update(from: base, count: bytes.count) }
+        pathCount += bytes.count
+    }
+
+    private mutating func appendToPath(_ byte: UInt8) {
+        reservePath(1)
+        pathBytes[pathCount] = byte
+        pathCount += 1
+    }
+
+    private mutating func reservePath(_ extra: Int) {
+        guard pathCount + extra > pathCapacity else { return }
+        pathCapacity = max(pathCapacity * 2, pathCount + extra)
+        guard let grown = realloc(pathBytes, pathCapacity) else { fatalError("out of memory growing the JSON path") }
+        pathBytes = grown.assumingMemoryBound(to: UInt8.self)
+    }
+
     private mutating func closeContainer(isObject: Bool) -> Token {
         cursor += 1
         let frame = frames.removeLast()
-        pathBytes.removeSubrange(frame.pathStart...)
+        pathCount = frame.pathStart
         finishValue()
         token = isObject ? .objectEnd : .arrayEnd
         return token
@@ -781,9 +806,10 @@ public struct JSONReader: ~Copyable {
         var components: [String] = []
         for (position, frame) in frames.enumerated() {
             if frame.isObject {
-                let end = position + 1 < frames.count ? frames[position + 1].pathStart : pathBytes.count
+                let end = position + 1 < frames.count ? frames[position + 1].pathStart : pathCount
                 guard end > frame.pathStart + 1 else { break }
-                components.append(String(decoding: pathBytes[(frame.pathStart + 1)..<end], as: UTF8.self))
+                let key = UnsafeBufferPointer(start: pathBytes + frame.pathStart + 1, count: end - frame.pathStart - 1)
+                components.append(String(decoding: key, as: UTF8.self))
             } else {
                 guard frame.index >= 0 else { break }
                 components.append(String(frame.index))

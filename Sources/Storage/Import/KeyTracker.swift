@@ -66,10 +66,11 @@ struct KeyTracker {
         last.append(contentsOf: key)
         let wasAscending = isAscending
         if count > 1 {
-            if previous.elementsEqual(key) { return .duplicate }
-            previous.withUnsafeBufferPointer { previous in
-                isAscending.rtdb = isAscending.rtdb && FirebaseKey.compare(previous, key) < 0
-                isAscending.bytes = isAscending.bytes && previous.lexicographicallyPrecedes(key)
+            let order = previous.withUnsafeBufferPointer { Self.compareBytes($0, key) }
+            if order == 0 { return .duplicate }
+            isAscending.bytes = isAscending.bytes && order < 0
+            if isAscending.rtdb {
+                isAscending.rtdb = previous.withUnsafeBufferPointer { FirebaseKey.compare($0, key) < 0 }
             }
         }
         let isSorted = isAscending.rtdb || isAscending.bytes
@@ -111,9 +112,20 @@ struct KeyTracker {
         guard case .broken(let end, let rtdb, let bytes) = mode else { preconditionFailure("after the break") }
         if !hashes.insert(Self.hash(key)) { return .duplicate }
         let isAboveDropped = end.withUnsafeBufferPointer { end in
-            (rtdb && FirebaseKey.compare(end, key) < 0) || (bytes && end.lexicographicallyPrecedes(key))
+            (rtdb && FirebaseKey.compare(end, key) < 0) || (bytes && Self.compareBytes(end, key) < 0)
         }
         return isAboveDropped ? .new : .maybe
+    }
+
+    /// -1, 0 or 1 as `a` sorts before, with or after `b` by bytes (memcmp, not a generic element loop: the
+    /// import compares every key with the one before it).
+    private static func compareBytes(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
+        let shorter = min(a.count, b.count)
+        if shorter > 0, let x = a.baseAddress, let y = b.baseAddress {
+            let order = memcmp(x, y, shorter)
+            if order != 0 { return order < 0 ? -1 : 1 }
+        }
+        return a.count == b.count ? 0 : a.count < b.count ? -1 : 1
     }
 
     private static func hash(_ key: UnsafeBufferPointer<UInt8>) -> UInt64 {

@@ -52,6 +52,8 @@ struct FieldList {
     }
 
     private mutating func append(_ key: String, _ value: TreeValue) {
+        // Most records hold a handful of fields: one allocation rather than one per doubling.
+        if entries.capacity == 0 { entries.reserveCapacity(8) }
         entries.append((key, value))
         if positions != nil {
             positions?[TreeKey(key)] = entries.count - 1
@@ -80,6 +82,12 @@ struct RecordFields {
 
     init(_ fields: FieldList) {
         rest = fields
+    }
+
+    /// Moves `fields` in (leaving them empty), so that taking fields changes them in place rather than a copy.
+    init(taking fields: inout FieldList) {
+        rest = FieldList()
+        swap(&rest, &fields)
     }
 
     /// Takes a string field.
@@ -154,11 +162,11 @@ extension TreeTable {
     private static let typedFieldNames: [[String]] = allCases.map { $0.recordFieldGroups.map(\.key) }
 
     /// Encodes the row of a record at `keys` (below the table's root) whose children are `fields`, as the
-    /// table's `recordColumns` lay it out.
-    func encodeRecord(keys: [String], fields: FieldList, into row: inout CopyRowEncoder) throws {
+    /// table's `recordColumns` lay it out. Takes the fields (`fields` is left empty), sorting them in place.
+    func encodeRecord(keys: [String], fields list: inout FieldList, into row: inout CopyRowEncoder) throws {
         precondition(!recordColumns.isEmpty, "\(name) holds no records")
         for key in keys { try row.append(key) }
-        var fields = RecordFields(fields)
+        var fields = RecordFields(taking: &list)
         for group in recordFieldGroups {
             let column = group.columns[0].column
             guard column.isMember else {

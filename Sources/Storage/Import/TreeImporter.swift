@@ -20,6 +20,8 @@ final class TreeImporter {
 
     private(set) var report = ImportReport()
     private var path: [String] = []
+    /// The keys of the record being read below its table's root, one per level `descend` went down.
+    private var recordKeys: [String] = []
     private var pathByteCount = 0
     /// `.priority` values of streamed objects, held until the object turns out to have a child (a node with only
     /// a priority vanishes).
@@ -142,29 +144,33 @@ final class TreeImporter {
         let tables = TreeTable.tables(under: key)
         switch tables.count {
         case 0: try unmapped()
-        case 1: try descend(tables[0], keys: [])
+        case 1: try descend(tables[0])
         default:
             precondition(Set(tables) == [.posts, .feedPosts], "only /posts holds two tables")
             try container { id in try self.postsChild(id) }
         }
     }
 
-    /// The level of `table`'s key path below `keys`: a row once the path is whole, a container above it.
-    private func descend(_ table: TreeTable, keys: [String]) throws {
-        guard keys.count == table.keyDepth else {
-            return try container { key in try self.descend(table, keys: keys + CollectionOfOne(key)) }
+    /// The level of `table`'s key path below `recordKeys`: a row once the path is whole, a container above it.
+    private func descend(_ table: TreeTable) throws {
+        guard recordKeys.count == table.keyDepth else {
+            return try container { key in
+                recordKeys.append(key)
+                defer { recordKeys.removeLast() }
+                try self.descend(table)
+            }
         }
-        if table.isLeaf { try edge(table, keys: keys) } else { try record(table, keys: keys) }
+        if table.isLeaf { try edge(table, keys: recordKeys) } else { try record(table, keys: recordKeys) }
     }
 
     // MARK: Shapes
 
     /// A level the import streams through: each child goes to `body`. A leaf where the level should be, the
     /// level's `.priority` and a `.value` are kept as unmapped values.
-    private func container(_ body: @escaping (String) throws -> Void) throws {
+    private func container(_ body: (String) throws -> Void) throws {
         guard isContainerToken else { return try unmapped() }
         try streamChildren { key in
-            if key == FirebaseKey.value { return try self.unmapped() }
+            if Self.isPseudoChild(key), key == FirebaseKey.value { return try self.unmapped() }
             try body(key)
         }
     }
@@ -193,7 +199,7 @@ final class TreeImporter {
         }
         if isFeedPost == true {
             record.fields[FirebaseKey.priority] = priority
-            try emitRecord(.feedPosts, keys: [id], record: record, rowsBefore: rowsBefore)
+            try emitRecord(.feedPosts, keys: [id], record: &record, rowsBefore: rowsBefore)
         } else if let priority, emittedRows > rowsBefore {
             try emitUnmappedLeaf(path + [FirebaseKey.priority], priority)
         }
@@ -234,13 +240,15 @@ final class TreeImporter {
         try forEachChild(onDuplicate: { record.fields[$0] = nil }) { key in
             try self.readField(key, of: table, into: &record)
         }
-        try emitRecord(table, keys: keys, record: record, rowsBefore: rowsBefore)
+        try emitRecord(table, keys: keys, record: &record, rowsBefore: rowsBefore)
     }
 
     /// Emits the row of a record read into memory; when all it holds is a priority but some of its fields went
-    /// out as unmapped values (`emittedRows` passed `rowsBefore`), the priority joins them.
-    private func emitRecord(_ table: TreeTable, keys: [String], record: HeldRecord, rowsBefore: Int) throws {
-        let fields = record.fields
+    /// out as unmapped values (`emittedRows` passed `rowsBefore`), the priority joins them. The fields move out of
+    /// `record`, so that sorting them into columns changes them in place rather than a copy.
+    private func emitRecord(_ table: TreeTable, keys: [String], record: inout HeldRecord, rowsBefore: Int) throws {
+        var fields = FieldList()
+        swap(&fields, &record.fields)
         let priority = fields[FirebaseKey.priority]
         if fields.isEmpty || (fields.count == 1 && priority != nil) {
             // An object that only has a priority is an empty node, which vanishes.
@@ -249,7 +257,7 @@ final class TreeImporter {
             try emitUnmapped(.object(fields.object))
         } else {
             try beforeEmit()
-            try loader.appendRow(table) { row in try table.encodeRecord(keys: keys, fields: fields, into: &row) }
+            try loader.appendRow(table) { row in try table.encodeRecord(keys: keys, fields: &fields, into: &row) }
         }
     }
 
@@ -343,12 +351,12 @@ final class TreeImporter {
     /// `onPriority`, when given, takes the object's priority instead.
     private func streamChildren(
         onDuplicate: ((String) -> Void)? = nil, onPriority: ((TreeValue) -> Void)? = nil,
-        _ body: @escaping (String) throws -> Void
+        _ body: (String) throws -> Void
     ) throws {
         let depth = path.count
         let rowsBefore = emittedRows
         try forEachChild(onDuplicate: onDuplicate) { key in
-            guard key == FirebaseKey.priority else { return try body(key) }
+            guard Self.isPseudoChild(key), key == FirebaseKey.priority else { return try body(key) }
             guard let value = try self.leafValue() else { return }
             if let onPriority { return onPriority(value) }
             self.pendingPriorities.removeAll { $0.path.count == depth + 1 }
@@ -447,6 +455,11 @@ final class TreeImporter {
         }
     }
 
+    /// Whether `key` may be `.priority` or `.value`: one byte read spares every other key two string comparisons.
+    private static func isPseudoChild(_ key: String) -> Bool {
+        key.utf8.withContiguousStorageIfAvailable { $0.first == UInt8(ascii: ".") } ?? key.hasPrefix(".")
+    }
+
     private var isContainerToken: Bool {
         reader.token == .objectStart || reader.token == .arrayStart
     }
@@ -502,8 +515,7 @@ final class TreeImporter {
                 try reject(FirebaseKey.pathTooLong, at: path + [key])
                 continue
             }
-            // Only pseudo-children start with "."; other keys skip two string comparisons.
-            let pseudoChild = key.utf8.first == UInt8(ascii: ".") ? key : ""
+            let pseudoChild = Self.isPseudoChild(key) ? key : ""
             switch pseudoChild {
             case FirebaseKey.priority:
                 guard reader.token == .string || reader.token == .number else {
