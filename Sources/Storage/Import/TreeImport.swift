@@ -48,7 +48,6 @@ struct TreeImport {
         let wholeTree = options.mode == .replace && options.at.isEmpty
         var replaced = 0
         var analyzesAfterCommit = false
-        var sideTables: SideTables?
         var cancelledSessions: [Int] = []
         var helpers: HelperSessions?
         do {
@@ -58,40 +57,9 @@ struct TreeImport {
                     SELECT set_config('lock_timeout', '0', true),
                         set_config('application_name', \(StoreConnection.importApplicationName), true)
                     """)
-                let heldSomething: Bool
-                var deferredIndexes: DeferredIndexes?
-                if wholeTree {
-                    // The maintenance lock first: checks and repairs then see an import running (and fail at once or
-                    // queue with --wait) instead of blocking on the tables. Whole-tree imports thus never meet on
-                    // the tables' locks.
-                    try maintenance.takeWaiting()
-                    switch try sideTablesPlan() {
-                    case .success(let plan):
-                        // Writers wait for the import; readers read the store as it was until the switch.
-                        try connection.execute("LOCK TABLE \(Store.treeTableList) IN EXCLUSIVE MODE")
-                        try maintenance.welcomeReaders()
-                        heldSomething = try !treeRows.isEmpty()
-                        _ = try SideTables.dropLeftovers(on: connection)
-                        deferredIndexes = try plan.create(keepsIndexes: options.keepsIndexes)
-                        sideTables = plan
-                        let jobs = options.jobs ?? Store.defaultJobs
-                        if jobs > 1, let reopening, !options.isDryRun, options.maximumRejects == 0 {
-                            helpers = HelperSessions(
-                                count: jobs, opening: connection.siblingOpener(), reopening: reopening,
-                                options: options, isCancelled: isCancelled, onReject: onReject)
-                        }
-                    case .failure(let obstacle):
-                        report.readersLockedOut = obstacle.reason
-                        // The lock TRUNCATE takes, before anything reads the tables.
-                        try connection.execute("LOCK TABLE \(Store.treeTableList) IN ACCESS EXCLUSIVE MODE")
-                        heldSomething = try !treeRows.isEmpty()
-                        try connection.execute("TRUNCATE \(Store.treeTableList)")
-                        if !options.keepsIndexes { deferredIndexes = try deferIndexes() }
-                    }
-                } else {
-                    try treeRows.lockTree()
-                    heldSomething = false
-                }
+                let start = try wholeTree ? beginWholeTree(options, reopening, isCancelled, onReject) : beginNode()
+                let deferredIndexes = start.deferredIndexes
+                helpers = start.helpers
                 // What the store derives from /posts and /chats follows what the import does to them.
                 var heldBefore: [String: [String]?] = [:]
                 for records in HeldRecords.all where !wholeTree {
@@ -139,7 +107,7 @@ struct TreeImport {
                         try StorageError.converting { try importer.run() }
                         try loader.flush()
                         stagedLikes = loader.redirected.contains(.postLikes)
-                    } else if let helpers, let sideTables {
+                    } else if let helpers, let sideTables = start.sideTables {
                         var pacing = source
                         let outcomes = try helpers.finishLoading(pacing: &pacing, onRows: onRows)
                         (indexed, analyzed) = try helpers.takeOver(outcomes, into: sideTables, on: connection)
@@ -159,7 +127,7 @@ struct TreeImport {
                             try analyzeTables(except: analyzed, onStep: timedStep)
                         }
                     }
-                    if let sideTables, !options.isDryRun {
+                    if let sideTables = start.sideTables, !options.isDryRun {
                         timedStep(.switching)
                         cancelledSessions = try sideTables.switchIn(isCancelled: isCancelled)
                     }
@@ -173,18 +141,12 @@ struct TreeImport {
                     loader.abort()
                     throw error
                 }
-                let lockedOut = report.readersLockedOut
                 report =
                     importer?.report
                     ?? ImportReport.combining(helperOutcomes.map(\.report), keys: helpers?.shares.keysInOrder ?? [])
-                report.readersLockedOut = lockedOut
+                report.readersLockedOut = start.readersLockedOut
                 for pid in cancelledSessions {
-                    report.warnings.append(
-                        ImportWarning(
-                            path: "/",
-                            message: "cancelled the statement of session \(pid): its transaction had read the tables "
-                                + "before the import and then waited to write them, which kept the import from switching"
-                        ))
+                    report.warnings.append(Self.cancelledSessionWarning(pid))
                     report.warningCount += 1
                 }
                 if options.mode == .merge, options.at.isEmpty, let warning = try misplacedMergeWarning(deletedRoots) {
@@ -202,7 +164,7 @@ struct TreeImport {
                 report.addFinishing(
                     of: helperOutcomes, analyzedHere: Set(Store.treeTables + Store.lookupTables).subtracting(analyzed))
                 if options.mode == .replace, !options.allowsEmptying, report.rowsImported == 0,
-                    heldSomething || replaced > 0
+                    start.heldSomething || replaced > 0
                 {
                     throw Self.emptyingRefused(at: options.at, everyValueRejected: report.rejectCount > 0)
                 }
@@ -231,6 +193,71 @@ struct TreeImport {
         report.isDryRun = options.isDryRun
         report.mode = options.mode
         return report
+    }
+
+    /// How an import holds the store before it reads its file.
+    private struct Start {
+        /// Whether the store held any row of the tree (a replace that empties it needs leave).
+        var heldSomething = false
+        /// The indexes built after the rows.
+        var deferredIndexes: DeferredIndexes?
+        /// The twins a whole-tree import fills beside the store, nil when it locks readers out.
+        var sideTables: SideTables?
+        /// The other sessions that load the file.
+        var helpers: HelperSessions?
+        /// Why a whole-tree import locks readers out (`ImportReport.readersLockedOut`).
+        var readersLockedOut: String?
+    }
+
+    /// A whole-tree import's start: the maintenance lock first, so that checks and repairs see an import running
+    /// (and fail at once or queue with --wait) instead of blocking on the tables, and whole-tree imports never
+    /// meet on the tables' locks. Then twins beside the store that readers go on reading, with sessions of their
+    /// own when the file can be read again; or, where a switch cannot carry what the tables hold, the tables
+    /// emptied under a lock that keeps readers out.
+    private func beginWholeTree(
+        _ options: ImportOptions, _ reopening: (@Sendable () throws -> any ByteSource)?,
+        _ isCancelled: @escaping @Sendable () -> Bool, _ onReject: @escaping (ImportReject) throws -> Void
+    ) throws -> Start {
+        try maintenance.takeWaiting()
+        var start = Start()
+        switch try sideTablesPlan() {
+        case .success(let plan):
+            // Writers wait for the import; readers read the store as it was until the switch.
+            try connection.execute("LOCK TABLE \(Store.treeTableList) IN EXCLUSIVE MODE")
+            try maintenance.welcomeReaders()
+            start.heldSomething = try !treeRows.isEmpty()
+            _ = try SideTables.dropLeftovers(on: connection)
+            start.deferredIndexes = try plan.create(keepsIndexes: options.keepsIndexes)
+            start.sideTables = plan
+            let jobs = options.jobs ?? Store.defaultJobs
+            if jobs > 1, let reopening, !options.isDryRun, options.maximumRejects == 0 {
+                start.helpers = HelperSessions(
+                    count: jobs, opening: connection.siblingOpener(), reopening: reopening, options: options,
+                    isCancelled: isCancelled, onReject: onReject)
+            }
+        case .failure(let obstacle):
+            start.readersLockedOut = obstacle.reason
+            // The lock TRUNCATE takes, before anything reads the tables.
+            try connection.execute("LOCK TABLE \(Store.treeTableList) IN ACCESS EXCLUSIVE MODE")
+            start.heldSomething = try !treeRows.isEmpty()
+            try connection.execute("TRUNCATE \(Store.treeTableList)")
+            if !options.keepsIndexes { start.deferredIndexes = try deferIndexes() }
+        }
+        return start
+    }
+
+    /// A merge's or a node's start: the tree's tables locked against writes.
+    private func beginNode() throws -> Start {
+        try treeRows.lockTree()
+        return Start()
+    }
+
+    /// The warning for a session whose statement the switch cancelled.
+    private static func cancelledSessionWarning(_ pid: Int) -> ImportWarning {
+        ImportWarning(
+            path: "/",
+            message: "cancelled the statement of session \(pid): its transaction had read the tables before the "
+                + "import and then waited to write them, which kept the import from switching")
     }
 
     /// The twins a whole-tree import fills, or why it cannot (on Citus, whose shards would need twins of
