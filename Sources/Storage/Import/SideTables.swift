@@ -166,6 +166,7 @@ final class SideTables {
     /// follows: a few statements. `isCancelled` is asked between lock attempts.
     func switchIn(isCancelled: () -> Bool) throws -> [Int] {
         try connection.execute("SELECT set_config('search_path', \(searchPath), true)")
+        try revokeWhatTheOriginalsLack()
         let cancelled = try lockTables(isCancelled: isCancelled)
         // Read before anything moves: each definition names the tables as the views' readers do.
         let views = try connection.query(Self.viewsQuery(tables.map(\.oid))).map { try $0.decode(String.self, at: 0) }
@@ -186,6 +187,39 @@ final class SideTables {
         try connection.execute("DROP TABLE \(replaced)")
         try connection.execute("DROP SCHEMA \(identifier: Self.replacedSchema), \(identifier: Self.schema)")
         return cancelled
+    }
+
+    /// Revokes from the twins every privilege the tables they replace do not grant. Made by the importing role,
+    /// a twin gets what its default privileges (`ALTER DEFAULT PRIVILEGES`) give every new table, and its owner
+    /// every privilege: a grant the operator revoked from a table (or from its owner) would come back with the
+    /// switch. The grants the tables do have were given at `create`.
+    private func revokeWhatTheOriginalsLack() throws {
+        let revokes = try connection.query(
+            """
+            WITH pairs AS (
+                SELECT o.relname, coalesce(o.relacl, acldefault('r', o.relowner)) AS original,
+                    coalesce(t.relacl, acldefault('r', t.relowner)) AS twin
+                FROM unnest(\(tables.map(\.oid))::oid[]) AS r(oid)
+                JOIN pg_class o ON o.oid = r.oid
+                JOIN pg_class t ON t.relname = o.relname AND t.relnamespace = \(Self.schema)::regnamespace
+            ), granted AS (
+                SELECT p.relname, a.grantee, a.privilege_type, a.is_grantable FROM pairs p, aclexplode(p.original) a
+            ), extra AS (
+                SELECT p.relname, a.grantee, a.privilege_type, a.is_grantable FROM pairs p, aclexplode(p.twin) a
+                EXCEPT
+                SELECT relname, grantee, privilege_type, is_grantable FROM granted
+            )
+            SELECT format('REVOKE %s%s ON %I.%I FROM %s',
+                CASE WHEN g.grantee IS NULL THEN '' ELSE 'GRANT OPTION FOR ' END, e.privilege_type,
+                \(Self.schema)::text, e.relname,
+                CASE e.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(e.grantee)) END)
+            FROM extra e LEFT JOIN granted g
+                ON g.relname = e.relname AND g.grantee = e.grantee AND g.privilege_type = e.privilege_type
+            ORDER BY 1
+            """
+        ).map { try $0.decode(String.self, at: 0) }
+        // The text comes from the catalog, through format's %I.
+        for revoke in revokes { try connection.execute(script: revoke) }
     }
 
     /// Takes ACCESS EXCLUSIVE on the store's tables, asking for it `lockWaitMilliseconds` at a time so that
