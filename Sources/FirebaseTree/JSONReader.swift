@@ -251,6 +251,15 @@ public struct JSONReader: ~Copyable {
         var index = cursor
         while true {
             while index < limit {
+                if isInString {
+                    // Most of what a skip passes is strings: eight bytes at a time up to a quote or backslash.
+                    while index + 8 <= limit,
+                        !Self.mayHoldQuoteOrBackslash(UnsafeRawPointer(buffer + index).loadUnaligned(as: UInt64.self))
+                    {
+                        index += 8
+                    }
+                    guard index < limit else { break }
+                }
                 let byte = buffer[index]
                 if isInString {
                     if byte == UInt8(ascii: "\\") {
@@ -283,6 +292,17 @@ public struct JSONReader: ~Copyable {
             }
             index = cursor
         }
+    }
+
+    /// Whether any of the eight bytes of `word` is a quote or a backslash (the zero-byte test on the word
+    /// xor-ed with each: exact, no false answer either way).
+    @inline(__always)
+    private static func mayHoldQuoteOrBackslash(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let quotes = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
+        let backslashes = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
+        return (((quotes &- ones) & ~quotes) | ((backslashes &- ones) & ~backslashes)) & highs != 0
     }
 
     private mutating func endOfInput() throws -> Token {

@@ -380,6 +380,57 @@ struct JSONReaderTests {
         #expect(try reader.next() == .string)
         #expect(reader.bytesRead == 44)
     }
+
+    /// Strings made to trip a skip that counts brackets: brackets, quotes and backslashes inside them, escapes
+    /// across the eight-byte words the skip reads strings by, and across refills of a small buffer.
+    static func trickyString(_ random: inout SeededGenerator) -> String {
+        let pieces = ["{", "}", "[", "]", "\\\"", "\\\\", "\\u005b", ",", ":", "é", "x", "abcdefgh", " "]
+        return "\""
+            + (0..<Int.random(in: 0...24, using: &random)).map { _ in pieces.randomElement(using: &random)! }
+            .joined() + "\""
+    }
+
+    static func trickyValue(_ random: inout SeededGenerator, depth: Int = 0) -> String {
+        switch depth > 3 ? 0 : Int.random(in: 0...3, using: &random) {
+        case 0: return trickyString(&random)
+        case 1: return String(Int.random(in: -100...100, using: &random))
+        case 2:
+            return "{"
+                + (0..<Int.random(in: 0...4, using: &random)).map { _ in
+                    trickyString(&random) + ":" + trickyValue(&random, depth: depth + 1)
+                }.joined(separator: ",") + "}"
+        default:
+            return "["
+                + (0..<Int.random(in: 0...4, using: &random)).map { _ in trickyValue(&random, depth: depth + 1) }
+                .joined(separator: ", ") + "]"
+        }
+    }
+
+    @Test(arguments: [64, 67, 4096])
+    func skippingAContainerUncheckedEndsWhereReadingItDoes(bufferSize: Int) throws {
+        var random = SeededGenerator(state: UInt64(bufferSize))
+        for _ in 0..<200 {
+            let children = (0..<Int.random(in: 1...6, using: &random)).map { index in
+                "\"k\(index)\": " + Self.trickyValue(&random)
+            }
+            let text = "{" + children.joined(separator: ", ") + "}"
+            var skipping = JSONReader(source: MemorySource(text, chunkSize: 13), bufferSize: bufferSize)
+            var reading = JSONReader(source: MemorySource(text, chunkSize: 13), bufferSize: bufferSize)
+            #expect(try skipping.next() == .objectStart && reading.next() == .objectStart)
+            while let key = try skipping.nextChild() {
+                #expect(try reading.nextChild() == key)
+                if skipping.token == JSONReader.Token.objectStart || skipping.token == JSONReader.Token.arrayStart {
+                    try skipping.skipContainerUnchecked()
+                    // Read to the container's end, token by token.
+                    let depth = reading.depth
+                    while reading.depth >= depth { try reading.next() }
+                }
+                #expect(skipping.bytesRead == reading.bytesRead, "\(text)")
+            }
+            #expect(try reading.nextChild() == nil)
+            #expect(try skipping.next() == .end && reading.next() == .end)
+        }
+    }
 }
 
 extension JSONValue {
