@@ -13,6 +13,17 @@ func importJSON(_ json: String, into store: Store, options: ImportOptions = Impo
     try store.importTree(from: MemorySource(json, chunkSize: chunkSize), options: options)
 }
 
+/// `importJSON` over `jobs` sessions, each reading `json` again from memory (a parallel whole-tree import).
+@discardableResult
+func importJSON(_ json: String, into store: Store, options: ImportOptions, jobs: Int) throws -> ImportReport {
+    let bytes = Array(json.utf8)
+    var options = options
+    options.jobs = jobs
+    return try store.importTree(
+        from: MemorySource(bytes, chunkSize: 4_099), options: options,
+        reopening: { MemorySource(bytes, chunkSize: 5_003) })
+}
+
 /// The store's export as text.
 func exportJSON(_ store: Store, options: JSONTextWriter.Options = .init()) throws -> String {
     var bytes: [UInt8] = []
