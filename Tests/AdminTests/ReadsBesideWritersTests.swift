@@ -206,15 +206,26 @@ struct ReadsBesideWritersTests {
         #expect(imported.stdout == (try AdminProcess.run(["--db", alone.conninfo, "export", "-"])).stdout)
     }
 
-    @Test(.enabled(if: Terminal.isAvailable))
-    func aCheckBesideAnImportSaysWhichStoreItReadsOnATerminal() throws {
+    /// A console on a pseudo-terminal, at its prompt, beside a whole-tree import that has read half its file
+    /// (and that locks readers out when `locksReadersOut`); the function that lets the import finish, and a
+    /// directory for the console's files (the caller removes it).
+    private func consoleBesideAnImport(locksReadersOut: Bool) throws -> (
+        terminal: Terminal, finishImport: () throws -> Int32, directory: String
+    ) {
         let database = try databaseHolding(#"{"users": {"a": {"username": "a"}}}"#)
+        if locksReadersOut { try lockingReadersOut(database) }
         let directory = try makeTemporaryDirectory("admin-beside")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let finishImport = try importHalfway(database, #"{"users": {"b": {"username": "b"}}, "pad": "padding"}"#)
         let command = "\(shellQuoted(AdminProcess.executable.path)) --db \(shellQuoted(database.conninfo))"
         let terminal = try Terminal(command, environment: ["ADMIN_HISTORY": directory + "/history", "TERM": "xterm"])
         #expect(try terminal.waitFor("=>"))
+        return (terminal, finishImport, directory)
+    }
+
+    @Test(.enabled(if: Terminal.isAvailable))
+    func aCheckBesideAnImportSaysWhichStoreItReadsOnATerminal() throws {
+        let (terminal, finishImport, directory) = try consoleBesideAnImport(locksReadersOut: false)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         try terminal.send("check --only orphans", "Enter")
         #expect(
             try terminal.waitFor("Reading the store as it was before an import (pid "),
@@ -225,14 +236,8 @@ struct ReadsBesideWritersTests {
 
     @Test(.enabled(if: Terminal.isAvailable))
     func aReadThatWaitsSaysWhomForOnATerminal() throws {
-        let database = try databaseHolding(#"{"users": {"a": {"username": "a"}}}"#)
-        try lockingReadersOut(database)
-        let directory = try makeTemporaryDirectory("admin-waits")
+        let (terminal, finishImport, directory) = try consoleBesideAnImport(locksReadersOut: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let finishImport = try importHalfway(database, #"{"users": {"b": {"username": "b"}}, "pad": "padding"}"#)
-        let command = "\(shellQuoted(AdminProcess.executable.path)) --db \(shellQuoted(database.conninfo))"
-        let terminal = try Terminal(command, environment: ["ADMIN_HISTORY": directory + "/history", "TERM": "xterm"])
-        #expect(try terminal.waitFor("=>"))
         try terminal.send("settings lock_timeout 60", "Enter")
         try terminal.send("export \(directory)/during.json", "Enter")
         #expect(try terminal.waitFor("Waiting up to 60 s for an import (pid "), "\((try? terminal.screen()) ?? "")")
