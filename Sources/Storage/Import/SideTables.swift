@@ -167,7 +167,12 @@ final class SideTables {
     func switchIn(isCancelled: () -> Bool) throws -> [Int] {
         try connection.execute("SELECT set_config('search_path', \(searchPath), true)")
         try revokeWhatTheOriginalsLack()
-        let cancelled = try lockTables(isCancelled: isCancelled)
+        // The views it rebuilds are locked with the tables: a reader of a view holds it while it waits for the
+        // tables, and would deadlock with a rebuild that came after the tables' lock.
+        let viewNames = try connection.query(Self.viewNamesQuery(tables.map(\.oid))).map {
+            "\(identifier: try $0.decode(String.self, at: 0)).\(identifier: try $0.decode(String.self, at: 1))" as Query
+        }
+        let cancelled = try lockTables(and: viewNames, isCancelled: isCancelled)
         // Read before anything moves: each definition names the tables as the views' readers do.
         let views = try connection.query(Self.viewsQuery(tables.map(\.oid))).map { try $0.decode(String.self, at: 0) }
         try connection.execute("CREATE SCHEMA \(identifier: Self.replacedSchema)")
@@ -222,13 +227,16 @@ final class SideTables {
         for revoke in revokes { try connection.execute(script: revoke) }
     }
 
-    /// Takes ACCESS EXCLUSIVE on the store's tables, asking for it `lockWaitMilliseconds` at a time so that
-    /// readers never queue behind the request for longer. A transaction that read the tables before the import
-    /// and now waits for it to write would wait forever (each waits for the other): its statement is cancelled
-    /// first, as PostgreSQL's deadlock detector cancels one of two such sessions (it would pick the import, whose
-    /// request comes last). Returns the sessions cancelled.
-    private func lockTables(isCancelled: () -> Bool) throws -> [Int] {
-        let list = tables.map { "\(identifier: $0.schema).\(identifier: $0.name)" as Query }.joined(separator: ", ")
+    /// Takes ACCESS EXCLUSIVE on the store's tables and on `views`, asking for it `lockWaitMilliseconds` at a
+    /// time so that readers never queue behind the request for longer. A transaction that read the tables before
+    /// the import and now waits for it to write would wait forever (each waits for the other): its statement is
+    /// cancelled first, as PostgreSQL's deadlock detector cancels one of two such sessions (it would pick the
+    /// import, whose request comes last). Returns the sessions cancelled.
+    private func lockTables(and views: [Query], isCancelled: () -> Bool) throws -> [Int] {
+        // Views first: a reader holding one while it waits for the tables then keeps the request waiting on it
+        // alone, not on the tables too.
+        let list = (views + tables.map { "\(identifier: $0.schema).\(identifier: $0.name)" as Query })
+            .joined(separator: ", ")
         var cancelled: [Int] = []
         while true {
             cancelled += try cancelWaitingReaders()
@@ -421,11 +429,29 @@ final class SideTables {
             \(Self.optionsClause),
             pg_get_viewdef(x.oid))
         FROM pg_class x JOIN pg_namespace n ON n.oid = x.relnamespace
-        WHERE x.relkind = 'v' AND x.oid IN (
+        WHERE \(Self.readsOneOf(tables))
+        ORDER BY x.oid
+        """
+    }
+
+    /// The schema and name of every view that reads one of `tables` (object identifiers), as `viewsQuery` finds
+    /// them.
+    private static func viewNamesQuery(_ tables: [Int]) -> Query {
+        """
+        SELECT n.nspname::text, x.relname::text
+        FROM pg_class x JOIN pg_namespace n ON n.oid = x.relnamespace
+        WHERE \(Self.readsOneOf(tables))
+        ORDER BY x.oid
+        """
+    }
+
+    /// The condition that the view `x` (a pg_class row) reads one of `tables` (object identifiers).
+    private static func readsOneOf(_ tables: [Int]) -> Query {
+        """
+        x.relkind = 'v' AND x.oid IN (
             SELECT r.ev_class FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
             WHERE d.classid = 'pg_rewrite'::regclass AND d.refclassid = 'pg_class'::regclass
                 AND d.refobjid = ANY (\(tables)::oid[]))
-        ORDER BY x.oid
         """
     }
 }

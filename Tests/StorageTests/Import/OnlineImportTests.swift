@@ -318,4 +318,30 @@ struct OnlineImportTests {
         #expect(report.readersLockedOut == nil)
         expectSameText(try exportJSON(long), try exported(try Self.after.get()))
     }
+
+    @Test func aSessionHoldingAViewTheSwitchRebuildsKeepsTheSwitchWaitingNotTheReaders() throws {
+        let (database, before) = try makeDatabase()
+        let holder = Store(connection: try database.connect())
+        let switching = DispatchSemaphore(value: 0)
+        let report = try importing(
+            into: database, onStep: { if $0 == .switching { switching.signal() } },
+            whileGated: {
+                // A lock on a view alone (a reader of the view holds one while it waits for the tables).
+                try holder.connection.execute("BEGIN")
+                try holder.connection.execute("COMMENT ON VIEW integrity_like_count IS 'being read'")
+            },
+            whileFinishing: {
+                try #require(switching.wait(timeout: .now() + 60) == .success)
+                // The switch waits for the view before it holds the tables: readers still read the store as it was.
+                let reader = Store(connection: try database.connect())
+                try reader.setLockTimeout(.seconds(2))
+                for _ in 0..<5 {
+                    expectSameText(try exportJSON(reader), before)
+                    Thread.sleep(forTimeInterval: 0.1)
+                }
+                try holder.connection.execute("ROLLBACK")
+            })
+        #expect(report.readersLockedOut == nil)
+        expectSameText(try exportJSON(holder), try exported(try Self.after.get()))
+    }
 }
