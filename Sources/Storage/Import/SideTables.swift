@@ -167,8 +167,8 @@ final class SideTables {
     func switchIn(isCancelled: () -> Bool) throws -> [Int] {
         try connection.execute("SELECT set_config('search_path', \(searchPath), true)")
         try revokeWhatTheOriginalsLack()
-        // The views it rebuilds are locked with the tables: a reader of a view holds it while it waits for the
-        // tables, and would deadlock with a rebuild that came after the tables' lock.
+        // The views it rebuilds that read only the store are locked with the tables: a reader of a view holds it
+        // while it waits for the tables, and would deadlock with a rebuild that came after the tables' lock.
         let viewNames = try connection.query(Self.viewNamesQuery(tables.map(\.oid))).map {
             "\(identifier: try $0.decode(String.self, at: 0)).\(identifier: try $0.decode(String.self, at: 1))" as Query
         }
@@ -434,13 +434,17 @@ final class SideTables {
         """
     }
 
-    /// The schema and name of every view that reads one of `tables` (object identifiers), as `viewsQuery` finds
-    /// them.
+    /// The schema and name of every view that `viewsQuery` finds and that reads nothing but `tables` (object
+    /// identifiers): locking a view locks what it reads too, and a view that also reads a table of the app's own
+    /// would hold that table against its writers for the switch, and keep the switch waiting on its readers.
     private static func viewNamesQuery(_ tables: [Int]) -> Query {
         """
         SELECT n.nspname::text, x.relname::text
         FROM pg_class x JOIN pg_namespace n ON n.oid = x.relnamespace
         WHERE \(Self.readsOneOf(tables))
+            AND (SELECT array_agg(d.refobjid) FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+                WHERE r.ev_class = x.oid AND d.classid = 'pg_rewrite'::regclass
+                    AND d.refclassid = 'pg_class'::regclass AND d.refobjid <> x.oid) <@ \(tables)::oid[]
         ORDER BY x.oid
         """
     }

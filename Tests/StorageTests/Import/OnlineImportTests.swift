@@ -344,4 +344,35 @@ struct OnlineImportTests {
         #expect(report.readersLockedOut == nil)
         expectSameText(try exportJSON(holder), try exported(try Self.after.get()))
     }
+
+    @Test func aViewOverAnAppTableOfItsOwnDoesNotTieTheSwitchToThatTable() throws {
+        let (database, _) = try makeDatabase()
+        let app = Store(connection: try database.connect())
+        try app.connection.execute(
+            script: """
+                CREATE TABLE app_settings (uid text PRIMARY KEY, theme text);
+                CREATE VIEW user_themes AS SELECT u.uid, s.theme FROM users u LEFT JOIN app_settings s USING (uid);
+                """)
+        let after = try exported(try Self.after.get())
+        let report = try importing(
+            into: database,
+            whileGated: {
+                // The app writes its own table in a transaction that stays open past the switch.
+                try app.connection.execute("BEGIN")
+                try app.connection.execute("INSERT INTO app_settings VALUES ('u', 'dark')")
+            },
+            whileFinishing: {
+                let reader = Store(connection: try database.connect())
+                let deadline = Date().addingTimeInterval(60)
+                var switched = false
+                while !switched, Date() < deadline {
+                    switched = try exportJSON(reader).utf8.elementsEqual(after.utf8)
+                    if !switched { Thread.sleep(forTimeInterval: 0.1) }
+                }
+                #expect(switched, "the switch waited for a transaction that only wrote the app's own table")
+                try app.connection.execute("COMMIT")
+            })
+        #expect(report.readersLockedOut == nil)
+        #expect(try app.connection.query("SELECT count(*)::int8 FROM user_themes")[0].decode(Int.self, at: 0) > 0)
+    }
 }
