@@ -292,47 +292,39 @@ struct OnlineImportTests {
         expectSameText(try exportJSON(app), try exported(try Self.after.get()))
     }
 
-    @Test func readersThatComeWhileTheSwitchWaitsForAnEarlierOneGetThrough() throws {
-        let (database, before) = try makeDatabase()
-        let long = Store(connection: try database.connect())
-        let switching = DispatchSemaphore(value: 0)
-        let report = try importing(
-            into: database, onStep: { if $0 == .switching { switching.signal() } },
-            whileGated: {
-                // A read that began before the switch and lasts: an export of a large store.
-                try long.connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                try long.connection.execute("LOCK TABLE users IN ACCESS SHARE MODE")
-            },
-            whileFinishing: {
-                try #require(switching.wait(timeout: .now() + 60) == .success)
-                // The switch now asks for its lock again and again: readers that come meanwhile queue behind each
-                // request for at most `SideTables.lockWaitMilliseconds`, then read the store as it was.
-                let reader = Store(connection: try database.connect())
-                try reader.setLockTimeout(.seconds(2))
-                for _ in 0..<5 {
-                    expectSameText(try exportJSON(reader), before)
-                    Thread.sleep(forTimeInterval: 0.1)
-                }
-                try long.connection.execute("COMMIT")
-            })
-        #expect(report.readersLockedOut == nil)
-        expectSameText(try exportJSON(long), try exported(try Self.after.get()))
+    /// A session that holds, from before the switch until after readers came, something the switch must lock.
+    struct SwitchHolder: Sendable, CustomStringConvertible {
+        var description: String
+        /// The statements that take it, in a transaction they begin.
+        var statements: [String]
     }
 
-    @Test func aSessionHoldingAViewTheSwitchRebuildsKeepsTheSwitchWaitingNotTheReaders() throws {
+    static let switchHolders = [
+        // A read that began before the switch and lasts: an export of a large store.
+        SwitchHolder(
+            description: "an earlier reader of the tables",
+            statements: ["BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", "LOCK TABLE users IN ACCESS SHARE MODE"]),
+        // A lock on a view alone, as a reader of the view holds while it waits for the tables.
+        SwitchHolder(
+            description: "a session holding a view the switch rebuilds",
+            statements: ["BEGIN", "COMMENT ON VIEW integrity_like_count IS 'being read'"]),
+    ]
+
+    @Test(arguments: switchHolders)
+    func readersThatComeWhileTheSwitchWaitsGetThrough(_ holding: SwitchHolder) throws {
         let (database, before) = try makeDatabase()
         let holder = Store(connection: try database.connect())
         let switching = DispatchSemaphore(value: 0)
         let report = try importing(
             into: database, onStep: { if $0 == .switching { switching.signal() } },
             whileGated: {
-                // A lock on a view alone (a reader of the view holds one while it waits for the tables).
-                try holder.connection.execute("BEGIN")
-                try holder.connection.execute("COMMENT ON VIEW integrity_like_count IS 'being read'")
+                for statement in holding.statements { try holder.connection.execute(script: statement) }
             },
             whileFinishing: {
                 try #require(switching.wait(timeout: .now() + 60) == .success)
-                // The switch waits for the view before it holds the tables: readers still read the store as it was.
+                // The switch now asks for its locks again and again, holding none meanwhile: readers that come
+                // queue behind each request for at most `SideTables.lockWaitMilliseconds`, then read the store as
+                // it was.
                 let reader = Store(connection: try database.connect())
                 try reader.setLockTimeout(.seconds(2))
                 for _ in 0..<5 {
