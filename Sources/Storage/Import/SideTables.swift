@@ -5,7 +5,7 @@ internal import PostgresClient
 /// while the file loads, and wait only for one short switch at the end.
 ///
 /// In the import's transaction, each table of the tree and each lookup gets a twin in the schema `schema`: the same
-/// columns, defaults, checks, storage, comments, options and grants, and the same indexes and keys under the same
+/// columns, defaults, checks, storage, comments, options and (given at the switch) privileges, and the same indexes and keys under the same
 /// names (the keys an import keeps while it loads built first, the rest deferred to the end, as `DeferredIndexes`
 /// does for the tables themselves). The import then runs with `schema` first in its `search_path`, so every
 /// statement it makes writes the twins. The switch, once the twins are whole: the store's tables are locked
@@ -166,7 +166,7 @@ final class SideTables {
     /// follows: a few statements. `isCancelled` is asked between lock attempts.
     func switchIn(isCancelled: () -> Bool) throws -> [Int] {
         try connection.execute("SELECT set_config('search_path', \(searchPath), true)")
-        try revokeWhatTheOriginalsLack()
+        try matchPrivileges()
         // The views it rebuilds that read only the store are locked with the tables: a reader of a view holds it
         // while it waits for the tables, and would deadlock with a rebuild that came after the tables' lock.
         let viewNames = try connection.query(Self.viewNamesQuery(tables.map(\.oid))).map {
@@ -194,12 +194,13 @@ final class SideTables {
         return cancelled
     }
 
-    /// Revokes from the twins every privilege the tables they replace do not grant. Made by the importing role,
-    /// a twin gets what its default privileges (`ALTER DEFAULT PRIVILEGES`) give every new table, and its owner
-    /// every privilege: a grant the operator revoked from a table (or from its owner) would come back with the
-    /// switch. The grants the tables do have were given at `create`.
-    private func revokeWhatTheOriginalsLack() throws {
-        let revokes = try connection.query(
+    /// Gives the twins exactly the privileges of the tables they replace: what a table grants that its twin lacks,
+    /// and revokes what the twin has beyond it. Made by the importing role, a twin has what its default
+    /// privileges (`ALTER DEFAULT PRIVILEGES`) give every new table and its owner every privilege: a grant the
+    /// operator revoked from a table (or from its owner) would otherwise come back with the switch. Revokes come
+    /// first, so that a privilege whose grant option differs ends as the table has it.
+    private func matchPrivileges() throws {
+        let statements = try connection.query(
             """
             WITH pairs AS (
                 SELECT o.relname, coalesce(o.relacl, acldefault('r', o.relowner)) AS original,
@@ -209,22 +210,29 @@ final class SideTables {
                 JOIN pg_class t ON t.relname = o.relname AND t.relnamespace = \(Self.schema)::regnamespace
             ), granted AS (
                 SELECT p.relname, a.grantee, a.privilege_type, a.is_grantable FROM pairs p, aclexplode(p.original) a
-            ), extra AS (
+            ), held AS (
                 SELECT p.relname, a.grantee, a.privilege_type, a.is_grantable FROM pairs p, aclexplode(p.twin) a
-                EXCEPT
-                SELECT relname, grantee, privilege_type, is_grantable FROM granted
+            ), extra AS (
+                SELECT * FROM held EXCEPT SELECT * FROM granted
+            ), missing AS (
+                SELECT * FROM granted EXCEPT SELECT * FROM held
             )
-            SELECT format('REVOKE %s%s ON %I.%I FROM %s',
+            SELECT 0, format('REVOKE %s%s ON %I.%I FROM %s',
                 CASE WHEN g.grantee IS NULL THEN '' ELSE 'GRANT OPTION FOR ' END, e.privilege_type,
                 \(Self.schema)::text, e.relname,
                 CASE e.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(e.grantee)) END)
             FROM extra e LEFT JOIN granted g
                 ON g.relname = e.relname AND g.grantee = e.grantee AND g.privilege_type = e.privilege_type
-            ORDER BY 1
+            UNION ALL
+            SELECT 1, format('GRANT %s ON %I.%I TO %s%s', m.privilege_type, \(Self.schema)::text, m.relname,
+                CASE m.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(m.grantee)) END,
+                CASE WHEN m.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
+            FROM missing m
+            ORDER BY 1, 2
             """
-        ).map { try $0.decode(String.self, at: 0) }
+        ).map { try $0.decode(String.self, at: 1) }
         // The text comes from the catalog, through format's %I.
-        for revoke in revokes { try connection.execute(script: revoke) }
+        for statement in statements { try connection.execute(script: statement) }
     }
 
     /// Takes ACCESS EXCLUSIVE on the store's tables and on `views`, asking for it `lockWaitMilliseconds` at a
@@ -358,7 +366,7 @@ final class SideTables {
         """
     }
 
-    /// For each of the tables `names`: the step (0 the table, its comment and grants; 1 the keys kept while
+    /// For each of the tables `names`: the step (0 the table and its comment; 1 the keys kept while
     /// loading; 2 the indexes built after, by name), the object's name and the statements that make its twin in
     /// `schema` (an index's with its comment and statistics targets). An index whose catalog definition does not
     /// begin as expected has a NULL statement.
@@ -379,11 +387,6 @@ final class SideTables {
             SELECT 0, 1, t.relname::text, format('COMMENT ON TABLE %I.%I IS %L', \(schema)::text, t.relname,
                 obj_description(t.oid, 'pg_class'))
             WHERE obj_description(t.oid, 'pg_class') IS NOT NULL
-            UNION ALL
-            SELECT 0, 2, t.relname::text, format('GRANT %s ON %I.%I TO %s%s', a.privilege_type, \(schema)::text,
-                t.relname, CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(a.grantee)) END,
-                CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
-            FROM aclexplode(t.relacl) AS a WHERE a.grantee <> t.relowner
             UNION ALL
             SELECT CASE WHEN (k.oid IS NOT NULL AND NOT (k.contype = 'p'
                     AND t.relname = ANY (\(TreeImport.tablesFilledAfterReading))))

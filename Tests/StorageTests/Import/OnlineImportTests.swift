@@ -151,6 +151,7 @@ struct OnlineImportTests {
                 GRANT SELECT ON users, posts TO \(role);
                 GRANT INSERT ON posts TO \(role) WITH GRANT OPTION;
                 GRANT SELECT ON timeline TO PUBLIC;
+                GRANT UPDATE ON users TO \(role);
                 ALTER DEFAULT PRIVILEGES GRANT SELECT, DELETE ON TABLES TO \(role);
                 ALTER DEFAULT PRIVILEGES GRANT SELECT ON TABLES TO PUBLIC;
                 ALTER DEFAULT PRIVILEGES GRANT INSERT ON TABLES TO \(role) WITH GRANT OPTION;
