@@ -25,11 +25,7 @@ struct MaintenanceLock {
         if try connection.query("SELECT pg_try_advisory_lock(\(Self.key))")[0].decode(Bool.self, at: 0) { return true }
         let welcomed = try !connection.query(
             """
-            SELECT 1 FROM pg_locks
-            WHERE locktype = 'advisory' AND granted
-                AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                AND classid = \(Self.classID(Self.readersWelcomeKey))::bigint::oid
-                AND objid = \(Self.objectID(Self.readersWelcomeKey))::bigint::oid AND objsubid = 1
+            SELECT 1 FROM pg_locks l WHERE \(Self.isGranted(Self.readersWelcomeKey))
             LIMIT 1
             """
         ).isEmpty
@@ -110,9 +106,7 @@ struct MaintenanceLock {
             SELECT a.pid, coalesce(a.usename::text, ''), coalesce(a.application_name, ''),
                 extract(epoch FROM a.xact_start)::float8
             FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
-            WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                AND l.classid = \(Self.classID(Self.key))::bigint::oid AND l.objid = \(Self.objectID(Self.key))::bigint::oid
-                AND l.objsubid = 1
+            WHERE \(Self.isGranted(Self.key))
             LIMIT 1
             """)
         return try rows.first.map(LockHolder.init(row:))
@@ -123,8 +117,14 @@ struct MaintenanceLock {
     /// The advisory lock key a whole-tree import that readers may read beside holds shared ("fbadmrd").
     static let readersWelcomeKey: Int64 = 0x66_6261_646D_7264
 
-    /// The high half of a bigint advisory key, as `pg_locks.classid` shows it.
-    private static func classID(_ key: Int64) -> Int64 { Int64(UInt64(bitPattern: key) >> 32) }
-    /// The low half of a bigint advisory key, as `pg_locks.objid` shows it.
-    private static func objectID(_ key: Int64) -> Int64 { Int64(UInt64(bitPattern: key) & 0xFFFF_FFFF) }
+    /// The condition that the `pg_locks` row `l` is the bigint advisory lock `key` of this database, granted.
+    private static func isGranted(_ key: Int64) -> Query {
+        let bits = UInt64(bitPattern: key)
+        return """
+            l.locktype = 'advisory' AND l.granted
+                AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                AND l.classid = \(Int64(bits >> 32))::bigint::oid AND l.objid = \(Int64(bits & 0xFFFF_FFFF))::bigint::oid
+                AND l.objsubid = 1
+            """
+    }
 }
