@@ -49,21 +49,20 @@ extension TreeExport {
 
     /// The rows holding part of the node at `path`, in export order (`reversed`: from the last), limited to the
     /// children `children` admits, merged from the tables' reads in the caller's read-only transaction. Close the
-    /// merge when done with it. `ordered`: `tablesWithOrderedRows()`. `rowLimit`: each statement of a read
-    /// returns at most that many rows.
+    /// merge when done with it. `ordered`: `tablesWithOrderedRows()`. `firstPage`: the reads go by pages of that
+    /// many rows and then more (`PartStream`), for a caller that will likely stop early.
     func openRows(
         at path: [String], reversed: Bool = false, children: ChildKeyRange = .all,
         excluding excluded: Set<TreeTable> = [],
-        ordered: Set<TreeTable>, rowLimit: Int? = nil
+        ordered: Set<TreeTable>, firstPage: Int? = nil
     ) throws -> PartMerge {
         let shared = PartStream.Shared()
         var streams: [PartStream] = []
         for table in TreeTable.allCases where !excluded.contains(table) {
             for read in table.reads(
-                at: path, reversed: reversed, children: children, hasOrderedRows: ordered.contains(table),
-                rowLimit: rowLimit)
+                at: path, reversed: reversed, children: children, hasOrderedRows: ordered.contains(table))
             {
-                streams.append(PartStream(read, connection: connection, shared: shared))
+                streams.append(PartStream(read, connection: connection, shared: shared, firstPage: firstPage))
             }
         }
         do {

@@ -18,10 +18,21 @@ struct StreamRow: ExportRow {
 /// rows whose text is large come without it (`TreeTable.largeRowBytes`) and are completed one by one, and a batch
 /// holds at most `batchBytes` of the rest. The next batch is requested as soon as one arrives, so the server
 /// reads it while this process writes JSON; one request is in flight per connection.
+///
+/// A read that needs only its first rows (a limit query) goes by pages: each statement with a LIMIT, then, when
+/// that page was full, again with an OFFSET past it and four times the LIMIT. On one server a cursor reads only
+/// the rows fetched, but Citus brings every shard's rows to the coordinator before a cursor's first FETCH unless
+/// the statement has a LIMIT, which it pushes down to the shards.
 final class PartStream {
     let table: TreeTable
     private let selects: [Query]
     private var nextSelect = 0
+    /// The rows of each statement's first page, when the read goes by pages.
+    private let firstPage: Int?
+    /// The current statement's page: its LIMIT and OFFSET.
+    private var page: (limit: Int, offset: Int)?
+    /// Rows the current cursor returned so far: a page that returned its LIMIT may have more after it.
+    private var rowsInCursor = 0
     private var cursor: String?
     private let connection: StoreConnection
     private let shared: Shared
@@ -61,9 +72,11 @@ final class PartStream {
         var largestBatchBytes = 0
     }
 
-    init(_ read: TableRead, connection: StoreConnection, shared: Shared) {
+    /// A stream of `read`'s rows on `connection`; with `firstPage`, by pages of that many rows and then more.
+    init(_ read: TableRead, connection: StoreConnection, shared: Shared, firstPage: Int? = nil) {
         table = read.table
         selects = read.selects
+        self.firstPage = firstPage
         self.connection = connection
         self.shared = shared
         largestFetch = max(16, min(5000, Self.batchBytes / read.table.batchRowBound))
@@ -114,13 +127,21 @@ final class PartStream {
                     try settle()
                 }
             } else {
-                guard nextSelect < selects.count else { return }
+                if let full = page, rowsInCursor == full.limit {
+                    page = (min(full.limit * 4, 1 << 40), full.offset + full.limit)
+                } else {
+                    guard nextSelect < selects.count else { return }
+                    nextSelect += 1
+                    page = firstPage.map { ($0, 0) }
+                }
                 try settle()
                 shared.cursorCount += 1
                 let name = "export_\(shared.cursorCount)"
                 cursor = name
-                try connection.execute("DECLARE \(identifier: name) NO SCROLL CURSOR FOR \(selects[nextSelect])")
-                nextSelect += 1
+                var select = selects[nextSelect - 1]
+                if let page { select = select + " LIMIT \(page.limit) OFFSET \(page.offset)" }
+                try connection.execute("DECLARE \(identifier: name) NO SCROLL CURSOR FOR \(select)")
+                rowsInCursor = 0
                 isPastFirstBatch = false
                 try prefetch()
                 try settle()
@@ -129,6 +150,7 @@ final class PartStream {
             batch = fetched
             prefetched = nil
             index = 0
+            rowsInCursor += fetched.count
             isCursorDone = fetched.count < prefetchedSize
             // Ask for the next batch at once, so the server reads it while these rows are written; not after a
             // cursor's first, which is all that a small read (a limit, a record) needs.

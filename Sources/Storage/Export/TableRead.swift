@@ -119,17 +119,7 @@ extension TreeTable {
     /// (`reversed`: the opposite), limited to the children whose keys `children` admits. `hasOrderedRows`: the
     /// table holds a key that needs `rtdb_key_order` (`orderedRowsQuery`). Empty when the table holds nothing
     /// there.
-    func reads(
-        at path: [String], reversed: Bool, children: ChildKeyRange = .all, hasOrderedRows: Bool, rowLimit: Int? = nil
-    ) -> [TableRead] {
-        let reads = reads(at: path, reversed: reversed, children: children, hasOrderedRows: hasOrderedRows)
-        guard let rowLimit else { return reads }
-        return reads.map { read in
-            TableRead(table: read.table, selects: read.selects.map { $0 + " LIMIT \(rowLimit)" })
-        }
-    }
-
-    private func reads(at path: [String], reversed: Bool, children: ChildKeyRange, hasOrderedRows: Bool)
+    func reads(at path: [String], reversed: Bool, children: ChildKeyRange = .all, hasOrderedRows: Bool)
         -> [TableRead]
     {
         if self == .unmappedValues { return [unmappedRead(at: path, reversed: reversed, children: children)] }
@@ -191,6 +181,20 @@ extension TreeTable {
             case .aboveDigits: "\(identifier: column) >= ':'"
             }
         }
+
+        /// Whether no key from `lower` to `upper` (inclusive, in byte order) lies in the range: its statement is
+        /// then left out (on Citus each statement asks every shard).
+        func excludes(lower: String?, upper: String?) -> Bool {
+            let (from, below): (String?, String?) =
+                switch self {
+                case .belowNegativeDigits: (nil, "-0")
+                case .dashLed: ("-:", "0")
+                case .aboveDigits: (":", nil)
+                }
+            if let lower, let below, !Array(lower.utf8).lexicographicallyPrecedes(Array(below.utf8)) { return true }
+            if let upper, let from, Array(upper.utf8).lexicographicallyPrecedes(Array(from.utf8)) { return true }
+            return false
+        }
     }
 
     private func plainSelect(
@@ -198,15 +202,15 @@ extension TreeTable {
     ) -> Query? {
         var conditions = [keyConditions(fixed)]
         if let column = free.first {
-            if let range { conditions.append(range.condition(on: column)) }
             // A plain key lies after every integer key and compares with a string key in byte order.
-            if let lower = bounds.lower, FirebaseKey.integerValue(lower) == nil {
-                conditions.append("\(identifier: column) >= \(lower)")
+            let lower = bounds.lower.flatMap { FirebaseKey.integerValue($0) == nil ? $0 : nil }
+            if let upper = bounds.upper, FirebaseKey.integerValue(upper) != nil { return nil }
+            if let range {
+                if range.excludes(lower: lower, upper: bounds.upper) { return nil }
+                conditions.append(range.condition(on: column))
             }
-            if let upper = bounds.upper {
-                guard FirebaseKey.integerValue(upper) == nil else { return nil }
-                conditions.append("\(identifier: column) <= \(upper)")
-            }
+            if let lower { conditions.append("\(identifier: column) >= \(lower)") }
+            if let upper = bounds.upper { conditions.append("\(identifier: column) <= \(upper)") }
         }
         if filters { conditions += free.map { "NOT rtdb_key_needs_order(\(identifier: $0))" } }
         return select(where: conditions, orderedBy: free.map { "\(identifier: $0)" }, reversed: reversed)

@@ -30,7 +30,7 @@ extension TreeExport {
         var range = ChildKeyRange(lower: key(query.equal ?? query.start), upper: key(query.equal ?? query.end))
         // The last N children are found backwards, and the read that writes them starts at the first of them. (The
         // first N need no such pass: the read stops after them. Narrowing it by a pass first was measured slower,
-        // on Citus too, where each pass asks every shard.)
+        // on Citus too, where each pass asks every shard.) Reads for a limit go by pages (`PartStream`).
         if let limit = query.limitToLast {
             guard let first = try nthLastChild(limit, at: path, in: range, ordered: ordered, tally: tally) else {
                 return
@@ -39,8 +39,10 @@ extension TreeExport {
         }
         var current: String?
         var count = 0
-        try forEachChildRow(at: path, children: range, ordered: ordered, tally: tally, emitter: emitter) {
-            key, stream, mayGrow in
+        try forEachChildRow(
+            at: path, children: range, ordered: ordered, firstPage: query.limitToFirst.map(Self.firstPage(forChildren:)),
+            tally: tally, emitter: emitter
+        ) { key, stream, mayGrow in
             if current.map({ !FirebaseKey.same(key, $0) }) ?? true {
                 count += 1
                 if let limit = query.limitToFirst, count > limit { return false }
@@ -53,30 +55,30 @@ extension TreeExport {
         }
     }
 
+    /// The rows of a limit query's first page: a few per child, most children holding few rows.
+    private static func firstPage(forChildren n: Int) -> Int {
+        n > Int.max / 16 ? Int.max / 2 : max(64, 8 * (n + 1))
+    }
+
     /// The key of the `n`-th child in `range` from the last, or of the first one there when there are fewer; nil
-    /// when there is none. Each backward read is limited in rows (on Citus a cursor without a LIMIT brings every
-    /// shard's rows to the coordinator first): the answer holds when fewer rows than the limit were taken in all,
-    /// since then no read was cut short; otherwise the pass runs again with a larger limit.
+    /// when there is none.
     private func nthLastChild(
         _ n: Int, at path: [String], in range: ChildKeyRange, ordered: Set<TreeTable>, tally: ExportTally
     ) throws -> String? {
-        var rowLimit = max(64, 8 * (n + 1))
-        while true {
-            var found: String?
-            var seen = 0
-            let rows = try forEachChildRow(
-                at: path, reversed: true, children: range, ordered: ordered, rowLimit: rowLimit, tally: tally
-            ) { key, _, _ in
-                if found.map({ !FirebaseKey.same(key, $0) }) ?? true {
-                    seen += 1
-                    if seen > n { return false }
-                    found = key
-                }
-                return true
+        var found: String?
+        var seen = 0
+        try forEachChildRow(
+            at: path, reversed: true, children: range, ordered: ordered, firstPage: Self.firstPage(forChildren: n),
+            tally: tally
+        ) { key, _, _ in
+            if found.map({ !FirebaseKey.same(key, $0) }) ?? true {
+                seen += 1
+                if seen > n { return false }
+                found = key
             }
-            if rows < rowLimit { return found }
-            rowLimit = rowLimit > Int.max / 4 ? Int.max : rowLimit * 4
+            return true
         }
+        return found
     }
 
     /// Value or child order: a pass that finds each child's order value and keeps the selected children's
@@ -118,21 +120,18 @@ extension TreeExport {
 
     /// Reads the rows below the node at `path` child by child (children whose key starts with `.`, the node's
     /// priority, are skipped), handing each with its child's key to `body` until it returns false. A row that
-    /// is the node itself (a leaf) goes to `onLeaf`. Returns the rows taken; with `rowLimit`, each statement of a
-    /// read returns at most that many rows.
-    @discardableResult
+    /// is the node itself (a leaf) goes to `onLeaf`. `firstPage`: the reads go by pages (`PartStream`), for a
+    /// `body` that will likely stop early.
     private func forEachChildRow(
         at path: [String], reversed: Bool = false, children: ChildKeyRange = .all, ordered: Set<TreeTable>,
-        rowLimit: Int? = nil, tally: ExportTally, emitter: TreeEmitter? = nil,
+        firstPage: Int? = nil, tally: ExportTally, emitter: TreeEmitter? = nil,
         _ body: (_ key: String, _ stream: PartStream, _ mayGrow: Bool) throws -> Bool,
         onLeaf: (PartStream) throws -> Void = { _ in }
-    ) throws -> Int {
+    ) throws {
         var merge = try openRows(
-            at: path, reversed: reversed, children: children, ordered: ordered, rowLimit: rowLimit)
+            at: path, reversed: reversed, children: children, ordered: ordered, firstPage: firstPage)
         defer { tally.close(&merge) }
-        var rows = 0
         while let stream = merge.next() {
-            rows += 1
             tally.report.rows += 1
             let rowPath = stream.currentPath
             if rowPath.count <= path.count {
@@ -143,7 +142,6 @@ extension TreeExport {
             if let emitter { try answerCountRequest(of: emitter, below: path, between: &merge) }
             try merge.advance()
         }
-        return rows
     }
 
     /// A node inside a record (or a record): read whole, then selected in memory.

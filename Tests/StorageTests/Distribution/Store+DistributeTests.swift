@@ -119,6 +119,43 @@ struct CitusTests {
         }
     }
 
+    /// Limit queries read by pages (a LIMIT pushed down to the shards, then an OFFSET past a full page): over
+    /// children holding more rows than a page, digit-led and dash-led keys among them, and with bounds, a
+    /// distributed store answers as one server does, and as the reference does.
+    @Test func limitQueriesGiveTheSingleServerAnswer() throws {
+        func posts(_ count: Int) -> TreeValue {
+            .object(
+                Dictionary(
+                    uniqueKeysWithValues: (0..<count).map {
+                        (TreeKey("-P\(1000 + $0)"), TreeValue.object(["image_url": .string("u\($0)")]))
+                    }))
+        }
+        let owners = ["alice": 3, "bob": 150, "zed": 70, "7up": 120, "9": 90, "-x": 64]
+        let node = TreeValue.object(Dictionary(uniqueKeysWithValues: owners.map { (TreeKey($0.key), posts($0.value)) }))
+        let tree = TreeValue.object(["posts": node]).json
+        let single = try makeStore()
+        try importJSON(tree, into: single)
+        let database = try TestCitus.makeDatabase()
+        let citus = Store(connection: try database.connect())
+        try citus.migrate()
+        _ = try citus.distribute(shardCount: 4)
+        try importJSON(tree, into: citus)
+        let queries =
+            [1, 3, 5].flatMap { [TreeQuery(order: .key, limitToFirst: $0), TreeQuery(order: .key, limitToLast: $0)] }
+            + [
+                TreeQuery(order: .key, start: .string("b"), limitToFirst: 2),
+                TreeQuery(order: .key, end: .string("bob"), limitToLast: 2),
+            ]
+        for query in queries {
+            var fromCitus: [UInt8] = []
+            var fromSingle: [UInt8] = []
+            _ = try citus.exportTree(at: ["posts"], query: query) { fromCitus.append(contentsOf: $0) }
+            _ = try single.exportTree(at: ["posts"], query: query) { fromSingle.append(contentsOf: $0) }
+            #expect(fromCitus == fromSingle, "\(query)")
+            expectSameText(String(decoding: fromCitus, as: UTF8.self), render(ReferenceQuery.run(query, on: node)))
+        }
+    }
+
     @Test func writesKeepLikesPostKeysAndChatHoldersOnADistributedStore() throws {
         let database = try TestCitus.makeDatabase()
         let citus = Store(connection: try database.connect())

@@ -230,9 +230,10 @@ struct QueryExportTests {
         }
     }
 
-    /// The pass that finds the first or last N children reads a limited number of rows per statement and reads
-    /// again with more when that may have cut a read short: children with hundreds of rows each (posts, unmapped
-    /// leaves), typed and digit-led keys side by side, give what the reference gives.
+    /// The reads for the first or last N children go by pages (a LIMIT, then an OFFSET past a full page and four
+    /// times the LIMIT): children with hundreds of rows each (posts, unmapped leaves), typed and digit-led keys
+    /// side by side, and reads that end exactly at a page's end (64 dash-led posts, 64 + 256 unmapped leaves)
+    /// give what the reference gives.
     @Test func limitsOverChildrenWithManyRows() throws {
         func posts(_ count: Int) -> TreeValue {
             .object(
@@ -246,9 +247,9 @@ struct QueryExportTests {
                 Dictionary(uniqueKeysWithValues: (0..<count).map { (TreeKey("k\(1000 + $0)"), TreeValue.number(1)) }))
         }
         let postsNode = TreeValue.object([
-            "alice": posts(3), "bob": posts(150), "zed": posts(300), "7up": posts(120), "9": posts(90),
+            "alice": posts(3), "bob": posts(150), "zed": posts(300), "7up": posts(120), "9": posts(90), "-x": posts(64),
         ])
-        let logsNode = TreeValue.object(["a": leaves(2), "b": leaves(200), "c": leaves(70)])
+        let logsNode = TreeValue.object(["a": leaves(2), "b": leaves(200), "c": leaves(70), "d": leaves(48)])
         let store = try makeStore()
         try importJSON(TreeValue.object(["posts": postsNode, "logs": logsNode]).json, into: store)
         for (path, node) in [(["posts"], postsNode), (["logs"], logsNode)] {
