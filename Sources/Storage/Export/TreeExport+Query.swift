@@ -40,7 +40,8 @@ extension TreeExport {
         var current: String?
         var count = 0
         try forEachChildRow(
-            at: path, children: range, ordered: ordered, firstPage: query.limitToFirst.map(Self.firstPage(forChildren:)),
+            at: path, children: range, ordered: ordered,
+            firstPage: query.limitToFirst.map(Self.firstPage(forChildren:)),
             tally: tally, emitter: emitter
         ) { key, stream, mayGrow in
             if current.map({ !FirebaseKey.same(key, $0) }) ?? true {
