@@ -103,6 +103,8 @@ final class HelperImport: @unchecked Sendable {
         var report: ImportReport
         /// The tables it wrote rows to.
         var tables: Set<TreeTable>
+        /// The lookups it filled from its records (`post_keys` when it loaded /posts, `chat_holders` for /chats).
+        var lookups: Set<String>
         /// Its index builds and ANALYZEs, timed as the import's steps after the reading are.
         var finishing: [ImportReport.Finishing]
         /// The tables it gathered statistics on.
@@ -230,14 +232,23 @@ final class HelperImport: @unchecked Sendable {
             try copies.storeStagedLikes(isDistributed: false)
         }
         let tables = Set(TreeTable.allCases.filter { loader.counts[$0.rawValue].rows > 0 })
-        let filled = Set(tables.map(\.name))
+        // Its posts and chats are all the file has (each root goes to one session): their lookups are filled here,
+        // beside the other sessions' work, rather than by the import's session once every session is done.
+        var lookups: Set<String> = []
+        for records in HeldRecords.all where tables.contains(where: { $0.name == records.table }) {
+            finishing.begin(.fillingLookup(table: records.lookup))
+            try copies.settleLookup(of: records, ofKeys: nil)
+            lookups.insert(records.lookup)
+        }
+        let filled = Set(tables.map(\.name)).union(lookups)
         try deferredIndexes.build(of: filled, onStep: finishing.begin)
         for table in filled.sorted() {
             finishing.begin(.analyzing(table: table))
             try connection.execute("ANALYZE \(identifier: table)")
         }
         finishing.end()
-        return Outcome(report: importer.report, tables: tables, finishing: finishing.steps, analyzed: filled)
+        return Outcome(
+            report: importer.report, tables: tables, lookups: lookups, finishing: finishing.steps, analyzed: filled)
     }
 }
 
@@ -304,9 +315,10 @@ struct HelperSessions {
     }
 
     /// Takes the sessions' tables over into `side`, the import's twins: a table one session wrote becomes the
-    /// twin; rows another session wrote into it too (unmapped values, under nodes of several sessions) are added.
-    /// Returns the tables taken over (`indexed`: their indexes are built; `analyzed`: their statistics gathered,
-    /// unless rows were added after). The sessions' schemas are dropped.
+    /// twin; rows another session wrote into it too (unmapped values, under nodes of several sessions) are added;
+    /// a lookup a session filled becomes the twin. Returns the tables taken over (`indexed`: their indexes are
+    /// built; `analyzed`: their statistics gathered, unless rows were added after). The sessions' schemas are
+    /// dropped.
     func takeOver(_ outcomes: [HelperImport.Outcome], into side: SideTables, on connection: StoreConnection) throws
         -> (indexed: Set<String>, analyzed: Set<String>)
     {
@@ -321,6 +333,10 @@ struct HelperSessions {
                     try side.adopt(table.name, from: helper.schema)
                     adopted.insert(table.name)
                 }
+            }
+            for lookup in outcome.lookups.sorted() {
+                try side.adopt(lookup, from: helper.schema)
+                adopted.insert(lookup)
             }
             try SideTables.dropHelper(helper.schema, on: connection)
         }

@@ -116,7 +116,7 @@ struct TreeImport {
                     try settleDerivedRows(
                         staged: stagedLikes, wholeTree: wholeTree,
                         written: deletedRoots.union(options.at.prefix(1)), before: heldBefore, at: options.at,
-                        onStep: timedStep)
+                        filledLookups: Set(helperOutcomes.flatMap(\.lookups)), onStep: timedStep)
                     try deferredIndexes?.build(
                         of: Set(Store.treeTables + Store.lookupTables).subtracting(indexed), onStep: timedStep)
                     if wholeTree, !options.isDryRun {
@@ -388,10 +388,11 @@ struct TreeImport {
     /// likes it staged, then for posts and chat copies whose root it wrote (`written`) settles the lookup, and for
     /// posts the likes, of the keys whose holders changed (`changedKeys`: below one user, the keys held before,
     /// in `before`, or now but not both; all of them when it wrote the root). A whole-tree import held nothing
-    /// before: the lookups are filled whole, and staging gave each like its owners.
+    /// before: the lookups are filled whole (but `filledLookups`, which the parallel import's sessions filled),
+    /// and staging gave each like its owners.
     private func settleDerivedRows(
         staged: Bool, wholeTree: Bool, written: Set<String>, before: [String: [String]?], at: [String],
-        onStep: (ImportStep) -> Void
+        filledLookups: Set<String> = [], onStep: (ImportStep) -> Void
     ) throws {
         let settlesLikes = !wholeTree && written.contains(HeldRecords.posts.table)
         let distributed = staged || settlesLikes ? try distribution.isDistributed() : false
@@ -399,7 +400,8 @@ struct TreeImport {
             onStep(.storingLikes)
             try copies.storeStagedLikes(isDistributed: distributed)
         }
-        for records in HeldRecords.all where wholeTree || written.contains(records.table) {
+        for records in HeldRecords.all
+        where (wholeTree || written.contains(records.table)) && !filledLookups.contains(records.lookup) {
             let keys =
                 wholeTree ? nil : try copies.changedKeys(of: records, before: before[records.table] ?? nil, at: at)
             if keys?.isEmpty == true { continue }

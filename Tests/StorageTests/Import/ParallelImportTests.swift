@@ -11,12 +11,14 @@ import TreeTestSupport
 /// top-level nodes it reaches first: the store, the report and every failure are those of one session.
 @Suite("Parallel import")
 struct ParallelImportTests {
-    /// What an import of `json` gives: the export, the report's lines and nodes, the checks, or the error.
+    /// What an import of `json` gives: the export, the report's lines and nodes, the checks, the rows the store
+    /// derives from the tree (the lookups, the likes' owners) and the lookups' indexes, or the error.
     struct Outcome: Equatable {
         var export: String
         var lines: [String]
         var warnings: Int
         var checks: [String]
+        var derived: [String]
     }
 
     /// Imports `json` into a fresh store over `jobs` sessions (the file read again from memory); nil `jobs`:
@@ -32,9 +34,20 @@ struct ParallelImportTests {
         let lines =
             report.lines.map { "\($0.node) \($0.table) \($0.rowsRead) \($0.rowsImported) \($0.bytes)" }
             + report.nodes.map { "\($0.name) \($0.inputBytes) \($0.rejected)" }
+        let derived = try store.connection.query(
+            """
+            SELECT 'post_keys ' || post_key || ' ' || owner_uid FROM post_keys
+            UNION ALL SELECT 'chat_holders ' || chat_key || ' ' || uid FROM chat_holders
+            UNION ALL SELECT 'post_likes ' || post_owner_uid || ' ' || post_key || ' ' || liker_uid FROM post_likes
+            UNION ALL SELECT 'index ' || indexdef FROM pg_indexes
+                WHERE tablename IN ('post_keys', 'chat_holders') AND schemaname = current_schema()
+            ORDER BY 1
+            """
+        ).map { try $0.decode(String.self, at: 0) }
         return Outcome(
             export: try exportJSON(store), lines: lines, warnings: report.warningCount,
-            checks: try store.check(examples: 3).map { "\($0.check.rawValue) \($0.violations) \($0.examples)" })
+            checks: try store.check(examples: 3).map { "\($0.check.rawValue) \($0.violations) \($0.examples)" },
+            derived: derived)
     }
 
     /// The schemas of parallel sessions left in `store`'s database.
@@ -85,6 +98,7 @@ struct ParallelImportTests {
                 #expect(parallel.lines == single.lines, "\(name), \(jobs) sessions: report")
                 #expect(parallel.warnings == single.warnings, "\(name), \(jobs) sessions: warnings")
                 #expect(parallel.checks == single.checks, "\(name), \(jobs) sessions: checks")
+                #expect(parallel.derived == single.derived, "\(name), \(jobs) sessions: lookups and likes")
             }
         }
     }
