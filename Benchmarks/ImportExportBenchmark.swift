@@ -20,7 +20,7 @@ struct ImportExportBenchmark {
         let (cluster, parameters, conninfo) = try openBenchmarkServer(work: work)
         defer { cluster.close() }
         let admin = adminBinary()
-        let psql = cluster.binaries.directory + "/psql"
+        let psql = (try cluster.binaries()).directory + "/psql"
         let server = [
             "PGHOST=\(parameters["host"]!)", "PGUSER=\(parameters["user"]!)", "PGPORT=\(parameters["port"] ?? "5432")",
         ]
@@ -74,7 +74,7 @@ struct ImportExportBenchmark {
                     + tables.map { "\\copy \($0) FROM '\(work)/\($0).tsv'" } + ["COMMIT;"]
                 try script.joined(separator: "\n").write(toFile: "\(work)/load.sql", atomically: true, encoding: .utf8)
                 _ = try spawn(
-                    cluster.binaries.directory + "/pg_dump", ["-Fd", "-f", "\(work)/dump"],
+                    (try cluster.binaries()).directory + "/pg_dump", ["-Fd", "-f", "\(work)/dump"],
                     environment: psqlEnvironment)
             }
             _ = try spawn(
@@ -82,7 +82,7 @@ struct ImportExportBenchmark {
                 environment: psqlEnvironment)
             restores.append(
                 try spawn(
-                    cluster.binaries.directory + "/pg_restore", ["-j", "2", "-d", "restored", "\(work)/dump"],
+                    (try cluster.binaries()).directory + "/pg_restore", ["-j", "2", "-d", "restored", "\(work)/dump"],
                     environment: psqlEnvironment))
             pkOnlyCopies.append(
                 try spawn(

@@ -18,8 +18,10 @@ internal import PostgresClient
 public final class EmbeddedCluster {
     /// The directory that holds the cluster and its locks.
     public let directory: String
-    /// The server programs in use.
-    public let binaries: ServerBinaries
+    /// The cluster's major version (`PG_VERSION`), nil until `initdb` made it.
+    private let majorVersion: Int?
+    /// The server programs, once something needed them.
+    private var located: ServerBinaries?
     /// The role the console connects as: the OS user's own name, authenticated by peer.
     public let roleName: String
     /// The database the console uses.
@@ -38,9 +40,9 @@ public final class EmbeddedCluster {
         [("host", dataDirectory), ("port", String(Self.port)), ("user", roleName), ("dbname", Self.databaseName)]
     }
 
-    private init(directory: String, binaries: ServerBinaries, roleName: String, runner: ProcessRunner) {
+    private init(directory: String, majorVersion: Int?, roleName: String, runner: ProcessRunner) {
         self.directory = directory
-        self.binaries = binaries
+        self.majorVersion = majorVersion
         self.roleName = roleName
         self.runner = runner
     }
@@ -76,16 +78,18 @@ public final class EmbeddedCluster {
     {
         let dataDirectory = directory + "/pgdata"
         let existingVersion = try clusterVersion(at: dataDirectory)
-        let binaries = try ServerBinaries.locate(majorVersion: existingVersion)
         let cluster = EmbeddedCluster(
-            directory: directory, binaries: binaries, roleName: try currentUserName(), runner: runner)
+            directory: directory, majorVersion: existingVersion, roleName: try currentUserName(), runner: runner)
         try cluster.checkSocketPathLength()
+        let isRunning = try cluster.isServerRunning()
+        // A server to start needs the programs of the cluster's version: when they are missing, that comes first.
+        if !isRunning { _ = try cluster.binaries() }
         if existingVersion == nil {
             try cluster.initialize(serverUser: serverUser)
         } else {
             try cluster.checkOwnership(serverUser: serverUser)
         }
-        if try !cluster.isServerRunning() {
+        if !isRunning {
             // The watchdog first: a console stopped (SIGTERM, SIGKILL) while the server starts leaves no one to
             // stop it, and the watchdog does once the startup lock is free.
             _ = try FileLock(path: directory + "/sessions.lock")  // exists for the watchdog to try
@@ -97,6 +101,15 @@ public final class EmbeddedCluster {
         _ = try sessionLock.lock(exclusive: false, wait: true)
         cluster.sessionLock = sessionLock
         return cluster
+    }
+
+    /// The server programs of the cluster's version, found on first need: a console whose server another one
+    /// started runs none of them (finding them runs `pg_config` and `postgres --version`).
+    public func binaries() throws -> ServerBinaries {
+        if let located { return located }
+        let binaries = try ServerBinaries.locate(majorVersion: majorVersion)
+        located = binaries
+        return binaries
     }
 
     /// Ends this console's use of the cluster and stops the server if no other console uses it.
@@ -171,7 +184,7 @@ public final class EmbeddedCluster {
         }
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: dataDirectory)
         let outcome = try runner.run(
-            binaries.path(of: "initdb"),
+            try binaries().path(of: "initdb"),
             [
                 "--pgdata=\(dataDirectory)", "--username=\(roleName)", "--encoding=UTF8", "--locale=C",
                 "--auth-local=peer", "--auth-host=reject", "--no-instructions",
@@ -272,7 +285,7 @@ public final class EmbeddedCluster {
     private func startServer() throws {
         let logFile = dataDirectory + "/server.log"
         let outcome = try runner.run(
-            binaries.path(of: "pg_ctl"),
+            try binaries().path(of: "pg_ctl"),
             [
                 "--pgdata=\(dataDirectory)", "--log=\(logFile)", "--wait", "--timeout=300", "--silent", "start",
             ])
@@ -296,7 +309,7 @@ public final class EmbeddedCluster {
     /// take it down first.
     private func startWatchdog() throws {
         var stop = [
-            binaries.path(of: "pg_ctl"), "--pgdata=\(dataDirectory)", "--mode=fast", "--wait", "--silent", "stop",
+            try binaries().path(of: "pg_ctl"), "--pgdata=\(dataDirectory)", "--mode=fast", "--wait", "--silent", "stop",
         ]
         if let user = runner.user {
             stop = [try ProcessRunner.runuserPath(), "-u", user, "--", "/usr/bin/env", "--chdir=/"] + stop
@@ -328,7 +341,7 @@ public final class EmbeddedCluster {
 
     private func stopServer() throws {
         let outcome = try runner.run(
-            binaries.path(of: "pg_ctl"),
+            try binaries().path(of: "pg_ctl"),
             [
                 "--pgdata=\(dataDirectory)", "--mode=fast", "--wait", "--silent", "stop",
             ])
