@@ -22,13 +22,17 @@ struct StreamRow: ExportRow {
 /// A read that needs only its first rows (a limit query) goes by pages: each statement with a LIMIT, then, when
 /// that page was full, again with an OFFSET past it and four times the LIMIT. On one server a cursor reads only
 /// the rows fetched, but Citus brings every shard's rows to the coordinator before a cursor's first FETCH unless
-/// the statement has a LIMIT, which it pushes down to the shards.
+/// the statement has a LIMIT, which it pushes down to the shards. The pages of a statement neither skip nor repeat
+/// a row: they see the read's one snapshot, and its ORDER BY tells every row apart (a statement without one
+/// reads a single row).
 final class PartStream {
     let table: TreeTable
     private let selects: [Query]
     private var nextSelect = 0
     /// The rows of each statement's first page, when the read goes by pages.
     private let firstPage: Int?
+    /// The most rows a page asks for.
+    static let largestPage = 1 << 40
     /// The current statement's page: its LIMIT and OFFSET.
     private var page: (limit: Int, offset: Int)?
     /// Rows the current cursor returned so far: a page that returned its LIMIT may have more after it.
@@ -76,7 +80,7 @@ final class PartStream {
     init(_ read: TableRead, connection: StoreConnection, shared: Shared, firstPage: Int? = nil) {
         table = read.table
         selects = read.selects
-        self.firstPage = firstPage
+        self.firstPage = firstPage.map { min($0, Self.largestPage) }
         self.connection = connection
         self.shared = shared
         largestFetch = max(16, min(5000, Self.batchBytes / read.table.batchRowBound))
@@ -128,7 +132,7 @@ final class PartStream {
                 }
             } else {
                 if let full = page, rowsInCursor == full.limit {
-                    page = (min(full.limit * 4, 1 << 40), full.offset + full.limit)
+                    page = (min(full.limit * 4, Self.largestPage), full.offset + full.limit)
                 } else {
                     guard nextSelect < selects.count else { return }
                     nextSelect += 1

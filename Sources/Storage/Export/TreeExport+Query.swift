@@ -58,7 +58,7 @@ extension TreeExport {
 
     /// The rows of a limit query's first page: a few per child, most children holding few rows.
     private static func firstPage(forChildren n: Int) -> Int {
-        n > Int.max / 16 ? Int.max / 2 : max(64, 8 * (n + 1))
+        n >= PartStream.largestPage / 8 ? PartStream.largestPage : max(64, 8 * (n + 1))
     }
 
     /// The key of the `n`-th child in `range` from the last, or of the first one there when there are fewer; nil
