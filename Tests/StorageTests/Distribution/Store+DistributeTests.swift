@@ -95,13 +95,8 @@ struct CitusTests {
             """#
     }()
 
-    @Test(arguments: ["friendlypix", "real shapes"])
-    func realExportsKeepEveryByteOnADistributedStore(_ name: String) throws {
-        let tree =
-            name == "real shapes"
-            ? Self.realShapes
-            : try String(
-                contentsOf: fixtureDirectory.appendingPathComponent("friendlypix-console-export.json"), encoding: .utf8)
+    /// `tree` imported into a store on one server and into one distributed over four shards.
+    private static func importedBothWays(_ tree: String) throws -> (single: Store, citus: Store) {
         let single = try makeStore()
         try importJSON(tree, into: single)
         let database = try TestCitus.makeDatabase()
@@ -109,6 +104,17 @@ struct CitusTests {
         try citus.migrate()
         _ = try citus.distribute(shardCount: 4)
         try importJSON(tree, into: citus)
+        return (single, citus)
+    }
+
+    @Test(arguments: ["friendlypix", "real shapes"])
+    func realExportsKeepEveryByteOnADistributedStore(_ name: String) throws {
+        let tree =
+            name == "real shapes"
+            ? Self.realShapes
+            : try String(
+                contentsOf: fixtureDirectory.appendingPathComponent("friendlypix-console-export.json"), encoding: .utf8)
+        let (single, citus) = try Self.importedBothWays(tree)
         expectSameText(try exportJSON(citus), try exportJSON(single))
         for path in [["users"], ["posts", "1"], ["postLikes", "-LkeyA"], ["settings"], ["logs"]] {
             var fromCitus: [UInt8] = []
@@ -123,23 +129,10 @@ struct CitusTests {
     /// children holding more rows than a page, digit-led and dash-led keys among them, and with bounds, a
     /// distributed store answers as one server does, and as the reference does.
     @Test func limitQueriesGiveTheSingleServerAnswer() throws {
-        func posts(_ count: Int) -> TreeValue {
-            .object(
-                Dictionary(
-                    uniqueKeysWithValues: (0..<count).map {
-                        (TreeKey("-P\(1000 + $0)"), TreeValue.object(["image_url": .string("u\($0)")]))
-                    }))
-        }
         let owners = ["alice": 3, "bob": 150, "zed": 70, "7up": 120, "9": 90, "-x": 64]
-        let node = TreeValue.object(Dictionary(uniqueKeysWithValues: owners.map { (TreeKey($0.key), posts($0.value)) }))
-        let tree = TreeValue.object(["posts": node]).json
-        let single = try makeStore()
-        try importJSON(tree, into: single)
-        let database = try TestCitus.makeDatabase()
-        let citus = Store(connection: try database.connect())
-        try citus.migrate()
-        _ = try citus.distribute(shardCount: 4)
-        try importJSON(tree, into: citus)
+        let node = TreeValue.object(
+            Dictionary(uniqueKeysWithValues: owners.map { (TreeKey($0.key), numberedPosts($0.value)) }))
+        let (single, citus) = try Self.importedBothWays(TreeValue.object(["posts": node]).json)
         let queries =
             [1, 3, 5].flatMap { [TreeQuery(order: .key, limitToFirst: $0), TreeQuery(order: .key, limitToLast: $0)] }
             + [

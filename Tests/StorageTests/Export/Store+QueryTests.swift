@@ -26,6 +26,15 @@ private func shallow(_ node: TreeValue) -> TreeValue {
         })
 }
 
+/// An owner's `count` posts, keyed `-P1000`, `-P1001`, …: many rows under one child, for limit queries.
+func numberedPosts(_ count: Int) -> TreeValue {
+    .object(
+        Dictionary(
+            uniqueKeysWithValues: (0..<count).map {
+                (TreeKey("-P\(1000 + $0)"), TreeValue.object(["image_url": .string("u\($0)")]))
+            }))
+}
+
 func render(_ value: TreeValue?, options: JSONTextWriter.Options = .init()) -> String {
     var writer = JSONTextWriter(options: options)
     if let value { writer.value(value) } else { writer.null() }
@@ -235,19 +244,13 @@ struct QueryExportTests {
     /// side by side, and reads that end exactly at a page's end (64 dash-led posts, 64 + 256 unmapped leaves)
     /// give what the reference gives.
     @Test func limitsOverChildrenWithManyRows() throws {
-        func posts(_ count: Int) -> TreeValue {
-            .object(
-                Dictionary(
-                    uniqueKeysWithValues: (0..<count).map {
-                        (TreeKey("-P\(1000 + $0)"), TreeValue.object(["image_url": .string("u\($0)")]))
-                    }))
-        }
         func leaves(_ count: Int) -> TreeValue {
             .object(
                 Dictionary(uniqueKeysWithValues: (0..<count).map { (TreeKey("k\(1000 + $0)"), TreeValue.number(1)) }))
         }
         let postsNode = TreeValue.object([
-            "alice": posts(3), "bob": posts(150), "zed": posts(300), "7up": posts(120), "9": posts(90), "-x": posts(64),
+            "alice": numberedPosts(3), "bob": numberedPosts(150), "zed": numberedPosts(300), "7up": numberedPosts(120),
+            "9": numberedPosts(90), "-x": numberedPosts(64),
         ])
         let logsNode = TreeValue.object(["a": leaves(2), "b": leaves(200), "c": leaves(70), "d": leaves(48)])
         let store = try makeStore()
