@@ -241,8 +241,8 @@ struct QueryExportTests {
 
     /// The reads for the first or last N children go by pages (a LIMIT, then an OFFSET past a full page and four
     /// times the LIMIT): children with hundreds of rows each (posts, unmapped leaves), typed and digit-led keys
-    /// side by side, and reads that end exactly at a page's end (64 dash-led posts, 64 + 256 unmapped leaves)
-    /// give what the reference gives.
+    /// side by side, reads that end exactly at a page's end (64 dash-led posts, 64 + 256 unmapped leaves) and
+    /// the largest limit give what the reference gives.
     @Test func limitsOverChildrenWithManyRows() throws {
         func leaves(_ count: Int) -> TreeValue {
             .object(
@@ -256,7 +256,8 @@ struct QueryExportTests {
         let store = try makeStore()
         try importJSON(TreeValue.object(["posts": postsNode, "logs": logsNode]).json, into: store)
         for (path, node) in [(["posts"], postsNode), (["logs"], logsNode)] {
-            for query in [1, 2, 3, 5, 9].flatMap({
+            // Int.max: a first page as large as pages get, which must neither overflow nor leave a row out.
+            for query in [1, 2, 3, 5, 9, Int.max].flatMap({
                 [TreeQuery(order: .key, limitToFirst: $0), TreeQuery(order: .key, limitToLast: $0)]
             }) {
                 var bytes: [UInt8] = []
