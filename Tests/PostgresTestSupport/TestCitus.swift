@@ -157,7 +157,14 @@ final class CitusTestCluster: @unchecked Sendable {
         "host='\(socketDirectory)' port=\(port) user='\(roleName)' dbname='\(database)'"
     }
 
+    /// Held while a database is made: `citus_add_node` copies the roles to the worker (`ALTER ROLE`), and two
+    /// databases adding the same worker at once fail one of them with "tuple concurrently updated" (roles are
+    /// shared by every database of a node).
+    private static let creation = NSLock()
+
     func makeDatabase() throws -> CitusDatabase {
+        Self.creation.lock()
+        defer { Self.creation.unlock() }
         let name = "citus_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
         for port in Self.ports {
             let maintenance = try Connection(conninfo: conninfo(port: port, database: "postgres"))
