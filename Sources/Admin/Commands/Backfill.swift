@@ -4,6 +4,7 @@ import Storage
 /// `backfill like-counts|timelines`: recompute the app's counters and fan-out copies from the data.
 struct Backfill: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "backfill",
         abstract: "Recompute like_count or the timelines from the data.",
         discussion: """
             Examples:

@@ -4,6 +4,7 @@ import Storage
 /// `chats UID [--limit N] [--follow]`.
 struct Chats: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "chats",
         abstract: "List a user's chats, most recent message first, or follow changes to them.",
         discussion: """
             With --follow, prints the user's copy of a chat each time a change to it commits (a message sent, \

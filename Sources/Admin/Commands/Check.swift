@@ -8,6 +8,7 @@ extension CheckPolicy.FailOn: ExpressibleByArgument {}
 /// thresholds, a metrics file and a wait for other maintenance.
 struct Check: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "check",
         abstract: "Check that the app's denormalized copies agree (exit 3 on violations).",
         usage: """
             admin check [--only <name,…>] [--skip <name,…>] [--examples <n>] [--format <format>] [--quiet]

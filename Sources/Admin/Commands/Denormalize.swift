@@ -4,6 +4,7 @@ import Storage
 /// `denormalize posters`: rewrite the `poster` copy in every post.
 struct Denormalize: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "denormalize",
         abstract: "Rewrite the poster copy in every post from /users.",
         discussion: """
             Examples:

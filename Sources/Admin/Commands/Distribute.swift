@@ -4,6 +4,7 @@ import Storage
 /// `distribute`: places the store's tables on a Citus cluster.
 struct Distribute: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "distribute",
         abstract: "Spread the store over a Citus cluster's workers (run on the coordinator).",
         discussion: """
             Distributes each table as the plan says: users, posts, likes (by their post's owner), followers, \

@@ -5,6 +5,7 @@ import Storage
 /// `export [FILE|-]`: writes the store as a Firebase JSON export.
 struct Export: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "export",
         abstract: "Export the store as Firebase JSON, as the console's \"Export JSON\" writes it.",
         discussion: """
             By default the output is what the Firebase console's "Export JSON" gives: keys in RTDB order, numbers \

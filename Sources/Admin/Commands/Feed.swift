@@ -4,6 +4,7 @@ import Storage
 /// `feed recent|older|newer`: AppCoda's feed.
 struct Feed: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "feed",
         abstract: "Page AppCoda's feed: recent, older (infinite scroll), newer (pull to refresh).",
         discussion: """
             Newest first by timestamp (milliseconds), keyset-paged: pass the last timestamp shown as --before.

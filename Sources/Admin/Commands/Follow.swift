@@ -4,6 +4,7 @@ import Storage
 /// `follow A B`.
 struct Follow: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "follow",
         abstract: "Make A follow B, adding B's posts to A's timeline.",
         discussion: """
             Writes /following/A/B and /followers/B/A and B's posts into A's timeline, in one transaction. Following \

@@ -7,6 +7,7 @@ extension GeneratorOptions.Dialect: ExpressibleByArgument {}
 /// `generate FILE --users N`: writes a realistic Firebase export to try the console on, test with, or benchmark.
 struct Generate: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "generate",
         abstract: "Write a realistic Firebase export of any size (no database needed).",
         discussion: """
             The tree is what the app would have written for N users: uids like Firebase Auth's, push-ID keys whose \

@@ -6,6 +6,7 @@ import Storage
 /// like `firebase database:get`.
 struct Get: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "get",
         abstract: "Print the node at a Firebase path as JSON, as firebase database:get does.",
         discussion: """
             The node is read from the store in one snapshot and streamed: keys in RTDB order, numbers as \

@@ -3,6 +3,7 @@ import ArgumentParser
 /// `help [COMMAND]`: the command list by group, or one command's full help.
 struct Help: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "help",
         abstract: "List the commands, or show one command's help.",
         discussion: """
             `help COMMAND`, `COMMAND --help` and `COMMAND -h` print the same text.

@@ -7,6 +7,7 @@ extension ImportOptions.Mode: ExpressibleByArgument {}
 /// `import FILE`: loads a Firebase JSON export into the store in one transaction.
 struct Import: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "import",
         abstract: "Import a Firebase JSON export (replacing the store, or merging), in one transaction.",
         discussion: """
             FILE is an export from the Firebase console, the REST API or a daily backup (FILE.gz is decompressed \

@@ -4,6 +4,7 @@ import Storage
 /// `like UID POSTKEY`.
 struct Like: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "like",
         abstract: "Like a post: adds the like and raises like_count, once.",
         discussion: """
             A second like of the same post changes nothing (the app counted it twice). Safe under concurrency: \

@@ -4,6 +4,7 @@ import Storage
 /// `messages CHATKEY [--limit N] [--before KEY] [--follow]`.
 struct Messages: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "messages",
         abstract: "Show a chat's messages, or follow new ones as they are sent.",
         discussion: """
             Shows the newest messages, oldest first as a chat does; for the page before, pass the first key shown \

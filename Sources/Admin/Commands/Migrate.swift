@@ -4,6 +4,7 @@ import Storage
 /// `migrate`: applies pending schema migrations, or lists them.
 struct Migrate: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "migrate",
         abstract: "Apply pending schema migrations (or list them with --list).",
         discussion: """
             Migrations come from sql/ and are built into admin. Each is applied in its own transaction and recorded \

@@ -4,6 +4,7 @@ import Storage
 /// `posts UID [--limit N] [--before KEY]`.
 struct Posts: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "posts",
         abstract: "List a user's posts, newest first, a page at a time.",
         discussion: """
             Pages by key: pass the last key shown as --before for the next page.

@@ -4,6 +4,7 @@ import Storage
 /// `push PATH JSON`, as `firebase database:push`.
 struct Push: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "push",
         abstract: "Add a JSON value under a new push ID at a path and print its path (firebase database:push).",
         discussion: """
             The new key is a push ID, which sorts by creation time, as the SDKs' push() makes them; the new \

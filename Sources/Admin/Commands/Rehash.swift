@@ -4,6 +4,7 @@ import Storage
 /// `rehash chats`: replace the app's unreproducible member hashes with the stable one.
 struct Rehash: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "rehash",
         abstract: "Give every two-person chat the stable member hash.",
         discussion: """
             Examples:

@@ -4,6 +4,7 @@ import Storage
 /// `remove PATH`, as `firebase database:remove`.
 struct Remove: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "remove",
         abstract: "Remove the node at a path and everything below it (firebase database:remove).",
         discussion: """
             One transaction. Removing a path below a leaf changes nothing, as in Firebase. Removing the whole tree \

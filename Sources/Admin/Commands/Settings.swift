@@ -95,6 +95,7 @@ struct SettingsCommand: ConsoleCommand {
 /// `timing [on|off]`, like psql's `\timing`.
 struct Timing: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "timing",
         abstract: "Print each command's duration on stderr: on, off, or toggle.",
         discussion: """
             Examples:

@@ -4,6 +4,7 @@ import Storage
 /// `status`: the server, the connection, the schema version and rows per table.
 struct Status: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "status",
         abstract: "Show the server, the connection, the schema and rows per table.",
         discussion: """
             The connection is shown without its password. Row counts are exact, taken in one snapshot.

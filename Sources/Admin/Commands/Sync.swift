@@ -5,6 +5,7 @@ import Storage
 /// `sync SOURCE`: brings the store to a newer export, writing only what differs, online.
 struct Sync: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "sync",
         abstract: "Bring the store to a newer Firebase export, writing only what differs (online, one transaction).",
         discussion: """
             Afterwards the store holds what `import SOURCE` would have made of it (export gives the same bytes), \

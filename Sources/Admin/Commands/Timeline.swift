@@ -4,6 +4,7 @@ import Storage
 /// `timeline UID [--limit N] [--before KEY]`.
 struct Timeline: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "timeline",
         abstract: "Show a user's timeline, newest first, a page at a time.",
         discussion: """
             Each post with its poster, like count and whether UID liked it. Pages by key: pass the last key shown \

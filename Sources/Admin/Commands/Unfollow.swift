@@ -4,6 +4,7 @@ import Storage
 /// `unfollow A B`.
 struct Unfollow: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "unfollow",
         abstract: "Make A stop following B, removing B's posts from A's timeline.",
         discussion: """
             Removes /following/A/B, /followers/B/A and B's posts from A's timeline, in one transaction. Unfollowing \

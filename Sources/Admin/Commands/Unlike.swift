@@ -4,6 +4,7 @@ import Storage
 /// `unlike UID POSTKEY`.
 struct Unlike: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "unlike",
         abstract: "Remove a like: lowers like_count, only if the post was liked.",
         discussion: """
             Unliking a post that was not liked changes nothing; like_count never goes below 0.

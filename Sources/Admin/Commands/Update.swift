@@ -4,6 +4,7 @@ import Storage
 /// `update PATH JSON`, as `firebase database:update`.
 struct Update: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "update",
         abstract: "Write the children a JSON object names at a path, leaving the others (firebase database:update).",
         discussion: """
             Each child of the object replaces the node's child of that name; a null child removes it; children \

@@ -4,6 +4,7 @@ import Storage
 /// `users [--limit N] [--after UID]`.
 struct Users: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "users",
         abstract: "List users in uid order, a page at a time.",
         discussion: """
             Pages by key: pass the last uid shown as --after for the next page.

@@ -4,6 +4,7 @@ import Storage
 /// `vacuum`: gives back the space of deleted and rolled-back rows.
 struct Vacuum: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "vacuum",
         abstract: "VACUUM the tree's tables: give back the space of deleted and rolled-back rows.",
         discussion: """
             Rows a failed or rolled-back import wrote, and rows replaced or deleted since, keep their disk space \

@@ -5,6 +5,7 @@ import Storage
 /// `verify SOURCE`: whether the store holds exactly what a Firebase export holds; exits 3 when it does not.
 struct Verify: ConsoleCommand {
     static let configuration = CommandConfiguration(
+        commandName: "verify",
         abstract: "Prove a migration: compare the store with the Firebase export it came from (exit 3 on differences).",
         discussion: """
             Compares the store with SOURCE path by path, as export would write the store and import would read the \

@@ -1,10 +1,11 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 
 /// What a command accepts, read from the argument parser's own description of it (`_dumpHelp()`), so that the
 /// console reads its lines with the same definitions the parser has: names, which options take a value,
 /// subcommands.
-struct CommandSpec {
+struct CommandSpec: Equatable {
     /// The command's name and aliases.
     var names: [String]
     /// Long option and flag names without dashes, and whether each takes a value.
@@ -20,18 +21,35 @@ struct CommandSpec {
     var passesRemainder = false
 
     /// Every console command, from the parser's description of the root.
-    static let root: CommandSpec = {
-        let json = Data(ConsoleCommands._dumpHelp().utf8)
-        let info = (try? JSONDecoder().decode(ToolInfo.self, from: json))?.command
-        return info.map(CommandSpec.init) ?? CommandSpec(names: ["admin"])
-    }()
+    static let root = describing(ConsoleCommands.self)
 
     /// The options `admin` itself takes before a command (`--db`, `-q`, …).
-    static let global: CommandSpec = {
-        let json = Data(AdminMain._dumpHelp().utf8)
+    static let global = describing(AdminMain.self)
+
+    /// The top-level command named `name` (or one of its aliases), from the parser's description of that command
+    /// alone, as `root` has it: a process that runs one command does not describe every other (for a point read,
+    /// describing them all cost about as much as the rest of the process).
+    static func command(named name: String) -> CommandSpec? {
+        if let known = described.withLock({ $0[name] }) { return known }
+        let type = CommandGroup.all.lazy.flatMap(\.commands).first {
+            $0._commandName == name || $0.configuration.aliases.contains(name)
+        }
+        guard let type else { return nil }
+        var spec = describing(type)
+        // Described as a root, a command gains the parser's own `help` subcommand, which it has not in the console.
+        spec.subcommands.removeAll { $0.names == ["help"] }
+        described.withLock { $0[name] = spec }
+        return spec
+    }
+
+    private static let described = Mutex<[String: CommandSpec]>([:])
+
+    /// A command as the parser describes it (`_dumpHelp()`, the JSON of `--experimental-dump-help`).
+    private static func describing(_ command: any ParsableCommand.Type) -> CommandSpec {
+        let json = Data(command._dumpHelp().utf8)
         let info = (try? JSONDecoder().decode(ToolInfo.self, from: json))?.command
-        return info.map(CommandSpec.init) ?? CommandSpec(names: ["admin"])
-    }()
+        return info.map(CommandSpec.init) ?? CommandSpec(names: [command._commandName])
+    }
 
     private init(names: [String]) {
         self.names = names
@@ -87,11 +105,16 @@ struct CommandSpec {
     /// (`admin check --db X -q`, as psql takes them): an option of `admin` that the command does not have itself
     /// goes first. The command's own options, `--` and all that follows, and a `watch`'s command stay as written.
     static func liftingGlobalOptions(_ arguments: [String]) -> [String] {
+        // With no option after the first word that is none (a command, or an option's value), nothing can be
+        // lifted, and the parser's description, which every process would otherwise read first, is not needed.
+        guard let first = arguments.firstIndex(where: { !$0.hasPrefix("-") }),
+            arguments[(first + 1)...].contains(where: { $0.hasPrefix("-") })
+        else { return arguments }
         var index = 0
         while index < arguments.count, global.recognizes(arguments[index]) {
             index += global.takesValue(arguments[index]) ? 2 : 1
         }
-        guard index < arguments.count, var command = root.subcommand(named: arguments[index]) else { return arguments }
+        guard index < arguments.count, var command = Self.command(named: arguments[index]) else { return arguments }
         let before = arguments[..<index]
         var lifted: [String] = []
         var kept = [arguments[index]]

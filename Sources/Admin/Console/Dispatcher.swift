@@ -57,9 +57,17 @@ enum Dispatcher {
     /// any Unix tool. A word that starts with `--` and is no option of the command is an error, with a
     /// suggestion. A command whose last argument takes the rest of the line (`watch`) gets it as written.
     static func arrange(_ words: [String]) throws(ConsoleError) -> [String] {
-        var spec = CommandSpec.root
+        // The command itself is described alone: `CommandSpec.root` describes every command.
+        var spec: CommandSpec
         var path: [String] = []
         var index = 0
+        if let name = words.first, let command = CommandSpec.command(named: name) {
+            spec = command
+            path.append(name)
+            index = 1
+        } else {
+            spec = CommandSpec.root
+        }
         while index < words.count, let next = spec.subcommand(named: words[index]) {
             spec = next
             path.append(words[index])
