@@ -83,5 +83,8 @@ struct QueryTests {
         #expect(members.queryText == #"{"uid_1","with \"quote\"","back\\slash","NULL"}"#)
         let withNull: [String?] = ["a", nil]
         #expect(withNull.queryText == #"{"a",NULL}"#)
+        // Multibyte characters pass as they are; only the quote and the backslash are escaped.
+        let wide = ["ñandú", "😀\"e\u{301}", "\u{FFFF}\\"]
+        #expect(wide.queryText == "{\"ñandú\",\"😀\\\"e\u{301}\",\"\u{FFFF}\\\\\"}")
     }
 }
