@@ -283,7 +283,7 @@ extension Array: QueryBindable where Element: QueryBindable {
     public static var postgresType: PostgresType { Element.postgresType.array }
     /// A PostgreSQL array literal (`{"a","b",NULL}`) with every element quoted and escaped. Built as UTF-8
     /// bytes: a quote or a backslash is one byte that no multibyte character holds (scalar by scalar, the
-    /// migrations' checksums, which every process asks for, cost it more than the rest of a point read).
+    /// migrations' checksums, which every process asks for, took a quarter of a point read's instructions).
     public var queryText: String? {
         var bytes: [UInt8] = [UInt8(ascii: "{")]
         for (index, element) in enumerated() {
