@@ -27,8 +27,9 @@ struct Import: ConsoleCommand {
             check, the app's) go on answering from the store as it was while the file loads, and wait only for \
             the switch (milliseconds), after which they read the whole import, never a store between. The switch \
             asks for its lock (on the tables and the views over them) 0.1 s at a time, so that a long export does \
-            not make later readers queue behind it; a transaction that read the store before the import and then waits to write it would deadlock \
-            with the switch, so its statement is cancelled (the report warns, naming the session). Where the \
+            not make later readers queue behind it; a transaction that read the store before the import and then \
+            waits to write it would deadlock with the switch, so its statement is cancelled (the report warns, \
+            naming the session). Where the \
             tables carry what a switch cannot take along (a trigger, a policy, a publication, a foreign key, a \
             materialized view over them, an importing role that does not own them), or on Citus, the import \
             locks reads out from its first row to its commit instead, and says why. A waiting command fails \

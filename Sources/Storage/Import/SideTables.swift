@@ -5,15 +5,15 @@ internal import PostgresClient
 /// while the file loads, and wait only for one short switch at the end.
 ///
 /// In the import's transaction, each table of the tree and each lookup gets a twin in the schema `schema`: the same
-/// columns, defaults, checks, storage, comments, options and (given at the switch) privileges, and the same indexes and keys under the same
-/// names (the keys an import keeps while it loads built first, the rest deferred to the end, as `DeferredIndexes`
-/// does for the tables themselves). The import then runs with `schema` first in its `search_path`, so every
-/// statement it makes writes the twins. The switch, once the twins are whole: the store's tables are locked
-/// ACCESS EXCLUSIVE (a wait of at most `lockWait` at a time, so that readers queue behind it no longer than that),
-/// moved into `replacedSchema`, the twins moved into their places, the views that read the tables rebuilt from
-/// their own definitions (so that they read the twins), and the old tables dropped. Everything is in the import's
-/// transaction: a rollback, a killed console or a stopped server leaves nothing behind, and a dry run never
-/// switches.
+/// columns, defaults, checks, storage, comments, options and (given at the switch) privileges, and the same indexes
+/// and keys under the same names (the keys an import keeps while it loads built first, the rest deferred to the
+/// end, as `DeferredIndexes` does for the tables themselves). The import then runs with `schema` first in its
+/// `search_path`, so every statement it makes writes the twins. The switch, once the twins are whole: the store's
+/// tables are locked ACCESS EXCLUSIVE (a wait of at most `lockWait` at a time, so that readers queue behind it no
+/// longer than that), moved into `replacedSchema`, the twins moved into their places, the views that read the
+/// tables rebuilt from their own definitions (so that they read the twins), and the old tables dropped. Everything
+/// is in the import's transaction: a rollback, a killed console or a stopped server leaves nothing behind, and a
+/// dry run never switches.
 ///
 /// Until the switch the import holds EXCLUSIVE on the store's tables: readers (ACCESS SHARE) go on, writers wait
 /// for the import as they always did.
