@@ -39,9 +39,9 @@ struct DerivedCopies {
             "INSERT INTO chat_holders (chat_key, uid) VALUES (\(chatKey), \(member)) ON CONFLICT DO NOTHING")
     }
 
-    /// The statement that forgets every holder of a chat whose copies are all gone (a chat merged away).
-    static func chatForgotten(_ chatKey: String) -> Query {
-        "DELETE FROM chat_holders WHERE chat_key = \(chatKey)"
+    /// The statement that forgets every holder of chats whose copies are all gone (chats merged away).
+    static func chatsForgotten(_ chatKeys: [String]) -> Query {
+        "DELETE FROM chat_holders WHERE chat_key = ANY (\(chatKeys))"
     }
 
     /// The statements that give the chats whose keys the table `keys` lists (column `chat_key`) the holders

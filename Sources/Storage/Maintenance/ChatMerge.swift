@@ -31,23 +31,178 @@ extension Repairs {
                 SELECT array_agg(chat_key ORDER BY chat_key), members FROM chat_members
                 WHERE cardinality(members) = 2 GROUP BY members HAVING count(*) > 1 ORDER BY members
                 """
-            ).map { (keys: try $0.decode([String].self, at: 0), members: try $0.decode([String].self, at: 1)) }
-            for group in groups {
-                guard let keep = keeping == .newest ? group.keys.last : group.keys.first else { continue }
-                for drop in group.keys where !FirebaseKey.same(drop, keep) {
-                    var merged = MergedChat(kept: keep, dropped: drop, members: group.members, messagesMoved: 0)
-                    for step in try chatMergeSteps((keep, drop)) {
-                        let rows = try connection.execute(step.query)
-                        guard let (table, action) = step.reported else { continue }
-                        report.add(.init(table: table, action: action, rows: rows))
-                        if table == "messages" { merged.messagesMoved += rows }
-                    }
-                    report.mergedChats.append(merged)
-                }
+            ).map { row in
+                let keys = try row.decode([String].self, at: 0)
+                return DuplicateChats(
+                    keep: keeping == .newest ? keys[keys.count - 1] : keys[0],
+                    all: keys, members: try row.decode([String].self, at: 1))
             }
+            guard !groups.isEmpty else { return }
+            let merge = try duplicateChatMerge(groups)
+            for step in merge.steps {
+                let rows = try connection.execute(step.query)
+                if let (table, action) = step.reported { report.add(.init(table: table, action: action, rows: rows)) }
+            }
+            report.mergedChats = merge.merged
         }
         report.seconds = (clock.now - started).seconds
         return report
+    }
+
+    /// Chats of the same two members, by key, and the one of them that stays.
+    struct DuplicateChats {
+        var keep: String
+        var all: [String]
+        var members: [String]
+
+        /// The chats merged into `keep`, in key order.
+        var dropped: [String] { all.filter { !FirebaseKey.same($0, keep) } }
+    }
+
+    /// The statements that merge every group at once, each over all of them: what merging the groups' chats
+    /// pair by pair (`chatMergeSteps`) leaves, in a dozen statements rather than a dozen per chat (on Citus each
+    /// is a round of statements to the shards). Refuses them all when two chats of a group share a message key,
+    /// naming the first such key of the first such group.
+    func duplicateChatMerge(_ groups: [DuplicateChats]) throws -> (steps: [Step], merged: [MergedChat]) {
+        let chats = groups.flatMap(\.all)
+        let keepOfChat = groups.flatMap { group in group.all.map { _ in group.keep } }
+        let drops = groups.flatMap(\.dropped)
+        let keepOfDrop = groups.flatMap { group in group.dropped.map { _ in group.keep } }
+        if let shared = try connection.query(
+            """
+            WITH children AS (
+                SELECT g.keep, c.chat_key, c.child FROM (
+                    SELECT chat_key, message_key AS child FROM messages WHERE chat_key = ANY (\(chats))
+                    UNION ALL
+                    SELECT path[1], coalesce(path[2], '') FROM unmapped_values
+                    WHERE root = 'messages' AND path[1] = ANY (\(chats))
+                ) c JOIN unnest(\(chats)::text[], \(keepOfChat)::text[]) AS g(chat_key, keep) ON g.chat_key = c.chat_key
+            )
+            SELECT keep, child, min(chat_key), max(chat_key) FROM children
+            GROUP BY keep, child HAVING count(DISTINCT chat_key) > 1
+            UNION ALL
+            SELECT a.keep, a.child, a.chat_key, min(b.chat_key) FROM children a
+            JOIN children b ON b.keep = a.keep AND b.chat_key <> a.chat_key
+            WHERE a.child = '' GROUP BY a.keep, a.child, a.chat_key
+            ORDER BY 1, 2 LIMIT 1
+            """
+        ).first {
+            let (child, chat, other) = (
+                try shared.decode(String.self, at: 1), try shared.decode(String.self, at: 2),
+                try shared.decode(String.self, at: 3)
+            )
+            throw StorageError(
+                .refused,
+                child.isEmpty
+                    ? "/messages/\(chat) is a value, not messages, and chat \(other) has messages too; "
+                        + "merge them by hand"
+                    : "message \(child) is in both chats \(chat) and \(other); merge them by hand",
+                detail: "Each key under /messages/CHAT may be in one chat of a merge only: the chats merge into "
+                    + "one /messages node.")
+        }
+        var moved: [TreeKey: Int] = [:]
+        for row in try connection.query(
+            "SELECT chat_key, count(*) FROM messages WHERE chat_key = ANY (\(drops)) GROUP BY chat_key")
+        {
+            moved[TreeKey(try row.decode(String.self, at: 0))] = try row.decode(Int.self, at: 1)
+        }
+        var holders: (kept: [String], dropped: [String], ofDropped: [String]) = ([], [], [])
+        let isDropped = Set(drops.map(TreeKey.init(_:)))
+        for row in try connection.query("SELECT chat_key, uid FROM chat_holders WHERE chat_key = ANY (\(chats))") {
+            let (chat, uid) = (try row.decode(String.self, at: 0), try row.decode(String.self, at: 1))
+            if isDropped.contains(TreeKey(chat)) {
+                holders.dropped.append(uid)
+                holders.ofDropped.append(chat)
+            } else {
+                holders.kept.append(uid)
+            }
+        }
+        // Each kept chat's newest message once the others' have moved in: the newest of its group (as
+        // chat_newest_messages orders them), named now so that its copies' last message is set from those rows
+        // alone rather than from the view over every chat's messages.
+        var newest: (chats: [String], messages: [String]) = ([], [])
+        for row in try connection.query(
+            """
+            SELECT DISTINCT ON (g.keep) g.keep, m.message_key FROM messages m
+            JOIN unnest(\(chats)::text[], \(keepOfChat)::text[]) AS g(chat_key, keep) ON g.chat_key = m.chat_key
+            WHERE m.chat_key = ANY (\(chats))
+            ORDER BY g.keep, m."timestamp" DESC NULLS LAST, m.message_key DESC
+            """)
+        {
+            newest.chats.append(try row.decode(String.self, at: 0))
+            newest.messages.append(try row.decode(String.self, at: 1))
+        }
+        // A message sent to a pair meanwhile must land in the chat that stays; taken in one order by every merge.
+        let pairLocks = Set(
+            groups.compactMap { group in
+                group.members.count == 2 ? AppOperations.chatLockKey(group.members[0], group.members[1]) : nil
+            }
+        ).sorted()
+        let steps: [Step?] = [
+            Step(
+                unreported: """
+                    SELECT pg_advisory_xact_lock(\(AppOperations.chatLockClass), k)
+                    FROM unnest(\(pairLocks)::int[]) WITH ORDINALITY AS l(k, n) ORDER BY n
+                    """),
+            // Moved by a delete and an insert rather than an UPDATE of the key: on Citus, chat_key places the row,
+            // and a row cannot change its distribution value in place.
+            Step(
+                table: "messages", action: .updated,
+                query: """
+                    WITH moved AS (DELETE FROM messages WHERE chat_key = ANY (\(drops)) RETURNING *)
+                    INSERT INTO messages (chat_key, message_key, content, "timestamp", sender_uid, sender_username, extra)
+                    SELECT g.keep, m.message_key, m.content, m."timestamp", m.sender_uid, m.sender_username, m.extra
+                    FROM moved m JOIN unnest(\(drops)::text[], \(keepOfDrop)::text[]) AS g(chat_key, keep)
+                        ON g.chat_key = m.chat_key
+                    """),
+            Step(
+                table: "unmapped_values", action: .updated,
+                query: """
+                    UPDATE unmapped_values u SET path[1] = g.keep,
+                        sort_key = rtdb_path_order(u.root, ARRAY[g.keep]::text[] || u.path[2:])
+                    FROM unnest(\(drops)::text[], \(keepOfDrop)::text[]) AS g(chat_key, keep)
+                    WHERE u.root = 'messages' AND u.path[1] = ANY (\(drops)) AND u.path[1] = g.chat_key
+                    """),
+            Step(
+                table: "chats", action: .deleted,
+                query: "DELETE FROM chats WHERE chat_key = ANY (\(drops)) AND uid = ANY (\(holders.dropped))"),
+            Step(unreported: DerivedCopies.chatsForgotten(drops)),
+            Step(
+                table: "unmapped_values", action: .deleted,
+                query: "DELETE FROM unmapped_values WHERE root = 'chats' AND path[2] = ANY (\(drops))"),
+            newest.chats.isEmpty
+                ? nil
+                : Step(
+                    table: "chats", action: .updated,
+                    query: """
+                        UPDATE chats c
+                        SET last_message = n.sender_username || ': ' || n.content, last_message_sent = n."timestamp",
+                            extra = nullif(c.extra - '{lastMessage,lastMessageSent}'::text[], '{}')
+                        FROM (
+                            SELECT m.chat_key, m.sender_username, m.content, m."timestamp" FROM messages m
+                            JOIN unnest(\(newest.chats)::text[], \(newest.messages)::text[]) AS k(chat_key, message_key)
+                                ON k.chat_key = m.chat_key AND k.message_key = m.message_key
+                            WHERE m.chat_key = ANY (\(newest.chats))
+                        ) n
+                        WHERE c.chat_key = n.chat_key AND c.uid = ANY (\(holders.kept))
+                            AND (c.last_message IS DISTINCT FROM n.sender_username || ': ' || n.content
+                                 OR c.last_message_sent IS DISTINCT FROM n."timestamp"
+                                 OR c.extra ?| '{lastMessage,lastMessageSent}'::text[])
+                        """),
+            Step(
+                unreported: """
+                    SELECT notify_chats(\(groups.map(\.keep))::text[], \(holders.kept)::text[],
+                        \(holders.ofDropped)::text[], \(holders.dropped)::text[])
+                    """),
+        ]
+        let merged = groups.flatMap { group in
+            group.dropped.map { drop in
+                MergedChat(
+                    kept: group.keep, dropped: drop, members: group.members,
+                    messagesMoved: moved[TreeKey(drop)] ?? 0)
+            }
+        }
+        return (steps.compactMap { $0 }, merged)
     }
 
     /// Checks the two chats, then returns the statements of the merge; runs inside the repair's transaction.
@@ -85,82 +240,13 @@ extension Repairs {
             return value
         }
         let (pair, dropped) = (try found(members, keep), try found(members, drop))
-        let (keepHolders, dropHolders) = (try found(holders, keep), try found(holders, drop))
         guard pair.map(TreeKey.init(_:)) == dropped.map(TreeKey.init(_:)) else {
             throw StorageError(
                 .refused, "chats \(keep) and \(drop) have different members",
                 detail: "\(keep): \(pair.joined(separator: ", ")); \(drop): \(dropped.joined(separator: ", "))")
         }
-        if let both = try connection.query(
-            """
-            SELECT message_key FROM messages WHERE chat_key IN (\(keep), \(drop))
-            GROUP BY message_key HAVING count(*) > 1 ORDER BY message_key LIMIT 1
-            """
-        ).first {
-            throw StorageError(
-                .refused, "message \(try both.decode(String.self, at: 0)) is in both chats; merge them by hand")
-        }
-        // The kept chat's newest message once the dropped chat's have moved in: the newest of both (as
-        // chat_newest_messages orders them), named now so that its copies' last message is set from that row alone
-        // rather than from the view over every chat's messages.
-        let newest = try connection.query(
-            """
-            SELECT message_key FROM messages WHERE chat_key IN (\(keep), \(drop))
-            ORDER BY "timestamp" DESC NULLS LAST, message_key DESC LIMIT 1
-            """
-        ).first.map { try $0.decode(String.self, at: 0) }
-        if pair.count == 2 {
-            // A message sent to the pair meanwhile must land in the chat that stays.
-            try connection.execute(
-                """
-                SELECT pg_advisory_xact_lock(\(AppOperations.chatLockClass), \(AppOperations.chatLockKey(pair[0], pair[1])))
-                """)
-        }
-        let steps: [Step?] = [
-            // Moved by a delete and an insert rather than an UPDATE of the key: on Citus, chat_key places the row,
-            // and a row cannot change its distribution value in place.
-            Step(
-                table: "messages", action: .updated,
-                query: """
-                    WITH moved AS (DELETE FROM messages WHERE chat_key = \(drop) RETURNING *)
-                    INSERT INTO messages (chat_key, message_key, content, "timestamp", sender_uid, sender_username, extra)
-                    SELECT \(keep), message_key, content, "timestamp", sender_uid, sender_username, extra FROM moved
-                    """),
-            Step(
-                table: "unmapped_values", action: .updated,
-                query: """
-                    UPDATE unmapped_values SET path[1] = \(keep),
-                        sort_key = rtdb_path_order(root, ARRAY[\(keep)]::text[] || path[2:])
-                    WHERE root = 'messages' AND path[1] = \(drop)
-                    """),
-            Step(
-                table: "chats", action: .deleted,
-                query: "DELETE FROM chats WHERE chat_key = \(drop) AND uid = ANY (\(dropHolders))"),
-            Step(unreported: DerivedCopies.chatForgotten(drop)),
-            Step(
-                table: "unmapped_values", action: .deleted,
-                query: """
-                    DELETE FROM unmapped_values WHERE root = 'chats' AND path[2] = \(drop)
-                    """),
-            newest.map { newest in
-                Step(
-                    table: "chats", action: .updated,
-                    query: """
-                        UPDATE chats c
-                        SET last_message = n.sender_username || ': ' || n.content, last_message_sent = n."timestamp",
-                            extra = nullif(c.extra - '{lastMessage,lastMessageSent}'::text[], '{}')
-                        FROM (
-                            SELECT sender_username, content, "timestamp" FROM messages
-                            WHERE chat_key = \(keep) AND message_key = \(newest)
-                        ) n
-                        WHERE c.chat_key = \(keep) AND c.uid = ANY (\(keepHolders))
-                            AND (c.last_message IS DISTINCT FROM n.sender_username || ': ' || n.content
-                                 OR c.last_message_sent IS DISTINCT FROM n."timestamp"
-                                 OR c.extra ?| '{lastMessage,lastMessageSent}'::text[])
-                        """)
-            },
-            Step(unreported: "SELECT notify_chat(\(keep)), notify_chat(\(drop), \(dropHolders))"),
-        ]
-        return steps.compactMap { $0 }
+        let group = DuplicateChats(
+            keep: keep, all: [keep, drop].sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }, members: pair)
+        return try duplicateChatMerge([group]).steps
     }
 }
