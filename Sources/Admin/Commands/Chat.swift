@@ -105,12 +105,13 @@ struct ChatMerge: ConsoleCommand {
         commandName: "merge", abstract: "Move the messages of chat DROP into chat KEEP and delete DROP's copies.",
         discussion: """
             For duplicate chats of one pair (the chat_duplicates check lists them; check never merges by itself). \
-            Both chats must have the same members and no message key in common. KEEP's copies then describe the \
-            newest message of the two. One transaction; --dry-run shows the rows it would change.
+            Both chats must have the same members and no key under /messages/CHAT in common (a message, or a \
+            value kept beside them). KEEP's copies then describe the newest message of the two. One transaction; \
+            --dry-run shows the rows it would change.
 
             --all merges every group of duplicates at once, keeping the newest chat of each (by creation time, \
-            which a push ID holds) or with --keep oldest the first; one transaction, refused whole if any \
-            merge is.
+            which a push ID holds) or with --keep oldest the first; one transaction of a dozen statements \
+            however many chats merge, refused whole if any merge is.
 
             Examples:
               chat merge -NxQ3bH0Jb2Sc5HWq5nQ -NxQ4cI1Kc3Td6IXr6oR --dry-run

@@ -60,9 +60,10 @@ extension Repairs {
     }
 
     /// The statements that merge every group at once, each over all of them: what merging the groups' chats
-    /// pair by pair (`chatMergeSteps`) leaves, in a dozen statements rather than a dozen per chat (on Citus each
-    /// is a round of statements to the shards). Refuses them all when two chats of a group share a message key,
-    /// naming the first such key of the first such group.
+    /// pair by pair would leave, in a dozen statements rather than a dozen per chat (on Citus each is a round of
+    /// statements to the shards). Refuses them all, naming the first case found, when two chats of a group have
+    /// the same key under /messages/CHAT (a message, or a value kept unmapped), or when one chat's /messages
+    /// node is a leaf and another chat of its group has anything there: the chats' /messages nodes become one.
     func duplicateChatMerge(_ groups: [DuplicateChats]) throws -> (steps: [Step], merged: [MergedChat]) {
         let chats = groups.flatMap(\.all)
         let keepOfChat = groups.flatMap { group in group.all.map { _ in group.keep } }

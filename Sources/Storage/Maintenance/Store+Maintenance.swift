@@ -75,15 +75,16 @@ extension Store {
 
     /// Merges two chats of one pair: the messages of `drop` move into `keep`, `drop`'s copies go, and `keep`'s copies
     /// describe the newest message of the two; one transaction, rolled back in a dry run. Refused unless both
-    /// chats exist with the same members and no message key is in both.
+    /// chats exist with the same members and no key under /messages/CHAT (a message or an unmapped value) is in
+    /// both, and unless neither chat's /messages node is a leaf while the other has messages.
     public func mergeChats(keep: String, drop: String, isDryRun: Bool = false) throws -> RepairReport {
         try repairs.mergeChats(keep: keep, drop: drop, isDryRun: isDryRun)
     }
 
     /// Merges every group of two-person chats with the same members into one chat, the newest or
-    /// the oldest of the group by key (push IDs sort by creation time), each merge as `mergeChats` does it; all
-    /// in one transaction, rolled back in a dry run. Any merge that is refused (a message key in two chats of a
-    /// group) refuses them all.
+    /// the oldest of the group by key (push IDs sort by creation time), leaving what `mergeChats` would leave
+    /// pair by pair, in a dozen statements however many chats merge; all in one transaction, rolled back in a
+    /// dry run. Any merge that is refused (a key under /messages/CHAT in two chats of a group) refuses them all.
     /// `waitSeconds`: how long to wait for another check, repair or import to finish.
     public func mergeDuplicateChats(keeping: ChatToKeep, isDryRun: Bool = false, waitSeconds: Double = 0) throws
         -> RepairReport
