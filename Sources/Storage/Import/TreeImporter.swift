@@ -33,8 +33,10 @@ final class TreeImporter {
     private var deletedRows: [TreeTable: Int] = [:]
     /// The sort key of the unmapped value being written (reused, row after row).
     private var orderBytes: [UInt8] = []
-    /// Key trackers of the objects being read, reused from object to object (one per depth is in use at a time).
+    /// Key trackers of the objects being read, by depth, reused from object to object.
     private var keyTrackers: [KeyTracker] = []
+    /// Objects whose children are being read: `path` holds one key of each.
+    private var objectsBeingRead = 0
 
     /// In a parallel import: the file's top-level nodes shared out among the sessions, and this session's number.
     var shares: (nodes: NodeShares, worker: Int)?
@@ -468,10 +470,15 @@ final class TreeImporter {
     /// child's key and the reader on the child's first token. Nulls vanish; bad keys, paths too deep or too long
     /// and misplaced `.priority`/`.value` are rejected; a repeated key's earlier occurrence is removed.
     private func forEachChild(onDuplicate: ((String) -> Void)? = nil, _ body: (String) throws -> Void) throws {
-        var keys = keyTrackers.popLast() ?? KeyTracker()
+        // The tracker of this depth, changed in place: taking it out of the array and back copied it (a dozen
+        // reference counts per object read). Every nested call is a child's, one level deeper.
+        let depth = path.count
+        precondition(depth == objectsBeingRead, "one key tracker per object being read")
+        if depth == keyTrackers.count { keyTrackers.append(KeyTracker()) }
+        objectsBeingRead += 1
         defer {
-            keys.reset()
-            keyTrackers.append(keys)
+            objectsBeingRead -= 1
+            keyTrackers[depth].reset()
         }
         var previousSibling: SiblingMark?
         var hasValue = false
@@ -492,7 +499,7 @@ final class TreeImporter {
                 try reject(problem, at: path + [key])
                 continue
             }
-            switch keys.insert(key) {
+            switch keyTrackers[depth].insert(key) {
             case .new:
                 break
             case .duplicate:
