@@ -52,7 +52,9 @@ let package = Package(
             name: "AdminBenchmarks",
             dependencies: ["Storage", "PostgresClient"],
             path: "Benchmarks",
-            exclude: ["python_peer_import.py", "evolve_export.py", "reader_wait.sh", "import_rounds.sh"]
+            exclude: [
+                "python_peer_import.py", "evolve_export.py", "reader_wait.sh", "import_rounds.sh", "citus_commands.sh",
+            ]
         ),
         // What the fuzzers run (Fuzz/run.sh with libFuzzer; a smoke run in the tests), and libFuzzer's entry
         // point, which replays a corpus when built without -DFUZZING.

@@ -412,5 +412,21 @@ extension CitusTests {
         for (check, other) in zip(try citus.check(examples: 3), try single.check(examples: 3)) {
             #expect(check.violations == other.violations, "\(check.check.rawValue)")
         }
+
+        // Later still: every user renamed and a value kept unmapped under each, hundreds of paths, which Citus
+        // deletes a statement per table for the whole batch rather than statements per path.
+        var later = tree.setting("postLikes/-Psync/u_sync", "true")
+        let users = try #require(tree.children?[TreeKey("users")]?.children?.keys)
+        #expect(users.count >= 128)
+        for user in users {
+            later = later.setting("users/\(user.string)/username", #""renamed \#(user.string)""#)
+                .setting("users/\(user.string)/badges", #"{"early": true}"#)
+        }
+        for store in [single, citus] {
+            #expect(try store.sync(opening: { MemorySource(later.json) }).rewrites >= users.count)
+            #expect(try store.sync(opening: { MemorySource(later.json) }).rewrites == 0)
+        }
+        expectSameText(try exportJSON(citus), try exportJSON(single))
+        expectSameText(try exportJSON(citus), try exportJSON(try consistentStore(later)))
     }
 }
