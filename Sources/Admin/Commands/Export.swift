@@ -15,8 +15,9 @@ struct Export: ConsoleCommand {
 
             FILE defaults to a new timestamped file under exports/; a name ending in .gz is gzip-compressed. The \
             file (mode 0600: it holds user data) is written under a temporary name and renamed when complete, so a \
-            failed export leaves nothing behind; an existing file is only replaced with --force. - writes to \
-            stdout. --path exports one node instead of the whole tree (get prints one to the terminal).
+            failed export leaves nothing behind; an existing file is only replaced with --force. A device \
+            (/dev/null), a named pipe of yours and /dev/stdout are written in place. - writes to stdout. --path \
+            exports one node instead of the whole tree (get prints one to the terminal).
 
             A whole-tree export reads the tables over --jobs sessions (default: one per core) that share one \
             snapshot, as pg_dump -j does; the output is the same bytes with any number. Tables read ahead of the \

@@ -7,6 +7,11 @@ import Storage
 /// exclusively and never through a symbolic link (`O_CREAT | O_EXCL | O_NOFOLLOW`), mode 0600 from the start, and
 /// the final rename replaces a link planted at the destination rather than writing through it. Without `--force`
 /// the rename itself refuses an existing destination (`RENAME_NOREPLACE`), so nothing created meanwhile is lost.
+///
+/// A destination that is no file to replace is written in place, as `cp` and `pg_dump -f` write it: a character
+/// device (`/dev/null`, a terminal: only root makes them, so none is planted), a named pipe of the console's own
+/// user, and the console's own streams by name (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`). A rename would
+/// replace the device node or the link for every program on the machine (as root) or fail.
 final class OutputFile {
     /// Runs `body` with a writer into the file at `path` (gzip-compressed when the name ends in `.gz`), and puts
     /// the file in place when `body` returns; when anything throws, no file is left. `createsDirectory`: the
@@ -72,7 +77,8 @@ final class OutputFile {
 
     let path: String
     private let replacing: Bool
-    private let temporaryPath: String
+    /// Where the data goes until `commit()` renames it to `path`; nil when `path` is written in place.
+    private let temporaryPath: String?
     private let descriptor: Int32
     private var isOpen = true
 
@@ -89,6 +95,10 @@ final class OutputFile {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } else if !isDirectory.boolValue {
             throw ConsoleError(.commandFailed, "cannot write \(path): \(directory) is not a directory")
+        }
+        if let descriptor = try Self.openInPlace(path) {
+            (temporaryPath, self.descriptor) = (nil, descriptor)
+            return
         }
         var info = stat()
         if !replacing, lstat(path, &info) == 0 {
@@ -117,6 +127,54 @@ final class OutputFile {
         self.descriptor = descriptor
     }
 
+    /// A descriptor for writing `path` in place when it is a device, the user's own named pipe or one of the
+    /// console's own streams by name; nil when it is (or will be) a file to write beside and rename.
+    private static func openInPlace(_ path: String) throws -> Int32? {
+        if let stream = ownStream(path) {
+            let copy = dup(stream)
+            guard copy >= 0 else {
+                throw ConsoleError(.commandFailed, "cannot write \(path): \(String(cString: strerror(errno)))")
+            }
+            return copy
+        }
+        // Following links: /dev/stderr or a link to /dev/null is written where it leads.
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG:
+            return nil
+        case S_IFCHR:
+            break
+        case S_IFIFO where info.st_uid == geteuid():
+            break
+        case S_IFDIR:
+            throw ConsoleError(.commandFailed, "cannot write \(path): it is a directory")
+        default:
+            // Another user's named pipe or a socket: not ours to write into, and replaced only with --force.
+            return nil
+        }
+        let descriptor = open(path, O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw ConsoleError(.commandFailed, "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        return descriptor
+    }
+
+    /// The descriptor a path names when it is one of the console's own streams (`/dev/stdout`, `/dev/fd/1`,
+    /// `/proc/self/fd/1`): written through that descriptor, at its offset, as the shell set it up (`>>` appends).
+    private static func ownStream(_ path: String) -> Int32? {
+        switch path {
+        case "/dev/stdout": return STDOUT_FILENO
+        case "/dev/stderr": return STDERR_FILENO
+        default:
+            for prefix in ["/dev/fd/", "/proc/self/fd/"] where path.hasPrefix(prefix) {
+                guard let number = Int32(path.dropFirst(prefix.count)), number >= 0 else { return nil }
+                return fcntl(number, F_GETFD) >= 0 ? number : nil
+            }
+            return nil
+        }
+    }
+
     /// Twelve random letters and digits: a name nobody can guess and plant in advance.
     private static func randomSuffix() -> String {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
@@ -128,8 +186,13 @@ final class OutputFile {
         try Self.writeAll(bytes, to: descriptor)
     }
 
-    /// Flushes to disk and renames the file into place.
+    /// Flushes to disk and renames the file into place (written in place: closes it).
     func commit() throws {
+        guard let temporaryPath else {
+            Foundation.close(descriptor)
+            isOpen = false
+            return
+        }
         guard fsync(descriptor) == 0 else {
             throw ConsoleError(.commandFailed, "cannot write \(path): \(String(cString: strerror(errno)))")
         }
@@ -168,7 +231,7 @@ final class OutputFile {
     func discard() {
         if isOpen { Foundation.close(descriptor) }
         isOpen = false
-        unlink(temporaryPath)
+        if let temporaryPath { unlink(temporaryPath) }
     }
 
     /// The other end of a pipe was closed.

@@ -25,4 +25,52 @@ struct ExportCommandTests {
         #expect(zero.status == 64)
         #expect(zero.stderr.contains("--jobs must be 1 or more"), "\(zero.stderr)")
     }
+
+    /// A device, the user's own named pipe and the console's own streams by name are written in place, with or
+    /// without --force: renaming a file over them replaced `/dev/null` with a regular file when root ran
+    /// `export /dev/null --force`. Reached here through a link in a directory of the test's own (and `/dev/fd/1`),
+    /// so that a rename would replace the link, not the machine's device.
+    @Test func devicesPipesAndStreamsAreWrittenInPlace() throws {
+        let database = try TestPostgres.makeDatabase()
+        let db = ["--db", database.conninfo, "-q"]
+        #expect(
+            try AdminProcess.run(db + ["import", "-"], input: #"{"users": {"u": {"username": "you"}}}"#).status == 0)
+        let expected = try AdminProcess.run(db + ["export", "-"]).stdout
+        let directory = try makeTemporaryDirectory("admin-dev")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+
+        let null = directory + "/null"
+        try FileManager.default.createSymbolicLink(atPath: null, withDestinationPath: "/dev/null")
+        for force in [[], ["--force"]] {
+            let run = try AdminProcess.run(db + ["export", null] + force)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(try FileManager.default.destinationOfSymbolicLink(atPath: null) == "/dev/null")
+        }
+        var info = stat()
+        #expect(stat("/dev/null", &info) == 0 && info.st_mode & S_IFMT == S_IFCHR)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["null"], "no temporary file left")
+
+        let stream = try AdminProcess.run(db + ["export", "/dev/fd/1"])
+        #expect(stream.status == 0, "\(stream.stderr)")
+        #expect(stream.stdout == expected)
+
+        let pipe = directory + "/pipe"
+        #expect(mkfifo(pipe, 0o600) == 0)
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: "/bin/cat")
+        reader.arguments = [pipe]
+        let output = Pipe()
+        reader.standardOutput = output
+        try reader.run()
+        let written = try AdminProcess.run(db + ["export", pipe])
+        let read = output.fileHandleForReading.readDataToEndOfFile()
+        reader.waitUntilExit()
+        #expect(written.status == 0, "\(written.stderr)")
+        #expect(String(decoding: read, as: UTF8.self) == expected)
+        #expect(lstat(pipe, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO, "the pipe is still a pipe")
+
+        let refused = try AdminProcess.run(db + ["export", directory])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("it is a directory"), "\(refused.stderr)")
+    }
 }
