@@ -27,6 +27,32 @@ struct FirebaseRulesTests {
         #expect(emptied.stdout == "null")
     }
 
+    /// A write below the root that takes the store's last rows needs leave too: the refusal is decided by what
+    /// the write removed, so every way of removing the last leaf or record must count its rows.
+    @Test(arguments: [
+        (#"{"cfg":{"n":1}}"#, ["remove", "/cfg"]), (#"{"cfg":{"n":1}}"#, ["set", "/cfg/n", "null"]),
+        (#"{"cfg":{"n":1}}"#, ["update", "/", #"{"cfg": null}"#]), (#"{"cfg":1}"#, ["set", "/cfg/x", "null"]),
+        (#"{"users":{"alice":{"username":"alice"}}}"#, ["remove", "/users/alice"]),
+        (#"{"users":{"alice":{"username":"alice"}}}"#, ["set", "/users/alice/username", "null"]),
+        (#"{"postLikes":{"p":{"alice":true}}}"#, ["update", "/postLikes/p", #"{"alice": null}"#]),
+    ])
+    func aWriteBelowTheRootThatEmptiesTheStoreNeedsLeave(held: String, command: [String]) throws {
+        let database = try databaseHolding(held)  // compact, as export writes it
+        let refused = try AdminProcess.run(["--db", database.conninfo] + command)
+        if command == ["set", "/cfg/x", "null"] {
+            // Nothing at /cfg/x: nothing removed, and the leaf at /cfg stays.
+            #expect(refused.status == 0, "\(refused.stderr)")
+            #expect(try AdminProcess.run(["--db", database.conninfo, "export", "-", "-q"]).stdout == held)
+            return
+        }
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(refused.stderr.contains("this write would delete everything the store holds"), "\(refused.stderr)")
+        #expect(try AdminProcess.run(["--db", database.conninfo, "export", "-", "-q"]).stdout == held)
+        let allowed = try AdminProcess.run(["--db", database.conninfo] + command + ["--allow-empty"])
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        #expect(try AdminProcess.run(["--db", database.conninfo, "export", "-", "-q"]).stdout == "null")
+    }
+
     @Test func pushPrintsTheNewChildsPathAtTheRootAndInsideARecord() throws {
         let database = try databaseHolding(tree)
         for (parent, prefix) in [("/", "/"), ("/users/alice", "/users/alice/")] {
