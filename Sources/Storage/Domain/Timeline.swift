@@ -6,23 +6,32 @@ extension AppOperations {
     func timeline(of uid: String, limit: Int, before: String? = nil) throws -> [TimelineEntry] {
         try reads.readingSnapshot {
             try requireUser(uid, lock: .none)
-            // The page of entries first, then its posts (by poster, each one's distribution column) and the
-            // reader's likes of them: on Citus the timeline, the posts and the likes live on different workers.
+            // The page of entries first, from the reader's shard; then its posts and the reader's likes of them,
+            // which both live beside their poster, by the posters' uids. On Citus one statement with the page as
+            // a subquery joined it with every shard's posts and likes: 81 ms a page, warm, at 20,000 users,
+            // against 8-13 ms this way (one server: about 1 ms either way).
+            let page = try connection.query(
+                """
+                SELECT post_key, poster_uid FROM timeline
+                WHERE uid = \(uid) AND (\(before) IS NULL OR post_key < \(before))
+                ORDER BY post_key DESC
+                LIMIT \(limit)
+                """
+            ).compactMap { row in
+                // An entry without a poster names no post: the page shows the others.
+                try row.decode(String?.self, at: 1).map { (key: try row.decode(String.self, at: 0), poster: $0) }
+            }
+            guard !page.isEmpty else { return [] }
+            let posters = page.map(\.poster)
             return try connection.query(
                 """
-                WITH page AS MATERIALIZED (
-                    SELECT post_key, poster_uid FROM timeline
-                    WHERE uid = \(uid) AND (\(before) IS NULL OR post_key < \(before))
-                    ORDER BY post_key DESC
-                    LIMIT \(limit)),
-                liked AS MATERIALIZED (
-                    SELECT post_owner_uid, post_key FROM post_likes
-                    WHERE liker_uid = \(uid) AND (post_owner_uid, post_key) IN (SELECT poster_uid, post_key FROM page))
                 SELECT \(Self.postColumns), l.post_key IS NOT NULL
-                FROM page t
-                JOIN posts p ON p.owner_uid = t.poster_uid AND p.post_key = t.post_key
-                LEFT JOIN liked l ON l.post_owner_uid = t.poster_uid AND l.post_key = t.post_key
-                ORDER BY t.post_key DESC
+                FROM posts p
+                LEFT JOIN post_likes l
+                    ON l.post_owner_uid = p.owner_uid AND l.post_key = p.post_key AND l.liker_uid = \(uid)
+                WHERE p.owner_uid = ANY (\(posters))
+                    AND (p.owner_uid, p.post_key) IN (SELECT * FROM unnest(\(posters)::text[], \(page.map(\.key))::text[]))
+                ORDER BY p.post_key DESC
                 """
             ).map { TimelineEntry(post: try Self.post(from: $0), isLiked: try $0.decode(at: 8)) }
         }

@@ -87,6 +87,23 @@ struct DomainOperationTests {
         #expect(try store.user("nobody") == nil)
     }
 
+    /// A page is the reader's next entries; those without a post to show (no poster, or a post that is gone)
+    /// take their place in it and are left out, and a post of the same key under another owner is not theirs.
+    @Test func aTimelinePageLeavesOutEntriesWithoutAPost() throws {
+        let tree =
+            consistentTree
+            .setting("timeline/carol/-Pz0", #"{"seen": true}"#)
+            .setting("timeline/carol/-Pz9", #"{"poster_uid": "bob"}"#)
+            .setting("posts/alice/-Pb1", #"{"image_url": "https://i/x.jpg", "poster": {"uid": "alice"}}"#)
+        let store = try consistentStore(tree)
+        let first = try store.timeline(of: "carol", limit: 3)
+        #expect(first.map(\.post.key) == ["-Pb2"])
+        let second = try store.timeline(of: "carol", limit: 3, before: "-Pb2")
+        #expect(
+            second.map { "\($0.post.ownerUID)/\($0.post.key) \($0.isLiked)" } == ["bob/-Pb1 true", "alice/-Pa1 false"])
+        #expect(try store.timeline(of: "carol", limit: 3, before: "-Pa1").isEmpty)
+    }
+
     @Test func appCodaFeedPagesNewestFirst() throws {
         let store = try makeStore()
         try importJSON(
