@@ -28,3 +28,15 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- One chat's events (chat send, chat merge KEEP DROP) as notify_chats sends them, so that one place builds them.
+CREATE OR REPLACE FUNCTION notify_chat(chat text, gone text[] DEFAULT '{}') RETURNS void
+    LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    holders text[];
+BEGIN
+    -- A variable, not a subquery: Citus prunes shards by a parameter's values, not by a subplan's rows.
+    holders := ARRAY(SELECT h.uid FROM chat_holders h WHERE h.chat_key = chat);
+    PERFORM notify_chats(ARRAY[chat], holders, array_fill(chat, ARRAY[cardinality(gone)]), gone);
+END
+$$;
