@@ -18,6 +18,9 @@ final class DeferredIndexes {
     private let indexes: [(table: String, name: String, definition: String)]
     /// Which of them were built.
     private var isBuilt: [Bool]
+    /// The indexes built, each as `table/name`: sessions of a parallel import that built the same table's
+    /// index each in its own schema report it once.
+    private(set) var built: Set<String> = []
 
     /// Indexes to build on `connection`, each by the statement the catalog gave for it, in this order.
     init(connection: StoreConnection, indexes: [(table: String, name: String, definition: String)]) {
@@ -36,6 +39,7 @@ final class DeferredIndexes {
             // The text comes from the catalog (see `deferIndexes`), which quotes every name it holds.
             try connection.execute(script: index.definition)
             isBuilt[number] = true
+            built.insert(index.table + "/" + index.name)
         }
     }
 }

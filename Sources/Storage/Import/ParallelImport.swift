@@ -109,6 +109,8 @@ final class HelperImport: @unchecked Sendable {
         var finishing: [ImportReport.Finishing]
         /// The tables it gathered statistics on.
         var analyzed: Set<String>
+        /// The indexes it built (`DeferredIndexes.built`).
+        var indexed: Set<String>
     }
 
     /// Starts session `number` of `shares` on a thread of its own, its schema named with the import's `token`.
@@ -248,7 +250,8 @@ final class HelperImport: @unchecked Sendable {
         }
         finishing.end()
         return Outcome(
-            report: importer.report, tables: tables, lookups: lookups, finishing: finishing.steps, analyzed: filled)
+            report: importer.report, tables: tables, lookups: lookups, finishing: finishing.steps, analyzed: filled,
+            indexed: deferredIndexes.built)
     }
 }
 
@@ -367,11 +370,15 @@ extension ImportReport {
     /// Adds the index builds and statistics of a parallel import's sessions to this report's steps after the
     /// reading (the import's own session's): each index counted once, each table's statistics once, the seconds
     /// added up (they ran beside each other, and beside the other sessions' loads). `analyzedHere`: the tables the
-    /// import's own session analyzed.
-    mutating func addFinishing(of outcomes: [HelperImport.Outcome], analyzedHere: Set<String>) {
+    /// import's own session analyzed; `indexedHere`: the indexes it built.
+    mutating func addFinishing(
+        of outcomes: [HelperImport.Outcome], analyzedHere: Set<String>, indexedHere: Set<String>
+    ) {
         var analyzed = analyzedHere
+        var indexed = indexedHere
         for outcome in outcomes {
             analyzed.formUnion(outcome.analyzed)
+            indexed.formUnion(outcome.indexed)
             for step in outcome.finishing {
                 if let index = finishing.firstIndex(where: { $0.target == step.target }) {
                     finishing[index].count += step.count
@@ -388,8 +395,13 @@ extension ImportReport {
                 }
             }
         }
+        // Counted once each, though two sessions that both wrote a table (unmapped values) both built its index:
+        // the report says the same of every import of one file, however the sessions shared its nodes.
         if let index = finishing.firstIndex(where: { $0.target == Finishing.statistics }) {
             finishing[index].count = analyzed.count
+        }
+        if let index = finishing.firstIndex(where: { $0.target == Finishing.indexes }) {
+            finishing[index].count = indexed.count
         }
     }
 

@@ -162,7 +162,8 @@ struct TreeImport {
                 report.rowsReplaced += replaced
                 report.finishing = finishing.steps
                 report.addFinishing(
-                    of: helperOutcomes, analyzedHere: Set(Store.treeTables + Store.lookupTables).subtracting(analyzed))
+                    of: helperOutcomes, analyzedHere: Set(Store.treeTables + Store.lookupTables).subtracting(analyzed),
+                    indexedHere: deferredIndexes?.built ?? [])
                 if options.mode == .replace, !options.allowsEmptying, report.rowsImported == 0,
                     start.heldSomething || replaced > 0
                 {

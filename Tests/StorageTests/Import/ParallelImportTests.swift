@@ -12,13 +12,16 @@ import TreeTestSupport
 @Suite("Parallel import")
 struct ParallelImportTests {
     /// What an import of `json` gives: the export, the report's lines and nodes, the checks, the rows the store
-    /// derives from the tree (the lookups, the likes' owners) and the lookups' indexes, or the error.
+    /// derives from the tree (the lookups, the likes' owners) and the lookups' indexes, the indexes and statistics
+    /// the report counts, or the error.
     struct Outcome: Equatable {
         var export: String
         var lines: [String]
         var warnings: Int
         var checks: [String]
         var derived: [String]
+        /// The indexes built and the tables analyzed after the reading, as the report counts them.
+        var finished: [String]
     }
 
     /// Imports `json` into a fresh store over `jobs` sessions (the file read again from memory); nil `jobs`:
@@ -47,7 +50,11 @@ struct ParallelImportTests {
         return Outcome(
             export: try exportJSON(store), lines: lines, warnings: report.warningCount,
             checks: try store.check(examples: 3).map { "\($0.check.rawValue) \($0.violations) \($0.examples)" },
-            derived: derived)
+            derived: derived,
+            finished: report.finishing.filter {
+                [ImportReport.Finishing.indexes, ImportReport.Finishing.statistics].contains($0.target)
+            }
+            .map { "\($0.target) \($0.count)" })
     }
 
     /// The schemas of parallel sessions left in `store`'s database.
@@ -99,6 +106,8 @@ struct ParallelImportTests {
                 #expect(parallel.warnings == single.warnings, "\(name), \(jobs) sessions: warnings")
                 #expect(parallel.checks == single.checks, "\(name), \(jobs) sessions: checks")
                 #expect(parallel.derived == single.derived, "\(name), \(jobs) sessions: lookups and likes")
+                // Two sessions that both wrote a table both built its index: still one index of the store.
+                #expect(parallel.finished == single.finished, "\(name), \(jobs) sessions: indexes and statistics")
             }
         }
     }
