@@ -180,10 +180,9 @@ struct ChatMergeTests {
                     let last = Bool.random(using: &random) ? #", "lastMessage": "x: stale", "lastMessageSent": 5"# : ""
                     let extra = Int.random(in: 0..<4, using: &random) == 0 ? #", "muted": true"# : ""
                     let copy = #"{"title": "\#(pair)", "members": {"\#(first)": true, "\#(second)": true}\#(last)"#
-                    for (holder, other) in [(first, second), (second, first)] {
+                    for holder in [first, second] {
                         guard holder == first || Int.random(in: 0..<5, using: &random) > 0 else { continue }
                         tree = tree.setting("chats/\(holder)/\(chat)", copy + (holder == first ? extra : "") + "}")
-                        _ = other
                     }
                     if Int.random(in: 0..<4, using: &random) == 0 {
                         tree = tree.setting("messages/\(chat)/note\(number)", #""kept unmapped""#)
