@@ -22,7 +22,7 @@ extension AppOperations {
                 try row.decode(String?.self, at: 1).map { (key: try row.decode(String.self, at: 0), poster: $0) }
             }
             guard !page.isEmpty else { return [] }
-            let posters = page.map(\.poster)
+            let (posters, keys) = (page.map(\.poster), page.map(\.key))
             return try connection.query(
                 """
                 SELECT \(Self.postColumns), l.post_key IS NOT NULL
@@ -30,7 +30,7 @@ extension AppOperations {
                 LEFT JOIN post_likes l
                     ON l.post_owner_uid = p.owner_uid AND l.post_key = p.post_key AND l.liker_uid = \(uid)
                 WHERE p.owner_uid = ANY (\(posters))
-                    AND (p.owner_uid, p.post_key) IN (SELECT * FROM unnest(\(posters)::text[], \(page.map(\.key))::text[]))
+                    AND (p.owner_uid, p.post_key) IN (SELECT * FROM unnest(\(posters)::text[], \(keys)::text[]))
                 ORDER BY p.post_key DESC
                 """
             ).map { TimelineEntry(post: try Self.post(from: $0), isLiked: try $0.decode(at: 8)) }

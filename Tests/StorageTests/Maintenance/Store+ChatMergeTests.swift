@@ -197,10 +197,10 @@ struct ChatMergeTests {
                             Int.random(in: 0..<3, using: &random) == 0
                             ? "" : #", "timestamp": \#(Int.random(in: 1...4, using: &random))"#
                         let edited = Int.random(in: 0..<4, using: &random) == 0 ? #", "edited": true"# : ""
+                        let from = #""sender": {"uid": "\#(sender)", "username": "\#(sender)"}"#
                         tree = tree.setting(
                             "messages/\(chat)/-M\(messageNumber)",
-                            #"{"content": "m\#(messageNumber)", "sender": {"uid": "\#(sender)", "username": "\#(sender)"}\#(time)\#(edited)}"#
-                        )
+                            #"{"content": "m\#(messageNumber)", \#(from)\#(time)\#(edited)}"#)
                     }
                 }
             }
