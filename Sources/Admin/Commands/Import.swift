@@ -29,12 +29,11 @@ struct Import: ConsoleCommand {
             asks for its lock (on the tables and the views over them) 0.1 s at a time, so that a long export does \
             not make later readers queue behind it; a transaction that read the store before the import and then \
             waits to write it would deadlock with the switch, so its statement is cancelled (the report warns, \
-            naming the session). Where the \
-            tables carry what a switch cannot take along (a trigger, a policy, a publication, a foreign key, a \
-            materialized view over them, an importing role that does not own them), or on Citus, the import \
-            locks reads out from its first row to its commit instead, and says why. A waiting command fails \
-            after `settings lock_timeout` (5 s) with a message naming the import; the import itself waits as \
-            long as it takes for other imports and the app's open transactions.
+            naming the session). Where the tables carry what a switch cannot take along (a trigger, a policy, a \
+            publication, a foreign key, a materialized view over them, an importing role that does not own them), \
+            or on Citus, the import locks reads out from its first row to its commit instead, and says why. A \
+            waiting command fails after `settings lock_timeout` (5 s) with a message naming the import; the \
+            import itself waits as long as it takes for other imports and the app's open transactions.
 
             A file that holds nothing (null or {}) does not replace a store (or, with --at, a node) that holds \
             something unless --allow-empty or --yes says so, even when a terminal asked first: a failed backup \
