@@ -43,10 +43,12 @@ final class OutputFile {
         toFileOrStandardOutput destination: String, replacing: Bool, createsDirectory: Bool = false, session: Session,
         _ body: (_ write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> Result
     ) throws -> Result? {
+        // What the session printed before comes first: stdout may be the destination under another name too
+        // (`/dev/stdout`, written in place).
+        session.output.flush()
         guard destination == "-" else {
             return try writing(to: destination, replacing: replacing, createsDirectory: createsDirectory, body)
         }
-        session.output.flush()
         return try writingStandardOutput(body)
     }
 

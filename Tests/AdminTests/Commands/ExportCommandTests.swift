@@ -53,6 +53,9 @@ struct ExportCommandTests {
         let stream = try AdminProcess.run(db + ["export", "/dev/fd/1"])
         #expect(stream.status == 0, "\(stream.stderr)")
         #expect(stream.stdout == expected)
+        // What the session printed before (here the echoed command) comes before the data on the same stream.
+        let echoed = try AdminProcess.run(db + ["-e", "-c", "export /dev/fd/1"])
+        #expect(echoed.stdout == "export /dev/fd/1\n" + expected, "\(echoed.stdout)")
 
         let pipe = directory + "/pipe"
         #expect(mkfifo(pipe, 0o600) == 0)
