@@ -40,27 +40,12 @@ struct CopyBlock {
         isAbandoned: () -> Bool = { false }
     ) throws {
         let (statement, rowCount) = try read(on: connection)
-        var row = CopyRow()
-        var parent: [String] = []
-        var emitterParent: [String] = []
-        var repeatedLikes = RepeatedLikeFilter()
-        let table = table
+        var rows = BlockRows(table: table, asRoot: asRoot)
         let blockNode = asRoot ? [] : [table.rootKey ?? ""]
         try connection.copyOut(statement) { line in
             if isAbandoned() { throw BlockScheduler.Abandoned() }
-            row.read(line)
-            if table == .postLikes, repeatedLikes.repeats(row) { return }
             do {
-                let next = try table.parentPath(of: row, reusing: parent).parent
-                // `parent` starts empty and a row's parent never is: the first row sets both.
-                if !FirebaseKey.samePath(next, parent) {
-                    parent = next
-                    emitterParent = asRoot ? Array(next.dropFirst()) : next
-                }
-                if try !emitter.addDirectly(row, of: table, under: emitterParent) {
-                    let part = try table.part(from: row)
-                    if let value = part.value { try emitter.add(Array(part.path.dropFirst(asRoot ? 1 : 0)), value) }
-                }
+                try rows.add(line, to: emitter)
             } catch let error as StorageError {
                 throw error.adding(context: "exporting \(table.name)")
             }
@@ -70,6 +55,39 @@ struct CopyBlock {
             if let relative = emitter.countRequest {
                 emitter.answerCountRequest(relative == blockNode ? rowCount : nil)
             }
+        }
+    }
+}
+
+/// What rendering a block carries from one row to the next. Most rows share their parent with the row before:
+/// that is found by comparing the parent's key columns as bytes, and the parent's path of strings is made only
+/// when it changes (rendering a row then retains nothing per row but what the emitter writes).
+private struct BlockRows {
+    let table: TreeTable
+    let asRoot: Bool
+    var row = CopyRow()
+    var repeatedLikes = RepeatedLikeFilter()
+    var parentKeys = KeyColumnBytes()
+    var parent: [String] = []
+    /// `parent` as the emitter sees it: without the root when the block is rendered as the root.
+    var emitterParent: [String] = []
+
+    init(table: TreeTable, asRoot: Bool) {
+        self.table = table
+        self.asRoot = asRoot
+    }
+
+    /// Reads a COPY line and adds its row to `emitter`.
+    mutating func add(_ line: UnsafeRawBufferPointer, to emitter: TreeEmitter) throws {
+        row.read(line)
+        if table == .postLikes, repeatedLikes.repeats(row) { return }
+        if !parentKeys.matchOrKeep(row, columns: table.keyDepth - 1) {
+            parent = try table.parentPath(of: row, reusing: parent).parent
+            emitterParent = asRoot ? Array(parent.dropFirst()) : parent
+        }
+        if try !emitter.addDirectly(row, of: table, under: emitterParent) {
+            let part = try table.part(from: row)
+            if let value = part.value { try emitter.add(Array(part.path.dropFirst(asRoot ? 1 : 0)), value) }
         }
     }
 }

@@ -135,22 +135,52 @@ struct CopyRow: ExportRow {
 /// key (migration 0015), and they come next to each other in every order export reads likes in (their keys are
 /// equal). Remembers the last like seen in buffers it reuses.
 struct RepeatedLikeFilter {
-    private var postKey: [UInt8] = []
-    private var likerUID: [UInt8] = []
-    private var hasLike = false
+    private var like = KeyColumnBytes()
 
     /// Whether `row` (a `post_likes` row: post key, liker) is the like of the row before; remembers it if not.
     mutating func repeats(_ row: some ExportRow) -> Bool {
-        let same =
-            hasLike && row.withText(0) { $0?.elementsEqual(postKey) ?? false }
-            && row.withText(1) { $0?.elementsEqual(likerUID) ?? false }
-        if !same {
-            postKey.removeAll(keepingCapacity: true)
-            likerUID.removeAll(keepingCapacity: true)
-            row.withText(0) { postKey.append(contentsOf: $0 ?? .init(start: nil, count: 0)) }
-            row.withText(1) { likerUID.append(contentsOf: $0 ?? .init(start: nil, count: 0)) }
-            hasLike = true
+        like.matchOrKeep(row, columns: 2)
+    }
+}
+
+/// A row's first key columns kept as bytes, in buffers reused row after row: whether the next row starts with
+/// the same keys is a comparison of bytes, without a string or a reference count.
+struct KeyColumnBytes {
+    private var bytes: [UInt8] = []
+    /// Where each kept column ends in `bytes`; empty until a row is kept.
+    private var ends: [Int] = []
+    private var isKept = false
+
+    /// Whether `row`'s first `columns` columns hold the bytes kept; when not, keeps them.
+    mutating func matchOrKeep(_ row: some ExportRow, columns: Int) -> Bool {
+        if isKept, matches(row, columns: columns) { return true }
+        bytes.removeAll(keepingCapacity: true)
+        ends.removeAll(keepingCapacity: true)
+        for column in 0..<columns {
+            row.withText(column) { text in
+                if let text { bytes.append(contentsOf: text) }
+            }
+            ends.append(bytes.count)
         }
-        return same
+        isKept = true
+        return false
+    }
+
+    private func matches(_ row: some ExportRow, columns: Int) -> Bool {
+        guard ends.count == columns else { return false }
+        return bytes.withUnsafeBufferPointer { kept in
+            var start = 0
+            for column in 0..<columns {
+                let end = ends[column]
+                let same = row.withText(column) { text in
+                    guard let text, text.count == end - start else { return false }
+                    guard text.count > 0, let x = kept.baseAddress, let y = text.baseAddress else { return true }
+                    return memcmp(x + start, y, text.count) == 0
+                }
+                guard same else { return false }
+                start = end
+            }
+            return true
+        }
     }
 }

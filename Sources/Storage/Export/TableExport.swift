@@ -66,26 +66,48 @@ extension TreeTable {
 }
 
 /// A typed field as the record writes it, its key quoted once (field names are ASCII and need no escapes).
+///
+/// Its names live as long as the process (`ProcessBytes`): every row of an export reads them, on several threads
+/// at once, and a reference-counted name would be retained and released per row on a cache line the threads
+/// share.
 private enum RecordField {
-    case text(name: [UInt8], column: Int)
-    case number(name: [UInt8], column: Int)
+    case text(name: UnsafeBufferPointer<UInt8>, column: Int)
+    case number(name: UnsafeBufferPointer<UInt8>, column: Int)
     /// An object of text fields (`poster`, `sender`).
-    case object(name: [UInt8], members: [(name: [UInt8], column: Int)])
+    case object(name: UnsafeBufferPointer<UInt8>, members: UnsafeBufferPointer<RecordMember>)
     /// A text array whose elements are the keys of an object of `true`s (a chat's `members`).
-    case keys(name: [UInt8], column: Int)
+    case keys(name: UnsafeBufferPointer<UInt8>, column: Int)
+}
+
+/// A text field inside a record's object field.
+private struct RecordMember {
+    var name: UnsafeBufferPointer<UInt8>
+    var column: Int
+}
+
+/// Copies of values made once and never freed, read by every thread without reference counting: the schema's
+/// field descriptions, a few hundred bytes for the whole process.
+private enum ProcessBytes {
+    static func keep<T>(_ elements: [T]) -> UnsafeBufferPointer<T> {
+        let copy = UnsafeMutableBufferPointer<T>.allocate(capacity: elements.count)
+        _ = copy.initialize(from: elements)
+        return UnsafeBufferPointer(copy)
+    }
 }
 
 extension TreeTable {
     /// The record's fields in RTDB key order (the names are ASCII, so byte order), for rows without `extra`;
     /// nil for tables that always take the general path. Made once: export asks twice per row.
-    private var recordFields: [RecordField]? { Self.recordFieldsByTable[rawValue] }
+    private var recordFields: UnsafeBufferPointer<RecordField>? { Self.recordFieldsByTable[rawValue] }
 
-    private static let recordFieldsByTable = allCases.map(\.makeRecordFields)
+    /// Immutable after its one initialization, and its elements are never freed (`ProcessBytes`).
+    private nonisolated(unsafe) static let recordFieldsByTable = ProcessBytes.keep(
+        allCases.map { $0.makeRecordFields.map(ProcessBytes.keep) })
 
     /// `recordColumns` sorted as a record writes them.
     private var makeRecordFields: [RecordField]? {
         guard !recordColumns.isEmpty else { return nil }
-        func quoted(_ name: String) -> [UInt8] { Array(name.utf8) }
+        func quoted(_ name: String) -> UnsafeBufferPointer<UInt8> { ProcessBytes.keep(Array(name.utf8)) }
         func byName<T>(_ items: [T], _ name: (T) -> String) -> [T] {
             items.sorted { name($0).utf8.lexicographicallyPrecedes(name($1).utf8) }
         }
@@ -95,7 +117,10 @@ extension TreeTable {
                 precondition(group.columns.allSatisfy { $0.column.kind == .text }, "object members are text")
                 return .object(
                     name: quoted(group.key),
-                    members: byName(group.columns) { $0.column.innerKey }.map { (quoted($0.column.innerKey), $0.index) }
+                    members: ProcessBytes.keep(
+                        byName(group.columns) { $0.column.innerKey }.map {
+                            RecordMember(name: quoted($0.column.innerKey), column: $0.index)
+                        })
                 )
             }
             switch column.kind {
@@ -140,23 +165,23 @@ extension TreeTable {
             case .text(let name, let column):
                 row.withText(column) { text in
                     guard let text else { return }
-                    name.withUnsafeBufferPointer { writer.key(plain: $0) }
+                    writer.key(plain: name)
                     writer.string(utf8: text)
                 }
             case .number(let name, let column):
                 row.withText(column) { text in
                     guard let text else { return }
-                    name.withUnsafeBufferPointer { writer.key(plain: $0) }
+                    writer.key(plain: name)
                     writer.number(postgresText: text)
                 }
             case .object(let name, let members):
                 guard members.contains(where: { !row.isNull($0.column) }) else { continue }
-                name.withUnsafeBufferPointer { writer.key(plain: $0) }
+                writer.key(plain: name)
                 writer.beginObject()
-                for (member, column) in members {
-                    row.withText(column) { text in
+                for member in members {
+                    row.withText(member.column) { text in
                         guard let text else { return }
-                        member.withUnsafeBufferPointer { writer.key(plain: $0) }
+                        writer.key(plain: member.name)
                         writer.string(utf8: text)
                     }
                 }
@@ -164,7 +189,7 @@ extension TreeTable {
             case .keys(let name, let column):
                 let keys = row.withText(column) { $0.flatMap(ArrayLiteral.parse(utf8:)) }?.compactMap { $0 } ?? []
                 guard !keys.isEmpty else { continue }
-                name.withUnsafeBufferPointer { writer.key(plain: $0) }
+                writer.key(plain: name)
                 writer.beginObject()
                 var previous: TreeKey?
                 for key in keys.sorted(by: FirebaseKey.precedes) where TreeKey(key) != previous {

@@ -37,7 +37,12 @@ final class TreeEmitter {
     /// and value written: it is the innermost open node, a streamed object with no record fields left, and no
     /// frame is open. Nearly every row of a typed table is such a child, and comparing a reused path array is
     /// one pointer comparison.
-    private var directParent: [String]?
+    private var directParent: [String]? {
+        didSet { directParentIdentity = directParent?.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) } }
+    }
+    /// The address of `directParent`'s elements: a parent passed again as the same array is known by it without
+    /// copying `directParent` out of the emitter (a retain and a release per row).
+    private var directParentIdentity: UnsafeRawPointer?
     /// Bytes the frames held in memory at most, and wrote to temporary files in all (for tests and reports).
     private(set) var peakFrameBytes = 0
     private(set) var spilledBytes = 0
@@ -167,7 +172,7 @@ final class TreeEmitter {
         key: UnsafeBufferPointer<UInt8>, under parent: [String], _ writeValue: (inout JSONTextWriter) -> Void
     ) throws -> Bool {
         guard key.first != UInt8(ascii: ".") else { return false }
-        if let known = directParent, FirebaseKey.samePath(known, parent) {
+        if isDirectParent(parent) {
             writer.key(utf8: key)
             writeValue(&writer)
             if writer.bytes.count >= Self.chunkSize { try writer.drain(sink) }
@@ -192,6 +197,17 @@ final class TreeEmitter {
             directParent = parent
         }
         return true
+    }
+
+    /// Whether `parent` is `directParent`: the same array (one comparison of addresses), or the same keys.
+    private func isDirectParent(_ parent: [String]) -> Bool {
+        if let identity = directParentIdentity,
+            parent.withUnsafeBufferPointer({ UnsafeRawPointer($0.baseAddress) == identity })
+        {
+            return true
+        }
+        guard let known = directParent else { return false }
+        return FirebaseKey.samePath(known, parent)
     }
 
     /// Writes what is held and closes every open node; `null` when there were no parts at all. Hands the rest
