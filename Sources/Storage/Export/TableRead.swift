@@ -94,19 +94,15 @@ extension TreeTable {
     }
 
     /// Whether the table holds a row with a key that byte order misplaces: an integer (or a key looking like one)
-    /// or a character from U+E000 up. Digit-led text keys need `rtdb_key_order` for range reads only.
+    /// or a character from U+E000 up. Digit-led text keys need `rtdb_key_order` for range reads only. The key-order
+    /// index ends with this very condition (migration 0020), so the btree answers it without reading a row.
     func misorderedRowsQuery() -> Query {
-        let misordered = keyColumns.map { column -> Query in
-            """
-            ltrim(\(identifier: column), '-0123456789') = '' OR (octet_length(\(identifier: column)) <> \
-            length(\(identifier: column)) AND \(identifier: column) ~ '[\\uE000-\\U0010FFFF]')
-            """
-        }.joined(separator: " OR ")
-        return "SELECT \(Query.anyRow(in: name, where: "(\(needsOrderCondition)) AND (\(misordered))"))"
+        let misplaced = keyColumns.map { "rtdb_key_misplaced(\(identifier: $0))" as Query }.joined(separator: " OR ")
+        return "SELECT \(Query.anyRow(in: name, where: "(\(needsOrderCondition)) AND (\(misplaced))"))"
     }
 
     /// The partial index's predicate, verbatim, so that the planner can use the index.
-    private var needsOrderCondition: Query {
+    var needsOrderCondition: Query {
         keyColumns.map { "rtdb_key_needs_order(\(identifier: $0))" as Query }.joined(separator: " OR ")
     }
 

@@ -238,7 +238,11 @@ struct PostOwnershipTests {
                 INSERT INTO posts (owner_uid, post_key, like_count) VALUES ('a', '1', 2), ('b', '1', 2), ('a', '2', 1);
                 INSERT INTO post_likes (post_key, liker_uid) VALUES ('1', 'x'), ('1', 'y'), ('2', 'x'), ('9', 'z');
                 """)
-        let exported = try exportJSON(store)
+        // What the rows stand for (export needs the current schema, so it reads them after the migration).
+        let exported = """
+            {"postLikes":{"1":{"x":true,"y":true},"2":{"x":true},"9":{"z":true}},\
+            "posts":{"a":[null,{"like_count":2},{"like_count":1}],"b":[null,{"like_count":2}]}}
+            """
         try store.migrate()
         try expectDerivedRowsFollowTheTree(store)
         expectSameText(try exportJSON(store), exported)

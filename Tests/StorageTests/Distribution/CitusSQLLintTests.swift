@@ -124,13 +124,16 @@ struct CitusSQLLintTests {
     /// Migrations from 0015 on may meet a distributed store, where they run as one multi-statement message, and
     /// Citus propagates some DDL by the statement's text (which is then the whole file) and refuses it: "cannot
     /// insert multiple commands into a prepared statement". Measured on Citus 13.2.2: CREATE INDEX, ALTER COLUMN
-    /// and a named ADD CONSTRAINT fail that way; ADD COLUMN, unnamed ADD PRIMARY KEY/UNIQUE and views do not.
+    /// and a named ADD CONSTRAINT fail that way; ADD COLUMN, unnamed ADD PRIMARY KEY/UNIQUE and views do not. A
+    /// statement a DO block EXECUTEs (`EXECUTE $i$…$i$`, migration 0020) is propagated as its own text.
     @Test func migrationsThatMeetDistributedStoresUseDDLCitusDeparses() throws {
         let refused = try Regex(#"(?i)\bCREATE\s+(UNIQUE\s+)?INDEX\b|\bALTER\s+COLUMN\b|\bADD\s+CONSTRAINT\b"#)
+        let executed = try Regex(#"EXECUTE \$i\$[^$]*\$i\$"#)
         let later = Migration.embedded.filter { $0.version >= 15 }
         #expect(!later.isEmpty)
         for migration in later {
             let code = migration.sql.split(separator: "\n").filter { !$0.hasPrefix("--") }.joined(separator: "\n")
+                .replacing(executed, with: "")
             #expect(code.firstMatch(of: refused) == nil, "\(migration.fileName)")
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 import PostgresTestSupport
 import Testing
 
@@ -77,6 +78,58 @@ struct ExportShapeTests {
             try store.connection.query(
                 "SELECT count(*) FROM unmapped_values WHERE sort_key <> rtdb_path_order(root, path)")[0].decode(
                     Int.self, at: 0) == 0)
+    }
+
+    /// A table read whole in primary-key order is sorted when byte order misplaces one of its keys, in any key
+    /// column and of either kind: an integer, or a character from U+E000 beside an astral one (UTF-8 puts U+E000
+    /// first, UTF-16 and RTDB the astral one). The question is answered by the key-order indexes (migration 0020).
+    @Test(arguments: [
+        (#"{"users":{"a\uE000":{"username":"1"},"a😀":{"username":"2"},"b":{"username":"3"}}}"#, "users"),
+        (#"{"followers":{"u1":{"10":true,"9":true,"x":true}}}"#, "followers"),
+        (#"{"followers":{"u1":{"a\uE000":true,"a😀":true,"b":true}}}"#, "followers"),
+        (#"{"followers":{"10":{"x":true},"9":{"y":true},"a":{"z":true}}}"#, "followers"),
+        (#"{"followers":{"b\uE000":{"x":true},"b😀":{"y":true},"c":{"z":true}}}"#, "followers"),
+    ])
+    func keysByteOrderMisplacesAreSortedInAnyKeyColumn(json: String, table: String) throws {
+        let tree = try TreeValue.parse(json: json)
+        let store = try makeStore()
+        try importJSON(json, into: store)
+        var bytes: [UInt8] = []
+        let report = try store.exportTree { bytes.append(contentsOf: $0) }
+        expectSameText(String(decoding: bytes, as: UTF8.self), render(tree))
+        #expect(report.sortedTables == [table])
+    }
+
+    /// The plans of what reads or asks about keys in RTDB order, for each typed table: whether byte order
+    /// misplaces a key, whether any key needs RTDB order, and the first rows in that order. Sequential scans are
+    /// off (on Citus, on the workers too), so a plan names the key-order index whenever it can serve at all.
+    static func keyOrderPlans(on store: Store) throws -> [(table: TreeTable, question: String, plan: String)] {
+        var plans: [(TreeTable, String, String)] = []
+        try store.connection.execute("BEGIN")
+        defer { _ = try? store.connection.execute("ROLLBACK") }
+        try store.connection.execute("SET LOCAL citus.propagate_set_commands = 'local'")
+        try store.connection.execute("SET LOCAL enable_seqscan = off")
+        for table in TreeTable.allCases where table.rootKey != nil {
+            let order = table.keyColumns.map(table.orderExpression).joined(separator: ", ")
+            let read: Query =
+                "SELECT 1 FROM \(identifier: table.name) WHERE \(table.needsOrderCondition) ORDER BY \(order) LIMIT 3"
+            for (question, query) in [
+                ("misordered", table.misorderedRowsQuery()), ("ordered", table.orderedRowsQuery()), ("read", read),
+            ] {
+                let lines = try store.connection.query("EXPLAIN \(query)").map { try $0.decode(String.self, at: 0) }
+                plans.append((table, question, lines.joined(separator: "\n")))
+            }
+        }
+        return plans
+    }
+
+    /// Whether byte order misplaces a key is answered by the key-order index's own tuples (its last column is the
+    /// question's condition), and the other questions and reads in RTDB order walk that index too.
+    @Test func keyOrderIndexesAnswerTheirQuestions() throws {
+        for (table, question, plan) in try Self.keyOrderPlans(on: try makeStore()) {
+            #expect(plan.contains("\(table.name)_key_order"), "\(table.name) \(question): \(plan)")
+            if question == "misordered" { #expect(plan.contains("Index Cond") && !plan.contains("Filter"), "\(plan)") }
+        }
     }
 
     /// The first or last N children by key cost rows in proportion to N, not to the node's size, whatever the keys.
