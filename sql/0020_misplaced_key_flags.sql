@@ -3,7 +3,7 @@
 -- digit-led keys that fetched each row from the heap to test the key (1.2 s of server CPU per export of a 1.1 GB
 -- store, 360-510 ms for /timeline). Each key-order index now ends with the answer for its row,
 -- rtdb_key_misplaced of its keys, which the question's condition names verbatim: the btree tests it on its own
--- tuples (timeline 20-33 ms at 1.1 GB), and building the index costs a fifth more.
+-- tuples (timeline 20-33 ms at 1.1 GB).
 --
 -- On Citus no shard used these indexes: the coordinator inlines the functions and sends their bodies as text,
 -- and a body that let its parameter's collation flow into a function (length(k), k ~ ...) was resolved, when
@@ -12,11 +12,15 @@
 -- and sorted). The functions are rewritten with every use of k in "C", which gives the same results (the keys
 -- are "C" columns; a key of another collation was compared in "C" already) and the same tree both ways.
 
--- An integer, or a key looking like one (digits and '-' only), or a key holding a character from U+E000 up:
--- keys whose RTDB position byte order may get wrong. Digit-led text keys need rtdb_key_order only for range reads.
+-- An integer, or a key looking like one (digits and '-' only, and at most 11 characters unless it starts with '0' or
+-- '-0', as integers with leading zeros do: longer ones, epoch milliseconds, are text in RTDB's order too), or a key
+-- holding a character from U+E000 up: keys whose RTDB position byte order may get wrong. The length and ranges
+-- come first so that most keys (uids, push IDs) are told apart without ltrim copying them.
 CREATE FUNCTION rtdb_key_misplaced(k text) RETURNS boolean
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    RETURN ltrim(k COLLATE "C", '-0123456789') = ''
+    RETURN ((octet_length(k COLLATE "C") <= 11 OR (k COLLATE "C" >= '0' AND k COLLATE "C" < '1')
+            OR (k COLLATE "C" >= '-0' AND k COLLATE "C" < '-1'))
+            AND ltrim(k COLLATE "C", '-0123456789') = '')
         OR (octet_length(k COLLATE "C") <> length(k COLLATE "C") AND k COLLATE "C" ~ '[\uE000-\U0010FFFF]');
 
 CREATE OR REPLACE FUNCTION rtdb_key_needs_order(k text) RETURNS boolean

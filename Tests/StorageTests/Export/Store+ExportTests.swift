@@ -86,6 +86,8 @@ struct ExportShapeTests {
     @Test(arguments: [
         (#"{"users":{"a\uE000":{"username":"1"},"a😀":{"username":"2"},"b":{"username":"3"}}}"#, "users"),
         (#"{"followers":{"u1":{"10":true,"9":true,"x":true}}}"#, "followers"),
+        (#"{"followers":{"u1":{"0000000000000010":true,"-K":true,"1497918951912":true}}}"#, "followers"),
+        (#"{"followers":{"u1":{"-0000000000000010":true,"-!":true}}}"#, "followers"),
         (#"{"followers":{"u1":{"a\uE000":true,"a😀":true,"b":true}}}"#, "followers"),
         (#"{"followers":{"10":{"x":true},"9":{"y":true},"a":{"z":true}}}"#, "followers"),
         (#"{"followers":{"b\uE000":{"x":true},"b😀":{"y":true},"c":{"z":true}}}"#, "followers"),
