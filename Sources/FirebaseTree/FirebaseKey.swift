@@ -220,6 +220,8 @@ public enum FirebaseKey {
     /// are two Firebase keys.
     @inline(__always)
     public static func same(_ a: String, _ b: String) -> Bool {
+        // The borrowed strings' own bytes: `withUTF8` on a copy retained and released each string per comparison.
+        if let same = b.utf8.withContiguousStorageIfAvailable({ same(a, $0) }) { return same }
         var b = b
         return b.withUTF8 { same(a, $0) }
     }
@@ -227,12 +229,14 @@ public enum FirebaseKey {
     /// Whether the key `a` has exactly the bytes `b`.
     @inline(__always)
     public static func same(_ a: String, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        var a = a
-        return a.withUTF8 { a in
+        func equal(_ a: UnsafeBufferPointer<UInt8>) -> Bool {
             guard a.count == b.count else { return false }
             guard let x = a.baseAddress, let y = b.baseAddress else { return a.count == 0 }
             return x == y || memcmp(x, y, a.count) == 0
         }
+        if let same = a.utf8.withContiguousStorageIfAvailable(equal) { return same }
+        var a = a
+        return a.withUTF8(equal)
     }
 
     /// -1, 0 or 1 as `a` sorts before, with or after `b` in RTDB's key order.

@@ -85,16 +85,6 @@ private struct RecordMember {
     var column: Int
 }
 
-/// Copies of values made once and never freed, read by every thread without reference counting: the schema's
-/// field descriptions, a few hundred bytes for the whole process.
-private enum ProcessBytes {
-    static func keep<T>(_ elements: [T]) -> UnsafeBufferPointer<T> {
-        let copy = UnsafeMutableBufferPointer<T>.allocate(capacity: elements.count)
-        _ = copy.initialize(from: elements)
-        return UnsafeBufferPointer(copy)
-    }
-}
-
 extension TreeTable {
     /// The record's fields in RTDB key order (the names are ASCII, so byte order), for rows without `extra`;
     /// nil for tables that always take the general path. Made once: export asks twice per row.

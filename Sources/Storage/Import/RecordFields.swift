@@ -151,34 +151,53 @@ extension RecordFields {
     }
 }
 
+/// A typed field of a record as `encodeRecord` takes it: a field, or an object field whose members go to columns.
+private struct RecordStep {
+    var key: String
+    var kind: RecordColumn.Kind
+    /// The object field's members, in column order; nil for a field.
+    var members: UnsafeBufferPointer<(key: String, kind: RecordColumn.Kind)>?
+}
+
 extension TreeTable {
     /// Whether `key` is one of the fields `encodeRecord` takes into typed columns (compared by bytes, as keys
     /// are), which a record always holds in memory.
     func isTypedField(_ key: String) -> Bool {
-        Self.typedFieldNames[rawValue].contains { FirebaseKey.same($0, key) }
+        Self.recordSteps[rawValue].contains { FirebaseKey.same($0.key, key) }
     }
 
-    /// Made once: the importer asks for every field it reads. Indexed by raw value, which is the case's index.
-    private static let typedFieldNames: [[String]] = allCases.map { $0.recordFieldGroups.map(\.key) }
+    /// Each table's `recordFieldGroups` as steps, made once (`ProcessBytes`): the importer asks for every field
+    /// and every record. Indexed by raw value, which is the case's index.
+    private nonisolated(unsafe) static let recordSteps = ProcessBytes.keep(
+        allCases.map { table in
+            ProcessBytes.keep(
+                table.recordFieldGroups.map { group in
+                    let first = group.columns[0].column
+                    return RecordStep(
+                        key: group.key, kind: first.kind,
+                        members: first.isMember
+                            ? ProcessBytes.keep(group.columns.map { ($0.column.innerKey, $0.column.kind) }) : nil)
+                })
+        })
 
     /// Encodes the row of a record at `keys` (below the table's root) whose children are `fields`, as the
     /// table's `recordColumns` lay it out. Takes the fields (`fields` is left empty), sorting them in place.
     func encodeRecord(keys: [String], fields list: inout FieldList, into row: inout CopyRowEncoder) throws {
-        precondition(!recordColumns.isEmpty, "\(name) holds no records")
+        let steps = Self.recordSteps[rawValue]
+        precondition(!steps.isEmpty, "\(name) holds no records")
         for key in keys { try row.append(key) }
         var fields = RecordFields(taking: &list)
-        for group in recordFieldGroups {
-            let column = group.columns[0].column
-            guard column.isMember else {
-                try fields.take(group.key, as: column.kind, into: &row)
+        for step in steps {
+            guard let members = step.members else {
+                try fields.take(step.key, as: step.kind, into: &row)
                 continue
             }
             // An object's members (`poster.uid`, `poster.username`): what is left of it stays under its key.
-            let taken: Void? = try fields.nested(group.key) { inner in
-                for (member, _) in group.columns { try inner.take(member.innerKey, as: member.kind, into: &row) }
+            let taken: Void? = try fields.nested(step.key) { inner in
+                for member in members { try inner.take(member.key, as: member.kind, into: &row) }
             }
             if taken == nil {
-                for _ in group.columns { try row.append(nil as String?) }
+                for _ in members { try row.append(nil as String?) }
             }
         }
         try row.append(fields.extraJSON)
