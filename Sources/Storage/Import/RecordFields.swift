@@ -48,7 +48,10 @@ struct FieldList {
 
     private func index(of key: String) -> Int? {
         if let positions { return positions[TreeKey(key)] }
-        return entries.firstIndex { FirebaseKey.same($0.key, key) }
+        // Read in place: `firstIndex` handed each entry (a key and a value) over as a copy, retained and released.
+        return entries.withUnsafeBufferPointer { entries in
+            entries.indices.first { FirebaseKey.same(entries[$0].key, key) }
+        }
     }
 
     private mutating func append(_ key: String, _ value: TreeValue) {
