@@ -13,21 +13,8 @@ for table in users posts feed_posts post_likes followers following timeline chat
     echo "\\copy $table to /dev/null"
 done > "$work/copy.sql"
 
-busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
-measure() {
-    local label=$1
-    shift
-    local before start
-    before=$(busy)
-    start=$(date +%s%N)
-    /usr/bin/time -o "$work/time" -f "%U + %S" "$@" < /dev/null > /dev/null 2>&1
-    local wall=$((($(date +%s%N) - start) / 1000000))
-    local cpu=$(($(busy) - before))
-    local hz
-    hz=$(getconf CLK_TCK)
-    printf '%-16s wall %6.2f s  machine CPU %6.1f s  own user+sys %s s\n' "$label" \
-        "$(echo "$wall / 1000" | bc -l)" "$(echo "$cpu / $hz" | bc -l)" "$(tail -1 "$work/time")"
-}
+# shellcheck source=Benchmarks/measure.sh
+source "$(dirname "$0")/measure.sh"
 
 for _ in $(seq "$rounds"); do
     measure "COPY TO" psql "${server[@]}" -q -f "$work/copy.sql"

@@ -9,24 +9,11 @@ set -euo pipefail
 file=$1 old=$2 new=$3 rounds=${4:-2}
 shift $(($# < 4 ? $# : 4))
 server=(-h "$ADMIN_DATA_DIR/pgdata" -p 5432)
-dump=$(mktemp -d)
+dump=$(mktemp -d) work=$dump
 trap 'rm -rf "$dump"' EXIT
 
-busy() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
-measure() {
-    local label=$1
-    shift
-    local before start
-    before=$(busy)
-    start=$(date +%s%N)
-    /usr/bin/time -o "$dump/time" -f "%U + %S" "$@" < /dev/null > /dev/null 2>&1
-    local wall=$((($(date +%s%N) - start) / 1000000))
-    local cpu=$(($(busy) - before))
-    local hz
-    hz=$(getconf CLK_TCK)
-    printf '%-16s wall %6.2f s  machine CPU %6.1f s  own user+sys %s s\n' "$label" \
-        "$(echo "$wall / 1000" | bc -l)" "$(echo "$cpu / $hz" | bc -l)" "$(tail -1 "$dump/time")"
-}
+# shellcheck source=Benchmarks/measure.sh
+source "$(dirname "$0")/measure.sh"
 
 "$new" import "$file" --yes -q "$@" > /dev/null
 rm -rf "$dump/store"
