@@ -27,17 +27,17 @@ struct KeyTracker {
         /// The keys so far ascend and were dropped: a new key must be above the last.
         case sortedRun
         /// The keys ascended up to `end` (in RTDB order, byte order or both), were dropped, then the order broke:
-        /// `hashes` holds the keys since.
+        /// `hashes` holds `end` and the keys since.
         case broken(end: [UInt8], rtdb: Bool, bytes: Bool)
     }
 
     private var mode = Mode.ascending
-    private var keptBytes: [UInt8] = []
+    private var keptBytes = GrowingBytes()
     private var keptEnds: [Int] = []
     private var hashes = Fingerprints()
     private var count = 0
-    private var last: [UInt8] = []
-    private var previousKey: [UInt8] = []
+    /// The last key, once sorted keys are no longer kept (`sortedRun`).
+    private var last = GrowingBytes()
     private var isAscending = (rtdb: true, bytes: true)
 
     /// Forgets every key, keeping small buffers for the next object (the importer reuses one tracker per depth).
@@ -45,8 +45,8 @@ struct KeyTracker {
         mode = .ascending
         count = 0
         isAscending = (true, true)
-        if keptBytes.capacity > 1 << 16 { (keptBytes, keptEnds) = ([], []) }
-        keptBytes.removeAll(keepingCapacity: true)
+        if keptBytes.capacity > 1 << 16 { (keptBytes, keptEnds) = (GrowingBytes(), []) }
+        keptBytes.removeAll()
         keptEnds.removeAll(keepingCapacity: true)
         if hashes.count > 0 { hashes = Fingerprints() }
     }
@@ -59,53 +59,64 @@ struct KeyTracker {
 
     private mutating func insert(_ key: UnsafeBufferPointer<UInt8>) -> Answer {
         count += 1
-        // The previous key's buffer is kept aside and the older one reused: no allocation per key.
-        swap(&last, &previousKey)
-        let previous = previousKey
-        last.removeAll(keepingCapacity: true)
-        last.append(contentsOf: key)
+        switch mode {
+        case .hashed: return hashes.insert(Self.hash(key)) ? .new : .duplicate
+        case .broken: return insert(broken: key)
+        case .ascending, .sortedRun: break
+        }
+        // Still sorted so far: the key is compared with the one before (the last kept, or `last` once they are
+        // dropped).
         let wasAscending = isAscending
         if count > 1 {
-            let order = previous.withUnsafeBufferPointer { Self.compareBytes($0, key) }
-            if order == 0 { return .duplicate }
-            isAscending.bytes = isAscending.bytes && order < 0
-            if isAscending.rtdb {
-                isAscending.rtdb = previous.withUnsafeBufferPointer { FirebaseKey.compare($0, key) < 0 }
+            let (order, rtdbOrder) = withPreviousKey { previous in
+                (Self.compareBytes(previous, key), isAscending.rtdb ? FirebaseKey.compare(previous, key) : 0)
             }
+            if order == 0 { return .duplicate }
+            isAscending = (isAscending.rtdb && rtdbOrder < 0, isAscending.bytes && order < 0)
         }
         let isSorted = isAscending.rtdb || isAscending.bytes
-        switch mode {
-        case .ascending:
-            if isSorted {
-                guard keptEnds.count < Self.exactLimit else {
-                    (keptBytes, keptEnds) = ([], [])
-                    mode = .sortedRun
-                    return .new
-                }
-                keptBytes.append(contentsOf: key)
-                keptEnds.append(keptBytes.count)
+        if case .sortedRun = mode {
+            guard isSorted else {
+                // The run ends at the previous key; it is hashed too, as every key from here on is.
+                let end = last.withBytes { Array($0) }
+                _ = last.withBytes { hashes.insert(Self.hash($0)) }
+                mode = .broken(end: end, rtdb: wasAscending.rtdb, bytes: wasAscending.bytes)
+                return insert(broken: key)
+            }
+            last.replace(with: key)
+            return .new
+        }
+        if isSorted {
+            guard keptEnds.count < Self.exactLimit else {
+                last.replace(with: key)
+                (keptBytes, keptEnds) = (GrowingBytes(), [])
+                mode = .sortedRun
                 return .new
             }
-            // The order broke: from here on every key is hashed, the kept ones first.
-            keptBytes.withUnsafeBufferPointer { bytes in
-                var start = 0
-                for end in keptEnds {
-                    _ = hashes.insert(Self.hash(UnsafeBufferPointer(rebasing: bytes[start..<end])))
-                    start = end
-                }
-            }
-            (keptBytes, keptEnds) = ([], [])
-            mode = .hashed
-            return hashes.insert(Self.hash(key)) ? .new : .duplicate
-        case .hashed:
-            return hashes.insert(Self.hash(key)) ? .new : .duplicate
-        case .sortedRun:
-            if isSorted { return .new }
-            mode = .broken(end: previous, rtdb: wasAscending.rtdb, bytes: wasAscending.bytes)
-            return insert(broken: key)
-        case .broken:
-            return insert(broken: key)
+            keptBytes.append(key)
+            keptEnds.append(keptBytes.count)
+            return .new
         }
+        // The order broke: from here on every key is hashed, the kept ones first.
+        keptBytes.withBytes { bytes in
+            var start = 0
+            for end in keptEnds {
+                _ = hashes.insert(Self.hash(UnsafeBufferPointer(rebasing: bytes[start..<end])))
+                start = end
+            }
+        }
+        (keptBytes, keptEnds) = (GrowingBytes(), [])
+        mode = .hashed
+        return hashes.insert(Self.hash(key)) ? .new : .duplicate
+    }
+
+    /// Calls `body` with the key inserted before, while the keys are sorted: the last kept one, or `last` once
+    /// they were dropped.
+    private func withPreviousKey<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        guard case .ascending = mode else { return last.withBytes(body) }
+        let end = keptEnds[keptEnds.count - 1]
+        let start = keptEnds.count > 1 ? keptEnds[keptEnds.count - 2] : 0
+        return keptBytes.withBytes { body(UnsafeBufferPointer(rebasing: $0[start..<end])) }
     }
 
     private mutating func insert(broken key: UnsafeBufferPointer<UInt8>) -> Answer {
@@ -132,5 +143,44 @@ struct KeyTracker {
         var hasher = Hasher()
         hasher.combine(bytes: UnsafeRawBufferPointer(key))
         return UInt64(bitPattern: Int64(hasher.finalize()))
+    }
+}
+
+/// Bytes written with one copy each, into storage that only grows: the tracker keeps a key or two per key read,
+/// and an array's generic append and removal cost several times the copy.
+struct GrowingBytes {
+    private var storage: [UInt8] = []
+    /// Bytes held.
+    private(set) var count = 0
+
+    /// Bytes the storage holds without growing.
+    var capacity: Int { storage.count }
+
+    /// Adds `bytes` at the end.
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let end = count + bytes.count
+        if end > storage.count {
+            storage.append(contentsOf: repeatElement(0, count: max(end - storage.count, storage.count, 64)))
+        }
+        let start = count
+        storage.withUnsafeMutableBufferPointer { storage in
+            guard let source = bytes.baseAddress, let target = storage.baseAddress else { return }
+            (target + start).update(from: source, count: bytes.count)
+        }
+        count = end
+    }
+
+    /// Holds `bytes` only.
+    mutating func replace(with bytes: UnsafeBufferPointer<UInt8>) {
+        count = 0
+        append(bytes)
+    }
+
+    /// Holds nothing, keeping the storage.
+    mutating func removeAll() { count = 0 }
+
+    /// Calls `body` with the bytes held.
+    func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try storage.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[..<count])) }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import PostgresTestSupport
 import Testing
+import TreeTestSupport
 
 @testable import Storage
 
@@ -155,6 +156,37 @@ struct HostileImportTests {
         #expect(unsorted.insert("b") == .duplicate)
         #expect(unsorted.insert("\u{E9}") == .new)
         #expect(unsorted.insert("e\u{301}") == .new)
+    }
+
+    @Test(arguments: [1, 2, 3, 4, 5, 6])
+    func keyTrackerAgreesWithASetOfEverySequence(seed: UInt64) {
+        // A sorted run (past the kept limit for some seeds), in RTDB or byte order, then keys from a pool that
+        // repeats the run's and its own: each answer is checked against every key seen so far.
+        var random = SeededGenerator(state: seed)
+        let runLength = seed.isMultiple(of: 2) ? KeyTracker.exactLimit + 50 : Int(seed) * 700
+        var run = (0..<runLength).map { index -> String in
+            switch seed % 3 {
+            case 0: "-K\(String(100_000_000 + index))"
+            case 1: String(index)
+            default: "k\(String(index, radix: 16))\u{E000}"
+            }
+        }
+        if seed == 3 { run.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
+        let pool = run.suffix(40) + run.prefix(40) + ["7", "-1", "a", "a\u{E000}", "\u{10000}", "zz", "00", "-0"]
+        var tracker = KeyTracker()
+        var seen: Set<[UInt8]> = []
+        var dropped = false
+        for key in run + (0..<3000).map({ _ in pool.randomElement(using: &random) ?? "" }) {
+            let bytes = Array(key.utf8)
+            let answer = tracker.insert(key)
+            switch answer {
+            case .new: #expect(!seen.contains(bytes), "\(key) reported new")
+            case .duplicate: #expect(seen.contains(bytes), "\(key) reported a duplicate")
+            case .maybe: #expect(dropped, "\(key) reported maybe with every key kept")
+            }
+            seen.insert(bytes)
+            dropped = dropped || seen.count > KeyTracker.exactLimit
+        }
     }
 
     @Test func fingerprintsAnswerExactlyAcrossRunsAndMerges() {
