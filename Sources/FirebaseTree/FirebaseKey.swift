@@ -91,6 +91,8 @@ public enum FirebaseKey {
 
     /// Why `key` cannot be a Firebase key, or nil when it can.
     public static func problem(with key: String) -> String? {
+        // The borrowed string's own bytes: `withUTF8` on a copy retained and released it.
+        if let problem = key.utf8.withContiguousStorageIfAvailable({ problem(with: $0) }) { return problem }
         var key = key
         return key.withUTF8 { problem(with: $0) }
     }

@@ -152,8 +152,11 @@ public struct CopyRowEncoder {
     /// A text (or json, jsonb) field; `nil` is NULL. Throws for a NUL character, which text cannot hold.
     public mutating func append(_ value: String?) throws {
         beginField()
-        guard var value else { return appendNull() }
-        try value.withUTF8 { try appendEscaped($0) }
+        guard let value else { return appendNull() }
+        // The borrowed string's own bytes: `withUTF8` on a copy retained and released it.
+        if try value.utf8.withContiguousStorageIfAvailable({ try appendEscaped($0) }) != nil { return }
+        var copy = value
+        try copy.withUTF8 { try appendEscaped($0) }
     }
 
     /// A text field from UTF-8 bytes. Throws for a NUL character, which text cannot hold.

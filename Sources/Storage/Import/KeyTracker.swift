@@ -53,6 +53,8 @@ struct KeyTracker {
 
     /// Records `key` and tells whether it was seen before.
     mutating func insert(_ key: String) -> Answer {
+        // The borrowed string's own bytes: `withUTF8` on a copy retained and released it.
+        if let answer = key.utf8.withContiguousStorageIfAvailable({ insert($0) }) { return answer }
         var key = key
         return key.withUTF8 { insert($0) }
     }

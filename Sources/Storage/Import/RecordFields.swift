@@ -73,8 +73,9 @@ struct FieldList {
             positions?[TreeKey(entries[index].key)] = nil
             if index != last { positions?[TreeKey(entries[last].key)] = index }
         }
-        entries.swapAt(index, last)
-        entries.removeLast()
+        // Moved rather than swapped: a swap copied both entries, retaining their strings.
+        let moved = entries.removeLast()
+        if index != last { entries[index] = moved }
     }
 }
 
