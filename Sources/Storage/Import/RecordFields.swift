@@ -27,18 +27,17 @@ struct FieldList {
         set {
             switch (index(of: key), newValue) {
             case (let index?, let value?): entries[index].value = value
-            case (let index?, nil): remove(at: index)
+            case (let index?, nil): _ = remove(at: index)
             case (nil, let value?): append(key, value)
             case (nil, nil): break
             }
         }
     }
 
-    /// Removes and returns the field `key` when `matches` accepts its value; leaves it otherwise.
-    mutating func take<T>(_ key: String, _ matches: (TreeValue) -> T?) -> T? {
-        guard let index = index(of: key), let value = matches(entries[index].value) else { return nil }
-        remove(at: index)
-        return value
+    /// Removes and returns the field `key`.
+    mutating func remove(_ key: String) -> TreeValue? {
+        guard let index = index(of: key) else { return nil }
+        return remove(at: index)
     }
 
     /// The fields as an object's children.
@@ -67,91 +66,130 @@ struct FieldList {
     }
 
     /// Fields have no order, so the last one takes the removed one's place.
-    private mutating func remove(at index: Int) {
+    private mutating func remove(at index: Int) -> TreeValue {
         let last = entries.count - 1
         if positions != nil {
             positions?[TreeKey(entries[index].key)] = nil
             if index != last { positions?[TreeKey(entries[last].key)] = index }
         }
         // Moved rather than swapped: a swap copied both entries, retaining their strings.
-        let moved = entries.removeLast()
-        if index != last { entries[index] = moved }
+        var moved = entries.removeLast()
+        if index != last { swap(&moved, &entries[index]) }
+        return moved.value
     }
 }
 
-/// A record's children while they are sorted into typed columns: each `take…` removes a field of the expected
-/// type, and whatever is left (unknown fields, fields of an unexpected type, `.priority`) becomes `extra`.
-struct RecordFields {
-    private(set) var rest: FieldList
+/// A record's children as the importer reads them: each typed field (one `encodeRecord` takes into columns) in
+/// the slot of its step, found once as it is read, and every other child (unknown fields, `.priority`, `.value`)
+/// in `rest`.
+struct RecordChildren {
+    /// The table whose record it is.
+    let table: TreeTable
+    /// The typed fields, by their step (nil: not read).
+    var typed: [TreeValue?]
+    /// The other children.
+    var rest = FieldList()
 
-    init(_ fields: FieldList) {
-        rest = fields
+    /// No children, in `slots` when given: empty typed slots of the table, which an earlier record left.
+    init(of table: TreeTable, slots: [TreeValue?]? = nil) {
+        self.table = table
+        typed = slots ?? Array(repeating: nil, count: table.typedFieldCount)
+        precondition(typed.count == table.typedFieldCount, "slots of another table")
     }
 
-    /// Moves `fields` in (leaving them empty), so that taking fields changes them in place rather than a copy.
-    init(taking fields: inout FieldList) {
+    /// Removes every child, and hands the typed slots, empty, to `body` (for the next record of the table).
+    mutating func removeAll(keepingSlots body: ([TreeValue?]) -> Void) {
+        for step in typed.indices where typed[step] != nil { typed[step] = nil }
         rest = FieldList()
-        swap(&rest, &fields)
+        body(typed)
     }
 
-    /// Takes a string field.
-    mutating func string(_ key: String) -> String? {
-        rest.take(key) { if case .string(let value) = $0 { value } else { nil } }
-    }
+    var isEmpty: Bool { rest.isEmpty && !typed.contains { $0 != nil } }
+    var count: Int { rest.count + typed.count { $0 != nil } }
 
-    /// Takes a number field.
-    mutating func number(_ key: String) -> Double? {
-        rest.take(key) { if case .number(let value) = $0 { value } else { nil } }
-    }
-
-    /// Takes a number field that a bigint holds exactly: an integer within ±2^53.
-    mutating func integer(_ key: String) -> Int64? {
-        rest.take(key) {
-            guard case .number(let value) = $0, value == value.rounded(), abs(value) <= 9_007_199_254_740_992 else {
-                return nil
-            }
-            return Int64(value)
+    /// The child `key`; setting nil removes it.
+    subscript(key: String) -> TreeValue? {
+        get { table.typedStep(of: key).map { typed[$0] } ?? rest[key] }
+        set {
+            if let step = table.typedStep(of: key) { typed[step] = newValue } else { rest[key] = newValue }
         }
     }
 
-    /// Sorts the object field `key` with `body`, keeping what `body` leaves under `key` in `rest`.
-    mutating func nested<T>(_ key: String, _ body: (inout RecordFields) throws -> T) rethrows -> T? {
-        guard case .object(let children)? = rest[key] else { return nil }
-        var inner = RecordFields(FieldList(children))
-        let result = try body(&inner)
-        rest[key] = inner.rest.isEmpty ? nil : .object(inner.rest.object)
-        return result
-    }
-
-    /// Takes the keys of a `{uid: true, …}` map, sorted by byte order; entries of any other value stay.
-    mutating func trueKeys(_ key: String) -> [String]? {
-        guard case .object(var children)? = rest[key] else { return nil }
-        let keys = children.filter { $0.value == .bool(true) }.map(\.key.string)
-            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-        for key in keys { children[key] = nil }
-        rest[key] = children.isEmpty ? nil : .object(children)
-        return keys.isEmpty ? nil : keys
-    }
-
-    /// What is left, as JSON for the `extra` column; nil when nothing is.
-    var extraJSON: String? {
-        guard !rest.isEmpty else { return nil }
-        var writer = JSONTextWriter(options: .init(rendersArrays: false))
-        writer.value(.object(rest.object))
-        return String(decoding: writer.bytes, as: UTF8.self)
+    /// The children as an object's.
+    var object: [TreeKey: TreeValue] {
+        var object = rest.object
+        for (step, value) in typed.enumerated() {
+            if let value { object[TreeKey(table.typedFieldKey(step))] = value }
+        }
+        return object
     }
 }
 
-extension RecordFields {
-    /// Takes the field `key` as `kind` keeps it and appends it to `row` (NULL when it is missing or of another
-    /// type, and then it stays in `rest`).
-    mutating func take(_ key: String, as kind: RecordColumn.Kind, into row: inout CopyRowEncoder) throws {
-        switch kind {
-        case .text: try row.append(string(key))
-        case .number: row.append(number(key))
-        case .integer: row.append(integer(key))
-        case .keys: try row.append(trueKeys(key))
+/// What is left of a record once its typed columns took their fields, for the `extra` column.
+private struct RecordRest {
+    var fields: FieldList
+
+    /// Appends `value` to `row` as `kind` keeps it; NULL when it is missing or of another type (then it stays, in
+    /// `fields` under `key`), and an object of `true`s keeps its other entries there.
+    mutating func take(_ value: TreeValue?, _ key: String, as kind: RecordColumn.Kind, into row: inout CopyRowEncoder)
+        throws
+    {
+        switch (kind, value) {
+        case (.text, .string(let text)?):
+            try row.append(text)
+            return
+        case (.number, .number(let number)?):
+            row.append(number)
+            return
+        case (.integer, .number(let number)?) where number == number.rounded() && abs(number) <= 9_007_199_254_740_992:
+            row.append(Int64(number))
+            return
+        case (.keys, .object(var children)?):
+            // Sorted by byte order; entries of any other value stay.
+            let keys = children.filter { $0.value == .bool(true) }.map(\.key.string)
+                .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            if !keys.isEmpty {
+                for member in keys { children[member] = nil }
+                try row.append(keys)
+                if !children.isEmpty { fields[key] = .object(children) }
+                return
+            }
+        default:
+            break
         }
+        switch kind {
+        case .text: try row.append(nil as String?)
+        case .number: row.append(nil as Double?)
+        case .integer: row.append(nil as Int64?)
+        case .keys: try row.append(nil as [String]?)
+        }
+        if let value { fields[key] = value }
+    }
+
+    /// Appends the members of the object field `value` to `row` (NULLs when it is not an object); what is left of
+    /// it stays under `key`.
+    mutating func take(
+        members: UnsafeBufferPointer<(key: String, kind: RecordColumn.Kind)>, of value: TreeValue?, _ key: String,
+        into row: inout CopyRowEncoder
+    ) throws {
+        guard case .object(let children)? = value else {
+            for _ in members { try row.append(nil as String?) }
+            if let value { fields[key] = value }
+            return
+        }
+        var inner = RecordRest(fields: FieldList(children))
+        for member in members {
+            try inner.take(inner.fields.remove(member.key), member.key, as: member.kind, into: &row)
+        }
+        if !inner.fields.isEmpty { fields[key] = .object(inner.fields.object) }
+    }
+
+    /// What is left, as JSON; nil when nothing is.
+    var json: String? {
+        guard !fields.isEmpty else { return nil }
+        var writer = JSONTextWriter(options: .init(rendersArrays: false))
+        writer.value(.object(fields.object))
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 }
 
@@ -164,11 +202,18 @@ private struct RecordStep {
 }
 
 extension TreeTable {
-    /// Whether `key` is one of the fields `encodeRecord` takes into typed columns (compared by bytes, as keys
-    /// are), which a record always holds in memory.
-    func isTypedField(_ key: String) -> Bool {
-        Self.recordSteps[rawValue].contains { FirebaseKey.same($0.key, key) }
+    /// The step of the field `key` among those `encodeRecord` takes into typed columns (compared by bytes, as keys
+    /// are), which a record always holds in memory; nil for any other field.
+    func typedStep(of key: String) -> Int? {
+        let steps = Self.recordSteps[rawValue]
+        return steps.indices.first { FirebaseKey.same(steps[$0].key, key) }
     }
+
+    /// The number of fields `encodeRecord` takes into typed columns.
+    var typedFieldCount: Int { Self.recordSteps[rawValue].count }
+
+    /// The key of the typed field at `step`.
+    func typedFieldKey(_ step: Int) -> String { Self.recordSteps[rawValue][step].key }
 
     /// Each table's `recordFieldGroups` as steps, made once (`ProcessBytes`): the importer asks for every field
     /// and every record. Indexed by raw value, which is the case's index.
@@ -184,26 +229,24 @@ extension TreeTable {
                 })
         })
 
-    /// Encodes the row of a record at `keys` (below the table's root) whose children are `fields`, as the
-    /// table's `recordColumns` lay it out. Takes the fields (`fields` is left empty), sorting them in place.
-    func encodeRecord(keys: [String], fields list: inout FieldList, into row: inout CopyRowEncoder) throws {
+    /// Encodes the row of a record at `keys` (below the table's root) whose children are `children`, as the
+    /// table's `recordColumns` lay it out. Takes the children (their typed slots are left empty, `rest` too).
+    func encodeRecord(keys: [String], children: inout RecordChildren, into row: inout CopyRowEncoder) throws {
         let steps = Self.recordSteps[rawValue]
-        precondition(!steps.isEmpty, "\(name) holds no records")
+        precondition(!steps.isEmpty && children.typed.count == steps.count, "\(name) holds no records")
         for key in keys { try row.append(key) }
-        var fields = RecordFields(taking: &list)
-        for step in steps {
-            guard let members = step.members else {
-                try fields.take(step.key, as: step.kind, into: &row)
-                continue
-            }
-            // An object's members (`poster.uid`, `poster.username`): what is left of it stays under its key.
-            let taken: Void? = try fields.nested(step.key) { inner in
-                for member in members { try inner.take(member.key, as: member.kind, into: &row) }
-            }
-            if taken == nil {
-                for _ in members { try row.append(nil as String?) }
+        var rest = RecordRest(fields: FieldList())
+        swap(&rest.fields, &children.rest)
+        for (index, step) in steps.enumerated() {
+            var value: TreeValue?
+            swap(&value, &children.typed[index])
+            if let members = step.members {
+                // An object's members (`poster.uid`, `poster.username`): what is left of it stays under its key.
+                try rest.take(members: members, of: value, step.key, into: &row)
+            } else {
+                try rest.take(value, step.key, as: step.kind, into: &row)
             }
         }
-        try row.append(fields.extraJSON)
+        try row.append(rest.json)
     }
 }

@@ -37,6 +37,8 @@ final class TreeImporter {
     private var keyTrackers: [KeyTracker] = []
     /// Objects whose children are being read: `path` holds one key of each.
     private var objectsBeingRead = 0
+    /// Empty typed slots of records already written, for the records to come, by table.
+    private var spareSlots: [[[TreeValue?]]] = TreeTable.allCases.map { _ in [] }
 
     /// In a parallel import: the file's top-level nodes shared out among the sessions, and this session's number.
     var shares: (nodes: NodeShares, worker: Int)?
@@ -182,10 +184,10 @@ final class TreeImporter {
     private func postsChild(_ id: String) throws {
         guard isContainerToken else { return try unmapped() }
         var isFeedPost: Bool?
-        var record = HeldRecord()
+        var record = heldRecord(of: .feedPosts)
         var priority: TreeValue?
         let rowsBefore = emittedRows
-        try streamChildren(onDuplicate: { record.fields[$0] = nil }, onPriority: { priority = $0 }) { key in
+        try streamChildren(onDuplicate: { record.children[$0] = nil }, onPriority: { priority = $0 }) { key in
             if isFeedPost == nil {
                 isFeedPost =
                     !self.options.postOwners.contains(TreeKey(id))
@@ -200,10 +202,11 @@ final class TreeImporter {
             }
         }
         if isFeedPost == true {
-            record.fields[FirebaseKey.priority] = priority
+            record.children[FirebaseKey.priority] = priority
             try emitRecord(.feedPosts, keys: [id], record: &record, rowsBefore: rowsBefore)
-        } else if let priority, emittedRows > rowsBefore {
-            try emitUnmappedLeaf(path + [FirebaseKey.priority], priority)
+        } else {
+            record.children.removeAll { spareSlots[TreeTable.feedPosts.rawValue].append($0) }
+            if let priority, emittedRows > rowsBefore { try emitUnmappedLeaf(path + [FirebaseKey.priority], priority) }
         }
     }
 
@@ -237,36 +240,43 @@ final class TreeImporter {
     /// size costs bounded memory. The typed fields always land in the row.
     private func record(_ table: TreeTable, keys: [String]) throws {
         guard isContainerToken else { return try unmapped() }
-        var record = HeldRecord()
+        var record = heldRecord(of: table)
         let rowsBefore = emittedRows
-        try forEachChild(onDuplicate: { record.fields[$0] = nil }) { key in
+        try forEachChild(onDuplicate: { record.children[$0] = nil }) { key in
             try self.readField(key, of: table, into: &record)
         }
         try emitRecord(table, keys: keys, record: &record, rowsBefore: rowsBefore)
     }
 
     /// Emits the row of a record read into memory; when all it holds is a priority but some of its fields went
-    /// out as unmapped values (`emittedRows` passed `rowsBefore`), the priority joins them. The fields move out of
-    /// `record`, so that sorting them into columns changes them in place rather than a copy.
+    /// out as unmapped values (`emittedRows` passed `rowsBefore`), the priority joins them. The children move out
+    /// of `record`, so that sorting them into columns changes them in place rather than a copy; its typed slots are
+    /// kept for the next record.
     private func emitRecord(_ table: TreeTable, keys: [String], record: inout HeldRecord, rowsBefore: Int) throws {
-        var fields = FieldList()
-        swap(&fields, &record.fields)
-        let priority = fields[FirebaseKey.priority]
-        if fields.isEmpty || (fields.count == 1 && priority != nil) {
+        defer { record.children.removeAll { spareSlots[table.rawValue].append($0) } }
+        let priority = record.children.rest[FirebaseKey.priority]
+        if record.children.isEmpty || (record.children.count == 1 && priority != nil) {
             // An object that only has a priority is an empty node, which vanishes.
             if let priority, emittedRows > rowsBefore { try emitUnmappedLeaf(path + [FirebaseKey.priority], priority) }
-        } else if fields[FirebaseKey.value] != nil {
-            try emitUnmapped(.object(fields.object))
+        } else if record.children.rest[FirebaseKey.value] != nil {
+            try emitUnmapped(.object(record.children.object))
         } else {
             try beforeEmit()
-            try loader.appendRow(table) { row in try table.encodeRecord(keys: keys, fields: &fields, into: &row) }
+            try loader.appendRow(table) { row in
+                try table.encodeRecord(keys: keys, children: &record.children, into: &row)
+            }
         }
     }
 
-    /// A record's fields as they are read, and the bytes of JSON they took.
+    /// A record's children as they are read, and the bytes of JSON its untyped fields took.
     private struct HeldRecord {
-        var fields = FieldList()
+        var children: RecordChildren
         var bytes = 0
+    }
+
+    /// An empty record of `table`, in typed slots an earlier record left (one allocation less per record).
+    private func heldRecord(of table: TreeTable) -> HeldRecord {
+        HeldRecord(children: RecordChildren(of: table, slots: spareSlots[table.rawValue].popLast()))
     }
 
     /// Reads the field `key` (the reader on its value) into `record`: a typed scalar always (it is at most
@@ -274,16 +284,20 @@ final class TreeImporter {
     /// while the record's other fields fit it too; what does not is written as unmapped values at its path.
     private func readField(_ key: String, of table: TreeTable, into record: inout HeldRecord) throws {
         let start = reader.tokenStart
-        let isTyped = table.isTypedField(key)
-        if isTyped, !isContainerToken {
-            record.fields[key] = try leafValue()
+        let step = table.typedStep(of: key)
+        if let step, !isContainerToken {
+            record.children.typed[step] = try leafValue()
             return
         }
-        let budget = isTyped ? options.recordMemoryBudget : options.recordMemoryBudget - record.bytes
+        let budget = step != nil ? options.recordMemoryBudget : options.recordMemoryBudget - record.bytes
         guard budget > 0 else { return try unmapped() }
         guard let value = try readTree(budget: budget) else { return }
-        record.fields[key] = value
-        if !isTyped { record.bytes += reader.bytesRead - start }
+        if let step {
+            record.children.typed[step] = value
+        } else {
+            record.children.rest[key] = value
+            record.bytes += reader.bytesRead - start
+        }
     }
 
     /// A `true` under a key (a like, a follow); anything else there is kept as unmapped values.

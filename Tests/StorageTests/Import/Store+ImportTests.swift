@@ -115,6 +115,45 @@ struct TreeRoundTripTests {
         try expectTree(store, expected)
     }
 
+    @Test func typedFieldsOfAnotherShapeStayInExtraAndComeBack() throws {
+        // Each typed field once of its type and once not: the column takes what fits, `extra` keeps the rest
+        // (a member object's other members, a members map's entries that are not `true`), and export gives back
+        // the file's tree.
+        let json = """
+            {"chats":{"u1":{"-Ca":{"members":{"u1":true,"u2":false,"u3":true},"title":7},\
+            "-Cb":{"members":{"u1":"x"},"lastMessageSent":"soon",".priority":2}}},\
+            "messages":{"-Ca":{"-Ma":{"sender":"u1","timestamp":1.5},"-Mb":{"sender":{"uid":"u1","mood":"ok"}}}},\
+            "posts":{"u1":{"-Pa":{"like_count":1.5,"poster":{"uid":"u1","username":3},"image_url":true},\
+            "-Pb":{"like_count":-2,"created_at":{"a":1}}}},\
+            "users":{"u1":{"username":{"first":"ana"}},"u2":{"username":"bo","bio":"hi"}}}
+            """
+        let store = try makeStore()
+        try importJSON(json, into: store)
+        let rows = try store.connection.query(
+            """
+            SELECT * FROM (
+            SELECT 'chats' AS t, members::text, coalesce(title, '-'), extra::text AS x FROM chats
+            UNION ALL SELECT 'messages', sender_uid, coalesce(sender_username, '-'), extra::text FROM messages
+            UNION ALL SELECT 'posts', coalesce(like_count::text, '-'), coalesce(poster_username, '-'), extra::text
+                FROM posts
+            UNION ALL SELECT 'users', coalesce(username, '-'), '', extra::text FROM users
+            ) rows ORDER BY t, x COLLATE "C"
+            """
+        ).map { row in try (0..<4).map { try row.decode(String?.self, at: $0) ?? "NULL" }.joined(separator: " | ") }
+        #expect(
+            rows == [
+                #"chats | NULL | - | {"members": {"u1": "x"}, ".priority": 2, "lastMessageSent": "soon"}"#,
+                #"chats | {u1,u3} | - | {"title": 7, "members": {"u2": false}}"#,
+                #"messages | NULL | - | {"sender": "u1"}"#,
+                #"messages | u1 | - | {"sender": {"mood": "ok"}}"#,
+                #"posts | -2 | - | {"created_at": {"a": 1}}"#,
+                #"posts | - | - | {"poster": {"username": 3}, "image_url": true, "like_count": 1.5}"#,
+                #"users | bo |  | {"bio": "hi"}"#,
+                #"users | - |  | {"username": {"first": "ana"}}"#,
+            ])
+        try expectTree(store, try #require(try TreeValue.parse(json: json)))
+    }
+
     @Test func makestagramTreeLandsInTypedColumns() throws {
         let json = """
             {"users": {"u1": {"username": "ana"}, "u2": {"username": "bo", "bio": "hi"}},
