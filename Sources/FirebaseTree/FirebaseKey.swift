@@ -106,17 +106,20 @@ public enum FirebaseKey {
         return byte < 0x30
     }
 
-    /// Whether any of the eight bytes at `word` is below 0x30, "[", "]" or DEL: false proves `mayBeForbidden` false
-    /// for all eight.
+    /// Whether any of the eight bytes at `word` is a control character or one of `#$./[]`: the bytes a key may not
+    /// hold (`.` but in `.priority` and `.value`), so that a push ID's "-" passes with its word.
     @inline(__always)
     private static func mayHoldForbidden(_ word: UnsafeRawPointer) -> Bool {
         let bytes = word.loadUnaligned(as: UInt64.self)
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        // A byte's high bit ends up set when it is below 0x30 or equals one of the three (bytes of 0x80 and up,
-        // UTF-8, are taken out); the answer for the word as a whole is exact.
-        let opens = bytes ^ (ones &* 0x5B), closes = bytes ^ (ones &* 0x5D), deletes = bytes ^ (ones &* 0x7F)
-        let below = bytes &- ones &* 0x30
-        return (below | (opens &- ones) | (closes &- ones) | (deletes &- ones)) & ~bytes & highs != 0
+        // A byte's high bit ends up set when it is below 0x20 or equals one of the others ("." and "/" differ in
+        // their lowest bit; bytes of 0x80 and up, UTF-8, are taken out); the answer for the word as a whole is
+        // exact.
+        func equal(_ bytes: UInt64, _ byte: UInt64) -> UInt64 { (bytes ^ (ones &* byte)) &- ones }
+        let below = bytes &- ones &* 0x20
+        let signs = equal(bytes, 0x23) | equal(bytes, 0x24) | equal(bytes | ones, 0x2F)
+        let brackets = equal(bytes, 0x5B) | equal(bytes, 0x5D) | equal(bytes, 0x7F)
+        return (below | signs | brackets) & ~bytes & highs != 0
     }
 
     private static func isPseudoChild(_ key: UnsafeBufferPointer<UInt8>) -> Bool {

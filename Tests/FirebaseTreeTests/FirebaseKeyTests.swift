@@ -15,6 +15,29 @@ struct FirebaseKeyTests {
         }
     }
 
+    /// Every byte value at every offset of keys of 1 to 19 bytes, among letters or push-ID dashes: refused exactly
+    /// when it is a control character or one of `#$./[]` (the word-at-a-time test lets nothing else through a slow
+    /// path and misses nothing).
+    @Test func everyByteValueIsJudgedAsOnItsOwn() {
+        let forbidden = Set(Array(0x00...0x1F) + [0x7F] + Array("#$./[]".utf8))
+        var misjudged: [String] = []
+        for background in [UInt8(ascii: "a"), UInt8(ascii: "-")] {
+            for length in 1...19 {
+                for position in 0..<length {
+                    for byte in UInt8.min...UInt8.max {
+                        var key = [UInt8](repeating: background, count: length)
+                        key[position] = byte
+                        let isRefused = key.withUnsafeBufferPointer { FirebaseKey.problem(with: $0) } != nil
+                        if isRefused != forbidden.contains(byte) {
+                            misjudged.append("\(byte) at \(position)/\(length)")
+                        }
+                    }
+                }
+            }
+        }
+        #expect(misjudged.isEmpty, "\(misjudged.prefix(10))")
+    }
+
     /// The check reads eight bytes at a time: a forbidden byte must be found at any offset, before, inside and
     /// after the whole words, and the bytes that are allowed beside them must not be refused.
     @Test func forbiddenBytesAreFoundAtEveryOffset() {
