@@ -6,8 +6,9 @@ internal import PostgresClient
 /// (232 MB export, one server: median 9.6 s → 8.5 s; BENCHMARKS.md).
 ///
 /// It is all in the import's transaction: a rollback, a crash or a killed console leaves the indexes as they were.
-/// Unique indexes stay, and primary keys but those of `Store.tablesFilledAfterReading` (a primary key built at the
-/// end was measured slower than one kept while the file loads, which overlaps its upkeep with parsing), and so
+/// Unique indexes stay, and primary keys but those of `Store.tablesFilledAfterReading` (this path loads in one
+/// session, where a primary key built at the end was measured slower than one kept while the file loads, which
+/// overlaps its upkeep with parsing; the twins of a parallel import, `SideTables`, build theirs after), and so
 /// does anything a `CREATE INDEX` or `ADD CONSTRAINT` from the catalog would not give back whole: an index in
 /// another tablespace, with a comment, a statistics target, the CLUSTER mark, the replica identity, or anything
 /// that depends on it. Only indexes this role owns are dropped.
