@@ -104,7 +104,9 @@ struct RecordChildren {
         body(typed)
     }
 
+    /// Whether it has no child.
     var isEmpty: Bool { rest.isEmpty && !typed.contains { $0 != nil } }
+    /// Its children, typed or not.
     var count: Int { rest.count + typed.count { $0 != nil } }
 
     /// The child `key`; setting nil removes it.

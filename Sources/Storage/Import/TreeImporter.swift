@@ -249,9 +249,8 @@ final class TreeImporter {
     }
 
     /// Emits the row of a record read into memory; when all it holds is a priority but some of its fields went
-    /// out as unmapped values (`emittedRows` passed `rowsBefore`), the priority joins them. The children move out
-    /// of `record`, so that sorting them into columns changes them in place rather than a copy; its typed slots are
-    /// kept for the next record.
+    /// out as unmapped values (`emittedRows` passed `rowsBefore`), the priority joins them. The children are sorted
+    /// into columns where `record` holds them (no copy), and its typed slots, emptied, kept for the next record.
     private func emitRecord(_ table: TreeTable, keys: [String], record: inout HeldRecord, rowsBefore: Int) throws {
         defer { record.children.removeAll { spareSlots[table.rawValue].append($0) } }
         let priority = record.children.rest[FirebaseKey.priority]
