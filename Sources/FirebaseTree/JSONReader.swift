@@ -518,7 +518,12 @@ public struct JSONReader: ~Copyable {
                 let special =
                     ((word &- Self.ones &* 0x20) | (quotes &- Self.ones) | (backslashes &- Self.ones)
                         | word) & Self.highs
-                if special != 0 { break }
+                if special != 0 {
+                    // Straight to the first special byte (the lowest flag is exact: a borrow only flags bytes
+                    // above one that is special itself), not byte by byte through the plain ones before it.
+                    index += UInt64(littleEndian: special).trailingZeroBitCount / 8
+                    break
+                }
                 index += 8
             }
             if isKey, index - start > Self.maximumKeyBytes {

@@ -258,6 +258,35 @@ struct JSONReaderTests {
         }
     }
 
+    /// Strings are read eight plain bytes at a time, then straight to the first byte that is not plain: an escape,
+    /// a quote, UTF-8 of two to four bytes or a control character must be found at any offset of a word, as a key
+    /// and as a value, with the buffer's end anywhere near it.
+    @Test(arguments: [64, 1 << 20])
+    func aStringsFirstSpecialByteIsFoundAtEveryOffset(bufferSize: Int) throws {
+        let specials: [(json: String, text: String)] = [
+            (#"\n"#, "\n"), (#"\""#, "\""), (#"\\"#, "\\"), (#"\u00e9"#, "é"), ("é", "é"), ("日", "日"), ("😀", "😀"),
+            ("\u{7F}", "\u{7F}"),
+        ]
+        for length in 0...20 {
+            for position in 0...length {
+                let before = String(repeating: "a", count: position)
+                let after = String(repeating: "b", count: length - position)
+                for special in specials {
+                    let text = before + special.text + after
+                    let json =
+                        #"{""# + before + special.json + after + #"": ""# + before + special.json + after + #""}"#
+                    #expect(
+                        try readAll(json, bufferSize: bufferSize) == .object([text: .string(text)]),
+                        "\(json) with a \(bufferSize)-byte buffer")
+                }
+                let control =
+                    Array(#"{"k": ""#.utf8) + Array(before.utf8) + [0x01] + Array(after.utf8) + Array(#""}"#.utf8)
+                let failure = readError(control)
+                #expect(failure?.position?.offset == 7 + position, "a control character at \(position) of \(length)")
+            }
+        }
+    }
+
     @Test func escapesAndUnicode() throws {
         #expect(
             try readAll(#"["a\"b\\c\/d\b\f\n\r\t", "\u00e9\u65E5", "\ud83d\ude00", "raw 😀 ñ"]"#, chunkSize: 1)
