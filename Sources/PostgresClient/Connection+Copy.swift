@@ -170,18 +170,27 @@ public struct CopyRowEncoder {
         var runStart = 0
         var index = 0
         let count = text.count
+        // A byte's high bit ends up set when it is below 0x0E (NUL, tab, newline, return) or a backslash (bytes of
+        // 0x80 and up, UTF-8, are taken out); the lowest one set is exact (a borrow only flags bytes above a flagged
+        // one).
+        func flags(at offset: Int) -> UInt64 {
+            let word = UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self)
+            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+            return ((word &- ones &* 0x0E) | ((word ^ (ones &* 0x5C)) &- ones)) & ~word & highs
+        }
         while index < count {
-            // Eight bytes at a time while none is below 0x0E (NUL, tab, newline, return) or a backslash.
+            // Eight bytes at a time, then straight to the first that may need an escape.
             if index + 8 <= count {
-                let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
-                let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-                let backslashes = word ^ (ones &* 0x5C)
-                // A byte's high bit ends up set when it is below 0x0E or a backslash (bytes of 0x80 and up, UTF-8,
-                // are taken out).
-                if ((word &- ones &* 0x0E) | (backslashes &- ones)) & ~word & highs == 0 {
+                let found = flags(at: index)
+                if found == 0 {
                     index += 8
                     continue
                 }
+                index += UInt64(littleEndian: found).trailingZeroBitCount / 8
+            } else if count >= 8, flags(at: count - 8) == 0 {
+                // A tail shorter than a word: the last eight bytes, overlapping those read, clear it at once.
+                index = count
+                break
             }
             let byte = text[index]
             index += 1
