@@ -146,7 +146,7 @@ struct RepeatedLikeFilter {
 /// A row's first key columns kept as bytes, in buffers reused row after row: whether the next row starts with
 /// the same keys is a comparison of bytes, without a string or a reference count.
 struct KeyColumnBytes {
-    private var bytes: [UInt8] = []
+    private var bytes = GrowingBytes()
     /// Where each kept column ends in `bytes`; empty until a row is kept.
     private var ends: [Int] = []
     private var isKept = false
@@ -154,11 +154,11 @@ struct KeyColumnBytes {
     /// Whether `row`'s first `columns` columns hold the bytes kept; when not, keeps them.
     mutating func matchOrKeep(_ row: some ExportRow, columns: Int) -> Bool {
         if isKept, matches(row, columns: columns) { return true }
-        bytes.removeAll(keepingCapacity: true)
+        bytes.removeAll()
         ends.removeAll(keepingCapacity: true)
         for column in 0..<columns {
             row.withText(column) { text in
-                if let text { bytes.append(contentsOf: text) }
+                if let text { bytes.append(text) }
             }
             ends.append(bytes.count)
         }
@@ -168,7 +168,7 @@ struct KeyColumnBytes {
 
     private func matches(_ row: some ExportRow, columns: Int) -> Bool {
         guard ends.count == columns else { return false }
-        return bytes.withUnsafeBufferPointer { kept in
+        return bytes.withBytes { kept in
             var start = 0
             for column in 0..<columns {
                 let end = ends[column]
