@@ -86,6 +86,9 @@ public struct JSONReader: ~Copyable {
     private var scratchCount = 0
     private var scratchCapacity = 4096
     private var textStart: UnsafePointer<UInt8>?
+    /// The key of the child `moveToNextChild()` moved to: at most `maximumKeyBytes` and "…", or an index.
+    private let childKeyBytes = UnsafeMutablePointer<UInt8>.allocate(capacity: JSONReader.maximumKeyBytes + 32)
+    private var childKeyCount = 0
     private var textCount = 0
     private var tokenOffset = 0
     private let maximumTokenBytes: Int
@@ -124,6 +127,7 @@ public struct JSONReader: ~Copyable {
         free(buffer)
         free(pathBytes)
         scratch.deallocate()
+        childKeyBytes.deallocate()
     }
 
     // MARK: Reading tokens
@@ -215,20 +219,59 @@ public struct JSONReader: ~Copyable {
     /// Moves to the next child of the object or array the reader is in, Firebase style: returns its key (an
     /// array element's index as text) with the reader on the child's first token, or nil at the container's end.
     public mutating func nextChild() throws -> String? {
+        guard try moveToNextChild() else { return nil }
+        return String(decoding: childKey, as: UTF8.self)
+    }
+
+    /// Moves to the next child as `nextChild()` does, without making its key a String (`childKey` holds it); false
+    /// at the container's end.
+    public mutating func moveToNextChild() throws -> Bool {
         switch try next() {
         case .objectEnd, .arrayEnd, .end:
-            return nil
+            return false
         case .key:
             // A cut key says so: its first bytes and "…", as no key of the input (nor a valid one) is written.
-            let key = isTextCut ? string + "…" : string
+            keepChildKey(text, isCut: isTextCut)
             try next()
-            return key
         case .objectStart, .arrayStart:
             // The element opened a frame of its own; its index is in the array's frame below.
-            return String(frames[frames.count - 2].index)
+            keepChildKey(index: frames[frames.count - 2].index)
         default:
-            return String(frames[frames.count - 1].index)
+            keepChildKey(index: frames[frames.count - 1].index)
         }
+        return true
+    }
+
+    /// The UTF-8 of the key of the child `moveToNextChild()` moved to (an array element's index as digits, a cut
+    /// key's first bytes and "…"); valid until it moves to another child.
+    public var childKey: UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: childKeyBytes, count: childKeyCount)
+    }
+
+    private mutating func keepChildKey(_ key: UnsafeBufferPointer<UInt8>, isCut: Bool) {
+        if let base = key.baseAddress { childKeyBytes.update(from: base, count: key.count) }
+        childKeyCount = key.count
+        guard isCut else { return }
+        for byte in "…".utf8 {
+            childKeyBytes[childKeyCount] = byte
+            childKeyCount += 1
+        }
+    }
+
+    private mutating func keepChildKey(index: Int) {
+        // Digits from the last; an index is never negative.
+        var value = index
+        var digits = 0
+        repeat {
+            digits += 1
+            value /= 10
+        } while value > 0
+        value = index
+        for position in stride(from: digits - 1, through: 0, by: -1) {
+            childKeyBytes[position] = UInt8(ascii: "0") + UInt8(value % 10)
+            value /= 10
+        }
+        childKeyCount = digits
     }
 
     /// Skips the value that starts with the next token (a whole object or array, or one scalar).

@@ -32,8 +32,20 @@ struct GrowingBytes {
     /// Holds nothing, keeping the storage.
     mutating func removeAll() { count = 0 }
 
+    /// Holds its first `count` bytes only, keeping the storage.
+    mutating func removeAll(after count: Int) {
+        precondition(count <= self.count, "past the bytes held")
+        self.count = count
+    }
+
     /// Calls `body` with the bytes held.
     func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        try storage.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[..<count])) }
+        try withBytes(in: 0..<count, body)
+    }
+
+    /// Calls `body` with the bytes held in `range`.
+    func withBytes<R>(in range: Range<Int>, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        precondition(range.upperBound <= count, "past the bytes held")
+        return try storage.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[range])) }
     }
 }

@@ -59,7 +59,8 @@ struct KeyTracker {
         return key.withUTF8 { insert($0) }
     }
 
-    private mutating func insert(_ key: UnsafeBufferPointer<UInt8>) -> Answer {
+    /// Records the key whose bytes are `key` and tells whether it was seen before.
+    mutating func insert(_ key: UnsafeBufferPointer<UInt8>) -> Answer {
         count += 1
         switch mode {
         case .hashed: return hashes.insert(Self.hash(key)) ? .new : .duplicate

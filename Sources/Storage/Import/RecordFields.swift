@@ -207,6 +207,12 @@ extension TreeTable {
     /// The step of the field `key` among those `encodeRecord` takes into typed columns (compared by bytes, as keys
     /// are), which a record always holds in memory; nil for any other field.
     func typedStep(of key: String) -> Int? {
+        var key = key
+        return key.withUTF8 { typedStep(of: $0) }
+    }
+
+    /// The step of the field whose key has the bytes `key`, as `typedStep(of:)` finds it.
+    func typedStep(of key: UnsafeBufferPointer<UInt8>) -> Int? {
         let steps = Self.recordSteps[rawValue]
         return steps.indices.first { FirebaseKey.same(steps[$0].key, key) }
     }
@@ -231,12 +237,11 @@ extension TreeTable {
                 })
         })
 
-    /// Encodes the row of a record at `keys` (below the table's root) whose children are `children`, as the
-    /// table's `recordColumns` lay it out. Takes the children (their typed slots are left empty, `rest` too).
-    func encodeRecord(keys: [String], children: inout RecordChildren, into row: inout CopyRowEncoder) throws {
+    /// Encodes the columns of a record whose children are `children` that follow its keys, as the table's
+    /// `recordColumns` lay them out. Takes the children (their typed slots are left empty, `rest` too).
+    func encodeRecord(children: inout RecordChildren, into row: inout CopyRowEncoder) throws {
         let steps = Self.recordSteps[rawValue]
         precondition(!steps.isEmpty && children.typed.count == steps.count, "\(name) holds no records")
-        for key in keys { try row.append(key) }
         var rest = RecordRest(fields: FieldList())
         swap(&rest.fields, &children.rest)
         for (index, step) in steps.enumerated() {

@@ -1,5 +1,6 @@
 import FirebaseTree
 import Foundation
+internal import PostgresClient
 
 /// Walks a Firebase export token by token and loads it: known subtrees into typed rows, everything else leaf by
 /// leaf into `unmapped_values`, with Firebase's semantics (arrays are integer-keyed objects, nulls and empty
@@ -19,10 +20,8 @@ final class TreeImporter {
     private let onReject: (ImportReject) throws -> Void
 
     private(set) var report = ImportReport()
-    private var path: [String] = []
-    /// The keys of the record being read below its table's root, one per level `descend` went down.
-    private var recordKeys: [String] = []
-    private var pathByteCount = 0
+    /// The path being read; a record's or an edge's keys are its levels below the table's root.
+    private var path = ImportPath()
     /// `.priority` values of streamed objects, held until the object turns out to have a child (a node with only
     /// a priority vanishes).
     private var pendingPriorities: [(path: [String], value: TreeValue)] = []
@@ -35,6 +34,8 @@ final class TreeImporter {
     private var orderBytes: [UInt8] = []
     /// Key trackers of the objects being read, by depth, reused from object to object.
     private var keyTrackers: [KeyTracker] = []
+    /// The key of the child read last in each object being read, by depth (reused, as the trackers are).
+    private var previousKeys: [GrowingBytes] = []
     /// Objects whose children are being read: `path` holds one key of each.
     private var objectsBeingRead = 0
     /// Empty typed slots of records already written, for the records to come, by table.
@@ -87,7 +88,7 @@ final class TreeImporter {
         case .null:
             break
         case .objectStart, .arrayStart:
-            try forEachChild { key in try self.importNode(key) }
+            try forEachChild { try self.importNode(self.path.key(0)) }
         default:
             try reject("a leaf value at the root; an export's root must be an object")
         }
@@ -151,62 +152,60 @@ final class TreeImporter {
         case 1: try descend(tables[0])
         default:
             precondition(Set(tables) == [.posts, .feedPosts], "only /posts holds two tables")
-            try container { id in try self.postsChild(id) }
+            try container { try self.postsChild() }
         }
     }
 
-    /// The level of `table`'s key path below `recordKeys`: a row once the path is whole, a container above it.
+    /// The level of `table`'s key path below its root: a row once the path is whole, a container above it.
     private func descend(_ table: TreeTable) throws {
-        guard recordKeys.count == table.keyDepth else {
-            return try container { key in
-                recordKeys.append(key)
-                defer { recordKeys.removeLast() }
-                try self.descend(table)
-            }
+        guard path.count - 1 == table.keyDepth else {
+            return try container { try self.descend(table) }
         }
-        if table.isLeaf { try edge(table, keys: recordKeys) } else { try record(table, keys: recordKeys) }
+        if table.isLeaf { try edge(table) } else { try record(table) }
     }
 
     // MARK: Shapes
 
     /// A level the import streams through: each child goes to `body`. A leaf where the level should be, the
     /// level's `.priority` and a `.value` are kept as unmapped values.
-    private func container(_ body: (String) throws -> Void) throws {
+    private func container(_ body: () throws -> Void) throws {
         guard isContainerToken else { return try unmapped() }
-        try streamChildren { key in
-            if Self.isPseudoChild(key), key == FirebaseKey.value { return try self.unmapped() }
-            try body(key)
+        try streamChildren {
+            if self.path.withLastKey({ Self.pseudoChild($0) }) == .value { return try self.unmapped() }
+            try body()
         }
     }
 
     /// `/posts/{id}`: a Makestagram owner's posts when its first child is an object under a key that is not an
     /// AppCoda field, otherwise an AppCoda feed post.
-    private func postsChild(_ id: String) throws {
+    private func postsChild() throws {
         guard isContainerToken else { return try unmapped() }
         var isFeedPost: Bool?
         var record = heldRecord(of: .feedPosts)
         var priority: TreeValue?
         let rowsBefore = emittedRows
-        try streamChildren(onDuplicate: { record.children[$0] = nil }, onPriority: { priority = $0 }) { key in
+        try streamChildren(onDuplicate: { record.children[$0] = nil }, onPriority: { priority = $0 }) {
             if isFeedPost == nil {
                 isFeedPost =
-                    !self.options.postOwners.contains(TreeKey(id))
-                    && Self.isFeedPost(firstKey: key, firstIsObject: self.isContainerToken)
+                    (self.options.postOwners.isEmpty || !self.options.postOwners.contains(TreeKey(self.path.key(1))))
+                    && Self.isFeedPost(firstKey: self.path.lastKey, firstIsObject: self.isContainerToken)
             }
             if isFeedPost == true {
-                try self.readField(key, of: .feedPosts, into: &record)
-            } else if key == FirebaseKey.value {
+                try self.readField(of: .feedPosts, into: &record)
+            } else if self.path.withLastKey({ Self.pseudoChild($0) }) == .value {
                 try self.unmapped()
             } else {
-                try self.record(.posts, keys: [id, key])
+                try self.record(.posts)
             }
         }
         if isFeedPost == true {
             record.children[FirebaseKey.priority] = priority
-            try emitRecord(.feedPosts, keys: [id], record: &record, rowsBefore: rowsBefore)
+            try emitRecord(.feedPosts, record: &record, rowsBefore: rowsBefore)
         } else {
             record.children.removeAll { spareSlots[TreeTable.feedPosts.rawValue].append($0) }
-            if let priority, emittedRows > rowsBefore { try emitUnmappedLeaf(path + [FirebaseKey.priority], priority) }
+            if let priority, emittedRows > rowsBefore {
+                try emitUnmappedLeaf(path.keys() + [FirebaseKey.priority], priority)
+            }
         }
     }
 
@@ -238,32 +237,44 @@ final class TreeImporter {
     /// Its fields are read one by one into memory up to `options.recordMemoryBudget` bytes; past that, the rest stream
     /// into unmapped values under the record's path (which export merges back into it), so that a record of any
     /// size costs bounded memory. The typed fields always land in the row.
-    private func record(_ table: TreeTable, keys: [String]) throws {
+    private func record(_ table: TreeTable) throws {
         guard isContainerToken else { return try unmapped() }
         var record = heldRecord(of: table)
         let rowsBefore = emittedRows
-        try forEachChild(onDuplicate: { record.children[$0] = nil }) { key in
-            try self.readField(key, of: table, into: &record)
+        try forEachChild(onDuplicate: { record.children[$0] = nil }) {
+            try self.readField(of: table, into: &record)
         }
-        try emitRecord(table, keys: keys, record: &record, rowsBefore: rowsBefore)
+        try emitRecord(table, record: &record, rowsBefore: rowsBefore)
     }
 
-    /// Emits the row of a record read into memory; when all it holds is a priority but some of its fields went
-    /// out as unmapped values (`emittedRows` passed `rowsBefore`), the priority joins them. The children are sorted
-    /// into columns where `record` holds them (no copy), and its typed slots, emptied, kept for the next record.
-    private func emitRecord(_ table: TreeTable, keys: [String], record: inout HeldRecord, rowsBefore: Int) throws {
+    /// Emits the row of the record at `path`, read into memory; when all it holds is a priority but some of its
+    /// fields went out as unmapped values (`emittedRows` passed `rowsBefore`), the priority joins them. The
+    /// children are sorted into columns where `record` holds them (no copy), and its typed slots, emptied, kept
+    /// for the next record.
+    private func emitRecord(_ table: TreeTable, record: inout HeldRecord, rowsBefore: Int) throws {
         defer { record.children.removeAll { spareSlots[table.rawValue].append($0) } }
         let priority = record.children.rest[FirebaseKey.priority]
         if record.children.isEmpty || (record.children.count == 1 && priority != nil) {
             // An object that only has a priority is an empty node, which vanishes.
-            if let priority, emittedRows > rowsBefore { try emitUnmappedLeaf(path + [FirebaseKey.priority], priority) }
+            if let priority, emittedRows > rowsBefore {
+                try emitUnmappedLeaf(path.keys() + [FirebaseKey.priority], priority)
+            }
         } else if record.children.rest[FirebaseKey.value] != nil {
             try emitUnmapped(.object(record.children.object))
         } else {
             try beforeEmit()
             try loader.appendRow(table) { row in
-                try table.encodeRecord(keys: keys, children: &record.children, into: &row)
+                try self.appendKeys(of: table, to: &row)
+                try table.encodeRecord(children: &record.children, into: &row)
             }
+        }
+    }
+
+    /// Appends the keys of the row at `path` (its levels below the table's root).
+    private func appendKeys(of table: TreeTable, to row: inout CopyRowEncoder) throws {
+        precondition(path.count - 1 == table.keyDepth, "a row's path is as deep as its table's keys")
+        for level in 1..<path.count {
+            try path.withKey(level) { try row.append(utf8: $0) }
         }
     }
 
@@ -281,9 +292,9 @@ final class TreeImporter {
     /// Reads the field `key` (the reader on its value) into `record`: a typed scalar always (it is at most
     /// 10 MB), a typed object (`poster`, `members`, `sender`) when it fits the budget on its own, any other field
     /// while the record's other fields fit it too; what does not is written as unmapped values at its path.
-    private func readField(_ key: String, of table: TreeTable, into record: inout HeldRecord) throws {
+    private func readField(of table: TreeTable, into record: inout HeldRecord) throws {
         let start = reader.tokenStart
-        let step = table.typedStep(of: key)
+        let step = path.withLastKey { table.typedStep(of: $0) }
         if let step, !isContainerToken {
             record.children.typed[step] = try leafValue()
             return
@@ -294,32 +305,29 @@ final class TreeImporter {
         if let step {
             record.children.typed[step] = value
         } else {
-            record.children.rest[key] = value
+            record.children.rest[path.lastKey] = value
             record.bytes += reader.bytesRead - start
         }
     }
 
     /// A `true` under a key (a like, a follow); anything else there is kept as unmapped values.
-    private func edge(_ table: TreeTable, keys: [String]) throws {
+    private func edge(_ table: TreeTable) throws {
         guard reader.token == .true else { return try unmapped() }
         try beforeEmit()
-        try loader.appendRow(table) { row in
-            try row.append(keys[0])
-            try row.append(keys[1])
-        }
+        try loader.appendRow(table) { row in try self.appendKeys(of: table, to: &row) }
     }
 
     /// The current value, streamed leaf by leaf into `unmapped_values`.
     private func unmapped() throws {
         if isContainerToken {
-            return try streamChildren { _ in try self.unmapped() }
+            return try streamChildren { try self.unmapped() }
         }
         guard let value = try leafValue() else { return }
-        try emitUnmappedLeaf(path, value)
+        try emitUnmappedLeaf(path.keys(), value)
     }
 
     private func emitUnmapped(_ tree: TreeValue) throws {
-        for (leafPath, value) in tree.leaves(prefix: path) {
+        for (leafPath, value) in tree.leaves(prefix: path.keys()) {
             try emitUnmappedLeaf(leafPath, value)
         }
     }
@@ -366,16 +374,16 @@ final class TreeImporter {
     /// `onPriority`, when given, takes the object's priority instead.
     private func streamChildren(
         onDuplicate: ((String) -> Void)? = nil, onPriority: ((TreeValue) -> Void)? = nil,
-        _ body: (String) throws -> Void
+        _ body: () throws -> Void
     ) throws {
         let depth = path.count
         let rowsBefore = emittedRows
-        try forEachChild(onDuplicate: onDuplicate) { key in
-            guard Self.isPseudoChild(key), key == FirebaseKey.priority else { return try body(key) }
+        try forEachChild(onDuplicate: onDuplicate) {
+            guard self.path.withLastKey({ Self.pseudoChild($0) }) == .priority else { return try body() }
             guard let value = try self.leafValue() else { return }
             if let onPriority { return onPriority(value) }
             self.pendingPriorities.removeAll { $0.path.count == depth + 1 }
-            self.pendingPriorities.append((self.path, value))
+            self.pendingPriorities.append((self.path.keys(), value))
         }
         if let last = pendingPriorities.last, last.path.count == depth + 1 {
             if emittedRows > rowsBefore {
@@ -401,7 +409,7 @@ final class TreeImporter {
             guard let value = try leafValue() else { return nil }
             guard !isSpilled, reader.bytesRead - start <= budget else {
                 isSpilled = true
-                try emitUnmappedLeaf(path, value)
+                try emitUnmappedLeaf(path.keys(), value)
                 return nil
             }
             return value
@@ -412,18 +420,18 @@ final class TreeImporter {
         }
         var children: [TreeKey: TreeValue] = [:]
         var spilled = false
-        try forEachChild(onDuplicate: { children[$0] = nil }) { key in
+        try forEachChild(onDuplicate: { children[$0] = nil }) {
             if !spilled, self.reader.bytesRead - start > budget { spilled = true }
             if spilled {
-                try self.writeOut(&children, under: self.path.dropLast())
+                try self.writeOut(&children, under: self.path.keys().dropLast())
                 return try self.unmapped()
             }
             let child = try self.readTree(from: start, budget: budget, isSpilled: &spilled)
             if spilled {
                 // Over the budget inside this child, which went out on its own: its siblings read so far follow.
-                try self.writeOut(&children, under: self.path.dropLast())
+                try self.writeOut(&children, under: self.path.keys().dropLast())
             } else {
-                children[TreeKey(key)] = child
+                children[TreeKey(self.path.lastKey)] = child
             }
         }
         if spilled {
@@ -470,9 +478,17 @@ final class TreeImporter {
         }
     }
 
-    /// Whether `key` may be `.priority` or `.value`: one byte read spares every other key two string comparisons.
-    private static func isPseudoChild(_ key: String) -> Bool {
-        key.utf8.withContiguousStorageIfAvailable { $0.first == UInt8(ascii: ".") } ?? key.hasPrefix(".")
+    /// A pseudo-child's key.
+    private enum PseudoChild {
+        case priority, value
+    }
+
+    /// Which pseudo-child `key` names, if any: one byte read spares every other key two comparisons.
+    private static func pseudoChild(_ key: UnsafeBufferPointer<UInt8>) -> PseudoChild? {
+        guard key.first == UInt8(ascii: ".") else { return nil }
+        if FirebaseKey.same(FirebaseKey.priority, key) { return .priority }
+        if FirebaseKey.same(FirebaseKey.value, key) { return .value }
+        return nil
     }
 
     private var isContainerToken: Bool {
@@ -482,25 +498,36 @@ final class TreeImporter {
     /// Calls `body` for each child of the object or array the current token opens, with `path` extended by the
     /// child's key and the reader on the child's first token. Nulls vanish; bad keys, paths too deep or too long
     /// and misplaced `.priority`/`.value` are rejected; a repeated key's earlier occurrence is removed.
-    private func forEachChild(onDuplicate: ((String) -> Void)? = nil, _ body: (String) throws -> Void) throws {
+    private func forEachChild(onDuplicate: ((String) -> Void)? = nil, _ body: () throws -> Void) throws {
         // The tracker of this depth, changed in place: taking it out of the array and back copied it (a dozen
         // reference counts per object read). Every nested call is a child's, one level deeper.
         let depth = path.count
         precondition(depth == objectsBeingRead, "one key tracker per object being read")
-        if depth == keyTrackers.count { keyTrackers.append(KeyTracker()) }
+        if depth == keyTrackers.count {
+            keyTrackers.append(KeyTracker())
+            previousKeys.append(GrowingBytes())
+        }
         objectsBeingRead += 1
         defer {
             objectsBeingRead -= 1
             keyTrackers[depth].reset()
         }
+        // A merge's update names the children of the node it merges into (checked once for the object).
+        let replacesChildren =
+            options.mode == .merge && options.replacesNamedChildren && depth == options.at.count
+            && FirebaseKey.samePath(path.keys(), options.at)
         var previousSibling: SiblingMark?
         var hasValue = false
         var hasChildren = false
-        while let key = try reader.nextChild() {
-            if path.isEmpty {
+        while try reader.moveToNextChild() {
+            // Valid until the reader moves to the next child, which only `body` does: what follows reads the key
+            // from `path` once it is there.
+            let key = reader.childKey
+            if depth == 0 {
                 node.index += 1
                 if let shares {
-                    node.isOwned = shares.nodes.claim(node.index, key: key, by: shares.worker)
+                    node.isOwned = shares.nodes.claim(
+                        node.index, key: String(decoding: key, as: UTF8.self), by: shares.worker)
                     // Another session imports it; it reads the node's keys, values and errors itself.
                     if !node.isOwned {
                         if isContainerToken { try reader.skipContainerUnchecked() }
@@ -509,67 +536,72 @@ final class TreeImporter {
                 }
             }
             if let problem = FirebaseKey.problem(with: key) {
-                try reject(problem, at: path + [key])
+                try reject(problem, at: childPath(key))
                 continue
             }
             switch keyTrackers[depth].insert(key) {
             case .new:
                 break
             case .duplicate:
-                try duplicate(key, rollingBack: previousSibling)
-                onDuplicate?(key)
+                let isPrevious =
+                    previousSibling != nil && previousKeys[depth].withBytes { $0.elementsEqual(key) }
+                let text = String(decoding: key, as: UTF8.self)
+                try duplicate(text, rollingBack: isPrevious ? previousSibling : nil)
+                onDuplicate?(text)
             case .maybe:
-                try duplicate(key, rollingBack: nil, isCertain: false)
-                onDuplicate?(key)
+                let text = String(decoding: key, as: UTF8.self)
+                try duplicate(text, rollingBack: nil, isCertain: false)
+                onDuplicate?(text)
             }
-            if options.mode == .merge, options.replacesNamedChildren, FirebaseKey.samePath(path, options.at) {
+            if replacesChildren {
                 // Firebase's update: each child the file names replaces the store's child whole (null deletes it).
-                report.rowsReplaced += try onFinding(.replacedChild(path + [key])).values.reduce(0, +)
+                report.rowsReplaced += try onFinding(.replacedChild(childPath(key))).values.reduce(0, +)
             }
             if reader.token == .null { continue }
-            if path.count + 1 > Self.maximumDepth {
-                try reject("deeper than Firebase's \(Self.maximumDepth) levels", at: path + [key])
+            if depth + 1 > Self.maximumDepth {
+                try reject("deeper than Firebase's \(Self.maximumDepth) levels", at: childPath(key))
                 continue
             }
-            if pathByteCount + key.utf8.count + 1 > Self.maximumPathBytes {
-                try reject(FirebaseKey.pathTooLong, at: path + [key])
+            if path.byteCount + key.count + 1 > Self.maximumPathBytes {
+                try reject(FirebaseKey.pathTooLong, at: childPath(key))
                 continue
             }
-            let pseudoChild = Self.isPseudoChild(key) ? key : ""
-            switch pseudoChild {
-            case FirebaseKey.priority:
+            switch Self.pseudoChild(key) {
+            case .priority:
                 guard reader.token == .string || reader.token == .number else {
-                    try reject("a priority must be a string or a number", at: path + [key])
+                    try reject("a priority must be a string or a number", at: childPath(key))
                     continue
                 }
-            case FirebaseKey.value:
-                guard !path.isEmpty else {
+            case .value:
+                guard depth > 0 else {
                     // The whole tree as a leaf (with a priority): the store holds named nodes only.
-                    try reject("a leaf value at the root; an export's root must be an object", at: path + [key])
+                    try reject("a leaf value at the root; an export's root must be an object", at: childPath(key))
                     continue
                 }
                 guard !isContainerToken, !hasChildren else {
-                    try reject("\".value\" must be a leaf, beside nothing but \".priority\"", at: path + [key])
+                    try reject("\".value\" must be a leaf, beside nothing but \".priority\"", at: childPath(key))
                     continue
                 }
                 hasValue = true
-            default:
+            case nil:
                 guard !hasValue else {
-                    try reject("a node with a \".value\" cannot have children", at: path + [key])
+                    try reject("a node with a \".value\" cannot have children", at: childPath(key))
                     continue
                 }
                 hasChildren = true
             }
             path.append(key)
-            pathByteCount += key.utf8.count + 1
-            defer {
-                path.removeLast()
-                pathByteCount -= key.utf8.count + 1
-            }
-            loader.mark(in: path.count - 1)
-            previousSibling = SiblingMark(key: key, priorityRows: priorityRowsEmitted)
-            try body(key)
+            defer { path.removeLast() }
+            loader.mark(in: depth)
+            previousSibling = SiblingMark(priorityRows: priorityRowsEmitted)
+            previousKeys[depth].replace(with: key)
+            try body()
         }
+    }
+
+    /// The path of the child `key` of the node at `path`, as Strings.
+    private func childPath(_ key: UnsafeBufferPointer<UInt8>) -> [String] {
+        path.keys() + [String(decoding: key, as: UTF8.self)]
     }
 
     /// A child as it started (the loader marked its buffers in the slot of its depth): a repeat of its key right
@@ -577,18 +609,18 @@ final class TreeImporter {
     /// import's transaction leaves a dead row that every later DELETE of the same key walks past: 20,000 repeats
     /// took minutes).
     private struct SiblingMark {
-        var key: String
         /// Held priorities of enclosing objects written by then; rows written later may hold one.
         var priorityRows: Int
     }
 
     /// A key met twice in one object (or, unless `isCertain`, maybe: then the store is asked): the last
-    /// occurrence wins, so what the earlier one stored goes.
+    /// occurrence wins, so what the earlier one stored goes. `previous` is the child read just before, when it
+    /// had the same key.
     private func duplicate(_ key: String, rollingBack previous: SiblingMark?, isCertain: Bool = true) throws {
-        let fullPath = path + [key]
+        let fullPath = path.keys() + [key]
         pendingPriorities.removeAll { FirebaseKey.isPath($0.path[...], atOrBelow: fullPath[...]) }
         var deleted: [TreeTable: Int]
-        if let previous, FirebaseKey.same(previous.key, key), previous.priorityRows == priorityRowsEmitted,
+        if let previous, previous.priorityRows == priorityRowsEmitted,
             let dropped = loader.rollBack(toMarkIn: path.count)
         {
             deleted = dropped
@@ -612,7 +644,7 @@ final class TreeImporter {
     private func reject(_ reason: String, at rejectPath: [String]? = nil) throws {
         let (value, isTruncated, valueBytes) = try reader.captureValue(maximumBytes: Self.maximumRejectValueBytes)
         let rejected = ImportReject(
-            path: Self.describe((rejectPath ?? path)[...]), reason: reason, value: value,
+            path: Self.describe((rejectPath ?? path.keys())[...]), reason: reason, value: value,
             isTruncated: isTruncated, valueBytes: valueBytes)
         report.rejectCount += 1
         if report.rejects.count < ImportReport.rejectsKept { report.rejects.append(rejected.cut(to: 4096)) }
