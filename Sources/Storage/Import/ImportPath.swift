@@ -33,9 +33,13 @@ struct ImportPath {
         try bytes.withBytes(in: (level == 0 ? 0 : ends[level - 1])..<ends[level], body)
     }
 
-    /// Calls `body` with the bytes of the last key.
-    func withLastKey<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        try withKey(ends.count - 1, body)
+    /// Calls `body` with the bytes of each key from `level` down (one access to the storage for them all).
+    func forEachKey(from level: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
+        try bytes.withBytes { bytes in
+            for index in level..<ends.count {
+                try body(UnsafeBufferPointer(rebasing: bytes[(index == 0 ? 0 : ends[index - 1])..<ends[index]]))
+            }
+        }
     }
 
     /// The key at `level`.

@@ -88,7 +88,7 @@ final class TreeImporter {
         case .null:
             break
         case .objectStart, .arrayStart:
-            try forEachChild { try self.importNode(self.path.key(0)) }
+            try forEachChild { _ in try self.importNode(self.path.key(0)) }
         default:
             try reject("a leaf value at the root; an export's root must be an object")
         }
@@ -170,8 +170,8 @@ final class TreeImporter {
     /// level's `.priority` and a `.value` are kept as unmapped values.
     private func container(_ body: () throws -> Void) throws {
         guard isContainerToken else { return try unmapped() }
-        try streamChildren {
-            if self.path.withLastKey({ Self.pseudoChild($0) }) == .value { return try self.unmapped() }
+        try streamChildren { key in
+            if Self.pseudoChild(key) == .value { return try self.unmapped() }
             try body()
         }
     }
@@ -184,15 +184,16 @@ final class TreeImporter {
         var record = heldRecord(of: .feedPosts)
         var priority: TreeValue?
         let rowsBefore = emittedRows
-        try streamChildren(onDuplicate: { record.children[$0] = nil }, onPriority: { priority = $0 }) {
+        try streamChildren(onDuplicate: { record.children[$0] = nil }, onPriority: { priority = $0 }) { key in
             if isFeedPost == nil {
                 isFeedPost =
                     (self.options.postOwners.isEmpty || !self.options.postOwners.contains(TreeKey(self.path.key(1))))
-                    && Self.isFeedPost(firstKey: self.path.lastKey, firstIsObject: self.isContainerToken)
+                    && Self.isFeedPost(
+                        firstKey: String(decoding: key, as: UTF8.self), firstIsObject: self.isContainerToken)
             }
             if isFeedPost == true {
-                try self.readField(of: .feedPosts, into: &record)
-            } else if self.path.withLastKey({ Self.pseudoChild($0) }) == .value {
+                try self.readField(key, of: .feedPosts, into: &record)
+            } else if Self.pseudoChild(key) == .value {
                 try self.unmapped()
             } else {
                 try self.record(.posts)
@@ -241,8 +242,8 @@ final class TreeImporter {
         guard isContainerToken else { return try unmapped() }
         var record = heldRecord(of: table)
         let rowsBefore = emittedRows
-        try forEachChild(onDuplicate: { record.children[$0] = nil }) {
-            try self.readField(of: table, into: &record)
+        try forEachChild(onDuplicate: { record.children[$0] = nil }) { key in
+            try self.readField(key, of: table, into: &record)
         }
         try emitRecord(table, record: &record, rowsBefore: rowsBefore)
     }
@@ -273,9 +274,7 @@ final class TreeImporter {
     /// Appends the keys of the row at `path` (its levels below the table's root).
     private func appendKeys(of table: TreeTable, to row: inout CopyRowEncoder) throws {
         precondition(path.count - 1 == table.keyDepth, "a row's path is as deep as its table's keys")
-        for level in 1..<path.count {
-            try path.withKey(level) { try row.append(utf8: $0) }
-        }
+        try path.forEachKey(from: 1) { try row.append(utf8: $0) }
     }
 
     /// A record's children as they are read, and the bytes of JSON its untyped fields took.
@@ -292,9 +291,11 @@ final class TreeImporter {
     /// Reads the field `key` (the reader on its value) into `record`: a typed scalar always (it is at most
     /// 10 MB), a typed object (`poster`, `members`, `sender`) when it fits the budget on its own, any other field
     /// while the record's other fields fit it too; what does not is written as unmapped values at its path.
-    private func readField(of table: TreeTable, into record: inout HeldRecord) throws {
+    private func readField(_ key: UnsafeBufferPointer<UInt8>, of table: TreeTable, into record: inout HeldRecord)
+        throws
+    {
         let start = reader.tokenStart
-        let step = path.withLastKey { table.typedStep(of: $0) }
+        let step = table.typedStep(of: key)
         if let step, !isContainerToken {
             record.children.typed[step] = try leafValue()
             return
@@ -320,7 +321,7 @@ final class TreeImporter {
     /// The current value, streamed leaf by leaf into `unmapped_values`.
     private func unmapped() throws {
         if isContainerToken {
-            return try streamChildren { try self.unmapped() }
+            return try streamChildren { _ in try self.unmapped() }
         }
         guard let value = try leafValue() else { return }
         try emitUnmappedLeaf(path.keys(), value)
@@ -374,12 +375,12 @@ final class TreeImporter {
     /// `onPriority`, when given, takes the object's priority instead.
     private func streamChildren(
         onDuplicate: ((String) -> Void)? = nil, onPriority: ((TreeValue) -> Void)? = nil,
-        _ body: () throws -> Void
+        _ body: (_ key: UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws {
         let depth = path.count
         let rowsBefore = emittedRows
-        try forEachChild(onDuplicate: onDuplicate) {
-            guard self.path.withLastKey({ Self.pseudoChild($0) }) == .priority else { return try body() }
+        try forEachChild(onDuplicate: onDuplicate) { key in
+            guard Self.pseudoChild(key) == .priority else { return try body(key) }
             guard let value = try self.leafValue() else { return }
             if let onPriority { return onPriority(value) }
             self.pendingPriorities.removeAll { $0.path.count == depth + 1 }
@@ -420,7 +421,7 @@ final class TreeImporter {
         }
         var children: [TreeKey: TreeValue] = [:]
         var spilled = false
-        try forEachChild(onDuplicate: { children[$0] = nil }) {
+        try forEachChild(onDuplicate: { children[$0] = nil }) { _ in
             if !spilled, self.reader.bytesRead - start > budget { spilled = true }
             if spilled {
                 try self.writeOut(&children, under: self.path.keys().dropLast())
@@ -496,9 +497,12 @@ final class TreeImporter {
     }
 
     /// Calls `body` for each child of the object or array the current token opens, with `path` extended by the
-    /// child's key and the reader on the child's first token. Nulls vanish; bad keys, paths too deep or too long
+    /// child's key and the reader on the child's first token; `body` gets the key's bytes too, valid until it
+    /// reads the child's children. Nulls vanish; bad keys, paths too deep or too long
     /// and misplaced `.priority`/`.value` are rejected; a repeated key's earlier occurrence is removed.
-    private func forEachChild(onDuplicate: ((String) -> Void)? = nil, _ body: () throws -> Void) throws {
+    private func forEachChild(
+        onDuplicate: ((String) -> Void)? = nil, _ body: (_ key: UnsafeBufferPointer<UInt8>) throws -> Void
+    ) throws {
         // The tracker of this depth, changed in place: taking it out of the array and back copied it (a dozen
         // reference counts per object read). Every nested call is a child's, one level deeper.
         let depth = path.count
@@ -520,8 +524,7 @@ final class TreeImporter {
         var hasValue = false
         var hasChildren = false
         while try reader.moveToNextChild() {
-            // Valid until the reader moves to the next child, which only `body` does: what follows reads the key
-            // from `path` once it is there.
+            // Valid until the reader moves to another child: `body` has it until it reads the child's children.
             let key = reader.childKey
             if depth == 0 {
                 node.index += 1
@@ -595,7 +598,7 @@ final class TreeImporter {
             loader.mark(in: depth)
             previousSibling = SiblingMark(priorityRows: priorityRowsEmitted)
             previousKeys[depth].replace(with: key)
-            try body()
+            try body(key)
         }
     }
 
