@@ -222,6 +222,21 @@ public struct CopyRowEncoder {
         bytes.append(contentsOf: value.postgresText.utf8)
     }
 
+    /// A double field given as the decimal text `value` was parsed from (JSON's number grammar, which float8's
+    /// input reads the same, correctly rounded): the text goes as it is, sparing the shortest digits a double
+    /// needs worked out again. `value` must be finite and not zero (whose text may be `-0`, or below the smallest
+    /// double, which the server refuses).
+    public mutating func append(numberText text: UnsafeBufferPointer<UInt8>, of value: Double) {
+        assert(value.isFinite && value != 0 && !text.isEmpty, "a finite number other than zero")
+        assert(
+            text.allSatisfy {
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || Array("+-.eE".utf8).contains($0)
+            },
+            "JSON's number grammar")
+        beginField()
+        bytes.append(contentsOf: text)
+    }
+
     /// An integer field; `nil` is NULL.
     public mutating func append(_ value: Int64?) {
         beginField()

@@ -1,4 +1,5 @@
 import FirebaseTree
+import Foundation
 internal import PostgresClient
 
 /// A record's children as they were read. A record has a handful of fields, which a search comparing bytes finds
@@ -79,49 +80,146 @@ struct FieldList {
     }
 }
 
+/// A typed field as the importer read it: a string or a number as the bytes of its token, which COPY takes as
+/// they are (no String is made), or any other value.
+enum TypedField {
+    /// A string, whose UTF-8 is at `range` of its record's scalar bytes.
+    case text(Range<Int>)
+    /// A finite number, and its JSON text at `range` (empty for zero, whose sign is dropped): the server parses
+    /// the text to the same double, correctly rounded as the reader's, without the text a double makes.
+    case number(Double, text: Range<Int>)
+    /// Any other value (a boolean, an object read into memory).
+    case value(TreeValue)
+}
+
+/// A record's typed slots and the bytes of its scalars, emptied and reused from record to record.
+struct RecordSlots {
+    /// The typed fields, by their step (nil: not read).
+    var fields: [TypedField?]
+    /// The UTF-8 of the typed strings and numbers.
+    var bytes = GrowingBytes()
+
+    /// The value of `field`.
+    func value(of field: TypedField) -> TreeValue {
+        switch field {
+        case .text(let range): .string(bytes.withBytes(in: range) { String(decoding: $0, as: UTF8.self) })
+        case .number(let number, _): .number(number)
+        case .value(let value): value
+        }
+    }
+}
+
 /// A record's children as the importer reads them: each typed field (one `encodeRecord` takes into columns) in
 /// the slot of its step, found once as it is read, and every other child (unknown fields, `.priority`, `.value`)
 /// in `rest`.
 struct RecordChildren {
     /// The table whose record it is.
     let table: TreeTable
-    /// The typed fields, by their step (nil: not read).
-    var typed: [TreeValue?]
+    /// The typed fields.
+    private(set) var slots: RecordSlots
     /// The other children.
     var rest = FieldList()
 
     /// No children, in `slots` when given: empty typed slots of the table, which an earlier record left.
-    init(of table: TreeTable, slots: [TreeValue?]? = nil) {
+    init(of table: TreeTable, slots: RecordSlots? = nil) {
         self.table = table
-        typed = slots ?? Array(repeating: nil, count: table.typedFieldCount)
-        precondition(typed.count == table.typedFieldCount, "slots of another table")
+        self.slots = slots ?? RecordSlots(fields: Array(repeating: nil, count: table.typedFieldCount))
+        precondition(self.slots.fields.count == table.typedFieldCount, "slots of another table")
     }
 
     /// Removes every child, and hands the typed slots, empty, to `body` (for the next record of the table).
-    mutating func removeAll(keepingSlots body: ([TreeValue?]) -> Void) {
-        for step in typed.indices where typed[step] != nil { typed[step] = nil }
+    mutating func removeAll(keepingSlots body: (RecordSlots) -> Void) {
+        for step in slots.fields.indices where slots.fields[step] != nil { slots.fields[step] = nil }
+        slots.bytes.removeAll()
         rest = FieldList()
-        body(typed)
+        body(slots)
+    }
+
+    /// Sets the typed field at `step` to the string whose UTF-8 is `text`.
+    mutating func setText(_ text: UnsafeBufferPointer<UInt8>, at step: Int) {
+        remove(at: step)
+        let start = slots.bytes.count
+        slots.bytes.append(text)
+        slots.fields[step] = .text(start..<slots.bytes.count)
+    }
+
+    /// Sets the typed field at `step` to the finite number `number`, written `text` in JSON.
+    mutating func setNumber(_ number: Double, text: UnsafeBufferPointer<UInt8>, at step: Int) {
+        remove(at: step)
+        let start = slots.bytes.count
+        if number != 0 { slots.bytes.append(text) }
+        slots.fields[step] = .number(number == 0 ? 0 : number, text: start..<slots.bytes.count)
+    }
+
+    /// Sets the typed field at `step` to `value`; nil removes it.
+    mutating func setValue(_ value: TreeValue?, at step: Int) {
+        remove(at: step)
+        slots.fields[step] = value.map { .value($0) }
+    }
+
+    /// Removes the typed field at `step`, and its bytes when they are the last (a repeated key read again
+    /// replaces it: the bytes do not pile up).
+    private mutating func remove(at step: Int) {
+        guard let field = slots.fields[step] else { return }
+        slots.fields[step] = nil
+        let range: Range<Int>
+        switch field {
+        case .text(let text), .number(_, let text): range = text
+        case .value: return
+        }
+        if range.upperBound == slots.bytes.count {
+            slots.bytes.removeAll(after: range.lowerBound)
+        } else if !range.isEmpty {
+            compactBytes()
+        }
+    }
+
+    /// Keeps only the bytes of the fields held, moving their ranges.
+    private mutating func compactBytes() {
+        var compacted = GrowingBytes()
+        for step in slots.fields.indices {
+            func moved(_ range: Range<Int>) -> Range<Int> {
+                let start = compacted.count
+                slots.bytes.withBytes(in: range) { compacted.append($0) }
+                return start..<compacted.count
+            }
+            switch slots.fields[step] {
+            case .text(let range)?: slots.fields[step] = .text(moved(range))
+            case .number(let number, let range)?: slots.fields[step] = .number(number, text: moved(range))
+            case .value?, nil: break
+            }
+        }
+        slots.bytes = compacted
+    }
+
+    /// Takes the typed field at `step` out, leaving its slot empty (its bytes stay until `removeAll`).
+    mutating func takeField(at step: Int) -> TypedField? {
+        var field: TypedField?
+        swap(&field, &slots.fields[step])
+        return field
     }
 
     /// Whether it has no child.
-    var isEmpty: Bool { rest.isEmpty && !typed.contains { $0 != nil } }
+    var isEmpty: Bool { rest.isEmpty && !slots.fields.contains { $0 != nil } }
     /// Its children, typed or not.
-    var count: Int { rest.count + typed.count { $0 != nil } }
+    var count: Int { rest.count + slots.fields.count { $0 != nil } }
 
     /// The child `key`; setting nil removes it.
     subscript(key: String) -> TreeValue? {
-        get { table.typedStep(of: key).map { typed[$0] } ?? rest[key] }
+        get {
+            guard let step = table.typedStep(of: key) else { return rest[key] }
+            return slots.fields[step].map { slots.value(of: $0) }
+        }
         set {
-            if let step = table.typedStep(of: key) { typed[step] = newValue } else { rest[key] = newValue }
+            if let step = table.typedStep(of: key) { setValue(newValue, at: step) } else { rest[key] = newValue }
         }
     }
 
     /// The children as an object's.
     var object: [TreeKey: TreeValue] {
         var object = rest.object
-        for (step, value) in typed.enumerated() {
-            if let value { object[TreeKey(table.typedFieldKey(step))] = value }
+        for (step, field) in slots.fields.enumerated() {
+            if let field { object[TreeKey(table.typedFieldKey(step))] = slots.value(of: field) }
         }
         return object
     }
@@ -130,6 +228,22 @@ struct RecordChildren {
 /// What is left of a record once its typed columns took their fields, for the `extra` column.
 private struct RecordRest {
     var fields: FieldList
+
+    /// Appends the typed field `field` to `row` as `take(_:_:as:into:)` does; a string or a number of its column's
+    /// type goes as the bytes it was read as, from `slots`.
+    mutating func take(
+        _ field: TypedField?, _ key: String, as kind: RecordColumn.Kind, from slots: RecordSlots,
+        into row: inout CopyRowEncoder
+    ) throws {
+        switch (kind, field) {
+        case (.text, .text(let range)?):
+            try slots.bytes.withBytes(in: range) { try row.append(utf8: $0) }
+        case (.number, .number(let number, let text)?) where !text.isEmpty:
+            slots.bytes.withBytes(in: text) { row.append(numberText: $0, of: number) }
+        default:
+            try take(field.map { slots.value(of: $0) }, key, as: kind, into: &row)
+        }
+    }
 
     /// Appends `value` to `row` as `kind` keeps it; NULL when it is missing or of another type (then it stays, in
     /// `fields` under `key`), and an object of `true`s keeps its other entries there.
@@ -198,6 +312,8 @@ private struct RecordRest {
 /// A typed field of a record as `encodeRecord` takes it: a field, or an object field whose members go to columns.
 private struct RecordStep {
     var key: String
+    /// The key's UTF-8 (`ProcessBytes`), which every field read is compared with.
+    var keyBytes: UnsafeBufferPointer<UInt8>
     var kind: RecordColumn.Kind
     /// The object field's members, in column order; nil for a field.
     var members: UnsafeBufferPointer<(key: String, kind: RecordColumn.Kind)>?
@@ -214,7 +330,15 @@ extension TreeTable {
     /// The step of the field whose key has the bytes `key`, as `typedStep(of:)` finds it.
     func typedStep(of key: UnsafeBufferPointer<UInt8>) -> Int? {
         let steps = Self.recordSteps[rawValue]
-        return steps.indices.first { FirebaseKey.same(steps[$0].key, key) }
+        for index in steps.indices {
+            let step = steps[index].keyBytes
+            if step.count == key.count, let first = step.baseAddress, let second = key.baseAddress,
+                memcmp(first, second, key.count) == 0
+            {
+                return index
+            }
+        }
+        return nil
     }
 
     /// The number of fields `encodeRecord` takes into typed columns.
@@ -231,7 +355,7 @@ extension TreeTable {
                 table.recordFieldGroups.map { group in
                     let first = group.columns[0].column
                     return RecordStep(
-                        key: group.key, kind: first.kind,
+                        key: group.key, keyBytes: ProcessBytes.keep(Array(group.key.utf8)), kind: first.kind,
                         members: first.isMember
                             ? ProcessBytes.keep(group.columns.map { ($0.column.innerKey, $0.column.kind) }) : nil)
                 })
@@ -241,17 +365,16 @@ extension TreeTable {
     /// `recordColumns` lay them out. Takes the children (their typed slots are left empty, `rest` too).
     func encodeRecord(children: inout RecordChildren, into row: inout CopyRowEncoder) throws {
         let steps = Self.recordSteps[rawValue]
-        precondition(!steps.isEmpty && children.typed.count == steps.count, "\(name) holds no records")
+        precondition(!steps.isEmpty && children.slots.fields.count == steps.count, "\(name) holds no records")
         var rest = RecordRest(fields: FieldList())
         swap(&rest.fields, &children.rest)
         for (index, step) in steps.enumerated() {
-            var value: TreeValue?
-            swap(&value, &children.typed[index])
+            let field = children.takeField(at: index)
             if let members = step.members {
                 // An object's members (`poster.uid`, `poster.username`): what is left of it stays under its key.
-                try rest.take(members: members, of: value, step.key, into: &row)
+                try rest.take(members: members, of: field.map { children.slots.value(of: $0) }, step.key, into: &row)
             } else {
-                try rest.take(value, step.key, as: step.kind, into: &row)
+                try rest.take(field, step.key, as: step.kind, from: children.slots, into: &row)
             }
         }
         try row.append(rest.json)

@@ -39,7 +39,7 @@ final class TreeImporter {
     /// Objects whose children are being read: `path` holds one key of each.
     private var objectsBeingRead = 0
     /// Empty typed slots of records already written, for the records to come, by table.
-    private var spareSlots: [[[TreeValue?]]] = TreeTable.allCases.map { _ in [] }
+    private var spareSlots: [[RecordSlots]] = TreeTable.allCases.map { _ in [] }
 
     /// In a parallel import: the file's top-level nodes shared out among the sessions, and this session's number.
     var shares: (nodes: NodeShares, worker: Int)?
@@ -254,13 +254,14 @@ final class TreeImporter {
     /// for the next record.
     private func emitRecord(_ table: TreeTable, record: inout HeldRecord, rowsBefore: Int) throws {
         defer { record.children.removeAll { spareSlots[table.rawValue].append($0) } }
-        let priority = record.children.rest[FirebaseKey.priority]
+        // Most records have typed fields only: nothing else to look up.
+        let priority = record.children.rest.isEmpty ? nil : record.children.rest[FirebaseKey.priority]
         if record.children.isEmpty || (record.children.count == 1 && priority != nil) {
             // An object that only has a priority is an empty node, which vanishes.
             if let priority, emittedRows > rowsBefore {
                 try emitUnmappedLeaf(path.keys() + [FirebaseKey.priority], priority)
             }
-        } else if record.children.rest[FirebaseKey.value] != nil {
+        } else if !record.children.rest.isEmpty, record.children.rest[FirebaseKey.value] != nil {
             try emitUnmapped(.object(record.children.object))
         } else {
             try beforeEmit()
@@ -297,14 +298,13 @@ final class TreeImporter {
         let start = reader.tokenStart
         let step = table.typedStep(of: key)
         if let step, !isContainerToken {
-            record.children.typed[step] = try leafValue()
-            return
+            return try readTypedScalar(at: step, into: &record.children)
         }
         let budget = step != nil ? options.recordMemoryBudget : options.recordMemoryBudget - record.bytes
         guard budget > 0 else { return try unmapped() }
         guard let value = try readTree(budget: budget) else { return }
         if let step {
-            record.children.typed[step] = value
+            record.children.setValue(value, at: step)
         } else {
             record.children.rest[path.lastKey] = value
             record.bytes += reader.bytesRead - start
@@ -456,6 +456,19 @@ final class TreeImporter {
     private static func normalized(_ children: [TreeKey: TreeValue]) -> TreeValue? {
         if children.isEmpty || (children.count == 1 && children[FirebaseKey.priority] != nil) { return nil }
         return .object(children)
+    }
+
+    /// Reads the current scalar into the typed slot `step` of `children`: a string or a number as its token's
+    /// bytes (no String made); what `leafValue` rejects leaves the slot empty.
+    private func readTypedScalar(at step: Int, into children: inout RecordChildren) throws {
+        switch reader.token {
+        case .string where FirebaseKey.problem(withString: reader.text) == nil:
+            children.setText(reader.text, at: step)
+        case .number where reader.number.isFinite:
+            children.setNumber(reader.number, text: reader.text, at: step)
+        default:
+            children.setValue(try leafValue(), at: step)
+        }
     }
 
     /// The current scalar as a leaf, nil when it is rejected.

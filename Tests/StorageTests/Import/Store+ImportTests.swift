@@ -1,3 +1,4 @@
+import FirebaseTree
 import Foundation
 import PostgresTestSupport
 import Testing
@@ -152,6 +153,49 @@ struct TreeRoundTripTests {
                 #"users | - |  | {"username": {"first": "ana"}}"#,
             ])
         try expectTree(store, try #require(try TreeValue.parse(json: json)))
+    }
+
+    @Test func numbersReachTheirColumnsAsTheReaderParsedThem() throws {
+        // A typed number goes to the server as the text it was read as: every shape of JSON number must land as
+        // the double the reader made of it (zero without its sign, an underflow as zero, the extremes, digits
+        // past a double's precision, integers past 2^53), and export must give those doubles back.
+        let texts = [
+            "1e2", "1E+2", "-1.5e-3", "0.1", "0.1000000000000000055511151231257827021181583404541015625",
+            "4.9e-324", "2.2250738585072014e-308", "1.7976931348623157e308", "-1.7976931348623157E308",
+            "123456789012345678901234567890", "-0", "0.0", "-0.0e5", "1e-400", "9007199254740993",
+            "3.141592653589793238462643383279", "1497918951.91262", "100", "-7", "5e-324",
+        ]
+        let posts = texts.enumerated().map { #""-P\#($0.offset)":{"created_at":\#($0.element),"image_url":"u"}"# }
+        let json = #"{"posts":{"u1":{"# + posts.joined(separator: ",") + "}}}"
+        let store = try makeStore()
+        let report = try importJSON(json, into: store)
+        #expect(report.rejects.isEmpty)
+        let stored = try store.connection.query("SELECT post_key, created_at FROM posts").map {
+            (try $0.decode(String.self, at: 0), try $0.decode(Double.self, at: 1))
+        }
+        #expect(stored.count == texts.count)
+        for (key, value) in stored {
+            let text = texts[Int(key.dropFirst(2))!]
+            let parsed = try #require(Array(text.utf8).withUnsafeBufferPointer { JSONReader.parseNumber($0) })
+            #expect(value.bitPattern == (parsed == 0 ? 0 : parsed).bitPattern, "\(text) stored as \(value)")
+        }
+        try expectTree(store, try #require(try TreeValue.parse(json: json)))
+    }
+
+    @Test func aRepeatedTypedFieldKeepsItsLastValueBesideTheOthers() throws {
+        // The typed strings of a record share one buffer: a field read again replaces its bytes whether it was
+        // the last one read or not, and the fields read between keep theirs.
+        let json = """
+            {"chats":{"u1":{"-Ca":{"title":"a first title, long","memberHash":"h1","title":"second",\
+            "lastMessage":"hi","lastMessageSent":1.5,"lastMessageSent":2.25},\
+            "-Cb":{"title":"x","title":"yy","title":"zzz","memberHash":"h2"}}}}
+            """
+        let store = try makeStore()
+        try importJSON(json, into: store)
+        let rows = try store.connection.query(
+            "SELECT chat_key, title, member_hash, last_message, last_message_sent FROM chats ORDER BY chat_key"
+        ).map { row in try (0..<5).map { try row.decode(String?.self, at: $0) ?? "NULL" }.joined(separator: " | ") }
+        #expect(rows == ["-Ca | second | h1 | hi | 2.25", "-Cb | zzz | h2 | NULL | NULL"])
     }
 
     @Test func makestagramTreeLandsInTypedColumns() throws {
