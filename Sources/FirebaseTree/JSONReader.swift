@@ -823,36 +823,74 @@ public struct JSONReader: ~Copyable {
         let count = digits.count
         let isNegative = count > 0 && digits[0] == UInt8(ascii: "-")
         if isNegative { index += 1 }
-        let integerStart = index
+        // The digits as an integer while it stays at most 2^53 (`fits`), and the power of ten it is scaled by.
         var mantissa: UInt64 = 0
-        while index < count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digits[index]) {
-            mantissa = mantissa &* 10 &+ UInt64(digits[index] - UInt8(ascii: "0"))
+        var fits = true
+        var scale = 0
+        func isDigit(_ byte: UInt8) -> Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
+        func add(_ byte: UInt8) {
+            let next = mantissa &* 10 &+ UInt64(byte &- UInt8(ascii: "0"))
+            if mantissa > Self.exactMantissa / 10 || next > Self.exactMantissa { fits = false } else { mantissa = next }
+        }
+        let integerStart = index
+        while index < count, isDigit(digits[index]) {
+            if fits { add(digits[index]) } else { scale += 1 }
             index += 1
         }
         let integerDigits = index - integerStart
         guard integerDigits > 0, !(integerDigits > 1 && digits[integerStart] == UInt8(ascii: "0")) else { return nil }
-        if index == count, integerDigits <= 15 {
-            // Exact: at most 15 digits fit a double's 53-bit mantissa.
-            let value = Double(mantissa)
-            return isNegative ? -value : value
-        }
         if index < count, digits[index] == UInt8(ascii: ".") {
             index += 1
             let fractionStart = index
-            while index < count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digits[index]) { index += 1 }
+            while index < count, isDigit(digits[index]) {
+                if fits {
+                    add(digits[index])
+                    scale -= 1
+                }
+                index += 1
+            }
             guard index > fractionStart else { return nil }
         }
         if index < count, digits[index] == UInt8(ascii: "e") || digits[index] == UInt8(ascii: "E") {
             index += 1
-            if index < count, digits[index] == UInt8(ascii: "+") || digits[index] == UInt8(ascii: "-") { index += 1 }
+            var sign = 1
+            if index < count, digits[index] == UInt8(ascii: "+") || digits[index] == UInt8(ascii: "-") {
+                if digits[index] == UInt8(ascii: "-") { sign = -1 }
+                index += 1
+            }
             let exponentStart = index
-            while index < count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(digits[index]) { index += 1 }
+            var exponent = 0
+            while index < count, isDigit(digits[index]) {
+                // Past six digits the exponent is far outside a double's: the slow path says what it is.
+                if index - exponentStart < 6 {
+                    exponent = exponent * 10 + Int(digits[index] - UInt8(ascii: "0"))
+                } else {
+                    fits = false
+                }
+                index += 1
+            }
             guard index > exponentStart else { return nil }
+            scale += sign * exponent
         }
         guard index == count else { return nil }
+        if fits, (-22...22).contains(scale) {
+            // Clinger's fast path: the digits and the power of ten are both exact doubles, and one multiplication
+            // or division rounds correctly.
+            let value =
+                scale >= 0 ? Double(mantissa) * Self.powersOfTen[scale] : Double(mantissa) / Self.powersOfTen[-scale]
+            return isNegative ? -value : value
+        }
         // Correctly rounded, locale-independent conversion.
         return Double(String(decoding: digits, as: UTF8.self))
     }
+
+    /// The largest integer below which every integer is a double.
+    private static let exactMantissa: UInt64 = 1 << 53
+    /// The powers of ten that are exact doubles.
+    private static let powersOfTen: [Double] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18,
+        1e19, 1e20, 1e21, 1e22,
+    ]
 
     private mutating func readLiteral(_ literal: StaticString) throws {
         var start = cursor

@@ -318,6 +318,39 @@ struct JSONReaderTests {
         #expect(huge == .infinity)
     }
 
+    @Test(arguments: 0..<4)
+    func numbersOfEveryShapeAreTheCorrectlyRoundedDouble(seed: Int) {
+        // The reader's fast path (digits and a power of ten, both exact) beside strtod's correctly rounded
+        // conversion, on numbers drawn around its limits: 2^53 as digits, powers of ten from 1e-22 to 1e22, many
+        // fraction digits, leading zeros, exponents that move the point either way.
+        var random = SeededGenerator(state: UInt64(seed) &+ 0x5EED)
+        for _ in 0..<20_000 {
+            var text = Bool.random(using: &random) ? "-" : ""
+            let integer = [
+                "0", String(UInt64.random(in: 1...9_999, using: &random)),
+                String(UInt64.random(in: 9_007_199_254_740_000...9_007_199_254_741_000, using: &random)),
+                String(UInt64.random(in: 1...UInt64.max, using: &random)),
+            ].randomElement(using: &random)!
+            text += integer
+            if Bool.random(using: &random) {
+                let zeros = String(repeating: "0", count: Int.random(in: 0...3, using: &random))
+                text +=
+                    "." + zeros
+                    + String(
+                        UInt64.random(
+                            in: 0...UInt64(1) << Int.random(in: 1...60, using: &random),
+                            using: &random))
+            }
+            if Bool.random(using: &random) {
+                text += ["e", "E", "e+", "e-", "E-"].randomElement(using: &random)!
+                text += String(Int.random(in: 0...30, using: &random))
+            }
+            let expected = Double(text)!
+            let read = Array(text.utf8).withUnsafeBufferPointer { JSONReader.parseNumber($0) }
+            #expect(read?.bitPattern == expected.bitPattern, "\(text) read as \(String(describing: read))")
+        }
+    }
+
     @Test(arguments: ["01", "-", "1.", ".5", "+1", "1e", "1e+", "--1", "1.2.3", "0x10", "NaN", "Infinity", "1-2"])
     func invalidNumbersAreErrors(text: String) {
         let error = readError(Array("[\(text)]".utf8))
