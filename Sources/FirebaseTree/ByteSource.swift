@@ -5,6 +5,30 @@ import Foundation
 public protocol ByteSource {
     /// Reads up to `buffer.count` bytes into `buffer`; returns how many, 0 at the end.
     mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+
+    /// Moves past up to `count` bytes without handing them over; returns how many, 0 at the end.
+    mutating func skip(_ count: Int) throws -> Int
+}
+
+extension ByteSource {
+    /// Reads the bytes and drops them.
+    public mutating func skip(_ count: Int) throws -> Int {
+        try skipByReading(count)
+    }
+
+    /// Skips `count` bytes by reading them and dropping them: what `skip` does for a source with no faster way.
+    public mutating func skipByReading(_ count: Int) throws -> Int {
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: min(max(count, 1), 1 << 16), alignment: 1)
+        defer { scratch.deallocate() }
+        var skipped = 0
+        while skipped < count {
+            let read = try read(
+                into: UnsafeMutableRawBufferPointer(rebasing: scratch[..<min(scratch.count, count - skipped)]))
+            guard read > 0 else { break }
+            skipped += read
+        }
+        return skipped
+    }
 }
 
 /// Bytes from a file descriptor (a file, stdin, a pipe), read without buffering of its own.
@@ -28,6 +52,20 @@ public struct FileDescriptorSource: ByteSource {
             if errno == EINTR { continue }
             throw TreeError(.unreadable, "cannot read \(name): \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// Seeks past the bytes when the descriptor is a regular file (up to its end), and reads them otherwise.
+    public mutating func skip(_ count: Int) throws -> Int {
+        var info = stat()
+        let position = lseek(descriptor, 0, SEEK_CUR)
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, position >= 0 else {
+            return try skipByReading(count)
+        }
+        let skipped = max(0, min(count, Int(info.st_size) - Int(position)))
+        guard lseek(descriptor, off_t(skipped), SEEK_CUR) >= 0 else {
+            throw TreeError(.unreadable, "cannot read \(name): \(String(cString: strerror(errno)))")
+        }
+        return skipped
     }
 }
 

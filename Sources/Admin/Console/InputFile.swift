@@ -119,4 +119,8 @@ final class OwnedFileSource: ByteSource {
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         try file.read(into: buffer)
     }
+
+    func skip(_ count: Int) throws -> Int {
+        try file.skip(count)
+    }
 }

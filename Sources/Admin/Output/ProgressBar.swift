@@ -107,4 +107,10 @@ struct ProgressSource: ByteSource {
         bar.advance(by: count)
         return count
     }
+
+    mutating func skip(_ count: Int) throws -> Int {
+        let skipped = try base.skip(count)
+        bar.advance(by: skipped)
+        return skipped
+    }
 }

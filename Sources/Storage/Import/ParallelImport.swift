@@ -291,7 +291,6 @@ struct HelperSessions {
     /// Meanwhile, on this thread, `source` (the caller's, whose reads a progress display counts) is read as far as
     /// every session has got, and `onRows` hears the rows of all sessions.
     func finishLoading(pacing source: inout some ByteSource, onRows: (Int) -> Void) throws -> [HelperImport.Outcome] {
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var paced = 0
         var outcomes: [Result<HelperImport.Outcome, any Error>] = []
         for helper in helpers {
@@ -301,11 +300,8 @@ struct HelperSessions {
                     break
                 }
                 let (bytes, rows) = shares.progress
-                while paced < bytes,
-                    case let count = try buffer.withUnsafeMutableBytes({ try source.read(into: $0) }), count > 0
-                {
-                    paced += count
-                }
+                // Skipped, not read: a file seeks, and only what counts the bytes (a progress display) hears them.
+                while paced < bytes, case let count = try source.skip(bytes - paced), count > 0 { paced += count }
                 onRows(rows)
             }
         }
