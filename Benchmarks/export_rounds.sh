@@ -8,13 +8,14 @@ set -euo pipefail
 admin=$1 rounds=${2:-3}
 server=(-h "$ADMIN_DATA_DIR/pgdata" -p 5432 -d admin)
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work"; restore_server' EXIT
 for table in users posts feed_posts post_likes followers following timeline chats messages unmapped_values; do
     echo "\\copy $table to /dev/null"
 done > "$work/copy.sql"
 
 # shellcheck source=Benchmarks/measure.sh
 source "$(dirname "$0")/measure.sh"
+quiet_server
 
 for _ in $(seq "$rounds"); do
     measure "COPY TO" psql "${server[@]}" -q -f "$work/copy.sql"

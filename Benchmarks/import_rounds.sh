@@ -4,16 +4,18 @@
 # On the embedded cluster in $ADMIN_DATA_DIR: imports FILE once with NEW_ADMIN, dumps the store (pg_dump -Fd -j2),
 # then per round restores the dump into a new database with pg_restore -j 2 and imports FILE with OLD_ADMIN and
 # NEW_ADMIN (--yes -q and the options given). Prints each command's wall seconds, the machine's busy CPU seconds
-# (every process, from /proc/stat) and the console's own user and system seconds.
+# (every process, from /proc/stat) and the console's own user and system seconds. Autovacuum is off meanwhile and
+# each command starts after a CHECKPOINT (measure.sh), so that none pays for the one before.
 set -euo pipefail
 file=$1 old=$2 new=$3 rounds=${4:-2}
 shift $(($# < 4 ? $# : 4))
 server=(-h "$ADMIN_DATA_DIR/pgdata" -p 5432)
 dump=$(mktemp -d) work=$dump
-trap 'rm -rf "$dump"' EXIT
 
 # shellcheck source=Benchmarks/measure.sh
 source "$(dirname "$0")/measure.sh"
+trap 'rm -rf "$dump"; restore_server' EXIT
+quiet_server
 
 "$new" import "$file" --yes -q "$@" > /dev/null
 rm -rf "$dump/store"
