@@ -1,45 +1,93 @@
+import Foundation
+
 /// The path of the node the importer reads, as its keys' bytes in one buffer: going down a level costs a copy of
 /// the key, not a String. Keys become Strings only when something asks for them (a reject, an unmapped value, a
 /// finding), and those stay made while their keys stay on the path.
-struct ImportPath {
-    private var bytes = GrowingBytes()
-    /// Where each level's key ends in `bytes`.
-    private var ends: [Int] = []
+///
+/// A class over malloc'd memory: the importer consults it for every row, and an array held in a class property
+/// was retained and released at each access.
+final class ImportPath {
+    private var bytes: UnsafeMutablePointer<UInt8>
+    private var byteCapacity = 1024
+    /// Bytes of the keys on the path.
+    private var used = 0
+    /// Where each level's key ends in `bytes`; past `count`, the end the last key removed from a level had.
+    private var ends: UnsafeMutablePointer<Int>
+    private var levelCapacity = 64
     /// The keys of the first levels, as Strings, made when asked for.
     private var strings: [String] = []
 
     /// Its levels (0 at the root).
-    var count: Int { ends.count }
-    /// Whether it is the root's.
-    var isEmpty: Bool { ends.isEmpty }
-    /// Its length as Firebase limits it: every key's bytes and the '/' before each.
-    var byteCount: Int { bytes.count + ends.count }
+    private(set) var count = 0
 
-    /// Goes down to the child `key`.
-    mutating func append(_ key: UnsafeBufferPointer<UInt8>) {
-        bytes.append(key)
-        ends.append(bytes.count)
+    /// The root's path.
+    init() {
+        bytes = Self.allocate(UInt8.self, byteCapacity)
+        ends = Self.allocate(Int.self, levelCapacity)
     }
 
-    /// Goes up a level.
-    mutating func removeLast() {
-        ends.removeLast()
-        bytes.removeAll(after: ends.last ?? 0)
-        if strings.count > ends.count { strings.removeLast() }
+    deinit {
+        free(bytes)
+        free(ends)
+    }
+
+    private static func allocate<T>(_ type: T.Type, _ count: Int, growing old: UnsafeMutablePointer<T>? = nil)
+        -> UnsafeMutablePointer<T>
+    {
+        guard let memory = realloc(old, count * MemoryLayout<T>.stride) else {
+            fatalError("out of memory growing an import's path")
+        }
+        return memory.assumingMemoryBound(to: T.self)
+    }
+
+    /// Whether it is the root's.
+    var isEmpty: Bool { count == 0 }
+    /// Its length as Firebase limits it: every key's bytes and the '/' before each.
+    var byteCount: Int { used + count }
+
+    /// Goes down to the child `key`.
+    func append(_ key: UnsafeBufferPointer<UInt8>) {
+        if used + key.count > byteCapacity {
+            byteCapacity = max(byteCapacity * 2, used + key.count)
+            bytes = Self.allocate(UInt8.self, byteCapacity, growing: bytes)
+        }
+        if count == levelCapacity {
+            levelCapacity *= 2
+            ends = Self.allocate(Int.self, levelCapacity, growing: ends)
+        }
+        if let base = key.baseAddress { (bytes + used).update(from: base, count: key.count) }
+        used += key.count
+        ends[count] = used
+        count += 1
+    }
+
+    /// Goes up a level. The key removed stays readable (`isKeyJustRemoved`) until another goes to its level.
+    func removeLast() {
+        precondition(count > 0, "the root has no level to leave")
+        count -= 1
+        used = count == 0 ? 0 : ends[count - 1]
+        if strings.count > count { strings.removeLast() }
+    }
+
+    /// Whether the key removed last from the level below the path's end, the child that level held before, is
+    /// `key`; only after `removeLast` left that level, and before anything went down to it again.
+    func isKeyJustRemoved(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
+        precondition(count < levelCapacity, "a level below the path was left")
+        guard ends[count] - used == key.count else { return false }
+        guard let base = key.baseAddress else { return true }
+        return memcmp(bytes + used, base, key.count) == 0
     }
 
     /// Calls `body` with the bytes of the key at `level` (0: a top-level node's).
     func withKey<R>(_ level: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        try bytes.withBytes(in: (level == 0 ? 0 : ends[level - 1])..<ends[level], body)
+        precondition(level < count, "a level of the path")
+        let start = level == 0 ? 0 : ends[level - 1]
+        return try body(UnsafeBufferPointer(start: bytes + start, count: ends[level] - start))
     }
 
-    /// Calls `body` with the bytes of each key from `level` down (one access to the storage for them all).
+    /// Calls `body` with the bytes of each key from `level` down.
     func forEachKey(from level: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
-        try bytes.withBytes { bytes in
-            for index in level..<ends.count {
-                try body(UnsafeBufferPointer(rebasing: bytes[(index == 0 ? 0 : ends[index - 1])..<ends[index]]))
-            }
-        }
+        for index in level..<count { try withKey(index, body) }
     }
 
     /// The key at `level`.
@@ -48,11 +96,11 @@ struct ImportPath {
     }
 
     /// The last key.
-    var lastKey: String { key(ends.count - 1) }
+    var lastKey: String { key(count - 1) }
 
     /// Its keys.
-    mutating func keys() -> [String] {
-        while strings.count < ends.count { strings.append(key(strings.count)) }
+    func keys() -> [String] {
+        while strings.count < count { strings.append(key(strings.count)) }
         return strings
     }
 }

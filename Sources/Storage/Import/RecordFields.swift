@@ -230,9 +230,9 @@ private struct RecordRest {
     var fields: FieldList
 
     /// Appends the typed field `field` to `row` as `take(_:_:as:into:)` does; a string or a number of its column's
-    /// type goes as the bytes it was read as, from `slots`.
+    /// type goes as the bytes it was read as, from `slots`. `key` is asked for only when the field stays.
     mutating func take(
-        _ field: TypedField?, _ key: String, as kind: RecordColumn.Kind, from slots: RecordSlots,
+        _ field: TypedField?, _ key: @autoclosure () -> String, as kind: RecordColumn.Kind, from slots: RecordSlots,
         into row: inout CopyRowEncoder
     ) throws {
         switch (kind, field) {
@@ -241,7 +241,7 @@ private struct RecordRest {
         case (.number, .number(let number, let text)?) where !text.isEmpty:
             slots.bytes.withBytes(in: text) { row.append(numberText: $0, of: number) }
         default:
-            try take(field.map { slots.value(of: $0) }, key, as: kind, into: &row)
+            try take(field.map { slots.value(of: $0) }, key(), as: kind, into: &row)
         }
     }
 
@@ -368,13 +368,16 @@ extension TreeTable {
         precondition(!steps.isEmpty && children.slots.fields.count == steps.count, "\(name) holds no records")
         var rest = RecordRest(fields: FieldList())
         swap(&rest.fields, &children.rest)
-        for (index, step) in steps.enumerated() {
+        // Each step read in place: a copy retained and released its key for every field.
+        for index in steps.indices {
+            let step = steps.baseAddress.unsafelyUnwrapped + index
             let field = children.takeField(at: index)
-            if let members = step.members {
+            if let members = step.pointee.members {
                 // An object's members (`poster.uid`, `poster.username`): what is left of it stays under its key.
-                try rest.take(members: members, of: field.map { children.slots.value(of: $0) }, step.key, into: &row)
+                try rest.take(
+                    members: members, of: field.map { children.slots.value(of: $0) }, step.pointee.key, into: &row)
             } else {
-                try rest.take(field, step.key, as: step.kind, from: children.slots, into: &row)
+                try rest.take(field, step.pointee.key, as: step.pointee.kind, from: children.slots, into: &row)
             }
         }
         try row.append(rest.json)

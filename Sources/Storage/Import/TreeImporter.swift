@@ -21,7 +21,7 @@ final class TreeImporter {
 
     private(set) var report = ImportReport()
     /// The path being read; a record's or an edge's keys are its levels below the table's root.
-    private var path = ImportPath()
+    private let path = ImportPath()
     /// `.priority` values of streamed objects, held until the object turns out to have a child (a node with only
     /// a priority vanishes).
     private var pendingPriorities: [(path: [String], value: TreeValue)] = []
@@ -34,8 +34,6 @@ final class TreeImporter {
     private var orderBytes: [UInt8] = []
     /// Key trackers of the objects being read, by depth, reused from object to object.
     private var keyTrackers: [KeyTracker] = []
-    /// The key of the child read last in each object being read, by depth (reused, as the trackers are).
-    private var previousKeys: [GrowingBytes] = []
     /// Objects whose children are being read: `path` holds one key of each.
     private var objectsBeingRead = 0
     /// Empty typed slots of records already written, for the records to come, by table.
@@ -520,10 +518,7 @@ final class TreeImporter {
         // reference counts per object read). Every nested call is a child's, one level deeper.
         let depth = path.count
         precondition(depth == objectsBeingRead, "one key tracker per object being read")
-        if depth == keyTrackers.count {
-            keyTrackers.append(KeyTracker())
-            previousKeys.append(GrowingBytes())
-        }
+        if depth == keyTrackers.count { keyTrackers.append(KeyTracker()) }
         objectsBeingRead += 1
         defer {
             objectsBeingRead -= 1
@@ -559,8 +554,8 @@ final class TreeImporter {
             case .new:
                 break
             case .duplicate:
-                let isPrevious =
-                    previousSibling != nil && previousKeys[depth].withBytes { $0.elementsEqual(key) }
+                // The sibling before went down to this level last: its key is the path's, just removed.
+                let isPrevious = previousSibling != nil && path.isKeyJustRemoved(key)
                 let text = String(decoding: key, as: UTF8.self)
                 try duplicate(text, rollingBack: isPrevious ? previousSibling : nil)
                 onDuplicate?(text)
@@ -610,7 +605,6 @@ final class TreeImporter {
             defer { path.removeLast() }
             loader.mark(in: depth)
             previousSibling = SiblingMark(priorityRows: priorityRowsEmitted)
-            previousKeys[depth].replace(with: key)
             try body(key)
         }
     }
