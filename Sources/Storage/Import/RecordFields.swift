@@ -41,6 +41,11 @@ struct FieldList {
         return remove(at: index)
     }
 
+    /// Calls `body` with each field.
+    func forEach(_ body: (String, TreeValue) throws -> Void) rethrows {
+        for entry in entries { try body(entry.key, entry.value) }
+    }
+
     /// The fields as an object's children.
     var object: [TreeKey: TreeValue] {
         Dictionary(entries.map { (TreeKey($0.key), $0.value) }, uniquingKeysWith: { $1 })
@@ -88,6 +93,8 @@ enum TypedField {
     /// A finite number, and its JSON text at `range` (empty for zero, whose sign is dropped): the server parses
     /// the text to the same double, correctly rounded as the reader's, without the text a double makes.
     case number(Double, text: Range<Int>)
+    /// An object's children as they were read (`poster`, `members`).
+    case fields(FieldList)
     /// Any other value (a boolean, an object read into memory).
     case value(TreeValue)
 }
@@ -104,6 +111,7 @@ struct RecordSlots {
         switch field {
         case .text(let range): .string(bytes.withBytes(in: range) { String(decoding: $0, as: UTF8.self) })
         case .number(let number, _): .number(number)
+        case .fields(let fields): .object(fields.object)
         case .value(let value): value
         }
     }
@@ -151,6 +159,12 @@ struct RecordChildren {
         slots.fields[step] = .number(number == 0 ? 0 : number, text: start..<slots.bytes.count)
     }
 
+    /// Sets the typed object field at `step` to the children `fields`.
+    mutating func setFields(_ fields: FieldList, at step: Int) {
+        remove(at: step)
+        slots.fields[step] = .fields(fields)
+    }
+
     /// Sets the typed field at `step` to `value`; nil removes it.
     mutating func setValue(_ value: TreeValue?, at step: Int) {
         remove(at: step)
@@ -165,7 +179,7 @@ struct RecordChildren {
         let range: Range<Int>
         switch field {
         case .text(let text), .number(_, let text): range = text
-        case .value: return
+        case .fields, .value: return
         }
         if range.upperBound == slots.bytes.count {
             slots.bytes.removeAll(after: range.lowerBound)
@@ -186,7 +200,7 @@ struct RecordChildren {
             switch slots.fields[step] {
             case .text(let range)?: slots.fields[step] = .text(moved(range))
             case .number(let number, let range)?: slots.fields[step] = .number(number, text: moved(range))
-            case .value?, nil: break
+            case .fields?, .value?, nil: break
             }
         }
         slots.bytes = compacted
@@ -240,6 +254,15 @@ private struct RecordRest {
             try slots.bytes.withBytes(in: range) { try row.append(utf8: $0) }
         case (.number, .number(let number, let text)?) where !text.isEmpty:
             slots.bytes.withBytes(in: text) { row.append(numberText: $0, of: number) }
+        case (.keys, .fields(var children)?):
+            // As `take(_:_:as:into:)` takes an object of `true`s, with no dictionary made.
+            var keys: [String] = []
+            children.forEach { key, value in if value == .bool(true) { keys.append(key) } }
+            if keys.isEmpty { return try take(.object(children.object), key(), as: kind, into: &row) }
+            keys.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            for member in keys { children[member] = nil }
+            try row.append(keys)
+            if !children.isEmpty { fields[key()] = .object(children.object) }
         default:
             try take(field.map { slots.value(of: $0) }, key(), as: kind, into: &row)
         }
@@ -282,18 +305,22 @@ private struct RecordRest {
         if let value { fields[key] = value }
     }
 
-    /// Appends the members of the object field `value` to `row` (NULLs when it is not an object); what is left of
+    /// Appends the members of the object field `field` to `row` (NULLs when it is not an object); what is left of
     /// it stays under `key`.
     mutating func take(
-        members: UnsafeBufferPointer<(key: String, kind: RecordColumn.Kind)>, of value: TreeValue?, _ key: String,
-        into row: inout CopyRowEncoder
+        members: UnsafeBufferPointer<(key: String, kind: RecordColumn.Kind)>, of field: TypedField?, _ key: String,
+        from slots: RecordSlots, into row: inout CopyRowEncoder
     ) throws {
-        guard case .object(let children)? = value else {
+        let children: FieldList
+        switch field {
+        case .fields(let read)?: children = read
+        case .value(.object(let object))?: children = FieldList(object)
+        default:
             for _ in members { try row.append(nil as String?) }
-            if let value { fields[key] = value }
+            if let field { fields[key] = slots.value(of: field) }
             return
         }
-        var inner = RecordRest(fields: FieldList(children))
+        var inner = RecordRest(fields: children)
         for member in members {
             try inner.take(inner.fields.remove(member.key), member.key, as: member.kind, into: &row)
         }
@@ -374,8 +401,7 @@ extension TreeTable {
             let field = children.takeField(at: index)
             if let members = step.pointee.members {
                 // An object's members (`poster.uid`, `poster.username`): what is left of it stays under its key.
-                try rest.take(
-                    members: members, of: field.map { children.slots.value(of: $0) }, step.pointee.key, into: &row)
+                try rest.take(members: members, of: field, step.pointee.key, from: children.slots, into: &row)
             } else {
                 try rest.take(field, step.pointee.key, as: step.pointee.kind, from: children.slots, into: &row)
             }

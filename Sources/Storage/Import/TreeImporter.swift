@@ -300,10 +300,13 @@ final class TreeImporter {
         }
         let budget = step != nil ? options.recordMemoryBudget : options.recordMemoryBudget - record.bytes
         guard budget > 0 else { return try unmapped() }
-        guard let value = try readTree(budget: budget) else { return }
         if let step {
-            record.children.setValue(value, at: step)
+            // A typed object: its children as read, which its columns take.
+            var isSpilled = false
+            guard let children = try readChildren(from: start, budget: budget, isSpilled: &isSpilled) else { return }
+            record.children.setFields(children, at: step)
         } else {
+            guard let value = try readTree(budget: budget) else { return }
             record.children.rest[path.lastKey] = value
             record.bytes += reader.bytesRead - start
         }
@@ -417,7 +420,14 @@ final class TreeImporter {
             try unmapped()
             return nil
         }
-        var children: [TreeKey: TreeValue] = [:]
+        return try readChildren(from: start, budget: budget, isSpilled: &isSpilled).map { .object($0.object) }
+    }
+
+    /// The children of the object or array the current token opens, read as `readTree` reads a value: nil when
+    /// it vanishes or went out as unmapped values. A typed object field (`poster`, `members`) keeps them as they
+    /// are, which its columns take without a dictionary made.
+    private func readChildren(from start: Int, budget: Int, isSpilled: inout Bool) throws -> FieldList? {
+        var children = FieldList()
         var spilled = false
         try forEachChild(onDuplicate: { children[$0] = nil }) { _ in
             if !spilled, self.reader.bytesRead - start > budget { spilled = true }
@@ -430,30 +440,26 @@ final class TreeImporter {
                 // Over the budget inside this child, which went out on its own: its siblings read so far follow.
                 try self.writeOut(&children, under: self.path.keys().dropLast())
             } else {
-                children[TreeKey(self.path.lastKey)] = child
+                children[self.path.lastKey] = child
             }
         }
         if spilled {
             isSpilled = true
             return nil
         }
-        return Self.normalized(children)
+        // An object that only has a priority is an empty node, which vanishes.
+        if children.isEmpty || (children.count == 1 && children[FirebaseKey.priority] != nil) { return nil }
+        return children
     }
 
     /// Writes held children out as unmapped values under `parent`, and forgets them.
-    private func writeOut(_ children: inout [TreeKey: TreeValue], under parent: ArraySlice<String>) throws {
-        for (key, value) in children {
-            for (leafPath, leaf) in value.leaves(prefix: Array(parent) + [key.string]) {
+    private func writeOut(_ children: inout FieldList, under parent: ArraySlice<String>) throws {
+        try children.forEach { key, value in
+            for (leafPath, leaf) in value.leaves(prefix: Array(parent) + [key]) {
                 try emitUnmappedLeaf(leafPath, leaf)
             }
         }
-        children.removeAll()
-    }
-
-    /// An object that only has a priority is an empty node, which vanishes.
-    private static func normalized(_ children: [TreeKey: TreeValue]) -> TreeValue? {
-        if children.isEmpty || (children.count == 1 && children[FirebaseKey.priority] != nil) { return nil }
-        return .object(children)
+        children = FieldList()
     }
 
     /// Reads the current scalar into the typed slot `step` of `children`: a string or a number as its token's
