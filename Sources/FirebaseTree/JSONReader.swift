@@ -884,7 +884,7 @@ public struct JSONReader: ~Copyable {
         return Double(String(decoding: digits, as: UTF8.self))
     }
 
-    /// The largest integer below which every integer is a double.
+    /// Every integer up to this one is a double exactly.
     private static let exactMantissa: UInt64 = 1 << 53
     /// The powers of ten that are exact doubles.
     private static let powersOfTen: [Double] = [

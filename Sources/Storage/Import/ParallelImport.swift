@@ -288,8 +288,8 @@ struct HelperSessions {
 
     /// Waits until every session has loaded its nodes, then has them commit; their reports, with the tables each
     /// wrote. Throws the failure a single session would have met first, having had every session roll back.
-    /// Meanwhile, on this thread, `source` (the caller's, whose reads a progress display counts) is read as far as
-    /// every session has got, and `onRows` hears the rows of all sessions.
+    /// Meanwhile, on this thread, `source` (the caller's, whose reads a progress display counts) is skipped as far
+    /// as every session has got, and `onRows` hears the rows of all sessions.
     func finishLoading(pacing source: inout some ByteSource, onRows: (Int) -> Void) throws -> [HelperImport.Outcome] {
         var paced = 0
         var outcomes: [Result<HelperImport.Outcome, any Error>] = []

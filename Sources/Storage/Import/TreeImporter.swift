@@ -515,8 +515,8 @@ final class TreeImporter {
 
     /// Calls `body` for each child of the object or array the current token opens, with `path` extended by the
     /// child's key and the reader on the child's first token; `body` gets the key's bytes too, valid until it
-    /// reads the child's children. Nulls vanish; bad keys, paths too deep or too long
-    /// and misplaced `.priority`/`.value` are rejected; a repeated key's earlier occurrence is removed.
+    /// reads the child's children. Nulls vanish; bad keys, paths too deep or too long and misplaced
+    /// `.priority`/`.value` are rejected; a repeated key's earlier occurrence is removed.
     private func forEachChild(
         onDuplicate: ((String) -> Void)? = nil, _ body: (_ key: UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws {
