@@ -40,8 +40,6 @@ final class ImportPath {
         return memory.assumingMemoryBound(to: T.self)
     }
 
-    /// Whether it is the root's.
-    var isEmpty: Bool { count == 0 }
     /// Its length as Firebase limits it: every key's bytes and the '/' before each.
     var byteCount: Int { used + count }
 

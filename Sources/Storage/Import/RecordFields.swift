@@ -254,15 +254,10 @@ private struct RecordRest {
             try slots.bytes.withBytes(in: range) { try row.append(utf8: $0) }
         case (.number, .number(let number, let text)?) where !text.isEmpty:
             slots.bytes.withBytes(in: text) { row.append(numberText: $0, of: number) }
-        case (.keys, .fields(var children)?):
-            // As `take(_:_:as:into:)` takes an object of `true`s, with no dictionary made.
-            var keys: [String] = []
-            children.forEach { key, value in if value == .bool(true) { keys.append(key) } }
-            if keys.isEmpty { return try take(.object(children.object), key(), as: kind, into: &row) }
-            keys.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-            for member in keys { children[member] = nil }
-            try row.append(keys)
-            if !children.isEmpty { fields[key()] = .object(children.object) }
+        case (.keys, .fields(let children)?):
+            // An object of `true`s, with no dictionary made; with none `true`, it is taken as any other value.
+            if try take(keysOf: children, key(), into: &row) { return }
+            try take(.object(children.object), key(), as: kind, into: &row)
         default:
             try take(field.map { slots.value(of: $0) }, key(), as: kind, into: &row)
         }
@@ -283,16 +278,8 @@ private struct RecordRest {
         case (.integer, .number(let number)?) where number == number.rounded() && abs(number) <= 9_007_199_254_740_992:
             row.append(Int64(number))
             return
-        case (.keys, .object(var children)?):
-            // Sorted by byte order; entries of any other value stay.
-            let keys = children.filter { $0.value == .bool(true) }.map(\.key.string)
-                .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-            if !keys.isEmpty {
-                for member in keys { children[member] = nil }
-                try row.append(keys)
-                if !children.isEmpty { fields[key] = .object(children) }
-                return
-            }
+        case (.keys, .object(let children)?):
+            if try take(keysOf: FieldList(children), key, into: &row) { return }
         default:
             break
         }
@@ -303,6 +290,24 @@ private struct RecordRest {
         case .keys: try row.append(nil as [String]?)
         }
         if let value { fields[key] = value }
+    }
+
+    /// Appends the keys of `children` whose value is `true` to `row`, sorted by byte order, and keeps the other
+    /// entries under `key`; false, with nothing appended, when no value is `true`.
+    private mutating func take(
+        keysOf children: FieldList, _ key: @autoclosure () -> String, into row: inout CopyRowEncoder
+    )
+        throws -> Bool
+    {
+        var children = children
+        var keys: [String] = []
+        children.forEach { key, value in if value == .bool(true) { keys.append(key) } }
+        guard !keys.isEmpty else { return false }
+        keys.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        for member in keys { children[member] = nil }
+        try row.append(keys)
+        if !children.isEmpty { fields[key()] = .object(children.object) }
+        return true
     }
 
     /// Appends the members of the object field `field` to `row` (NULLs when it is not an object); what is left of

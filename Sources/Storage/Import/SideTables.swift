@@ -5,13 +5,13 @@ internal import PostgresClient
 /// while the file loads, and wait only for one short switch at the end.
 ///
 /// In the import's transaction, each table of the tree and each lookup gets a twin in the schema `schema`: the same
-/// columns, defaults, checks, storage, comments, options and (given at the switch) privileges, and the same indexes
-/// and keys under the same names, built once the rows are in, primary keys too (unique constraints other than
-/// those first): with a session per core the server has no idle time left for a key's upkeep row by row to hide in, and
-/// one sorted build costs it less (1.1 GB: 21.1–22.9 s against 24.6–25.5 s). The import then runs with `schema` first
-/// in its `search_path`, so every statement it makes writes the twins. The switch, once the twins are whole: the
-/// store's tables are locked ACCESS EXCLUSIVE (a wait of at most `lockWait` at a time, so that readers queue behind it
-/// no longer than that), moved into `replacedSchema`, the twins moved into their places, the views that read the tables
+/// columns, defaults, checks, storage, comments, options and (given at the switch) privileges, and the same indexes and
+/// keys under the same names, built once the rows are in, primary keys too (unique constraints other than those first):
+/// with a session per core the server has no idle time left for a key's upkeep row by row to hide in, and one sorted
+/// build costs it less (1.1 GB: 21.1–22.9 s against 24.6–25.5 s). The import then runs with `schema` first in its
+/// `search_path`, so every statement it makes writes the twins. The switch, once the twins are whole: the store's
+/// tables are locked ACCESS EXCLUSIVE (a wait of at most `lockWait` at a time, so that readers queue behind it no
+/// longer than that), moved into `replacedSchema`, the twins moved into their places, the views that read the tables
 /// rebuilt from their own definitions (so that they read the twins), and the old tables dropped. Everything is in the
 /// import's transaction: a rollback, a killed console or a stopped server leaves nothing behind, and a dry run never
 /// switches.
@@ -367,10 +367,10 @@ final class SideTables {
         """
     }
 
-    /// For each of the tables `names`: the step (0 the table and its comment; 1 unique constraints but primary keys,
-    /// kept while loading; 2 the indexes and keys built after, by name), the object's name and the statements that make
-    /// its twin in `schema` (an index's with its comment and statistics targets). An index whose catalog definition
-    /// does not begin as expected has a NULL statement.
+    /// For each of the tables `names`: the step (0 the table and its comment; 1 unique constraints but primary
+    /// keys, kept while loading; 2 the indexes and keys built after, by name), the object's name and the statements
+    /// that make its twin in `schema` (an index's with its comment and statistics targets). An index whose catalog
+    /// definition does not begin as expected has a NULL statement.
     private static func statementsQuery(_ names: [String], schema: String) -> Query {
         """
         WITH t AS (
