@@ -123,6 +123,15 @@ public struct JSONReader: ~Copyable {
         pathBytes = pathMemory.assumingMemoryBound(to: UInt8.self)
     }
 
+    /// A reader of the rest of a file from the value at `position` on, which `source` gives after
+    /// `prefixLength` bytes of its own that name the value's place (`NestedSource(…, isClosed: false)`):
+    /// positions, lines and columns are the file's.
+    public init(source: some ByteSource, resumingAt position: Position, prefixLength: Int) {
+        self.init(source: source, firstOffset: position.offset - prefixLength)
+        linesDiscarded = position.line - 1
+        lastLineStart = position.offset - (position.column - 1)
+    }
+
     deinit {
         free(buffer)
         free(pathBytes)

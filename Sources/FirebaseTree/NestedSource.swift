@@ -10,8 +10,9 @@ public struct NestedSource: ByteSource {
     /// the document's own bytes, lines and columns.
     public let prefixLength: Int
 
-    /// The document `base`, nested at `path` (keys from the root).
-    public init(_ base: some ByteSource, at path: [String]) {
+    /// The document `base`, nested at `path` (keys from the root). Not `isClosed`: `base` closes the objects
+    /// itself, being the rest of a file from a value of the node at `path` on (a node read after the others).
+    public init(_ base: some ByteSource, at path: [String], isClosed: Bool = true) {
         self.base = base
         var prefix: [UInt8] = []
         for key in path {
@@ -25,7 +26,7 @@ public struct NestedSource: ByteSource {
         }
         self.prefix = prefix
         prefixLength = prefix.count
-        suffix = Array(repeating: UInt8(ascii: "}"), count: path.count)
+        suffix = isClosed ? Array(repeating: UInt8(ascii: "}"), count: path.count) : []
     }
 
     /// Reads the prefix, then the document, then the suffix.

@@ -61,6 +61,9 @@ struct DerivedCopies {
     /// owners are known only once the whole file is read (`storeStagedLikes`).
     static let stagedLikesTable = "post_likes_staged"
 
+    /// The column of `post_likes` that holds a like's owner, the owner of the post it likes.
+    static let likeOwnerColumn = "post_owner_uid"
+
     /// Creates `stagedLikesTable` for the rest of the transaction.
     func stageLikes() throws {
         try connection.execute(

@@ -34,6 +34,9 @@ public struct ImportOptions: Sendable {
     /// Bytes of JSON a record may hold in memory besides its typed fields (its `extra`, at most); the rest of a
     /// larger record is kept as unmapped values. Tests lower it.
     var recordMemoryBudget = 4 << 20
+    /// Bytes a parallel import's session may take to hold the owner of every post (`PostOwners`), so that it
+    /// sends the likes with their owners; past it the likes are staged and joined with the posts. Tests lower it.
+    var likeOwnersMemoryBudget = 48 << 20
     /// Whether a merge deletes what the store holds under each child the file names (Firebase's update); a sync,
     /// which deleted what it rewrites before, loads its document without.
     var replacesNamedChildren = true

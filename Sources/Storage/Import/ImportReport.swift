@@ -82,4 +82,10 @@ public struct ImportReport: Sendable {
 
     /// Input bytes per second.
     public var bytesPerSecond: Double { seconds > 0 ? Double(inputBytes) / seconds : 0 }
+
+    /// Puts the lines in the order of their nodes, each node's in the order they were met: a top-level key
+    /// written twice, holding different tables, has its lines together.
+    mutating func groupLinesByNode() {
+        lines = nodes.flatMap { node in lines.filter { $0.node == node.name } }
+    }
 }

@@ -79,11 +79,21 @@ final class NodeShares: @unchecked Sendable {
 /// One of a parallel import's loading sessions. It reads the whole file and imports the nodes it claims into
 /// twins of its own (in `schema`), builds their indexes and statistics, then waits: the import's own session tells
 /// it to commit (every session loaded its nodes; the import takes the tables over) or to roll back.
+///
+/// The session that claims /posts and /postLikes reads the likes last: in an export they come before the posts,
+/// and once the posts are loaded it knows each like's owners (`PostOwners`) and sends the likes with them.
 final class HelperImport: @unchecked Sendable {
     /// Its number among the import's sessions (the import's own is 0).
     let number: Int
     /// The schema of its twins.
     let schema: String
+    private let open: @Sendable () throws -> StoreConnection
+    /// Opens the file, from its start.
+    private let makeSource: @Sendable () throws -> any ByteSource
+    private let options: ImportOptions
+    private let shares: NodeShares
+    private let isCancelled: @Sendable () -> Bool
+    private let onReject: @Sendable (ImportReject) throws -> Void
     private let loaded = DispatchSemaphore(value: 0)
     private let verdict = DispatchSemaphore(value: 0)
     private let ended = DispatchSemaphore(value: 0)
@@ -96,6 +106,9 @@ final class HelperImport: @unchecked Sendable {
     private var outcome: Result<Outcome, any Error> = .failure(CancellationError())
     /// Set before `ended` is signalled: whether it committed.
     private var endResult: Result<Void, any Error> = .success(())
+
+    /// Reads the likes after the posts.
+    private let likes: LikesAfterPosts
 
     /// What a helper loaded.
     struct Outcome {
@@ -121,11 +134,14 @@ final class HelperImport: @unchecked Sendable {
     ) {
         self.number = number
         schema = SideTables.helperSchemaPrefix + token + "_" + String(number)
-        Thread { [self] in
-            run(
-                opening: open, source: makeSource, options: options, shares: shares, isCancelled: isCancelled,
-                onReject: onReject)
-        }.start()
+        self.open = open
+        self.makeSource = makeSource
+        self.options = options
+        self.shares = shares
+        self.isCancelled = isCancelled
+        self.onReject = onReject
+        likes = LikesAfterPosts(reopening: makeSource, options: options, onReject: onReject)
+        Thread { [self] in run() }.start()
     }
 
     /// Waits until it has loaded its nodes, or failed; nil when `timeout` passed first.
@@ -146,20 +162,13 @@ final class HelperImport: @unchecked Sendable {
         try endResult.get()
     }
 
-    private func run(
-        opening open: () throws -> StoreConnection, source makeSource: () throws -> any ByteSource,
-        options: ImportOptions, shares: NodeShares, isCancelled: @escaping () -> Bool,
-        onReject: @escaping (ImportReject) throws -> Void
-    ) {
+    private func run() {
         var connection: StoreConnection?
         do {
             let opened = try open()
             connection = opened
             try opened.execute("BEGIN")
-            outcome = .success(
-                try load(
-                    on: opened, source: try makeSource(), options: options, shares: shares, isCancelled: isCancelled,
-                    onReject: onReject))
+            outcome = .success(try load(on: opened))
         } catch {
             outcome = .failure(error)
             // A failure outside the file's nodes (its session, its tables) ends every session's reading.
@@ -179,10 +188,7 @@ final class HelperImport: @unchecked Sendable {
         ended.signal()
     }
 
-    private func load(
-        on connection: StoreConnection, source: any ByteSource, options: ImportOptions, shares: NodeShares,
-        isCancelled: @escaping () -> Bool, onReject: @escaping (ImportReject) throws -> Void
-    ) throws -> Outcome {
+    private func load(on connection: StoreConnection) throws -> Outcome {
         try connection.execute(
             """
             SELECT set_config('lock_timeout', '0', true),
@@ -192,14 +198,9 @@ final class HelperImport: @unchecked Sendable {
         let deferredIndexes = try side.create(keepsIndexes: options.keepsIndexes)
         let treeRows = TreeRows(connection: connection)
         let copies = DerivedCopies(connection: connection)
-        let loader = TableLoader(
-            connection: connection, usesFreeze: true,
-            destinations: [
-                .postLikes: .init(
-                    table: DerivedCopies.stagedLikesTable, create: { try copies.stageLikes() })
-            ])
+        let loader = TableLoader(connection: connection, usesFreeze: true)
         let importer = TreeImporter(
-            source: source, loader: loader, options: options,
+            source: try makeSource(), loader: loader, options: options,
             onFinding: { finding in
                 try TreeImport.deleteRows(
                     under: finding.path, loader: loader, indexes: deferredIndexes, treeRows: treeRows,
@@ -207,33 +208,28 @@ final class HelperImport: @unchecked Sendable {
             },
             onReject: onReject)
         importer.shares = (shares, number)
-        let number = number
-        loader.onRows = { [unowned importer] rows in
-            shares.report(rows: rows, position: importer.bytesRead, of: number)
+        importer.deferredKey = LikesAfterPosts.key
+        try read(importer, loader: loader, rowsBefore: 0, position: { [unowned importer] in importer.loadedThrough })
+        var report = importer.report
+        var loaders = [loader]
+        if let nodes = importer.deferred {
+            let (likesImporter, likesLoader) = try likes.loadingImporter(
+                of: nodes, on: connection, usesFreeze: true, indexes: deferredIndexes, treeRows: treeRows,
+                copies: copies, onStep: { _ in })
+            try read(
+                likesImporter, loader: likesLoader, rowsBefore: loader.totalRows,
+                position: { [unowned likesImporter] in likesImporter.bytesRead })
+            report = .combining([report, likesImporter.report], keys: importer.topLevelKeys)
+            loaders.append(likesLoader)
         }
-        loader.isCancelled = { [unowned importer] in isCancelled() || shares.stops(at: importer.node.index) }
-        do {
-            try StorageError.converting { try importer.run() }
-            try loader.flush()
-            shares.report(rows: loader.counts.reduce(0) { $0 + $1.rows }, position: .max, of: number)
-        } catch {
-            loader.abort()
-            isFailureShared = true
-            if !shares.stops(at: importer.node.index) {
-                let described =
-                    (error as? StorageError)?.adding(
-                        context: "import rolled back after reading \(importer.bytesRead) bytes") ?? error
-                shares.fail(described, at: importer.node.index, isOwned: importer.node.isOwned)
-            }
-            throw error
-        }
+        shares.report(rows: loaders.reduce(0) { $0 + $1.totalRows }, position: .max, of: number)
         let finishing = FinishingClock()
-        // It holds every post of the file (see `NodeShares`): its likes get their owners here.
-        if loader.redirected.contains(.postLikes) {
+        // It holds every post of the file (see `NodeShares`): likes it staged get their owners here.
+        if loaders.contains(where: { $0.redirected.contains(.postLikes) }) {
             finishing.begin(.storingLikes)
             try copies.storeStagedLikes(isDistributed: false)
         }
-        let tables = Set(TreeTable.allCases.filter { loader.counts[$0.rawValue].rows > 0 })
+        let tables = Set(TreeTable.allCases.filter { table in loaders.contains { $0.counts[table.rawValue].rows > 0 } })
         // Its posts and chats are all the file has (each root goes to one session): their lookups are filled here,
         // beside the other sessions' work, rather than by the import's session once every session is done.
         var lookups: Set<String> = []
@@ -250,8 +246,43 @@ final class HelperImport: @unchecked Sendable {
         }
         finishing.end()
         return Outcome(
-            report: importer.report, tables: tables, lookups: lookups, finishing: finishing.steps, analyzed: filled,
+            report: report, tables: tables, lookups: lookups, finishing: finishing.steps, analyzed: filled,
             indexed: deferredIndexes.built)
+    }
+
+    /// Runs `importer` and sends the rows it left buffered; tells `shares` how far it got (`position`, and its
+    /// rows after the session's `rowsBefore`) as it reads, and of its failure, which it throws.
+    private func read(
+        _ importer: TreeImporter, loader: TableLoader, rowsBefore: Int, position: @escaping () -> Int
+    ) throws {
+        let (shares, number, isCancelled) = (shares, number, isCancelled)
+        loader.onRows = { rows in shares.report(rows: rowsBefore + rows, position: position(), of: number) }
+        loader.isCancelled = { [unowned importer] in isCancelled() || shares.stops(at: importer.node.index) }
+        do {
+            try StorageError.converting { try importer.run() }
+            try loader.flush()
+        } catch {
+            loader.abort()
+            isFailureShared = true
+            if !shares.stops(at: importer.node.index) {
+                let described =
+                    (error as? StorageError)?.adding(
+                        context: "import rolled back after reading \(importer.bytesRead) bytes") ?? error
+                shares.fail(described, at: importer.node.index, isOwned: importer.node.isOwned)
+            }
+            // The likes it skipped come before where it failed: a failure of theirs is the import's.
+            if let likes = importer.deferred, !shares.stops(at: likes.first) {
+                checkLikes(likes, rowsBefore: loader.totalRows)
+            }
+            throw error
+        }
+    }
+
+    /// Reads the likes the session skipped without loading them, after it failed further on: a failure of
+    /// theirs, earlier in the file, goes to `shares`.
+    private func checkLikes(_ nodes: DeferredNodes, rowsBefore: Int) {
+        guard let (importer, loader) = try? likes.checkingImporter(of: nodes) else { return }
+        _ = try? read(importer, loader: loader, rowsBefore: rowsBefore, position: { nodes.start.offset })
     }
 }
 
@@ -435,7 +466,7 @@ extension ImportReport {
             order[TreeImporter.reportedNode(key)] = index
         }
         merged.nodes.sort { (order[$0.name] ?? Int.max) < (order[$1.name] ?? Int.max) }
-        merged.lines = merged.nodes.flatMap { node in merged.lines.filter { $0.node == node.name } }
+        merged.groupLinesByNode()
         return merged
     }
 }

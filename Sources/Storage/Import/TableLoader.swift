@@ -20,7 +20,8 @@ final class TableLoader {
     var onRows: ((Int) -> Void)?
     /// Asked every few thousand rows; true stops the load with a cancellation error.
     var isCancelled: () -> Bool = { false }
-    private var totalRows = 0
+    /// Rows encoded so far, all tables together.
+    private(set) var totalRows = 0
     /// COPY messages sent so far: a mark is good while none was.
     private var sends = 0
     /// Another table with the same columns that a table's rows go to instead of their own, made by `create`
@@ -50,22 +51,42 @@ final class TableLoader {
     static let messageSize = 1 << 16
     private static let switchThreshold = 1 << 20
 
+    /// Per table, the column its rows begin with that is not the node's own (a like's owner, which
+    /// `appendRow(_:leadingWith:_:)` writes): the counts leave it out, as if the rows were staged without it.
+    private let leadingColumns: [TreeTable: String]
+
     /// With `usesFreeze` the COPYs write frozen rows, which PostgreSQL allows only into tables truncated (or
     /// created) in the same transaction, and which spares the first VACUUM from rewriting every page. A table's
-    /// rows go to `destinations[table]` when it names one (the import stages likes there).
-    init(connection: StoreConnection?, usesFreeze: Bool, destinations: [TreeTable: Destination] = [:]) {
+    /// rows go to `destinations[table]` when it names one (the import stages likes there); they begin with the
+    /// column `leadingColumns[table]` when it names one.
+    init(
+        connection: StoreConnection?, usesFreeze: Bool, destinations: [TreeTable: Destination] = [:],
+        leadingColumns: [TreeTable: String] = [:]
+    ) {
         self.connection = connection
         self.usesFreeze = usesFreeze
         self.destinations = destinations
+        self.leadingColumns = leadingColumns
         encoders = TreeTable.allCases.map { _ in CopyRowEncoder(capacity: 0) }
         counts = TreeTable.allCases.map { _ in Counts() }
     }
 
     /// Encodes one row of `table` with `body`, then sends or switches as the buffers fill.
     func appendRow(_ table: TreeTable, _ body: (inout CopyRowEncoder) throws -> Void) throws {
-        let before = encoders[table.rawValue].bytes.count
+        try appendRow(table, leadingWith: nil, body)
+    }
+
+    /// Encodes one row of `table` that begins with `lead` in the table's leading column, then the fields `body`
+    /// encodes; `lead` is not counted.
+    func appendRow(
+        _ table: TreeTable, leadingWith lead: UnsafeBufferPointer<UInt8>?, _ body: (inout CopyRowEncoder) throws -> Void
+    ) throws {
+        let start = encoders[table.rawValue].bytes.count
+        if let lead { try encoders[table.rawValue].append(utf8: lead) }
+        // The tab after the lead is the lead's too.
+        let before = encoders[table.rawValue].bytes.count + (lead == nil ? 0 : 1)
         try body(&encoders[table.rawValue])
-        journal.append((UInt8(table.rawValue), before))
+        journal.append((UInt8(table.rawValue), start))
         encoders[table.rawValue].endRow()
         counts[table.rawValue].rows += 1
         totalRows += 1
@@ -137,7 +158,7 @@ final class TableLoader {
             }
             target = destination.table
         }
-        let columns = Query.identifiers(table.columns)
+        let columns = Query.identifiers(leadingColumns[table].map { [$0] + table.columns } ?? table.columns)
         let freeze: Query = usesFreeze ? " WITH (FREEZE)" : ""
         try connection?.beginCopyIn("COPY \(identifier: target) (\(columns)) FROM STDIN\(freeze)")
         active = table

@@ -97,6 +97,14 @@ struct TreeImport {
                         onReject: onReject)
                 loader.onRows = onRows
                 loader.isCancelled = isCancelled
+                // A whole-tree import reads the likes last, with their owners, when it can read the file again;
+                // where a reject may be let through, in file order, as the rejects are counted.
+                let likes =
+                    wholeTree && options.maximumRejects == 0
+                    ? reopening.map { LikesAfterPosts(reopening: $0, options: options, onReject: onReject) } : nil
+                if likes != nil { importer?.deferredKey = LikesAfterPosts.key }
+                // The importer whose reading failed, for the error's context.
+                var reading = importer
                 // With other sessions: the tables they built indexes and gathered statistics for.
                 var indexed: Set<String> = []
                 var analyzed: Set<String> = []
@@ -104,9 +112,47 @@ struct TreeImport {
                 var helperOutcomes: [HelperImport.Outcome] = []
                 do {
                     if let importer {
-                        try StorageError.converting { try importer.run() }
-                        try loader.flush()
-                        stagedLikes = loader.redirected.contains(.postLikes)
+                        do {
+                            try StorageError.converting { try importer.run() }
+                            try loader.flush()
+                        } catch {
+                            // The likes it skipped come before where it failed: a failure of theirs is the import's.
+                            if let likes, let nodes = importer.deferred,
+                                let (checker, checking) = try? likes.checkingImporter(of: nodes)
+                            {
+                                checking.isCancelled = isCancelled
+                                do {
+                                    try StorageError.converting { try checker.run() }
+                                } catch let earlier {
+                                    reading = checker
+                                    throw earlier
+                                }
+                            }
+                            throw error
+                        }
+                        var loaders = [loader]
+                        if let likes, let nodes = importer.deferred {
+                            let (likesImporter, likesLoader) = try likes.loadingImporter(
+                                of: nodes, on: connection, usesFreeze: wholeTree, indexes: deferredIndexes,
+                                treeRows: treeRows, copies: copies, onStep: timedStep)
+                            reading = likesImporter
+                            let rowsBefore = loader.totalRows
+                            likesLoader.onRows = { onRows(rowsBefore + $0) }
+                            likesLoader.isCancelled = isCancelled
+                            do {
+                                try StorageError.converting { try likesImporter.run() }
+                                try likesLoader.flush()
+                            } catch {
+                                likesLoader.abort()
+                                throw error
+                            }
+                            loaders.append(likesLoader)
+                            report = .combining(
+                                [importer.report, likesImporter.report], keys: importer.topLevelKeys)
+                        } else {
+                            report = importer.report
+                        }
+                        stagedLikes = loaders.contains { $0.redirected.contains(.postLikes) }
                     } else if let helpers, let sideTables = start.sideTables {
                         var pacing = source
                         let outcomes = try helpers.finishLoading(pacing: &pacing, onRows: onRows)
@@ -135,15 +181,15 @@ struct TreeImport {
                 } catch let error as StorageError {
                     loader.abort()
                     // A helper's failure says how far it read itself.
-                    guard let importer else { throw error }
-                    throw error.adding(context: "import rolled back after reading \(importer.bytesRead) bytes")
+                    guard let reading else { throw error }
+                    throw error.adding(context: "import rolled back after reading \(reading.bytesRead) bytes")
                 } catch {
                     loader.abort()
                     throw error
                 }
-                report =
-                    importer?.report
-                    ?? ImportReport.combining(helperOutcomes.map(\.report), keys: helpers?.shares.keysInOrder ?? [])
+                if importer == nil {
+                    report = .combining(helperOutcomes.map(\.report), keys: helpers?.shares.keysInOrder ?? [])
+                }
                 report.readersLockedOut = start.readersLockedOut
                 for pid in cancelledSessions {
                     report.warnings.append(Self.cancelledSessionWarning(pid))

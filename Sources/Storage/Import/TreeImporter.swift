@@ -41,6 +41,22 @@ final class TreeImporter {
 
     /// In a parallel import: the file's top-level nodes shared out among the sessions, and this session's number.
     var shares: (nodes: NodeShares, worker: Int)?
+    /// Top-level nodes under this key that this importer (this session of a parallel import) imports are not
+    /// read where they stand but after the rest of the file, by an importer `resuming` at them (`deferred`): the
+    /// likes, after the posts that give them their owners (`LikesAfterPosts`).
+    var deferredKey: String?
+    /// The nodes under `deferredKey` this session skipped: the first one's index and where its value starts, and
+    /// the last one's index.
+    private(set) var deferred: DeferredNodes?
+    /// The owner of each post, when the likes this importer reads are sent with their owners (`post_likes`'
+    /// own columns) rather than staged until the posts are loaded.
+    var likeOwners: PostOwners?
+    /// The keys of the file's top-level nodes, in file order (not kept when reading deferred nodes).
+    private(set) var topLevelKeys: [String] = []
+    /// Reading deferred nodes: the index of the last one; the importer stops after it.
+    private var lastDeferredNode: Int?
+    /// Whether it stopped after the last deferred node, short of the end of the file.
+    private var isStoppedEarly = false
     /// The top-level node being read: its index in the file, and whether this session imports it (in a parallel
     /// import, it skips the nodes other sessions import).
     private(set) var node = (index: -1, isOwned: true)
@@ -53,17 +69,56 @@ final class TreeImporter {
 
     /// An importer of `source`, which with `options.at` is read as the node at that path of the tree that holds
     /// it there, with error positions in `source`'s own bytes.
-    init(
+    convenience init(
         source: some ByteSource, loader: TableLoader, options: ImportOptions,
         onFinding: @escaping (ImportFinding) throws -> [TreeTable: Int],
         onReject: @escaping (ImportReject) throws -> Void
     ) {
         if options.at.isEmpty {
-            reader = JSONReader(source: source)
+            self.init(
+                reader: JSONReader(source: source), loader: loader, options: options, onFinding: onFinding,
+                onReject: onReject)
         } else {
             let nested = NestedSource(source, at: options.at)
-            reader = JSONReader(source: nested, firstOffset: -nested.prefixLength)
+            self.init(
+                reader: JSONReader(source: nested, firstOffset: -nested.prefixLength), loader: loader,
+                options: options, onFinding: onFinding, onReject: onReject)
         }
+    }
+
+    /// An importer of the nodes under `key` that another importer of the same whole-tree file deferred: `file`
+    /// is the file, read from its start; it is skipped to the first such node, and the importer stops after the
+    /// last, skipping the nodes between. Positions, node indexes and the nodes' keys are the file's.
+    convenience init(
+        resuming nodes: DeferredNodes, under key: String, of file: some ByteSource, loader: TableLoader,
+        options: ImportOptions, onFinding: @escaping (ImportFinding) throws -> [TreeTable: Int],
+        onReject: @escaping (ImportReject) throws -> Void
+    ) throws {
+        precondition(options.at.isEmpty, "only a whole-tree import defers nodes")
+        var file = file
+        var skipped = 0
+        while skipped < nodes.start.offset {
+            let count = try file.skip(nodes.start.offset - skipped)
+            guard count > 0 else {
+                throw StorageError(.io, "the file ended at byte \(skipped) on a second reading: it changed meanwhile")
+            }
+            skipped += count
+        }
+        let nested = NestedSource(file, at: [key], isClosed: false)
+        self.init(
+            reader: JSONReader(source: nested, resumingAt: nodes.start, prefixLength: nested.prefixLength),
+            loader: loader, options: options, onFinding: onFinding, onReject: onReject)
+        deferredKey = key
+        node.index = nodes.first - 1
+        lastDeferredNode = nodes.last
+    }
+
+    private init(
+        reader: consuming JSONReader, loader: TableLoader, options: ImportOptions,
+        onFinding: @escaping (ImportFinding) throws -> [TreeTable: Int],
+        onReject: @escaping (ImportReject) throws -> Void
+    ) {
+        self.reader = reader
         self.loader = loader
         self.options = options
         self.onFinding = onFinding
@@ -72,6 +127,9 @@ final class TreeImporter {
 
     /// Bytes of input read so far.
     var bytesRead: Int { reader.bytesRead }
+
+    /// How far in the file every node before was loaded: `bytesRead`, or where the first deferred node starts.
+    var loadedThrough: Int { deferred?.start.offset ?? reader.bytesRead }
 
     /// The Firebase path being read, for errors.
     var pathDescription: String { reader.pathDescription }
@@ -90,9 +148,10 @@ final class TreeImporter {
         default:
             try reject("a leaf value at the root; an export's root must be an object")
         }
-        guard try reader.next() == .end else { preconditionFailure("the reader ends after one document") }
+        if !isStoppedEarly, try reader.next() != .end { preconditionFailure("the reader ends after one document") }
         report.inputBytes = reader.bytesRead
         report.seconds = (clock.now - started).seconds
+        report.groupLinesByNode()
     }
 
     /// Adds rows read and stored per table to the node's lines, and the node's totals.
@@ -316,6 +375,13 @@ final class TreeImporter {
     private func edge(_ table: TreeTable) throws {
         guard reader.token == .true else { return try unmapped() }
         try beforeEmit()
+        if table == .postLikes, let likeOwners {
+            return try path.withKey(1) { postKey in
+                try likeOwners.withOwner(ofPostKey: postKey) { owner in
+                    try loader.appendRow(table, leadingWith: owner) { row in try self.appendKeys(of: table, to: &row) }
+                }
+            }
+        }
         try loader.appendRow(table) { row in try self.appendKeys(of: table, to: &row) }
     }
 
@@ -542,14 +608,29 @@ final class TreeImporter {
             let key = reader.childKey
             if depth == 0 {
                 node.index += 1
-                if let shares {
-                    node.isOwned = shares.nodes.claim(
-                        node.index, key: String(decoding: key, as: UTF8.self), by: shares.worker)
-                    // Another session imports it; it reads the node's keys, values and errors itself.
-                    if !node.isOwned {
-                        if isContainerToken { try reader.skipContainerUnchecked() }
-                        continue
+                let isDeferred = deferredKey.map { FirebaseKey.same($0, key) } ?? false
+                if let lastDeferredNode {
+                    guard node.index <= lastDeferredNode else {
+                        isStoppedEarly = true
+                        return
                     }
+                    node.isOwned = isDeferred
+                } else {
+                    let text = String(decoding: key, as: UTF8.self)
+                    topLevelKeys.append(text)
+                    node.isOwned = shares.map { $0.nodes.claim(node.index, key: text, by: $0.worker) } ?? true
+                    // Every occurrence (a repeated key's too): the importer reading them replaces one by the next.
+                    if node.isOwned, isDeferred {
+                        deferred = DeferredNodes(
+                            first: deferred?.first ?? node.index, last: node.index,
+                            start: deferred?.start ?? reader.position)
+                        node.isOwned = false
+                    }
+                }
+                // Another session imports it, or this one later: it reads the node's keys, values and errors then.
+                if !node.isOwned {
+                    if isContainerToken { try reader.skipContainerUnchecked() }
+                    continue
                 }
             }
             if let problem = FirebaseKey.problem(with: key) {
@@ -697,4 +778,14 @@ enum ImportFinding: Equatable {
         case .replacedChild(let path), .repeatedKey(let path): path
         }
     }
+}
+
+/// Top-level nodes an importer skipped to read after the rest of the file (`TreeImporter.deferredKey`).
+struct DeferredNodes {
+    /// The first one's index among the file's top-level nodes.
+    var first: Int
+    /// The last one's index.
+    var last: Int
+    /// Where the first one's value starts.
+    var start: JSONReader.Position
 }

@@ -22,17 +22,24 @@ struct ParallelImportTests {
         var derived: [String]
         /// The indexes built and the tables analyzed after the reading, as the report counts them.
         var finished: [String]
+        /// Whether the likes were staged and joined with the posts after the reading, rather than sent with
+        /// their owners.
+        var stagedLikes: Bool
     }
 
-    /// Imports `json` into a fresh store over `jobs` sessions (the file read again from memory); nil `jobs`:
-    /// one session without `reopening`.
-    private func outcome(of json: String, jobs: Int?, into store: Store? = nil) throws -> Outcome {
+    /// Imports `json` into a fresh store over `jobs` sessions (the file read again from memory), the likes'
+    /// owners held in at most `ownersBudget` bytes; nil `jobs`: one session without `reopening`, which reads the
+    /// file once, in order, and stages the likes.
+    private func outcome(of json: String, jobs: Int?, ownersBudget: Int? = nil, into store: Store? = nil) throws
+        -> Outcome
+    {
         let store = try store ?? makeStore()
         let bytes = Array(json.utf8)
         let reopening: @Sendable () throws -> any ByteSource = { MemorySource(bytes, chunkSize: 6_007) }
+        var options = ImportOptions(jobs: jobs ?? 1)
+        if let ownersBudget { options.likeOwnersMemoryBudget = ownersBudget }
         let report = try store.importTree(
-            from: MemorySource(bytes, chunkSize: 7_919), options: ImportOptions(jobs: jobs ?? 1),
-            reopening: jobs == nil ? nil : reopening)
+            from: MemorySource(bytes, chunkSize: 7_919), options: options, reopening: jobs == nil ? nil : reopening)
         #expect(report.inputBytes == bytes.count)
         let lines =
             report.lines.map { "\($0.node) \($0.table) \($0.rowsRead) \($0.rowsImported) \($0.bytes)" }
@@ -54,7 +61,8 @@ struct ParallelImportTests {
             finished: report.finishing.filter {
                 [ImportReport.Finishing.indexes, ImportReport.Finishing.statistics].contains($0.target)
             }
-            .map { "\($0.target) \($0.count)" })
+            .map { "\($0.target) \($0.count)" },
+            stagedLikes: report.finishing.contains { $0.target == TreeTable.postLikes.name })
     }
 
     /// The schemas of parallel sessions left in `store`'s database.
@@ -93,22 +101,63 @@ struct ParallelImportTests {
                  "timeline": {"a": {"-Kp1": {"poster_uid": "a"}}}, "users": {"c": {"username": "third"}}}
                 """#
             ))
+        trees.append(("likes and their owners", likesTree(sharedKey: false)))
+        trees.append(("a post key two owners share", likesTree(sharedKey: true)))
         return trees
     }()
+
+    /// Likes read after the posts that own them: keys with a backslash, a tab escape, non-ASCII and digits;
+    /// likes of no post (owner ''); /postLikes written three times around /posts (a leaf, then an object that
+    /// a later one replaces, each with a key repeated after more likes than one COPY message holds), and, when
+    /// `sharedKey`, a post key two owners share (every like then has a row per owner: they are staged).
+    static func likesTree(sharedKey: Bool) -> String {
+        let many = (0..<3_000).map { #""-Km\#($0)": {"u1": true, "u\\2": true}"# }.joined(separator: ", ")
+        let shared = sharedKey ? #", "-Kshared": {"image_url": "s", "like_count": 1}"# : ""
+        return #"""
+            {"postLikes": 7, "users": {"u1": {"username": "one"}, "u\\2": {"username": "two"}},
+             "postLikes": {\#(many), "-Km1": {"u1": true}, "gone": {"u1": true}},
+             "posts": {"u1": {"-Km1": {"image_url": "a", "like_count": 1}, "-Kshared": {"image_url": "t"},
+                              "é-\\tK": {"image_url": "c"}},
+                       "u\\2": {"-Km2": {"image_url": "b"}, "12": {"image_url": "d"}\#(shared)}},
+             "postLikes": {\#(many), "-Km1": {"u\\2": true}, "-Km2": {"u1": true}, "-Kshared": {"u1": true},
+                           "é-\\tK": {"u1": true, "u\\2": true}, "12": {"u1": true}, "nopost": {"u1": true},
+                           "-Km3": {"u1": true}, "-Km3": {"u\\2": true}},
+             "timeline": {"u1": {"-Km2": {"poster_uid": "u\\2"}}}}
+            """#
+    }
 
     @Test func severalSessionsLoadWhatOneSessionLoads() throws {
         for (name, json) in Self.trees {
             let single = try outcome(of: json, jobs: nil)
-            for jobs in [2, 3] {
-                let parallel = try outcome(of: json, jobs: jobs)
-                #expect(parallel.export.utf8.elementsEqual(single.export.utf8), "\(name), \(jobs) sessions: export")
-                #expect(parallel.lines == single.lines, "\(name), \(jobs) sessions: report")
-                #expect(parallel.warnings == single.warnings, "\(name), \(jobs) sessions: warnings")
-                #expect(parallel.checks == single.checks, "\(name), \(jobs) sessions: checks")
-                #expect(parallel.derived == single.derived, "\(name), \(jobs) sessions: lookups and likes")
+            // One session that reads the likes last, several, and several whose likes' owners do not fit in
+            // memory (staged, as the single reading does).
+            for (jobs, budget) in [(1, nil), (2, nil), (3, nil), (2, 0)] as [(Int, Int?)] {
+                let parallel = try outcome(of: json, jobs: jobs, ownersBudget: budget)
+                let label = "\(name), \(jobs) sessions, budget \(budget.map(String.init) ?? "default")"
+                #expect(parallel.export.utf8.elementsEqual(single.export.utf8), "\(label): export")
+                #expect(parallel.lines == single.lines, "\(label): report")
+                #expect(parallel.warnings == single.warnings, "\(label): warnings")
+                #expect(parallel.checks == single.checks, "\(label): checks")
+                #expect(parallel.derived == single.derived, "\(label): lookups and likes")
                 // Two sessions that both wrote a table both built its index: still one index of the store.
-                #expect(parallel.finished == single.finished, "\(name), \(jobs) sessions: indexes and statistics")
+                #expect(parallel.finished == single.finished, "\(label): indexes and statistics")
             }
+        }
+    }
+
+    @Test func likesGoWithTheirOwnersWhereTheOwnersAreKnownAndFitInMemory() throws {
+        let owned = Self.likesTree(sharedKey: false)
+        let shared = Self.likesTree(sharedKey: true)
+        // A file read once stages its likes; read again, they wait for the posts, and are staged only when a
+        // key has two owners or the owners do not fit.
+        for (json, jobs, budget, staged) in [
+            (owned, nil, nil, true), (owned, 1, nil, false), (owned, 2, nil, false), (owned, 2, 0, true),
+            (owned, 1, 100, true), (shared, 1, nil, true), (shared, 2, nil, true),
+        ] as [(String, Int?, Int?, Bool)] {
+            let outcome = try outcome(of: json, jobs: jobs, ownersBudget: budget)
+            #expect(outcome.stagedLikes == staged, "\(jobs.map(String.init) ?? "read once"), budget \(budget ?? -1)")
+            #expect(outcome.derived.contains("post_likes u1 -Km1 u\\2"))
+            #expect(outcome.derived.contains("post_likes  nopost u1"))
         }
     }
 
@@ -125,13 +174,27 @@ struct ParallelImportTests {
             return copy
         }
         broken.append(Array((String(json.dropLast()) + #", "bad.key": {"a": 1}}"#).utf8))
+        // A key Firebase refuses in the likes (read last) and a malformed byte in the posts after them, and each
+        // alone.
+        let likes = try #require(json.range(of: #""postLikes":{"#)).upperBound
+        let posts = try #require(json.range(of: #""posts":{"#)).upperBound
+        let badLike = #""bad.like": {"a": true}, "#
+        let badPost = #""\#u{1}"#
+        for (like, post) in [(true, true), (true, false), (false, true)] {
+            var text = json
+            if post { text.insert(contentsOf: badPost, at: posts) }
+            if like { text.insert(contentsOf: badLike, at: likes) }
+            broken.append(Array(text.utf8))
+        }
         for file in broken {
             var errors: [String] = []
-            for jobs in [1, 2, 3] {
+            // nil: one session without reopening, which reads the file once, in order.
+            let reopening: @Sendable () throws -> any ByteSource = { MemorySource(file, chunkSize: 4_093) }
+            for jobs in [nil, 1, 2, 3] as [Int?] {
                 do {
                     _ = try store.importTree(
-                        from: MemorySource(file), options: ImportOptions(jobs: jobs),
-                        reopening: { MemorySource(file, chunkSize: 4_093) })
+                        from: MemorySource(file), options: ImportOptions(jobs: jobs ?? 1),
+                        reopening: jobs == nil ? nil : reopening)
                     Issue.record("a broken file imported")
                 } catch let error as StorageError {
                     errors.append("\(error.message) | \(error.context ?? "")")
@@ -202,7 +265,11 @@ struct ParallelImportTests {
             let result = Result {
                 try importing.importTree(
                     from: MemorySource(after), options: ImportOptions(jobs: 2),
-                    reopening: { gates[opened.add(1, ordering: .relaxed).oldValue] })
+                    reopening: {
+                        // The session that loads the posts reads the file again for the likes, after them.
+                        let count = opened.add(1, ordering: .relaxed).oldValue
+                        return count < gates.count ? gates[count] : MemorySource(after)
+                    })
             }
             outcome.withLock { $0 = result }
             finished.signal()
