@@ -97,8 +97,8 @@ struct TreeImport {
                         onReject: onReject)
                 loader.onRows = onRows
                 loader.isCancelled = isCancelled
-                // A whole-tree import reads the likes last, with their owners, when it can read the file again;
-                // where a reject may be let through, in file order, as the rejects are counted.
+                // A whole-tree import reads the likes last, with their owners, when it can read the file again
+                // (and fails at its first reject: with rejects let through, they are counted in file order).
                 let likes =
                     wholeTree && options.maximumRejects == 0
                     ? reopening.map { LikesAfterPosts(reopening: $0, options: options, onReject: onReject) } : nil
@@ -112,47 +112,9 @@ struct TreeImport {
                 var helperOutcomes: [HelperImport.Outcome] = []
                 do {
                     if let importer {
-                        do {
-                            try StorageError.converting { try importer.run() }
-                            try loader.flush()
-                        } catch {
-                            // The likes it skipped come before where it failed: a failure of theirs is the import's.
-                            if let likes, let nodes = importer.deferred,
-                                let (checker, checking) = try? likes.checkingImporter(of: nodes)
-                            {
-                                checking.isCancelled = isCancelled
-                                do {
-                                    try StorageError.converting { try checker.run() }
-                                } catch let earlier {
-                                    reading = checker
-                                    throw earlier
-                                }
-                            }
-                            throw error
-                        }
-                        var loaders = [loader]
-                        if let likes, let nodes = importer.deferred {
-                            let (likesImporter, likesLoader) = try likes.loadingImporter(
-                                of: nodes, on: connection, usesFreeze: wholeTree, indexes: deferredIndexes,
-                                treeRows: treeRows, copies: copies, onStep: timedStep)
-                            reading = likesImporter
-                            let rowsBefore = loader.totalRows
-                            likesLoader.onRows = { onRows(rowsBefore + $0) }
-                            likesLoader.isCancelled = isCancelled
-                            do {
-                                try StorageError.converting { try likesImporter.run() }
-                                try likesLoader.flush()
-                            } catch {
-                                likesLoader.abort()
-                                throw error
-                            }
-                            loaders.append(likesLoader)
-                            report = .combining(
-                                [importer.report, likesImporter.report], keys: importer.topLevelKeys)
-                        } else {
-                            report = importer.report
-                        }
-                        stagedLikes = loaders.contains { $0.redirected.contains(.postLikes) }
+                        (report, stagedLikes) = try read(
+                            importer, loader: loader, likes: likes, indexes: deferredIndexes, onRows: onRows,
+                            isCancelled: isCancelled, onStep: timedStep, reading: &reading)
                     } else if let helpers, let sideTables = start.sideTables {
                         var pacing = source
                         let outcomes = try helpers.finishLoading(pacing: &pacing, onRows: onRows)
@@ -254,6 +216,55 @@ struct TreeImport {
         var helpers: HelperSessions?
         /// Why a whole-tree import locks readers out (`ImportReport.readersLockedOut`).
         var readersLockedOut: String?
+    }
+
+    /// Reads the file with the import's one session: `importer`, then, when `likes` reads them after the rest,
+    /// the likes it skipped. Returns the report and whether likes were staged (to be joined with the posts);
+    /// `reading` is the importer whose reading failed, when one did.
+    private func read(
+        _ importer: TreeImporter, loader: TableLoader, likes: LikesAfterPosts?, indexes: DeferredIndexes?,
+        onRows: @escaping (Int) -> Void, isCancelled: @escaping @Sendable () -> Bool,
+        onStep: @escaping (ImportStep) -> Void, reading: inout TreeImporter?
+    ) throws -> (report: ImportReport, stagedLikes: Bool) {
+        do {
+            try StorageError.converting { try importer.run() }
+            try loader.flush()
+        } catch {
+            // The likes it skipped come before where it failed: a failure of theirs is the import's.
+            if let likes, let nodes = importer.deferred,
+                let (checker, checking) = try? likes.checkingImporter(of: nodes)
+            {
+                checking.isCancelled = isCancelled
+                do {
+                    try StorageError.converting { try checker.run() }
+                } catch let earlier {
+                    reading = checker
+                    throw earlier
+                }
+            }
+            throw error
+        }
+        guard let likes, let nodes = importer.deferred else {
+            return (importer.report, loader.redirected.contains(.postLikes))
+        }
+        let (likesImporter, likesLoader) = try likes.loadingImporter(
+            of: nodes, on: connection, usesFreeze: true, indexes: indexes, treeRows: treeRows, copies: copies,
+            onStep: onStep)
+        let rowsBefore = loader.totalRows
+        likesLoader.onRows = { onRows(rowsBefore + $0) }
+        likesLoader.isCancelled = isCancelled
+        do {
+            try StorageError.converting { try likesImporter.run() }
+            try likesLoader.flush()
+        } catch {
+            likesLoader.abort()
+            reading = likesImporter
+            throw error
+        }
+        return (
+            .combining([importer.report, likesImporter.report], keys: importer.topLevelKeys),
+            likesLoader.redirected.contains(.postLikes)
+        )
     }
 
     /// A whole-tree import's start: the maintenance lock first, so that checks and repairs see an import running
