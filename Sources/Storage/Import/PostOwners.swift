@@ -92,11 +92,12 @@ struct PostOwners {
         var slot = Int(truncatingIfNeeded: hash ^ (hash >> 29)) & mask
         while case let index = slots[slot], index >= 0 {
             let entry = entries[Int(index)]
-            let isKey = keyBytes.withUnsafeBufferPointer { keys in
+            let isKey =
                 entry.keyCount == key.count
-                    && (key.isEmpty
-                        || memcmp(keys.baseAddress! + Int(entry.keyStart), key.baseAddress!, key.count) == 0)
-            }
+                && keyBytes.withUnsafeBufferPointer { keys in
+                    guard let base = keys.baseAddress, let other = key.baseAddress else { return key.isEmpty }
+                    return memcmp(base + Int(entry.keyStart), other, key.count) == 0
+                }
             if isKey { return (slot, entry) }
             slot = (slot + 1) & mask
         }

@@ -25,7 +25,9 @@ extension Store {
     ///
     /// `reopening`, when given, reads the same file again from its start (a regular file opened anew): a
     /// whole-tree replace then loads on `options.jobs` sessions, each importing the top-level nodes it reaches
-    /// first and skipping the others'. `isCancelled` and `onReject` may then be called from other threads.
+    /// first and skipping the others'; and the likes are read after the posts, from where /postLikes starts, to
+    /// be sent with their owners (`LikesAfterPosts`; with one session too). `isCancelled` and `onReject` may then
+    /// be called from other threads.
     public func importTree(
         from source: some ByteSource, options: ImportOptions = ImportOptions(),
         reopening: (@Sendable () throws -> any ByteSource)? = nil,
