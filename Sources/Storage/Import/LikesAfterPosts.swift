@@ -14,15 +14,15 @@ struct LikesAfterPosts {
     let options: ImportOptions
     let onReject: (ImportReject) throws -> Void
 
-    /// An importer that loads the likes `nodes` on `connection`, whose posts are loaded: with their owners when
-    /// those fit in memory (`ImportOptions.likeOwnersMemoryBudget`) and no post key has several; otherwise
-    /// staged (`DerivedCopies.storeStagedLikes` then joins them with the posts). A repeated key's rows go as
-    /// `TreeImport.deleteRows` says.
+    /// An importer that loads the likes `nodes` on `connection`, whose posts are loaded (at most `posts` rows):
+    /// with their owners when those fit in memory (`ImportOptions.likeOwnersMemoryBudget`) and no post key has
+    /// several; otherwise staged (`DerivedCopies.storeStagedLikes` then joins them with the posts). A repeated
+    /// key's rows go as `TreeImport.deleteRows` says.
     func loadingImporter(
-        of nodes: DeferredNodes, on connection: StoreConnection, usesFreeze: Bool, indexes: DeferredIndexes?,
-        treeRows: TreeRows, copies: DerivedCopies, onStep: @escaping (ImportStep) -> Void
+        of nodes: DeferredNodes, posts: Int, on connection: StoreConnection, usesFreeze: Bool,
+        indexes: DeferredIndexes?, treeRows: TreeRows, copies: DerivedCopies, onStep: @escaping (ImportStep) -> Void
     ) throws -> (importer: TreeImporter, loader: TableLoader) {
-        let owners = try PostOwners.read(on: connection, budget: options.likeOwnersMemoryBudget)
+        let owners = try PostOwners.read(on: connection, count: posts, budget: options.likeOwnersMemoryBudget)
         let loader =
             owners == nil
             ? TableLoader(

@@ -214,8 +214,8 @@ final class HelperImport: @unchecked Sendable {
         var loaders = [loader]
         if let nodes = importer.deferred {
             let (likesImporter, likesLoader) = try likes.loadingImporter(
-                of: nodes, on: connection, usesFreeze: true, indexes: deferredIndexes, treeRows: treeRows,
-                copies: copies, onStep: { _ in })
+                of: nodes, posts: loader.counts[TreeTable.posts.rawValue].rows, on: connection, usesFreeze: true,
+                indexes: deferredIndexes, treeRows: treeRows, copies: copies, onStep: { _ in })
             try read(
                 likesImporter, loader: likesLoader, rowsBefore: loader.totalRows,
                 position: { [unowned likesImporter] in likesImporter.bytesRead })

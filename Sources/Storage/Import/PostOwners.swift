@@ -32,9 +32,14 @@ struct PostOwners {
     }
 
     /// Reads the key and owner of every row of `posts` (unqualified: the twin the import filled, by its session's
-    /// search path); nil when they would take more than `budget` bytes or a key has several owners.
-    static func read(on connection: StoreConnection, budget: Int) throws -> PostOwners? {
+    /// search path), which holds at most `count` rows; nil when they would take more than `budget` bytes or a key
+    /// has several owners.
+    static func read(on connection: StoreConnection, count: Int, budget: Int) throws -> PostOwners? {
         var owners = PostOwners()
+        // Room for all at once (a push ID has 20 bytes), rather than arrays doubling past what they need.
+        guard count * (MemoryLayout<Entry>.stride + 20) + 4 * slotCount(for: count) <= budget else { return nil }
+        owners.entries.reserveCapacity(count)
+        owners.keyBytes.reserveCapacity(count * 20)
         var row = CopyRow()
         var isOver = false
         _ = try connection.copyOut("COPY posts (post_key, owner_uid) TO STDOUT") { line in
@@ -67,8 +72,7 @@ struct PostOwners {
 
     /// Fills the table; false when it would pass `budget` or two entries have one key.
     private mutating func makeSlots(budget: Int) -> Bool {
-        var size = 16
-        while size < 2 * entries.count { size *= 2 }
+        let size = Self.slotCount(for: entries.count)
         guard memoryBytes + 4 * size <= budget else { return false }
         slots = Array(repeating: -1, count: size)
         for index in entries.indices {
@@ -81,6 +85,13 @@ struct PostOwners {
             slots[found.slot] = Int32(index)
         }
         return true
+    }
+
+    /// The table's length for `count` entries: a power of two, at most half full.
+    private static func slotCount(for count: Int) -> Int {
+        var size = 16
+        while size < 2 * count { size *= 2 }
+        return size
     }
 
     /// The slot that holds `key`, or the empty one where it would go.

@@ -248,8 +248,8 @@ struct TreeImport {
             return (importer.report, loader.redirected.contains(.postLikes))
         }
         let (likesImporter, likesLoader) = try likes.loadingImporter(
-            of: nodes, on: connection, usesFreeze: true, indexes: indexes, treeRows: treeRows, copies: copies,
-            onStep: onStep)
+            of: nodes, posts: loader.counts[TreeTable.posts.rawValue].rows, on: connection, usesFreeze: true,
+            indexes: indexes, treeRows: treeRows, copies: copies, onStep: onStep)
         let rowsBefore = loader.totalRows
         likesLoader.onRows = { onRows(rowsBefore + $0) }
         likesLoader.isCancelled = isCancelled
