@@ -16,8 +16,7 @@ public enum ImportMapping {
         let loader = TableLoader(connection: nil, usesFreeze: false)
         let importer = TreeImporter(
             source: source, loader: loader, options: options, onFinding: { _ in [:] }, onReject: onReject)
-        try StorageError.converting { try importer.run() }
-        try loader.flush()
+        try importer.load()
         return importer.report
     }
 }

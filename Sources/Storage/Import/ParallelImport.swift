@@ -259,10 +259,8 @@ final class HelperImport: @unchecked Sendable {
         loader.onRows = { rows in shares.report(rows: rowsBefore + rows, position: position(), of: number) }
         loader.isCancelled = { [unowned importer] in isCancelled() || shares.stops(at: importer.node.index) }
         do {
-            try StorageError.converting { try importer.run() }
-            try loader.flush()
+            try importer.load()
         } catch {
-            loader.abort()
             isFailureShared = true
             if !shares.stops(at: importer.node.index) {
                 let described =
@@ -271,8 +269,8 @@ final class HelperImport: @unchecked Sendable {
                 shares.fail(described, at: importer.node.index, isOwned: importer.node.isOwned)
             }
             // The likes it skipped come before where it failed: a failure of theirs is the import's.
-            if let likes = importer.deferred, !shares.stops(at: likes.first) {
-                checkLikes(likes, rowsBefore: loader.totalRows)
+            if let nodes = importer.deferred, !shares.stops(at: nodes.first) {
+                checkLikes(nodes, rowsBefore: loader.totalRows)
             }
             throw error
         }

@@ -227,8 +227,7 @@ struct TreeImport {
         onStep: @escaping (ImportStep) -> Void, reading: inout TreeImporter?
     ) throws -> (report: ImportReport, stagedLikes: Bool) {
         do {
-            try StorageError.converting { try importer.run() }
-            try loader.flush()
+            try importer.load()
         } catch {
             // The likes it skipped come before where it failed: a failure of theirs is the import's.
             if let likes, let nodes = importer.deferred,
@@ -236,7 +235,7 @@ struct TreeImport {
             {
                 checking.isCancelled = isCancelled
                 do {
-                    try StorageError.converting { try checker.run() }
+                    try checker.load()
                 } catch let earlier {
                     reading = checker
                     throw earlier
@@ -254,10 +253,8 @@ struct TreeImport {
         likesLoader.onRows = { onRows(rowsBefore + $0) }
         likesLoader.isCancelled = isCancelled
         do {
-            try StorageError.converting { try likesImporter.run() }
-            try likesLoader.flush()
+            try likesImporter.load()
         } catch {
-            likesLoader.abort()
             reading = likesImporter
             throw error
         }

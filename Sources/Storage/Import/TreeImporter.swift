@@ -136,6 +136,18 @@ final class TreeImporter {
 
     // MARK: The document
 
+    /// Runs it and sends the rows the loader still holds; after a failure the loader's open COPY ends, storing
+    /// nothing of it.
+    func load() throws {
+        do {
+            try StorageError.converting { try run() }
+            try loader.flush()
+        } catch {
+            loader.abort()
+            throw error
+        }
+    }
+
     /// Reads the whole document and hands every row to the loader.
     func run() throws {
         let clock = ContinuousClock()

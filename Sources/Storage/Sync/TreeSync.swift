@@ -286,13 +286,7 @@ struct TreeSync {
                 guard rejectedBefore + rejected.count > options.maximumRejects else { return }
                 throw Self.tooManyRejects(reject, allowed: options.maximumRejects)
             })
-        do {
-            try StorageError.converting { try importer.run() }
-            try loader.flush()
-        } catch {
-            loader.abort()
-            throw error
-        }
+        try importer.load()
         report.rejectCount += rejected.count
         report.rejects += rejected.prefix(max(0, ImportReport.rejectsKept - report.rejects.count)).map {
             $0.cut(to: 4096)
