@@ -75,6 +75,35 @@ struct CitusTests {
         #expect(try analyzed.decode(Int.self, at: 0) > 0)
     }
 
+    /// A file that can be read again: on Citus one session loads it (the tables cannot be switched in), the
+    /// likes read after the posts and sent with their owners to their owners' shards, or staged when a post key
+    /// has two owners; the likes' rows are one server's.
+    @Test func anImportThatReadsTheLikesAfterThePostsGivesThemOneServersOwners() throws {
+        let (_, citus, _) = try makeStores()
+        let trees = [
+            try generate(GeneratorOptions(users: 120, seed: 4)).json, ParallelImportTests.likesTree(sharedKey: false),
+            ParallelImportTests.likesTree(sharedKey: true),
+        ]
+        for (index, json) in trees.enumerated() {
+            let single = try makeStore()
+            try importJSON(json, into: single)
+            let report = try importJSON(json, into: citus, options: ImportOptions(), jobs: 2)
+            #expect(report.readersLockedOut != nil)
+            // Staged (and joined) only where a key has two owners.
+            #expect(report.finishing.contains { $0.target == TreeTable.postLikes.name } == (index == 2))
+            expectSameText(try exportJSON(citus), try exportJSON(single))
+            let rows = { (store: Store) in
+                try store.connection.query(
+                    "SELECT post_owner_uid, post_key, liker_uid FROM post_likes ORDER BY 1, 2, 3"
+                )
+                .map { row in
+                    try (0..<3).map { try row.decode(String.self, at: $0) }.joined(separator: " ")
+                }
+            }
+            #expect(try rows(citus) == rows(single))
+        }
+    }
+
     /// Shapes of real exports that the generator does not write: all-digit uids and post keys (which export
     /// as arrays or sort as integers), push IDs that start with `-`, a megabyte value, canonically equivalent
     /// keys, control characters in text, an array and an epoch-keyed log under unmapped nodes, a post key two
