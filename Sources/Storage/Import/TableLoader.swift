@@ -78,6 +78,7 @@ final class TableLoader {
 
     /// Encodes one row of `table` that begins with `lead` in the table's leading column, then the fields `body`
     /// encodes; `lead` is not counted.
+    @inline(__always)
     func appendRow(
         _ table: TreeTable, leadingWith lead: UnsafeBufferPointer<UInt8>?, _ body: (inout CopyRowEncoder) throws -> Void
     ) throws {
