@@ -88,9 +88,22 @@ extension TreeTable {
             "SELECT \(columns) FROM \(identifier: name) WHERE \(keyConditions(try (0..<keyDepth).map { try row.text($0) }))"
     }
 
-    /// Whether the table holds a row with a key that needs `rtdb_key_order` (answered by its partial index).
-    func orderedRowsQuery() -> Query {
-        "SELECT \(Query.anyRow(in: name, where: needsOrderCondition))"
+    /// Whether the table holds a row with a key that needs `rtdb_key_order`; with `fixed` (the first key columns'
+    /// values), a row under that node. Its partial index answers either from one range however large the node
+    /// (the node's rows in key order, as the ordered read takes them), and on Citus one shard answers the second.
+    func orderedRowsQuery(under fixed: [String] = []) -> Query {
+        "SELECT \(Query.anyRow(in: name, where: orderedRowsConditions(fixed: fixed).joined(separator: " AND ")))"
+    }
+
+    /// The rows under the node whose first key columns hold `fixed` that need `rtdb_key_order`, in terms of the
+    /// partial index: its predicate verbatim, and each fixed key's order as well as its text.
+    private func orderedRowsConditions(fixed: [String]) -> [Query] {
+        var conditions: [Query] = ["(\(needsOrderCondition))"]
+        conditions += zip(keyColumns, fixed).map { column, key in
+            "\(orderExpression(column)) = \(FirebaseKey.order(of: key))"
+        }
+        if !fixed.isEmpty { conditions.append(keyConditions(fixed)) }
+        return conditions
     }
 
     /// Whether the table holds a row with a key that byte order misplaces: an integer (or a key looking like one)
@@ -213,11 +226,7 @@ extension TreeTable {
     }
 
     private func orderedSelect(fixed: [String], free: [String], bounds: ChildKeyRange, reversed: Bool) -> Query {
-        var conditions: [Query] = ["(\(needsOrderCondition))"]
-        conditions += zip(keyColumns, fixed).map { column, key in
-            "\(orderExpression(column)) = \(FirebaseKey.order(of: key))"
-        }
-        conditions.append(keyConditions(fixed))
+        var conditions = orderedRowsConditions(fixed: fixed)
         if let column = free.first {
             if let lower = bounds.lower {
                 conditions.append("\(orderExpression(column)) >= \(FirebaseKey.order(of: lower))")

@@ -186,13 +186,23 @@ struct TreeExport {
         return total + (try connection.query(unmapped)[0].decode(Int.self, at: 0))
     }
 
-    /// The typed tables holding a key that needs `rtdb_key_order` (each asked of its partial index), of those
-    /// under the node at `path`: the others are not read (and on Citus each question goes to every shard).
+    /// The typed tables holding, under the node at `path`, a key that needs `rtdb_key_order` (each asked of its
+    /// partial index), of those under the node: the others are not read. The question is asked of the node's rows
+    /// only (below the root, on Citus, of the shard its first key is placed on), and not at all where the path's
+    /// keys settle it: one of them needs that order (every row there does), or they fix one row (whose fields
+    /// are not ordered by key).
     func tablesWithOrderedRows(under path: [String] = []) throws -> Set<TreeTable> {
         var tables = Set<TreeTable>()
         let candidates = path.first.map(TreeTable.tables(under:)) ?? TreeTable.allCases
         for table in candidates where table != .unmappedValues {
-            if try connection.query(table.orderedRowsQuery())[0].decode(Bool.self, at: 0) { tables.insert(table) }
+            let fixed = Array(path.dropFirst().prefix(table.keyDepth))
+            if fixed.contains(where: FirebaseKey.needsOrder) {
+                tables.insert(table)
+            } else if fixed.count < table.keyDepth,
+                try connection.query(table.orderedRowsQuery(under: fixed))[0].decode(Bool.self, at: 0)
+            {
+                tables.insert(table)
+            }
         }
         return tables
     }

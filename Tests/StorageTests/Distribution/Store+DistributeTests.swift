@@ -190,6 +190,28 @@ struct CitusTests {
         }
     }
 
+    /// A read below a root asks whether its node holds keys needing RTDB order of that node's rows: one shard
+    /// answers where the node's key is the table's distribution column, and the reads are one server's.
+    @Test func aNodesKeyOrderQuestionGoesToOneShard() throws {
+        let (single, citus) = try Self.importedBothWays(ExportShapeTests.neighbours)
+        try ExportShapeTests.expectEveryNodeReadsInOrder(citus, ExportShapeTests.neighbours)
+        try ExportShapeTests.expectEveryNodeReadsInOrder(single, ExportShapeTests.neighbours)
+        let placed = try citus.connection.query(
+            "SELECT table_name::text, distribution_column FROM citus_tables WHERE citus_table_type = 'distributed'")
+        let columns = Dictionary(
+            uniqueKeysWithValues: try placed.map {
+                (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1))
+            })
+        var routed = 0
+        for table in TreeTable.allCases where table.keyDepth >= 2 && columns[table.name] == table.keyColumns[0] {
+            let plan = try citus.connection.query("EXPLAIN \(table.orderedRowsQuery(under: ["u1"]))")
+                .map { try $0.decode(String.self, at: 0) }.joined(separator: "\n")
+            #expect(plan.contains("Task Count: 1"), "\(table.name): \(plan)")
+            routed += 1
+        }
+        #expect(routed >= 5)
+    }
+
     @Test func writesKeepLikesPostKeysAndChatHoldersOnADistributedStore() throws {
         let database = try TestCitus.makeDatabase()
         let citus = Store(connection: try database.connect())

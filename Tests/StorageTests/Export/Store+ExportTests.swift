@@ -80,6 +80,54 @@ struct ExportShapeTests {
                     Int.self, at: 0) == 0)
     }
 
+    /// Nodes of one table side by side, some holding keys that need RTDB order (integers, digit-led text, U+E000)
+    /// and some not, below roots keyed either way: a read below a root asks the question of its node alone.
+    static let neighbours = #"""
+        {"following": {"u1": {"10": true, "9": true, "b": true, "a": true}, "u2": {"b": true, "a": true, "-x": true},
+                       "7": {"b": true, "2": true}, "08": {"a": true}, "u3": {"a\uE000": true, "a😀": true}},
+         "posts": {"u1": {"-K2": {"image_url": "x"}, "-K1": {"image_url": "y"}},
+                   "u2": {"10": {"image_url": "a"}, "9": {"image_url": "b"}, "x": {"image_url": "c"}},
+                   "3": {"-K": {"image_url": "d"}}},
+         "messages": {"c1": {"-M2": {"content": "p"}, "-M1": {"content": "q"}}, "c2": {"3": {"content": "r"},
+                      "20": {"content": "s"}, "m": {"content": "t"}}},
+         "postLikes": {"k1": {"10": true, "9": true}, "k2": {"b": true, "a": true}, "5": {"z": true, "y": true}},
+         "users": {"1": {"username": "one"}, "b": {"username": "bee"}}}
+        """#
+
+    /// Every node one and two levels down, `get` as it prints it and with limits and bounds by key.
+    static func expectEveryNodeReadsInOrder(
+        _ store: Store, _ json: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let tree = try #require(try TreeValue.parse(json: json))
+        var paths: [[String]] = []
+        for root in tree.children!.keys.map(\.string) {
+            paths.append([root])
+            for child in tree[root]?.children?.keys.map(\.string) ?? [] { paths.append([root, child]) }
+        }
+        for path in paths {
+            let node = path.dropFirst().reduce(tree[path[0]]) { $0?[$1] }
+            var bytes: [UInt8] = []
+            _ = try store.exportTree(at: path) { bytes.append(contentsOf: $0) }
+            #expect(String(decoding: bytes, as: UTF8.self) == render(node), "\(path)", sourceLocation: sourceLocation)
+            for query in [
+                TreeQuery(order: .key, limitToFirst: 2), TreeQuery(order: .key, limitToLast: 2),
+                TreeQuery(order: .key, start: .string("1"), end: .string("a")),
+            ] {
+                bytes = []
+                _ = try store.exportTree(at: path, query: query) { bytes.append(contentsOf: $0) }
+                #expect(
+                    String(decoding: bytes, as: UTF8.self) == render(ReferenceQuery.run(query, on: try #require(node))),
+                    "\(path) \(query)", sourceLocation: sourceLocation)
+            }
+        }
+    }
+
+    @Test func aNodeBelowARootIsReadInOrderWhateverItsNeighboursHold() throws {
+        let store = try makeStore()
+        try importJSON(Self.neighbours, into: store)
+        try Self.expectEveryNodeReadsInOrder(store, Self.neighbours)
+    }
+
     /// A table read whole in primary-key order is sorted when byte order misplaces one of its keys, in any key
     /// column and of either kind: an integer, or a character from U+E000 beside an astral one (UTF-8 puts U+E000
     /// first, UTF-16 and RTDB the astral one). The question is answered by the key-order indexes (migration 0020).

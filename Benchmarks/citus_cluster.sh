@@ -1,0 +1,61 @@
+#!/bin/bash
+# A local Citus cluster and one plain server beside it, for Benchmarks/citus_commands.sh (BENCHMARKS.md, issue 42):
+#   Benchmarks/citus_cluster.sh start DIR     # coordinator :5500, workers :5501 :5502, one server :5510
+#   Benchmarks/citus_cluster.sh stop DIR
+# Needs PostgreSQL's server binaries with the citus extension installed (citus.so in `pg_config --pkglibdir`).
+# Every node runs as the `postgres` OS user when started by root (initdb refuses root), listens on a Unix socket
+# in DIR only, trusts local connections and has the same settings (fsync off, as the test clusters); each has a
+# database `bench`, with the citus extension on the four Citus nodes and the workers added on the coordinator.
+# The plain server has the same settings without Citus, so that the two sides differ only in distribution.
+set -euo pipefail
+action=$1 dir=$2
+bin=$(pg_config --bindir)
+as_server_user() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+nodes=(coordinator:5500 worker1:5501 worker2:5502 single:5510)
+
+case $action in
+start)
+    mkdir -p "$dir"
+    [[ $(id -u) == 0 ]] && chown postgres "$dir"
+    for node in "${nodes[@]}"; do
+        name=${node%%:*} port=${node##*:}
+        if [[ ! -d $dir/$name ]]; then
+            as_server_user "$bin/initdb" -D "$dir/$name" -U postgres -E UTF8 --locale=C --auth-local=trust \
+                --no-instructions > "$dir/$name.initdb.log" 2>&1 || { cat "$dir/$name.initdb.log" >&2; exit 1; }
+            {
+                echo "listen_addresses = ''"
+                echo "unix_socket_directories = '$dir'"
+                echo "port = $port"
+                echo "fsync = off"
+                echo "synchronous_commit = off"
+                echo "full_page_writes = off"
+                echo "max_connections = 150"
+                [[ $name != single ]] && echo "shared_preload_libraries = 'citus'"
+            } >> "$dir/$name/postgresql.conf"
+        fi
+        as_server_user "$bin/pg_ctl" -D "$dir/$name" -l "$dir/$name.log" -w -s start
+        psql -h "$dir" -p "$port" -U postgres -d postgres -Atq -c "SELECT 1 FROM pg_database WHERE datname = 'bench'" |
+            grep -q 1 || psql -h "$dir" -p "$port" -U postgres -d postgres -q -c "CREATE DATABASE bench"
+        if [[ $name != single ]]; then
+            psql -h "$dir" -p "$port" -U postgres -d bench -q -c "CREATE EXTENSION IF NOT EXISTS citus"
+        fi
+    done
+    for port in 5501 5502; do
+        psql -h "$dir" -p 5500 -U postgres -d bench -q -c \
+            "SELECT citus_add_node('$dir', $port) WHERE NOT EXISTS (SELECT FROM pg_dist_node WHERE nodeport = $port)" \
+            > /dev/null
+    done
+    echo "Citus: host=$dir port=5500 user=postgres dbname=bench"
+    echo "one server: host=$dir port=5510 user=postgres dbname=bench"
+    ;;
+stop)
+    for node in "${nodes[@]}"; do
+        name=${node%%:*}
+        [[ -d $dir/$name ]] && as_server_user "$bin/pg_ctl" -D "$dir/$name" -m fast -w -s stop || true
+    done
+    ;;
+*)
+    echo "usage: $0 start|stop DIR" >&2
+    exit 2
+    ;;
+esac
