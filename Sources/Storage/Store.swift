@@ -30,7 +30,9 @@ public final class Store {
     /// Citus.
     var distribution: Distribution { Distribution(connection: connection, maintenance: maintenance) }
     /// The app's operations.
-    var app: AppOperations { AppOperations(connection: connection, copies: copies, reads: reads) }
+    var app: AppOperations {
+        AppOperations(connection: connection, copies: copies, reads: reads, distribution: distribution)
+    }
     /// Export and `get`.
     var export: TreeExport { TreeExport(connection: connection, reads: reads, treeRows: treeRows) }
     /// `verify`.

@@ -25,19 +25,47 @@ extension AppOperations {
                 ownerUID: owner, key: key, imageURL: imageURL, imageHeight: imageHeight, createdAt: createdAt,
                 likeCount: 0, posterUID: owner, posterUsername: try row.decode(at: 0))
             try copies.postAdded(key: key, owner: owner)
-            // Rows returned, not the command tag, which Citus makes the rows read (Citus issue 3377).
-            let entries = try connection.query(
-                """
-                INSERT INTO timeline (uid, post_key, poster_uid)
-                SELECT \(owner), \(key), \(owner)
-                UNION ALL
-                SELECT follower_uid, \(key), \(owner) FROM followers WHERE uid = \(owner) AND follower_uid <> \(owner)
-                ON CONFLICT (uid, post_key) DO UPDATE SET poster_uid = EXCLUDED.poster_uid
-                RETURNING 1
-                """
-            ).count
-            return (post, entries)
+            return (post, try fanOut(post: key, of: owner))
         }
+    }
+
+    /// The most followers whose entries `fanOut` sends as rows on Citus; beyond, the coordinator selects them.
+    static let fanOutRows = 2048
+
+    /// Writes the entry of `owner`'s new post `key` into the timelines of the owner and of each follower; returns
+    /// how many. One statement selects the followers and writes their entries. On Citus, up to `fanOutRows`
+    /// followers are read first and their entries sent as rows instead: a multi-row INSERT goes to each
+    /// follower's shard at once, where the `INSERT … SELECT` from the followers' one shard into many goes through
+    /// the coordinator (1,179 entries: 0.24-0.28 s against 0.45-0.56 s a command; 11,819: 0.85 s in pages of
+    /// rows against 0.55 s). On one server the rows would cost the client's round trip and their parameters
+    /// (0.08-0.10 s a command against 0.06-0.09 s). The poster's row lock keeps follows of the poster out
+    /// meanwhile (`lockFollowPair`).
+    private func fanOut(post key: String, of owner: String) throws -> Int {
+        var entries: Query = """
+            SELECT \(owner), \(key), \(owner)
+            UNION ALL
+            SELECT follower_uid, \(key), \(owner) FROM followers WHERE uid = \(owner) AND follower_uid <> \(owner)
+            """
+        if try distribution.isDistributed() {
+            let followers = try connection.query(
+                """
+                SELECT follower_uid FROM followers WHERE uid = \(owner) AND follower_uid <> \(owner)
+                LIMIT \(Self.fanOutRows + 1)
+                """
+            ).map { try $0.decode(String.self, at: 0) }
+            if followers.count <= Self.fanOutRows {
+                entries =
+                    "VALUES \(([owner] + followers).map { "(\($0), \(key), \(owner))" as Query }.joined(separator: ", "))"
+            }
+        }
+        // Rows returned, not the command tag, which Citus makes the rows read (Citus issue 3377).
+        return try connection.query(
+            """
+            INSERT INTO timeline (uid, post_key, poster_uid) \(entries)
+            ON CONFLICT (uid, post_key) DO UPDATE SET poster_uid = EXCLUDED.poster_uid
+            RETURNING 1
+            """
+        ).count
     }
 
     /// `Store.deletePost`: see there.

@@ -11,6 +11,8 @@ struct AppOperations {
     let copies: DerivedCopies
     /// The snapshot a read of several statements runs in.
     let reads: Reads
+    /// Whether the tables are distributed, which changes how some writes are best phrased.
+    let distribution: Distribution
 
     /// `Store.addUser`: see there.
     func addUser(uid: String, username: String) throws -> User {

@@ -212,6 +212,16 @@ struct CitusTests {
         #expect(routed >= 5)
     }
 
+    /// On Citus a post with few followers sends their entries as rows, one with many has the coordinator select
+    /// them: both reach every timeline as on one server.
+    @Test func aPostReachesEveryFollowerOnADistributedStore() throws {
+        let database = try TestCitus.makeDatabase()
+        let citus = Store(connection: try database.connect())
+        try citus.migrate()
+        _ = try citus.distribute(shardCount: 4)
+        try DomainOperationTests.expectPostsReachEveryFollower(citus)
+    }
+
     @Test func writesKeepLikesPostKeysAndChatHoldersOnADistributedStore() throws {
         let database = try TestCitus.makeDatabase()
         let citus = Store(connection: try database.connect())

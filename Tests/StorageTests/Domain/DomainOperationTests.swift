@@ -65,6 +65,47 @@ struct DomainOperationTests {
         #expect(try store.check().allSatisfy { $0.isClean })
     }
 
+    @Test func aPostReachesEveryFollowerWhateverTheirNumber() throws {
+        try Self.expectPostsReachEveryFollower(try makeStore())
+    }
+
+    /// A new post reaches the poster's timeline and every follower's, however many: none, one, one either side
+    /// of the most Citus sends as rows, exactly that many, many more; a poster listed as their own follower gets
+    /// one entry. `store` is empty, migrated (and distributed, on Citus).
+    static func expectPostsReachEveryFollower(_ store: Store) throws {
+        let page = AppOperations.fanOutRows
+        let counts = [0, 1, page - 1, page, page + 1, 2 * page + 3]
+        let followers = (0..<(2 * page + 3)).map { "f" + String(1_000_000 + $0 * 7) }
+        func poster(_ index: Int) -> String { "p\(index)" }
+        let users = TreeValue.object(
+            Dictionary(
+                uniqueKeysWithValues: counts.indices.map { (TreeKey(poster($0)), .object(["username": .string("u")])) })
+        )
+        let followed = TreeValue.object(
+            Dictionary(
+                uniqueKeysWithValues: counts.enumerated().map { index, count in
+                    let mine = followers.prefix(count) + (index == 1 ? [poster(index)] : [])
+                    return (
+                        TreeKey(poster(index)),
+                        .object(Dictionary(uniqueKeysWithValues: mine.map { (TreeKey($0), .bool(true)) }))
+                    )
+                }))
+        try importJSON(TreeValue.object(["users": users, "followers": followed]).json, into: store)
+        for (index, count) in counts.enumerated() {
+            let (post, entries) = try store.createPost(owner: poster(index), imageURL: "u", imageHeight: 1)
+            #expect(entries == count + 1, "\(count) followers")
+            let rows = try store.connection.query(
+                "SELECT uid, poster_uid FROM timeline WHERE post_key = \(post.key) ORDER BY uid")
+            let reached = try rows.map { try $0.decode(String.self, at: 0) }
+            let expected = Set([poster(index)] + followers.prefix(count))
+            // Counted, not listed: a failure with thousands of uids would bury the one that matters.
+            #expect(
+                reached.count == expected.count && expected.subtracting(reached).isEmpty,
+                "\(count) followers: \(reached.count) entries, \(expected.subtracting(reached).count) missing")
+            #expect(try rows.allSatisfy { try $0.decode(String.self, at: 1) == poster(index) })
+        }
+    }
+
     @Test func renamingWithoutPropagatingLeavesThePosterCopiesAsTheAppDid() throws {
         let store = try consistentStore()
         #expect(try store.renameUser(uid: "bob", to: "robert", propagate: false) == 0)
