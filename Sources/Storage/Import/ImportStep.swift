@@ -1,6 +1,9 @@
 /// What an import does once its file is read, before it commits, for a progress display (`importTree`'s
 /// `onStep`): on a large store this takes seconds, with nothing left to read.
 public enum ImportStep: Sendable, Equatable, CustomStringConvertible {
+    /// Reading the nodes under `key` (/postLikes) again, once /posts is loaded, to send each like with its post's
+    /// owners (one session importing a plain file). Shown, not timed: its rows and seconds are the node's.
+    case readingAgain(key: String)
     /// Storing the likes read before /posts, each with its post's owners.
     case storingLikes
     /// Filling the lookup `table` kept from /posts or /chats (`post_keys`, `chat_holders`).
@@ -17,7 +20,7 @@ public enum ImportStep: Sendable, Equatable, CustomStringConvertible {
     /// What the step writes: a table, or `ImportReport.Finishing.indexes`.
     var target: String {
         switch self {
-        case .storingLikes, .settlingLikes: TreeTable.postLikes.name
+        case .readingAgain, .storingLikes, .settlingLikes: TreeTable.postLikes.name
         case .fillingLookup(let table): table
         case .buildingIndex: ImportReport.Finishing.indexes
         case .analyzing: ImportReport.Finishing.statistics
@@ -28,6 +31,7 @@ public enum ImportStep: Sendable, Equatable, CustomStringConvertible {
     /// The step in a few words.
     public var description: String {
         switch self {
+        case .readingAgain(let key): "reading /\(key) again, with their posts' owners"
         case .storingLikes: "storing likes with their posts' owners"
         case .fillingLookup(let table): "filling \(table)"
         case .settlingLikes: "settling the likes of posts added or removed"

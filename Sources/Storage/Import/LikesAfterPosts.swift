@@ -17,21 +17,22 @@ struct LikesAfterPosts {
     /// An importer that loads the likes `nodes` on `connection`, whose posts are loaded (at most `posts` rows):
     /// with their owners when those fit in memory (`ImportOptions.likeOwnersMemoryBudget`) and no post key has
     /// several; otherwise staged (`DerivedCopies.storeStagedLikes` then joins them with the posts). A repeated
-    /// key's rows go as `TreeImport.deleteRows` says.
+    /// key's rows go as `TreeImport.deleteRows` says. A whole-tree import made its tables in its transaction,
+    /// so the likes go by COPY FREEZE too.
     func loadingImporter(
-        of nodes: DeferredNodes, posts: Int, on connection: StoreConnection, usesFreeze: Bool,
+        of nodes: DeferredNodes, posts: Int, on connection: StoreConnection,
         indexes: DeferredIndexes?, treeRows: TreeRows, copies: DerivedCopies, onStep: @escaping (ImportStep) -> Void
     ) throws -> (importer: TreeImporter, loader: TableLoader) {
         let owners = try PostOwners.read(on: connection, count: posts, budget: options.likeOwnersMemoryBudget)
         let loader =
             owners == nil
             ? TableLoader(
-                connection: connection, usesFreeze: usesFreeze,
+                connection: connection, usesFreeze: true,
                 destinations: [
                     .postLikes: .init(table: DerivedCopies.stagedLikesTable, create: { try copies.stageLikes() })
                 ])
             : TableLoader(
-                connection: connection, usesFreeze: usesFreeze,
+                connection: connection, usesFreeze: true,
                 leadingColumns: [.postLikes: DerivedCopies.likeOwnerColumn])
         let importer = try TreeImporter(
             resuming: nodes, under: Self.key, of: try reopening(), loader: loader, options: options,

@@ -214,7 +214,7 @@ final class HelperImport: @unchecked Sendable {
         var loaders = [loader]
         if let nodes = importer.deferred {
             let (likesImporter, likesLoader) = try likes.loadingImporter(
-                of: nodes, posts: loader.counts[TreeTable.posts.rawValue].rows, on: connection, usesFreeze: true,
+                of: nodes, posts: loader.counts[TreeTable.posts.rawValue].rows, on: connection,
                 indexes: deferredIndexes, treeRows: treeRows, copies: copies, onStep: { _ in })
             try read(
                 likesImporter, loader: likesLoader, rowsBefore: loader.totalRows,

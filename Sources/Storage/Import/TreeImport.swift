@@ -114,7 +114,7 @@ struct TreeImport {
                     if let importer {
                         (report, stagedLikes) = try read(
                             importer, loader: loader, likes: likes, indexes: deferredIndexes, onRows: onRows,
-                            isCancelled: isCancelled, onStep: timedStep, reading: &reading)
+                            isCancelled: isCancelled, onStep: timedStep, announce: onStep, reading: &reading)
                     } else if let helpers, let sideTables = start.sideTables {
                         var pacing = source
                         let outcomes = try helpers.finishLoading(pacing: &pacing, onRows: onRows)
@@ -224,7 +224,7 @@ struct TreeImport {
     private func read(
         _ importer: TreeImporter, loader: TableLoader, likes: LikesAfterPosts?, indexes: DeferredIndexes?,
         onRows: @escaping (Int) -> Void, isCancelled: @escaping @Sendable () -> Bool,
-        onStep: @escaping (ImportStep) -> Void, reading: inout TreeImporter?
+        onStep: @escaping (ImportStep) -> Void, announce: (ImportStep) -> Void, reading: inout TreeImporter?
     ) throws -> (report: ImportReport, stagedLikes: Bool) {
         do {
             try importer.load()
@@ -246,8 +246,10 @@ struct TreeImport {
         guard let likes, let nodes = importer.deferred else {
             return (importer.report, loader.redirected.contains(.postLikes))
         }
+        // The file's bytes are all read by now: a progress display says what the rows still counting are.
+        announce(.readingAgain(key: LikesAfterPosts.key))
         let (likesImporter, likesLoader) = try likes.loadingImporter(
-            of: nodes, posts: loader.counts[TreeTable.posts.rawValue].rows, on: connection, usesFreeze: true,
+            of: nodes, posts: loader.counts[TreeTable.posts.rawValue].rows, on: connection,
             indexes: indexes, treeRows: treeRows, copies: copies, onStep: onStep)
         let rowsBefore = loader.totalRows
         likesLoader.onRows = { onRows(rowsBefore + $0) }

@@ -161,6 +161,22 @@ struct ParallelImportTests {
         }
     }
 
+    /// One session that reads the likes again says so (a progress display has no bytes left to show), and the
+    /// reading is the node's in the report, not a step after the reading; sessions beside the import say nothing.
+    @Test func aSessionReadingTheLikesAgainSaysSo() throws {
+        let bytes = Array(Self.likesTree(sharedKey: false).utf8)
+        for jobs in [1, 2] {
+            var steps: [ImportStep] = []
+            let report = try makeStore().importTree(
+                from: MemorySource(bytes, chunkSize: 7_919), options: ImportOptions(jobs: jobs),
+                reopening: { MemorySource(bytes, chunkSize: 6_007) }, onStep: { steps.append($0) })
+            let announced = steps.filter { $0 == .readingAgain(key: "postLikes") }.count
+            #expect(announced == (jobs == 1 ? 1 : 0), "\(jobs) sessions: \(steps)")
+            #expect(!report.finishing.contains { $0.target == "post_likes" }, "\(report.finishing)")
+            #expect(report.lines.contains { $0.node == "postLikes" && $0.rowsImported > 0 })
+        }
+    }
+
     @Test func aFailureAnywhereIsTheFailureOfOneSessionAndChangesNothing() throws {
         let json = try generate(GeneratorOptions(users: 30, seed: 33, plantsAnomalies: true)).json
         let store = try consistentStore()
