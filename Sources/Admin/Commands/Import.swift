@@ -53,7 +53,8 @@ struct Import: ConsoleCommand {
             core), each reading the file and loading the top-level nodes it reaches first, then building its \
             tables' secondary indexes once the rows are in (--keep-indexes builds them before) and gathering \
             their statistics; the store, the report and any error are those of one session. stdin, a .gz file, \
-            --dry-run and --max-rejects load on one session. The report times the steps after the reading on \
+            --dry-run and --max-rejects load on one session, and no more sessions open than the server's \
+            connection limits leave room for (keeping one free). The report times the steps after the reading on \
             its "(after reading)" lines (adding up the sessions' seconds).
 
             Examples:

@@ -107,6 +107,7 @@ struct ImportReportView {
             ("rejected", String(report.rejectCount)), ("rejects", JSONWriter.array(rejects)),
             ("warnings", String(report.warningCount)),
             ("readers_locked_out", report.readersLockedOut.map(JSONWriter.string) ?? "null"),
+            ("sessions", String(report.sessions)),
         ])
     }
 

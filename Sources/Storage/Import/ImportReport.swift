@@ -76,6 +76,9 @@ public struct ImportReport: Sendable {
     /// A whole-tree import that could not fill tables beside the store's, and so kept readers out from its
     /// first row to its commit: why (a trigger on a table, a view this role does not own, Citus). Nil otherwise.
     public var readersLockedOut: String?
+    /// The sessions that read and loaded the file: 1, or a parallel whole-tree import's (`ImportOptions.jobs`,
+    /// fewer when the server's connection limits left no room for more).
+    public var sessions = 1
 
     /// Rows stored, all tables together.
     public var rowsImported: Int { lines.reduce(0) { $0 + $1.rowsImported } }

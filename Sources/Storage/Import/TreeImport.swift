@@ -153,6 +153,11 @@ struct TreeImport {
                     report = .combining(helperOutcomes.map(\.report), keys: helpers?.shares.keysInOrder ?? [])
                 }
                 report.readersLockedOut = start.readersLockedOut
+                report.sessions = helpers?.helpers.count ?? 1
+                if let warning = start.fewerSessions {
+                    report.warnings.append(warning)
+                    report.warningCount += 1
+                }
                 for pid in cancelledSessions {
                     report.warnings.append(Self.cancelledSessionWarning(pid))
                     report.warningCount += 1
@@ -216,6 +221,8 @@ struct TreeImport {
         var helpers: HelperSessions?
         /// Why a whole-tree import locks readers out (`ImportReport.readersLockedOut`).
         var readersLockedOut: String?
+        /// Why fewer sessions load than were asked for, as a warning of the report.
+        var fewerSessions: ImportWarning?
     }
 
     /// Reads the file with the import's one session: `importer`, then, when `likes` reads them after the rest,
@@ -286,11 +293,23 @@ struct TreeImport {
             _ = try SideTables.dropLeftovers(on: connection)
             start.deferredIndexes = try plan.create(keepsIndexes: options.keepsIndexes)
             start.sideTables = plan
-            let jobs = options.jobs ?? Store.defaultJobs
-            if jobs > 1, let reopening, !options.isDryRun, options.maximumRejects == 0 {
-                start.helpers = HelperSessions(
-                    count: jobs, opening: connection.siblingOpener(), reopening: reopening, options: options,
-                    isCancelled: isCancelled, onReject: onReject)
+            let asked = options.jobs ?? Store.defaultJobs
+            if asked > 1, let reopening, !options.isDryRun, options.maximumRejects == 0 {
+                let room = try connectionsLeft()
+                let jobs = max(1, min(asked, room - 1))
+                if jobs < asked {
+                    let loaded = jobs == 1 ? "the import's own session loaded alone" : "\(jobs) loaded"
+                    start.fewerSessions = ImportWarning(
+                        path: "/",
+                        message: "\(asked) loading sessions were asked for, but the server had room for "
+                            + "\(max(0, room)) more connection\(room == 1 ? "" : "s") (its connection limits): "
+                            + "\(loaded), leaving one for whoever connects next")
+                }
+                if jobs > 1 {
+                    start.helpers = HelperSessions(
+                        count: jobs, opening: connection.siblingOpener(), reopening: reopening, options: options,
+                        isCancelled: isCancelled, onReject: onReject)
+                }
             }
         case .failure(let obstacle):
             start.readersLockedOut = obstacle.reason
@@ -301,6 +320,27 @@ struct TreeImport {
             if !options.keepsIndexes { start.deferredIndexes = try deferIndexes() }
         }
         return start
+    }
+
+    /// How many more connections the server accepts for this role in this database (the least of the server's,
+    /// the database's and the role's limits, as a role that is not a superuser meets them): more loading
+    /// sessions than that would fail the import at a connection refused.
+    private func connectionsLeft() throws -> Int {
+        try connection.query(
+            """
+            WITH here AS (
+                SELECT count(*)::int AS server,
+                    count(*) FILTER (WHERE datname = current_database())::int AS database,
+                    count(*) FILTER (WHERE usename = current_user)::int AS role
+                FROM pg_stat_activity WHERE backend_type = 'client backend')
+            SELECT least(
+                current_setting('max_connections')::int - current_setting('superuser_reserved_connections')::int
+                    - coalesce(current_setting('reserved_connections', true)::int, 0) - here.server,
+                (SELECT nullif(greatest(datconnlimit, -1), -1) FROM pg_database WHERE datname = current_database())
+                    - here.database,
+                (SELECT nullif(greatest(rolconnlimit, -1), -1) FROM pg_roles WHERE rolname = current_user) - here.role)
+            FROM here
+            """)[0].decode(Int.self, at: 0)
     }
 
     /// A merge's or a node's start: the tree's tables locked against writes.

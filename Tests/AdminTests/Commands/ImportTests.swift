@@ -128,6 +128,8 @@ struct ImportExportCommandTests {
             after?.map { $0["target"] as? String } == ["post_keys", "chat_holders", "indexes", "statistics", "switch"])
         #expect((after?.dropLast(2).last?["count"] as? Int ?? 0) > 10)
         #expect(report?.keys.contains("readers_locked_out") == true && report?["readers_locked_out"] is NSNull)
+        // stdin is read once, by the import's own session.
+        #expect(report?["sessions"] as? Int == 1)
         #expect(after?.allSatisfy { ($0["seconds"] as? Double ?? -1) >= 0 } == true)
         // --keep-indexes builds none after the rows: they load into tables that have them (here in a dry run,
         // which never switches).

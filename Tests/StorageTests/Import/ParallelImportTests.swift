@@ -1,5 +1,6 @@
 import FirebaseTree
 import Foundation
+import PostgresClient
 import PostgresTestSupport
 import Synchronization
 import Testing
@@ -159,6 +160,41 @@ struct ParallelImportTests {
             #expect(outcome.derived.contains("post_likes u1 -Km1 u\\2"))
             #expect(outcome.derived.contains("post_likes  nopost u1"))
         }
+    }
+
+    /// More sessions than the server has connections for load over those it has, keeping one free, and the report
+    /// says so; with no room beside the import's own, that one loads alone.
+    @Test func sessionsBeyondTheConnectionLimitsAreNotOpened() throws {
+        let json = try generate(GeneratorOptions(users: 20, seed: 5)).json
+        for (limit, expected) in [
+            (
+                4,
+                "8 loading sessions were asked for, but the server had room for 3 more connections (its connection limits): 2 loaded, leaving one for whoever connects next"
+            ),
+            (
+                2,
+                "8 loading sessions were asked for, but the server had room for 1 more connection (its connection limits): the import's own session loaded alone, leaving one for whoever connects next"
+            ),
+        ] {
+            let store = try makeStore()
+            try store.connection.execute(
+                Query(
+                    stringLiteral:
+                        "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I CONNECTION LIMIT \(limit)', current_database()); END $$"
+                ))
+            let report = try importJSON(json, into: store, options: ImportOptions(), jobs: 8)
+            #expect(report.warnings.map(\.message) == [expected])
+            #expect(report.sessions == (limit == 4 ? 2 : 1))
+            expectSameText(
+                try exportJSON(store),
+                try exportJSON(
+                    try {
+                        let s = try makeStore(); try importJSON(json, into: s); return s
+                    }()))
+        }
+        // Within the limits, nothing to say.
+        let report = try importJSON(json, into: try makeStore(), options: ImportOptions(), jobs: 2)
+        #expect(report.warnings.isEmpty && report.sessions == 2)
     }
 
     /// One session that reads the likes again says so (a progress display has no bytes left to show), and the
