@@ -186,11 +186,11 @@ struct TreeExport {
         return total + (try connection.query(unmapped)[0].decode(Int.self, at: 0))
     }
 
-    /// The typed tables holding, under the node at `path`, a key that needs `rtdb_key_order` (each asked of its
-    /// partial index), of those under the node: the others are not read. The question is asked of the node's rows
-    /// only (below the root, on Citus, of the shard its first key is placed on), and not at all where the path's
-    /// keys settle it: one of them needs that order (every row there does), or they fix one row (whose fields
-    /// are not ordered by key).
+    /// Of the typed tables under the node at `path`, those holding a key there that needs `rtdb_key_order` (asked
+    /// of each table's partial index): the others are read in primary-key order alone. The question is asked of
+    /// the node's rows only (below a root, on Citus, of the shard its first key is placed on), and not at all
+    /// where the path's keys settle it: one of them needs that order (every row there does), or they fix one row
+    /// (whose fields are not ordered by key).
     func tablesWithOrderedRows(under path: [String] = []) throws -> Set<TreeTable> {
         var tables = Set<TreeTable>()
         let candidates = path.first.map(TreeTable.tables(under:)) ?? TreeTable.allCases
