@@ -10,6 +10,7 @@
 set -euo pipefail
 action=$1 dir=$2
 bin=$(pg_config --bindir)
+export PGOPTIONS="-c client_min_messages=warning" # a second start finds the extension there already
 as_server_user() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 nodes=(coordinator:5500 worker1:5501 worker2:5502 single:5510)
 
