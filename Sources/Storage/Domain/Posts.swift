@@ -41,17 +41,15 @@ extension AppOperations {
     /// (0.08-0.10 s a command against 0.06-0.09 s). The poster's row lock keeps follows of the poster out
     /// meanwhile (`lockFollowPair`).
     private func fanOut(post key: String, of owner: String) throws -> Int {
+        let fromFollowers: Query = "FROM followers WHERE uid = \(owner) AND follower_uid <> \(owner)"
         var entries: Query = """
             SELECT \(owner), \(key), \(owner)
             UNION ALL
-            SELECT follower_uid, \(key), \(owner) FROM followers WHERE uid = \(owner) AND follower_uid <> \(owner)
+            SELECT follower_uid, \(key), \(owner) \(fromFollowers)
             """
         if try distribution.isDistributed() {
             let followers = try connection.query(
-                """
-                SELECT follower_uid FROM followers WHERE uid = \(owner) AND follower_uid <> \(owner)
-                LIMIT \(Self.fanOutRows + 1)
-                """
+                "SELECT follower_uid \(fromFollowers) LIMIT \(Self.fanOutRows + 1)"
             ).map { try $0.decode(String.self, at: 0) }
             if followers.count <= Self.fanOutRows {
                 entries =

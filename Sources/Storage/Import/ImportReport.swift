@@ -86,6 +86,12 @@ public struct ImportReport: Sendable {
     /// Input bytes per second.
     public var bytesPerSecond: Double { seconds > 0 ? Double(inputBytes) / seconds : 0 }
 
+    /// Adds a warning of the import's own (a session, the switch, the statistics), counted and kept.
+    mutating func add(_ warning: ImportWarning) {
+        warnings.append(warning)
+        warningCount += 1
+    }
+
     /// Puts the lines in the order of their nodes, each node's in the order they were met: a top-level key
     /// written twice, holding different tables, has its lines together.
     mutating func groupLinesByNode() {

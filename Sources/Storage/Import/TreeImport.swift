@@ -154,17 +154,10 @@ struct TreeImport {
                 }
                 report.readersLockedOut = start.readersLockedOut
                 report.sessions = helpers?.helpers.count ?? 1
-                if let warning = start.fewerSessions {
-                    report.warnings.append(warning)
-                    report.warningCount += 1
-                }
-                for pid in cancelledSessions {
-                    report.warnings.append(Self.cancelledSessionWarning(pid))
-                    report.warningCount += 1
-                }
+                if let warning = start.fewerSessions { report.add(warning) }
+                for pid in cancelledSessions { report.add(Self.cancelledSessionWarning(pid)) }
                 if options.mode == .merge, options.at.isEmpty, let warning = try misplacedMergeWarning(deletedRoots) {
-                    report.warnings.append(warning)
-                    report.warningCount += 1
+                    report.add(warning)
                 }
                 if !options.at.isEmpty, report.rowsImported > 0 {
                     // Something was written below the leaves at the path's ancestors (and, for a merge, at the path):
@@ -196,9 +189,8 @@ struct TreeImport {
             do {
                 try analyzeTables(onStep: timedStep)
             } catch let error as StorageError {
-                report.warnings.append(
+                report.add(
                     ImportWarning(path: "/", message: "the import committed, but ANALYZE failed: \(error.message)"))
-                report.warningCount += 1
             }
             finishing.end()
             report.finishing = finishing.steps
