@@ -195,6 +195,10 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         if error.sqlState == .diskFull { remedy = .reclaimSpace }
     }
 
+    /// What a statement Ctrl-C cancelled fails with, for work the console stops between statements.
+    static let cancelledByUser = StorageError(
+        .server, "canceling statement due to user request", sqlState: .queryCanceled)
+
     /// Runs `body`, turning a database or tree error it throws into a storage error: Storage's API throws one
     /// error type.
     static func converting<T>(_ body: () throws -> T) throws -> T {

@@ -30,6 +30,11 @@ final class DeferredIndexes {
         isBuilt = indexes.map { _ in false }
     }
 
+    /// The indexes of `tables` not built yet, in the order they are built.
+    func unbuilt(of tables: Set<String>) -> [(table: String, name: String, definition: String)] {
+        indexes.indices.filter { !isBuilt[$0] && tables.contains(indexes[$0].table) }.map { indexes[$0] }
+    }
+
     /// Builds the indexes still missing (of `tables` only, when given), telling `onStep` of each; nothing the
     /// second time. Run before any statement that finds rows by one of them (the DELETE of a repeated key's
     /// earlier rows finds unmapped values by `sort_key`).

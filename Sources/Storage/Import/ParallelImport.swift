@@ -77,8 +77,10 @@ final class NodeShares: @unchecked Sendable {
 }
 
 /// One of a parallel import's loading sessions. It reads the whole file and imports the nodes it claims into
-/// twins of its own (in `schema`), builds their indexes and statistics, then waits: the import's own session tells
-/// it to commit (every session loaded its nodes; the import takes the tables over) or to roll back.
+/// twins of its own (in `schema`) and commits them, then builds indexes and gathers statistics, of its tables or
+/// of other sessions', from the import's `FinishingWork`. The import's own session then takes the tables over,
+/// or, after a failure anywhere, drops every session's schema (a crash leaves it to the next import, which knows
+/// it by its comment; nothing reads it meanwhile).
 ///
 /// The session that claims /posts and /postLikes reads the likes last: in an export they come before the posts,
 /// and once the posts are loaded it knows each like's owners (`PostOwners`) and sends the likes with them.
@@ -94,18 +96,13 @@ final class HelperImport: @unchecked Sendable {
     private let shares: NodeShares
     private let isCancelled: @Sendable () -> Bool
     private let onReject: @Sendable (ImportReject) throws -> Void
+    /// The index builds and ANALYZEs of every session.
+    private let work: FinishingWork
     private let loaded = DispatchSemaphore(value: 0)
-    private let verdict = DispatchSemaphore(value: 0)
-    private let ended = DispatchSemaphore(value: 0)
-    private var commits = false
-    /// Whether `end` was called (on the import's thread).
-    private var isEnded = false
     /// Whether its failure, if it fails, is known to `shares` (or was caused by another's).
     private var isFailureShared = false
     /// Set before `loaded` is signalled.
     private var outcome: Result<Outcome, any Error> = .failure(CancellationError())
-    /// Set before `ended` is signalled: whether it committed.
-    private var endResult: Result<Void, any Error> = .success(())
 
     /// Reads the likes after the posts.
     private let likes: LikesAfterPosts
@@ -118,19 +115,22 @@ final class HelperImport: @unchecked Sendable {
         var tables: Set<TreeTable>
         /// The lookups it filled from its records (`post_keys` when it loaded /posts, `chat_holders` for /chats).
         var lookups: Set<String>
-        /// Its index builds and ANALYZEs, timed as the import's steps after the reading are.
+        /// Its steps after the reading (the likes it stored, the lookups it filled, the index builds and
+        /// ANALYZEs it ran, whichever session's tables), timed as the import's own are.
         var finishing: [ImportReport.Finishing]
-        /// The tables it gathered statistics on.
+        /// The tables it gathered statistics on, whichever session loaded them.
         var analyzed: Set<String>
-        /// The indexes it built (`DeferredIndexes.built`).
+        /// The indexes it built, each as `table/name` (as `DeferredIndexes.built`), whichever session loaded them.
         var indexed: Set<String>
     }
 
-    /// Starts session `number` of `shares` on a thread of its own, its schema named with the import's `token`.
+    /// Starts session `number` of `shares` on a thread of its own, its schema named with the import's `token`,
+    /// sharing `work` with the others.
     init(
         number: Int, token: String, opening open: @escaping @Sendable () throws -> StoreConnection,
         source makeSource: @escaping @Sendable () throws -> any ByteSource, options: ImportOptions, shares: NodeShares,
-        isCancelled: @escaping @Sendable () -> Bool, onReject: @escaping @Sendable (ImportReject) throws -> Void
+        work: FinishingWork, isCancelled: @escaping @Sendable () -> Bool,
+        onReject: @escaping @Sendable (ImportReject) throws -> Void
     ) {
         self.number = number
         schema = SideTables.helperSchemaPrefix + token + "_" + String(number)
@@ -138,62 +138,60 @@ final class HelperImport: @unchecked Sendable {
         self.makeSource = makeSource
         self.options = options
         self.shares = shares
+        self.work = work
         self.isCancelled = isCancelled
         self.onReject = onReject
         likes = LikesAfterPosts(reopening: makeSource, options: options, onReject: onReject)
         Thread { [self] in run() }.start()
     }
 
-    /// Waits until it has loaded its nodes, or failed; nil when `timeout` passed first.
+    /// Waits until it has loaded its nodes and run its share of the work after, or failed; nil when `timeout`
+    /// passed first.
     func waitUntilLoaded(timeout: DispatchTime = .distantFuture) -> Result<Outcome, any Error>? {
         guard loaded.wait(timeout: timeout) == .success else { return nil }
         loaded.signal()
         return outcome
     }
 
-    /// Tells it to commit or roll back, and waits until it has; throws what failed its commit. Nothing the second
-    /// time.
-    func end(committing: Bool) throws {
-        guard !isEnded else { return }
-        isEnded = true
-        commits = committing
-        verdict.signal()
-        ended.wait()
-        try endResult.get()
-    }
-
     private func run() {
         var connection: StoreConnection?
+        var hasGiven = false
         do {
             let opened = try open()
             connection = opened
+            // For the session, not a transaction: its builds run after its commit.
+            try opened.execute(
+                """
+                SELECT set_config('lock_timeout', '0', false),
+                    set_config('application_name', \(StoreConnection.importApplicationName), false)
+                """)
             try opened.execute("BEGIN")
-            outcome = .success(try load(on: opened))
+            let (loaded, finishing) = try load(on: opened)
+            try opened.execute("COMMIT")
+            work.give(try jobs(for: loaded, on: opened))
+            hasGiven = true
+            outcome = .success(try runJobs(after: loaded, finishing: finishing, on: opened))
         } catch {
             outcome = .failure(error)
-            // A failure outside the file's nodes (its session, its tables) ends every session's reading.
+            if !hasGiven { work.giveNone() }
+            work.stop()
+            // A failure outside the file's nodes (its session, its tables, a build) ends every session's reading.
             if !isFailureShared { shares.fail(error, at: -1, isOwned: true) }
+            if connection?.isInTransaction == true { _ = try? connection?.execute("ROLLBACK") }
         }
         loaded.signal()
-        verdict.wait()
-        do {
-            if case .success = outcome, commits, let connection {
-                try connection.execute("COMMIT")
-            } else {
-                _ = try? connection?.execute("ROLLBACK")
-            }
-        } catch {
-            endResult = .failure(error)
-        }
-        ended.signal()
     }
 
-    private func load(on connection: StoreConnection) throws -> Outcome {
-        try connection.execute(
-            """
-            SELECT set_config('lock_timeout', '0', true),
-                set_config('application_name', \(StoreConnection.importApplicationName), true)
-            """)
+    /// What `load` leaves for its session's jobs: the report, the tables written, the lookups filled and the
+    /// indexes left to build.
+    private struct Loaded {
+        var report: ImportReport
+        var tables: Set<TreeTable>
+        var lookups: Set<String>
+        var indexes: DeferredIndexes
+    }
+
+    private func load(on connection: StoreConnection) throws -> (Loaded, FinishingClock) {
         let side = try SideTables.plan(on: connection, schema: schema).get()
         let deferredIndexes = try side.create(keepsIndexes: options.keepsIndexes)
         let treeRows = TreeRows(connection: connection)
@@ -238,16 +236,58 @@ final class HelperImport: @unchecked Sendable {
             try copies.settleLookup(of: records, ofKeys: nil)
             lookups.insert(records.lookup)
         }
-        let filled = Set(tables.map(\.name)).union(lookups)
-        try deferredIndexes.build(of: filled, onStep: finishing.begin)
-        for table in filled.sorted() {
-            finishing.begin(.analyzing(table: table))
-            try connection.execute("ANALYZE \(identifier: table)")
+        finishing.end()
+        return (Loaded(report: report, tables: tables, lookups: lookups, indexes: deferredIndexes), finishing)
+    }
+
+    /// The index builds and ANALYZEs of the tables `loaded` filled, committed: each table's unbuilt indexes, then
+    /// its statistics, with its size.
+    private func jobs(for loaded: Loaded, on connection: StoreConnection) throws -> [FinishingWork.Job] {
+        let filled = Set(loaded.tables.map(\.name)).union(loaded.lookups)
+        var sizes: [String: Int] = [:]
+        for row in try connection.query(
+            """
+            SELECT relname::text, pg_table_size(oid) FROM pg_class
+            WHERE relnamespace = \(schema)::regnamespace AND relkind = 'r' AND relname = ANY (\(filled.sorted()))
+            """)
+        {
+            sizes[try row.decode(String.self, at: 0)] = try row.decode(Int.self, at: 1)
+        }
+        let job = { (table: String, kind: FinishingWork.Job.Kind) in
+            FinishingWork.Job(schema: self.schema, table: table, kind: kind, size: sizes[table] ?? 0)
+        }
+        return loaded.indexes.unbuilt(of: filled).map { job($0.table, .index(name: $0.name, statement: $0.definition)) }
+            + filled.sorted().map { job($0, .analyze) }
+    }
+
+    /// Runs jobs of every session's from `work` until none is left, on `connection` (out of any transaction),
+    /// timed on `finishing`; returns what this session loaded and did.
+    private func runJobs(after loaded: Loaded, finishing: FinishingClock, on connection: StoreConnection) throws
+        -> Outcome
+    {
+        var indexed = loaded.indexes.built
+        var analyzed: Set<String> = []
+        while let job = work.next() {
+            defer { work.finish(job) }
+            // Ctrl-C cancels the running statement; between two, only this asks.
+            if isCancelled() { throw StorageError.cancelledByUser }
+            switch job.kind {
+            case .index(let name, let statement):
+                // Timed, never shown: a session beside the import's has no progress display of its own.
+                finishing.begin(.buildingIndex(name: name, number: 1, count: 1))
+                // The text comes from the catalog (see `SideTables.statementsQuery`), which quotes every name.
+                try connection.execute(script: statement)
+                indexed.insert(job.table + "/" + name)
+            case .analyze:
+                finishing.begin(.analyzing(table: job.table))
+                try connection.execute("ANALYZE \(identifier: job.schema).\(identifier: job.table)")
+                analyzed.insert(job.table)
+            }
         }
         finishing.end()
         return Outcome(
-            report: report, tables: tables, lookups: lookups, finishing: finishing.steps, analyzed: filled,
-            indexed: deferredIndexes.built)
+            report: loaded.report, tables: loaded.tables, lookups: loaded.lookups, finishing: finishing.steps,
+            analyzed: analyzed, indexed: indexed)
     }
 
     /// Runs `importer` and sends the rows it left buffered; tells `shares` how far it got (`position`, and its
@@ -291,6 +331,8 @@ struct HelperSessions {
     let helpers: [HelperImport]
     /// The nodes they share.
     let shares: NodeShares
+    /// The index builds and ANALYZEs they share.
+    let work: FinishingWork
 
     /// Starts `count` sessions beside the import's, each reading what `reopening` opens.
     init(
@@ -300,7 +342,9 @@ struct HelperSessions {
     ) {
         let shares = NodeShares(sessions: count + 1)
         self.shares = shares
-        // Names no earlier import used, so that a leftover this import drops (uncommitted) is never in the way.
+        let work = FinishingWork(sessions: count)
+        self.work = work
+        // Names no earlier import used, so that a leftover of a crashed one is never in the way.
         let token = String(UInt32.random(in: 0...UInt32.max), radix: 16)
         // Rejects go to the caller's handler one at a time, whichever session met them.
         nonisolated(unsafe) let handler = onReject
@@ -311,14 +355,15 @@ struct HelperSessions {
         helpers = (1...count).map { number in
             HelperImport(
                 number: number, token: token, opening: open, source: reopening, options: options, shares: shares,
-                isCancelled: isCancelled, onReject: serialized)
+                work: work, isCancelled: isCancelled, onReject: serialized)
         }
     }
 
-    /// Waits until every session has loaded its nodes, then has them commit; their reports, with the tables each
-    /// wrote. Throws the failure a single session would have met first, having had every session roll back.
-    /// Meanwhile, on this thread, `source` (the caller's, whose reads a progress display counts) is skipped as far
-    /// as every session has got, and `onRows` hears the rows of all sessions.
+    /// Waits until every session has loaded and committed its nodes and the sessions have built their tables'
+    /// indexes and statistics; their reports, with the tables each wrote. Throws the failure a single session
+    /// would have met first (the sessions' schemas are then for `abandon` to drop). Meanwhile, on this thread,
+    /// `source` (the caller's, whose reads a progress display counts) is skipped as far as every session has got,
+    /// and `onRows` hears the rows of all sessions.
     func finishLoading(pacing source: inout some ByteSource, onRows: (Int) -> Void) throws -> [HelperImport.Outcome] {
         var paced = 0
         var outcomes: [Result<HelperImport.Outcome, any Error>] = []
@@ -334,11 +379,7 @@ struct HelperSessions {
                 onRows(rows)
             }
         }
-        if let failure = shares.firstFailure ?? outcomes.lazy.compactMap(\.failure).first {
-            for helper in helpers { try? helper.end(committing: false) }
-            throw failure
-        }
-        for helper in helpers { try helper.end(committing: true) }
+        if let failure = shares.firstFailure ?? outcomes.lazy.compactMap(\.failure).first { throw failure }
         return outcomes.compactMap { try? $0.get() }
     }
 
@@ -371,15 +412,13 @@ struct HelperSessions {
         return (adopted, adopted.subtracting(merged))
     }
 
-    /// After a failure of the import: has every session that has not ended roll back, then drops the schemas of
-    /// those that had committed (on a connection outside the import's transaction).
+    /// After a failure of the import: has every session stop (those still loading roll back), then drops the
+    /// schemas of those that had committed (on a connection outside the import's transaction).
     func abandon(on connection: StoreConnection) {
-        // Sessions still reading stop at their next few thousand rows.
+        // Sessions still reading stop at their next few thousand rows, those building after their statement.
         shares.fail(CancellationError(), at: -1, isOwned: false)
-        for helper in helpers {
-            _ = helper.waitUntilLoaded()
-            try? helper.end(committing: false)
-        }
+        work.stop()
+        for helper in helpers { _ = helper.waitUntilLoaded() }
         for helper in helpers { _ = try? SideTables.dropHelper(helper.schema, on: connection) }
     }
 }

@@ -263,7 +263,7 @@ final class SideTables {
                 // A deadlock is found at once when the request would wait for a session that waits for this one
                 // (one that began waiting after the cancels above): cancelled on the next round.
                 if isCancelled() {
-                    throw StorageError(.server, "canceling statement due to user request", sqlState: .queryCanceled)
+                    throw StorageError.cancelledByUser
                 }
                 Thread.sleep(forTimeInterval: 0.05)
             }

@@ -94,7 +94,7 @@ final class TableLoader {
         if totalRows & 4095 == 0 {
             onRows?(totalRows)
             if isCancelled() {
-                throw StorageError(.server, "canceling statement due to user request", sqlState: .queryCanceled)
+                throw StorageError.cancelledByUser
             }
         }
         counts[table.rawValue].bytes += encoders[table.rawValue].bytes.count - before

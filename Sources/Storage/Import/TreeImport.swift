@@ -177,8 +177,8 @@ struct TreeImport {
                 }
             }
         } catch {
-            // Sessions still loading roll back; the tables of those that committed went into a transaction that
-            // did not commit: gone now (or, if the server is gone too, at the next import).
+            // Sessions still loading roll back; the schemas of those that committed their tables are dropped here
+            // (or, if the server is gone too, by the next import).
             if !connection.isInTransaction { helpers?.abandon(on: connection) }
             throw error
         }

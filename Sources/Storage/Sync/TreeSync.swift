@@ -235,7 +235,7 @@ struct TreeSync {
         let isDistributed = try distribution.isDistributed()
         try plan.forEachPaths(batch: Self.deletionBatch) { paths in
             if isCancelled() {
-                throw StorageError(.server, "canceling statement due to user request", sqlState: .queryCanceled)
+                throw StorageError.cancelledByUser
             }
             var deleted: [String: Int] = [:]  // by node name
             if paths.contains(where: \.isEmpty) {
