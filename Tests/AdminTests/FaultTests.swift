@@ -32,7 +32,7 @@ struct FaultTests {
     }
 
     /// The schemas of an import's side tables that exist (none, outside an import's transaction; a parallel
-    /// import's sessions', only between their commit and the import's).
+    /// import's sessions', from each session's commit, once its nodes are loaded, to the import's).
     private func sideTables(on connection: Connection) throws -> [String] {
         try connection.query(
             "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, \(SideTables.schema))"
@@ -114,6 +114,54 @@ struct FaultTests {
         let repaired = try AdminProcess.run(db + ["backfill", "like-counts"])
         #expect(repaired.status == 0, "\(repaired.stderr)")
         #expect(try export(db) != before)
+    }
+
+    /// A parallel import's sessions commit their tables before they build the indexes: a console killed then
+    /// leaves them in schemas nothing reads, its orphaned builds stop, and the next import drops them.
+    @Test func killingTheConsoleWhileItsSessionsBuildIndexesLeavesWhatTheNextImportDrops() throws {
+        let database = try TestPostgres.makeDatabase()
+        let directory = try makeTemporaryDirectory("admin-kill-builds")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try generate(directory + "/small.json", users: 300)
+        try generate(directory + "/big.json", users: 3_000)
+        let db = ["--db", database.conninfo]
+        #expect(try AdminProcess.run(db + ["-q", "import", directory + "/small.json"]).status == 0)
+        let before = try export(db)
+        let statusBefore = try AdminProcess.run(db + ["-q", "status", "--format", "json"]).stdout
+        let observer = try database.connect()
+        // An operator's index whose build takes a twentieth of a second a row (minutes for the file) while
+        // `slow_builds` has a row.
+        try observer.execute(
+            script: """
+                CREATE TABLE slow_builds (slow boolean);
+                CREATE FUNCTION slow_key(u text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF EXISTS (SELECT FROM public.slow_builds) THEN PERFORM pg_sleep(0.05); END IF;
+                    RETURN u;
+                END $$;
+                CREATE INDEX users_slow ON users (slow_key(uid));
+                INSERT INTO slow_builds VALUES (true);
+                """)
+        let (importing, _, _, _) = try AdminProcess.start(db + ["import", directory + "/big.json", "--jobs", "2"])
+        try waitUntil("a session builds the slow index") {
+            try someoneIsRunning("CREATE INDEX users_slow ON \(SideTables.helperSchemaPrefix)", on: observer)
+        }
+        kill(importing.processIdentifier, SIGKILL)
+        importing.waitUntilExit()
+        let left = try sideTables(on: observer).filter { $0.hasPrefix(SideTables.helperSchemaPrefix) }
+        #expect(!left.isEmpty, "the sessions had committed their tables")
+        #expect(try export(db) == before)
+        #expect(try AdminProcess.run(db + ["-q", "status", "--format", "json"]).stdout == statusBefore)
+        let check = try AdminProcess.run(db + ["-q", "check", "--format", "json"])
+        #expect(!check.stdout.contains("admin_import"), "\(check.stdout)")
+        try waitUntil("the orphaned build stops") {
+            try !someoneIsRunning("CREATE INDEX users_slow", on: observer)
+        }
+        try observer.execute("DELETE FROM slow_builds")
+        let next = try AdminProcess.run(db + ["-q", "import", directory + "/small.json", "--jobs", "2"])
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(try sideTables(on: observer) == [])
+        #expect(try export(db) == before)
     }
 
     @Test func stoppingTheServerImmediatelyDuringAnImportLosesNothingOnceItRestarts() throws {

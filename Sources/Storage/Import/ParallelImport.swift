@@ -159,11 +159,13 @@ final class HelperImport: @unchecked Sendable {
         do {
             let opened = try open()
             connection = opened
-            // For the session, not a transaction: its builds run after its commit.
+            // For the session, not a transaction: its builds run after its commit. A build whose console is gone
+            // (kill -9) stops within a second rather than run on and hold its table, which the next import drops.
             try opened.execute(
                 """
                 SELECT set_config('lock_timeout', '0', false),
-                    set_config('application_name', \(StoreConnection.importApplicationName), false)
+                    set_config('application_name', \(StoreConnection.importApplicationName), false),
+                    set_config('client_connection_check_interval', '1000', false)
                 """)
             try opened.execute("BEGIN")
             let (loaded, finishing) = try load(on: opened)
