@@ -50,9 +50,9 @@ struct Import: ConsoleCommand {
             A malformed byte, a lost connection or Ctrl-C leave the store exactly as it was.
 
             A replace of the whole store loads as pg_restore -j does: over --jobs sessions (default: one per \
-            core), each reading the file and loading the top-level nodes it reaches first, then building its \
-            tables' secondary indexes once the rows are in (--keep-indexes builds them before) and gathering \
-            their statistics; the store, the report and any error are those of one session. stdin, a .gz file, \
+            core), each reading the file and loading the top-level nodes it reaches first; then the sessions \
+            share the index builds of every session's tables, once the rows are in (--keep-indexes builds them \
+            before), and their statistics. The store, the report and any error are those of one session. stdin, a .gz file, \
             --dry-run and --max-rejects load on one session, and no more sessions open than the server's \
             connection limits leave room for (keeping one free). The report times the steps after the reading on \
             its "(after reading)" lines (adding up the sessions' seconds).
