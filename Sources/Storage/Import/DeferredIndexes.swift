@@ -30,6 +30,15 @@ final class DeferredIndexes {
         isBuilt = indexes.map { _ in false }
     }
 
+    /// How many indexes it builds in all.
+    var count: Int { indexes.count }
+
+    /// Counts the indexes of `tables` as built: another session of a parallel import built them on the tables
+    /// this import takes over, and the builds left are numbered after them.
+    func markBuilt(tables: Set<String>) {
+        for (number, index) in indexes.enumerated() where tables.contains(index.table) { isBuilt[number] = true }
+    }
+
     /// The indexes of `tables` not built yet, in the order they are built.
     func unbuilt(of tables: Set<String>) -> [(table: String, name: String, definition: String)] {
         indexes.indices.filter { !isBuilt[$0] && tables.contains(indexes[$0].table) }.map { indexes[$0] }
@@ -41,7 +50,7 @@ final class DeferredIndexes {
     func build(of tables: Set<String>? = nil, onStep: (ImportStep) -> Void) throws {
         for (number, index) in indexes.enumerated() where !isBuilt[number] {
             guard tables?.contains(index.table) ?? true else { continue }
-            onStep(.buildingIndex(name: index.name, number: number + 1, count: indexes.count))
+            onStep(.buildingIndex(name: index.name, number: isBuilt.count { $0 } + 1, count: indexes.count))
             // The text comes from the catalog (see `deferIndexes`), which quotes every name it holds.
             try connection.execute(script: index.definition)
             isBuilt[number] = true

@@ -40,17 +40,34 @@ final class FinishingWork: @unchecked Sendable {
     /// Sessions that may still give jobs.
     private var giving: Int
     private var isStopped = false
+    /// The index builds of the whole import (the sessions' and the import's own), for a progress display.
+    private let indexCount: Int
+    /// Index jobs given, and started, so far.
+    private var indexesGiven = 0
+    private var indexesStarted = 0
+    /// The steps of the jobs running, oldest first, each with its table; and the step started last.
+    private var running: [(table: String, step: ImportStep)] = []
+    private var latest: ImportStep?
 
-    /// Work for `sessions` sessions, each of which gives its jobs once (`give`) or says it has none (`giveNone`).
-    init(sessions: Int) {
+    /// Work for `sessions` sessions, each of which gives its jobs once (`give`) or says it has none (`giveNone`),
+    /// of an import that builds `indexCount` indexes in all.
+    init(sessions: Int, indexCount: Int) {
         giving = sessions
+        self.indexCount = indexCount
     }
+
+    /// What a progress display shows: the job that has run longest of those running (what the others wait for),
+    /// or, between two jobs, the one started last; nil before the first.
+    var currentStep: ImportStep? { condition.withLock { running.first?.step ?? latest } }
 
     /// Adds a session's jobs (its tables' index builds, then an ANALYZE of each); it gives no more.
     func give(_ jobs: [Job]) {
         condition.withLock {
             pending += jobs
-            for job in jobs where job.kind != .analyze { unbuilt[Self.name(job), default: 0] += 1 }
+            for job in jobs where job.kind != .analyze {
+                unbuilt[Self.name(job), default: 0] += 1
+                indexesGiven += 1
+            }
             giving -= 1
             condition.broadcast()
         }
@@ -78,6 +95,18 @@ final class FinishingWork: @unchecked Sendable {
                 if let index = chosen {
                     let job = pending.remove(at: index)
                     busy.insert(Self.name(job))
+                    let step: ImportStep
+                    switch job.kind {
+                    case .index(let name, _):
+                        indexesStarted += 1
+                        // Two sessions that both wrote a table (unmapped values) both build its indexes.
+                        step = .buildingIndex(
+                            name: name, number: indexesStarted, count: max(indexCount, indexesGiven))
+                    case .analyze:
+                        step = .analyzing(table: job.table)
+                    }
+                    running.append((Self.name(job), step))
+                    latest = step
                     return job
                 }
                 if pending.isEmpty, busy.isEmpty, giving == 0 { return nil }
@@ -98,6 +127,7 @@ final class FinishingWork: @unchecked Sendable {
         condition.withLock {
             let table = Self.name(job)
             busy.remove(table)
+            running.removeAll { $0.table == table }
             if job.kind != .analyze { unbuilt[table, default: 1] -= 1 }
             condition.broadcast()
         }

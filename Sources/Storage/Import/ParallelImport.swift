@@ -336,15 +336,16 @@ struct HelperSessions {
     /// The index builds and ANALYZEs they share.
     let work: FinishingWork
 
-    /// Starts `count` sessions beside the import's, each reading what `reopening` opens.
+    /// Starts `count` sessions beside the import's, each reading what `reopening` opens, of an import that
+    /// builds `indexCount` indexes in all.
     init(
-        count: Int, opening open: @escaping @Sendable () throws -> StoreConnection,
+        count: Int, indexCount: Int, opening open: @escaping @Sendable () throws -> StoreConnection,
         reopening: @escaping @Sendable () throws -> any ByteSource, options: ImportOptions,
         isCancelled: @escaping @Sendable () -> Bool, onReject: @escaping (ImportReject) throws -> Void
     ) {
         let shares = NodeShares(sessions: count + 1)
         self.shares = shares
-        let work = FinishingWork(sessions: count)
+        let work = FinishingWork(sessions: count, indexCount: indexCount)
         self.work = work
         // Names no earlier import used, so that a leftover of a crashed one is never in the way.
         let token = String(UInt32.random(in: 0...UInt32.max), radix: 16)
@@ -365,9 +366,13 @@ struct HelperSessions {
     /// indexes and statistics; their reports, with the tables each wrote. Throws the failure a single session
     /// would have met first (the sessions' schemas are then for `abandon` to drop). Meanwhile, on this thread,
     /// `source` (the caller's, whose reads a progress display counts) is skipped as far as every session has got,
-    /// and `onRows` hears the rows of all sessions.
-    func finishLoading(pacing source: inout some ByteSource, onRows: (Int) -> Void) throws -> [HelperImport.Outcome] {
+    /// `onRows` hears the rows of all sessions, and `onStep` the sessions' build or ANALYZE that has run longest,
+    /// as often as it looks (ten times a second).
+    func finishLoading(
+        pacing source: inout some ByteSource, onRows: (Int) -> Void, onStep: (ImportStep) -> Void
+    ) throws -> [HelperImport.Outcome] {
         var paced = 0
+        var shown: ImportStep?
         var outcomes: [Result<HelperImport.Outcome, any Error>] = []
         for helper in helpers {
             while true {
@@ -379,6 +384,10 @@ struct HelperSessions {
                 // Skipped, not read: a file seeks, and only what counts the bytes (a progress display) hears them.
                 while paced < bytes, case let count = try source.skip(bytes - paced), count > 0 { paced += count }
                 onRows(rows)
+                if let step = work.currentStep, step != shown {
+                    onStep(step)
+                    shown = step
+                }
             }
         }
         if let failure = shares.firstFailure ?? outcomes.lazy.compactMap(\.failure).first { throw failure }

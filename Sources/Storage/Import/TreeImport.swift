@@ -117,8 +117,10 @@ struct TreeImport {
                             isCancelled: isCancelled, onStep: timedStep, announce: onStep, reading: &reading)
                     } else if let helpers, let sideTables = start.sideTables {
                         var pacing = source
-                        let outcomes = try helpers.finishLoading(pacing: &pacing, onRows: onRows)
+                        // Shown, not timed here: each session times its own steps.
+                        let outcomes = try helpers.finishLoading(pacing: &pacing, onRows: onRows, onStep: onStep)
                         (indexed, analyzed) = try helpers.takeOver(outcomes, into: sideTables, on: connection)
+                        deferredIndexes?.markBuilt(tables: indexed)
                         helperOutcomes = outcomes
                     }
                     try settleDerivedRows(
@@ -299,7 +301,8 @@ struct TreeImport {
                 }
                 if jobs > 1 {
                     start.helpers = HelperSessions(
-                        count: jobs, opening: connection.siblingOpener(), reopening: reopening, options: options,
+                        count: jobs, indexCount: start.deferredIndexes?.count ?? 0,
+                        opening: connection.siblingOpener(), reopening: reopening, options: options,
                         isCancelled: isCancelled, onReject: onReject)
                 }
             }

@@ -23,7 +23,7 @@ struct FinishingWorkTests {
     }
 
     @Test func oneSessionTakesTheLargestTablesJobsFirstAndEachTablesAnalyzeAfterItsIndexes() {
-        let work = FinishingWork(sessions: 1)
+        let work = FinishingWork(sessions: 1, indexCount: 4)
         work.give(
             Self.jobs("s1", "users", size: 10, indexes: ["users_pkey"])
                 + Self.jobs("s1", "timeline", size: 900, indexes: ["timeline_key_order", "timeline_pkey"])
@@ -46,7 +46,7 @@ struct FinishingWorkTests {
     /// waits for the others' jobs and runs them; no table has two jobs at once; every job runs once.
     @Test func sessionsRunEachOthersJobsAndNeverTwoOfOneTableAtOnce() throws {
         for sessions in [2, 3, 5] {
-            let work = FinishingWork(sessions: sessions)
+            let work = FinishingWork(sessions: sessions, indexCount: 0)
             let events = Mutex<[(session: Int, label: String, table: String, isStart: Bool)]>([])
             let given = (0..<sessions).map { session in
                 (0..<4).flatMap { table in
@@ -98,9 +98,29 @@ struct FinishingWorkTests {
         }
     }
 
+    /// A progress display shows the job that has run longest (what the others wait for), numbered among the
+    /// import's builds; between two jobs, the one started last.
+    @Test func theJobRunningLongestIsTheOneShown() throws {
+        let work = FinishingWork(sessions: 1, indexCount: 5)
+        #expect(work.currentStep == nil)
+        work.give(
+            Self.jobs("s1", "timeline", size: 900, indexes: ["timeline_pkey"])
+                + Self.jobs("s1", "posts", size: 300, indexes: ["posts_pkey"]))
+        let first = try #require(work.next())
+        let second = try #require(work.next())
+        #expect(work.currentStep == .buildingIndex(name: "timeline_pkey", number: 1, count: 5))
+        work.finish(first)
+        #expect(work.currentStep == .buildingIndex(name: "posts_pkey", number: 2, count: 5))
+        work.finish(second)
+        #expect(work.currentStep == .buildingIndex(name: "posts_pkey", number: 2, count: 5))
+        let third = try #require(work.next())
+        #expect(work.currentStep == .analyzing(table: "timeline"))
+        work.finish(third)
+    }
+
     /// A failure stops everyone: a session waiting for another's jobs, and one that never gave any, get none.
     @Test func afterAStopNobodyGetsAJob() throws {
-        let work = FinishingWork(sessions: 2)
+        let work = FinishingWork(sessions: 2, indexCount: 1)
         work.give(Self.jobs("s0", "users", size: 1, indexes: ["users_pkey"]))
         let job = try #require(work.next())
         let waiting = DispatchSemaphore(value: 0)

@@ -209,6 +209,32 @@ struct ParallelImportTests {
         }
     }
 
+    /// While the sessions build indexes, the import says which (a progress display would otherwise sit at the
+    /// file's end): the build a session started last, numbered among those given.
+    @Test func theSessionsBuildsAreShownAsTheyStart() throws {
+        let bytes = Array(try generate(GeneratorOptions(users: 30, seed: 39)).json.utf8)
+        let store = try makeStore()
+        // An operator's index that takes a fiftieth of a second a row to build: long enough to be seen.
+        try store.connection.execute(
+            script: """
+                CREATE FUNCTION slow_key(u text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_sleep(0.02); RETURN u; END $$;
+                CREATE INDEX users_slow ON users (slow_key(uid));
+                """)
+        var steps: [ImportStep] = []
+        let report = try store.importTree(
+            from: MemorySource(bytes), options: ImportOptions(jobs: 2), reopening: { MemorySource(bytes) },
+            onStep: { steps.append($0) })
+        let builds = steps.compactMap { step -> (name: String, number: Int, count: Int)? in
+            guard case .buildingIndex(let name, let number, let count) = step else { return nil }
+            return (name, number, count)
+        }
+        #expect(builds.contains { $0.name == "users_slow" }, "\(steps.map(\.description))")
+        let indexes = try #require(report.finishing.first { $0.target == ImportReport.Finishing.indexes })
+        #expect(builds.allSatisfy { 1 <= $0.number && $0.number <= $0.count && $0.count <= indexes.count })
+        #expect(builds.map(\.number) == builds.map(\.number).sorted())
+    }
+
     @Test func aFailureAnywhereIsTheFailureOfOneSessionAndChangesNothing() throws {
         let json = try generate(GeneratorOptions(users: 30, seed: 33, plantsAnomalies: true)).json
         let store = try consistentStore()
