@@ -232,6 +232,47 @@ struct TerminalTests {
         #expect(!piped.stderr.contains("import  [") && !piped.stderr.contains("\r"))
     }
 
+    /// A parallel import's sessions build their indexes after committing their tables: the progress line names
+    /// the build that runs, and Ctrl-C then cancels it in whichever session runs it, drops every session's tables
+    /// and leaves the store and the console as they were.
+    @Test func ctrlCWhileTheSessionsBuildIndexesStopsThemAll() throws {
+        let database = try databaseHolding(#"{"users": {"alice": {"username": "alice"}, "bob": {"username": "bob"}}}"#)
+        let observer = try database.connect()
+        // An operator's index that takes a twentieth of a second a row to build: minutes for the file.
+        try observer.execute(
+            script: """
+                CREATE FUNCTION slow_key(u text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_sleep(0.05); RETURN u; END $$;
+                CREATE INDEX users_slow ON users (slow_key(uid));
+                """)
+        let directory = try makeTemporaryDirectory("admin-tty-builds")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/users.json"
+        try writeUsersExport(file, users: 5_000)
+        let command = "\(shellQuoted(AdminProcess.executable.path)) --db \(shellQuoted(database.conninfo))"
+        let terminal = try Terminal(command, environment: ["TERM": "xterm"])
+        try expectScreen(terminal, "=>")
+        try terminal.send("import \(file) --yes --jobs 2", "Enter")
+        try expectScreen(terminal, "users_slow")
+        #expect(
+            try observer.query(
+                "SELECT count(*) FROM pg_namespace WHERE starts_with(nspname, \(SideTables.helperSchemaPrefix))"
+            )[0].decode(Int.self, at: 0) > 0, "the sessions had committed their tables")
+        try terminal.send("C-c")
+        try expectScreen(terminal, "canceling statement due to user request")
+        try terminal.send("users --format csv", "Enter")
+        try expectScreen(terminal, "bob,bob")
+        #expect(try !terminal.screen().contains("user0,"))
+        #expect(!terminal.hasEnded())
+        let left = try observer.query(
+            """
+            SELECT (SELECT count(*) FROM pg_namespace WHERE starts_with(nspname, \(SideTables.helperSchemaPrefix))),
+                (SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CREATE INDEX users_slow%' AND state = 'active')
+            """)[0]
+        #expect(try left.decode(Int.self, at: 0) == 0, "a session's tables were left")
+        #expect(try left.decode(Int.self, at: 1) == 0, "a build went on")
+    }
+
     /// With the real `less` on a 160 × 50 terminal: a 100-row table is paged whole (the pager owns the terminal,
     /// so its last screen shows the end and the row count), Ctrl-C belongs to the pager and neither cancels nor
     /// ends the console, `get`'s long JSON is paged too, and short output is not.
