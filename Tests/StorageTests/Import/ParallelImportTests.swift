@@ -210,8 +210,8 @@ struct ParallelImportTests {
     }
 
     /// While the sessions build indexes, the import says which (a progress display would otherwise sit at the
-    /// file's end): the build a session started last, numbered among those given.
-    @Test func theSessionsBuildsAreShownAsTheyStart() throws {
+    /// file's end): the build that has run longest, numbered among all the import's builds, in ascending order.
+    @Test func theSessionsBuildsAreShownAsTheyRun() throws {
         let bytes = Array(try generate(GeneratorOptions(users: 30, seed: 39)).json.utf8)
         let store = try makeStore()
         // An operator's index that takes a fiftieth of a second a row to build: long enough to be seen.
