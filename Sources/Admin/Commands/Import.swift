@@ -52,10 +52,10 @@ struct Import: ConsoleCommand {
             A replace of the whole store loads as pg_restore -j does: over --jobs sessions (default: one per \
             core), each reading the file and loading the top-level nodes it reaches first; then the sessions \
             share the index builds of every session's tables, once the rows are in (--keep-indexes builds them \
-            before), and their statistics. The store, the report and any error are those of one session. stdin, a .gz file, \
-            --dry-run and --max-rejects load on one session, and no more sessions open than the server's \
-            connection limits leave room for (keeping one free). The report times the steps after the reading on \
-            its "(after reading)" lines (adding up the sessions' seconds).
+            before), and their statistics. The store, the report and any error are those of one session. stdin, \
+            a .gz file, --dry-run and --max-rejects load on one session, and no more sessions open than the \
+            server's connection limits leave room for (keeping one free). The report times the steps after the \
+            reading on its "(after reading)" lines (adding up the sessions' seconds).
 
             Examples:
               import backup.json

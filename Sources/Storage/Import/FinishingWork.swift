@@ -33,8 +33,6 @@ final class FinishingWork: @unchecked Sendable {
     private let condition = NSCondition()
     /// Jobs not taken yet, in the order they were given.
     private var pending: [Job] = []
-    /// Tables (`schema.table`) with a job running.
-    private var busy: Set<String> = []
     /// Index jobs not yet done, per table.
     private var unbuilt: [String: Int] = [:]
     /// Sessions that may still give jobs.
@@ -45,7 +43,8 @@ final class FinishingWork: @unchecked Sendable {
     /// Index jobs given, and started, so far.
     private var indexesGiven = 0
     private var indexesStarted = 0
-    /// The steps of the jobs running, oldest first, each with its table; and the step started last.
+    /// The jobs running (one per table at most), oldest first: each one's table (`schema.table`) and step. And
+    /// the step started last.
     private var running: [(table: String, step: ImportStep)] = []
     private var latest: ImportStep?
 
@@ -94,7 +93,6 @@ final class FinishingWork: @unchecked Sendable {
                 }
                 if let index = chosen {
                     let job = pending.remove(at: index)
-                    busy.insert(Self.name(job))
                     let step: ImportStep
                     switch job.kind {
                     case .index(let name, _):
@@ -109,7 +107,7 @@ final class FinishingWork: @unchecked Sendable {
                     latest = step
                     return job
                 }
-                if pending.isEmpty, busy.isEmpty, giving == 0 { return nil }
+                if pending.isEmpty, running.isEmpty, giving == 0 { return nil }
                 condition.wait()
             }
             return nil
@@ -119,14 +117,13 @@ final class FinishingWork: @unchecked Sendable {
     /// Whether `job` may start: no job of its table runs, and an ANALYZE's indexes are built.
     private func isReady(_ job: Job) -> Bool {
         let table = Self.name(job)
-        return !busy.contains(table) && (job.kind != .analyze || unbuilt[table, default: 0] == 0)
+        return !running.contains { $0.table == table } && (job.kind != .analyze || unbuilt[table, default: 0] == 0)
     }
 
     /// Marks `job`, which `next` gave, as done.
     func finish(_ job: Job) {
         condition.withLock {
             let table = Self.name(job)
-            busy.remove(table)
             running.removeAll { $0.table == table }
             if job.kind != .analyze { unbuilt[table, default: 1] -= 1 }
             condition.broadcast()

@@ -105,8 +105,7 @@ struct TreeImport {
                 if likes != nil { importer?.deferredKey = LikesAfterPosts.key }
                 // The importer whose reading failed, for the error's context.
                 var reading = importer
-                // With other sessions: the tables they built indexes and gathered statistics for.
-                var indexed: Set<String> = []
+                // With other sessions: the tables they gathered statistics for.
                 var analyzed: Set<String> = []
                 var stagedLikes = false
                 var helperOutcomes: [HelperImport.Outcome] = []
@@ -119,16 +118,17 @@ struct TreeImport {
                         var pacing = source
                         // Shown, not timed here: each session times its own steps.
                         let outcomes = try helpers.finishLoading(pacing: &pacing, onRows: onRows, onStep: onStep)
-                        (indexed, analyzed) = try helpers.takeOver(outcomes, into: sideTables, on: connection)
-                        deferredIndexes?.markBuilt(tables: indexed)
+                        let taken = try helpers.takeOver(outcomes, into: sideTables, on: connection)
+                        analyzed = taken.analyzed
+                        deferredIndexes?.markBuilt(tables: taken.indexed)
                         helperOutcomes = outcomes
                     }
                     try settleDerivedRows(
                         staged: stagedLikes, wholeTree: wholeTree,
                         written: deletedRoots.union(options.at.prefix(1)), before: heldBefore, at: options.at,
                         filledLookups: Set(helperOutcomes.flatMap(\.lookups)), onStep: timedStep)
-                    try deferredIndexes?.build(
-                        of: Set(Store.treeTables + Store.lookupTables).subtracting(indexed), onStep: timedStep)
+                    // Those of the tables the sessions built are marked built (`markBuilt` above).
+                    try deferredIndexes?.build(onStep: timedStep)
                     if wholeTree, !options.isDryRun {
                         // Citus cannot ANALYZE a table whose shards this transaction wrote: after the commit, there.
                         if try distribution.isDistributed() {
