@@ -124,45 +124,155 @@ extension Connection {
     }
 }
 
-/// Encodes rows in COPY's text format into a byte buffer.
+/// Encodes rows in one of COPY's formats into a byte buffer.
 ///
-/// Append each field of a row in column order, then call `endRow()`.
+/// Append each field of a row in column order, then call `endRow()`. A binary COPY's data begins with
+/// `CopyRowEncoder.binaryHeader` and may end with `binaryTrailer`; the rows are the same either way.
 public struct CopyRowEncoder {
-    /// The encoded rows not yet sent.
-    public private(set) var bytes: [UInt8] = []
+    /// COPY's data formats: text (`COPY … FROM STDIN`) and binary (`… WITH (FORMAT binary)`).
+    public enum Format: Sendable {
+        /// Tab-separated fields, backslash escapes, one row a line.
+        case text
+        /// Each field's length then its bytes in the column type's binary form: nothing for the server to
+        /// unescape or to parse as a number (BENCHMARKS.md, "Binary COPY").
+        case binary
+    }
+
+    /// The format the rows are encoded in.
+    public let format: Format
+    /// Grows and is reused, never shrinks: bytes are written through one pointer per field, where an array's
+    /// appends cost a uniqueness check and a call each.
+    private var storage: [UInt8] = []
+    /// Bytes encoded and not yet sent: the first ones of `storage`.
+    public private(set) var byteCount = 0
     private var fieldsInRow = 0
+    /// Where the row being encoded starts (binary: its field count is written there when it ends).
+    private var rowStart = 0
     /// Rows ended so far.
     public private(set) var rowCount = 0
 
+    /// What binary COPY data begins with: the signature, no flags, no header extension.
+    public static let binaryHeader: [UInt8] =
+        Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00] + [UInt8](repeating: 0, count: 8)
+    /// What binary COPY data ends with: a field count of -1.
+    public static let binaryTrailer: [UInt8] = [0xFF, 0xFF]
+    /// The type of a `text[]` field's elements (`text`), which a binary array names.
+    private static let textOID: Int32 = 25
+
     /// An empty encoder.
-    public init(capacity: Int = 1 << 16) {
-        bytes.reserveCapacity(capacity)
+    public init(capacity: Int = 1 << 16, format: Format = .text) {
+        self.format = format
+        storage = Array(repeating: 0, count: capacity)
+    }
+
+    /// The encoded rows not yet sent.
+    public var bytes: ArraySlice<UInt8> { storage[..<byteCount] }
+
+    /// Writes `count` bytes with `body`, which gets where they go.
+    @inline(__always)
+    private mutating func write(_ count: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Void) {
+        let end = byteCount + count
+        if end > storage.count {
+            storage.append(contentsOf: repeatElement(0, count: max(end - storage.count, storage.count, 256)))
+        }
+        let start = byteCount
+        storage.withUnsafeMutableBufferPointer { body($0.baseAddress.unsafelyUnwrapped + start) }
+        byteCount = end
+    }
+
+    private mutating func writeBytes(_ source: UnsafeBufferPointer<UInt8>) {
+        guard let base = source.baseAddress, !source.isEmpty else { return }
+        write(source.count) { $0.update(from: base, count: source.count) }
+    }
+
+    private mutating func writeASCII(_ first: UInt8, _ second: UInt8) {
+        write(2) {
+            $0[0] = first
+            $0[1] = second
+        }
+    }
+
+    private static func store<Integer: FixedWidthInteger>(_ value: Integer, at target: UnsafeMutablePointer<UInt8>) {
+        UnsafeMutableRawPointer(target).storeBytes(of: value.bigEndian, as: Integer.self)
     }
 
     private mutating func beginField() {
-        if fieldsInRow > 0 { bytes.append(UInt8(ascii: "\t")) }
+        if fieldsInRow == 0 {
+            rowStart = byteCount
+            // The field count, written when the row ends.
+            if format == .binary { write(2) { _ in } }
+        } else if format == .text {
+            write(1) { $0.pointee = UInt8(ascii: "\t") }
+        }
         fieldsInRow += 1
     }
 
     private mutating func appendNull() {
-        bytes.append(UInt8(ascii: "\\"))
-        bytes.append(UInt8(ascii: "N"))
+        switch format {
+        case .text: writeASCII(UInt8(ascii: "\\"), UInt8(ascii: "N"))
+        case .binary: write(4) { Self.store(Int32(-1), at: $0) }
+        }
     }
 
-    /// A text (or json, jsonb) field; `nil` is NULL. Throws for a NUL character, which text cannot hold.
+    /// A binary field: its length, then `prefix` (a version byte) when given, then `payload`.
+    private mutating func writeField(_ payload: UnsafeBufferPointer<UInt8>, prefix: UInt8? = nil) {
+        let extra = prefix == nil ? 0 : 1
+        write(4 + extra + payload.count) { target in
+            Self.store(Int32(extra + payload.count), at: target)
+            if let prefix { target[4] = prefix }
+            if let base = payload.baseAddress { (target + 4 + extra).update(from: base, count: payload.count) }
+        }
+    }
+
+    /// A text field (in the text format also json or jsonb); `nil` is NULL. Throws for a NUL character.
     public mutating func append(_ value: String?) throws {
         beginField()
         guard let value else { return appendNull() }
-        // The borrowed string's own bytes: `withUTF8` on a copy retained and released it.
-        if try value.utf8.withContiguousStorageIfAvailable({ try appendEscaped($0) }) != nil { return }
-        var copy = value
-        try copy.withUTF8 { try appendEscaped($0) }
+        try withUTF8(of: value) { try appendText($0) }
+    }
+
+    /// A `jsonb` field from its JSON text; `nil` is NULL. Throws for a NUL character.
+    public mutating func append(jsonb value: String?) throws {
+        beginField()
+        guard let value else { return appendNull() }
+        try withUTF8(of: value) { text in
+            guard format == .binary else { return try appendEscaped(text) }
+            try checkNoNUL(text)
+            // jsonb's binary form: a version byte, then the JSON text.
+            writeField(text, prefix: 1)
+        }
     }
 
     /// A text field from UTF-8 bytes. Throws for a NUL character, which text cannot hold.
     public mutating func append(utf8 value: UnsafeBufferPointer<UInt8>) throws {
         beginField()
-        try appendEscaped(value)
+        try appendText(value)
+    }
+
+    /// `value`'s UTF-8 bytes, borrowed: `withUTF8` on a copy retained and released the string.
+    private func withUTF8<Result>(of value: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows
+        -> Result
+    {
+        if let result = try value.utf8.withContiguousStorageIfAvailable(body) { return result }
+        var copy = value
+        return try copy.withUTF8(body)
+    }
+
+    private mutating func appendText(_ text: UnsafeBufferPointer<UInt8>) throws {
+        guard format == .binary else { return try appendEscaped(text) }
+        try checkNoNUL(text)
+        writeField(text)
+    }
+
+    private func checkNoNUL(_ text: UnsafeBufferPointer<UInt8>) throws {
+        guard let base = text.baseAddress, memchr(base, 0, text.count) != nil else { return }
+        throw nulError()
+    }
+
+    private func nulError() -> DatabaseError {
+        DatabaseError(
+            .invalidValue, "a text value contains a NUL character (U+0000), which PostgreSQL text cannot hold",
+            sqlState: .characterNotInRepertoire, context: "COPY row \(rowCount + 1)")
     }
 
     private mutating func appendEscaped(_ text: UnsafeBufferPointer<UInt8>) throws {
@@ -198,34 +308,44 @@ public struct CopyRowEncoder {
             let escape: UInt8
             switch byte {
             case 0:
-                throw DatabaseError(
-                    .invalidValue, "a text value contains a NUL character (U+0000), which PostgreSQL text cannot hold",
-                    sqlState: .characterNotInRepertoire, context: "COPY row \(rowCount + 1)")
+                throw nulError()
             case UInt8(ascii: "\\"): escape = UInt8(ascii: "\\")
             case UInt8(ascii: "\n"): escape = UInt8(ascii: "n")
             case UInt8(ascii: "\r"): escape = UInt8(ascii: "r")
             case UInt8(ascii: "\t"): escape = UInt8(ascii: "t")
             default: continue
             }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[runStart..<index - 1]))
-            bytes.append(UInt8(ascii: "\\"))
-            bytes.append(escape)
+            writeBytes(UnsafeBufferPointer(rebasing: text[runStart..<index - 1]))
+            writeASCII(UInt8(ascii: "\\"), escape)
             runStart = index
         }
-        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: text[runStart...]))
+        writeBytes(UnsafeBufferPointer(rebasing: text[runStart...]))
     }
 
     /// A double precision field, written so it reads back bit for bit; `nil` is NULL.
     public mutating func append(_ value: Double?) {
         beginField()
         guard let value else { return appendNull() }
-        bytes.append(contentsOf: value.postgresText.utf8)
+        switch format {
+        case .text:
+            var text = value.postgresText
+            text.withUTF8 { writeBytes($0) }
+        case .binary:
+            appendDouble(value)
+        }
+    }
+
+    private mutating func appendDouble(_ value: Double) {
+        write(12) {
+            Self.store(Int32(8), at: $0)
+            Self.store(value.bitPattern, at: $0 + 4)
+        }
     }
 
     /// A double field given as the decimal text `value` was parsed from (JSON's number grammar, which float8's
-    /// input reads the same, correctly rounded): the text goes as it is, sparing the shortest digits a double
-    /// needs worked out again. `value` must be finite and not zero (whose text may be `-0`, or below the smallest
-    /// double, which the server refuses).
+    /// input reads the same, correctly rounded): in text the text goes as it is, sparing the shortest digits a
+    /// double needs worked out again; in binary the double does. `value` must be finite and not zero (whose text
+    /// may be `-0`, or below the smallest double, which the server refuses).
     public mutating func append(numberText text: UnsafeBufferPointer<UInt8>, of value: Double) {
         assert(value.isFinite && value != 0 && !text.isEmpty, "a finite number other than zero")
         assert(
@@ -234,17 +354,29 @@ public struct CopyRowEncoder {
             },
             "JSON's number grammar")
         beginField()
-        bytes.append(contentsOf: text)
+        switch format {
+        case .text: writeBytes(text)
+        case .binary: appendDouble(value)
+        }
     }
 
-    /// An integer field; `nil` is NULL.
+    /// An integer (`bigint`) field; `nil` is NULL.
     public mutating func append(_ value: Int64?) {
         beginField()
         guard let value else { return appendNull() }
-        bytes.append(contentsOf: String(value).utf8)
+        switch format {
+        case .text:
+            var text = String(value)
+            text.withUTF8 { writeBytes($0) }
+        case .binary:
+            write(12) {
+                Self.store(Int32(8), at: $0)
+                Self.store(value, at: $0 + 4)
+            }
+        }
     }
 
-    /// An integer field; `nil` is NULL.
+    /// An integer (`bigint`) field; `nil` is NULL.
     public mutating func append(_ value: Int?) {
         append(value.map(Int64.init))
     }
@@ -253,30 +385,61 @@ public struct CopyRowEncoder {
     public mutating func append(_ value: Bool?) {
         beginField()
         guard let value else { return appendNull() }
-        bytes.append(UInt8(ascii: value ? "t" : "f"))
+        switch format {
+        case .text:
+            write(1) { $0.pointee = UInt8(ascii: value ? "t" : "f") }
+        case .binary:
+            write(5) {
+                Self.store(Int32(1), at: $0)
+                $0[4] = value ? 1 : 0
+            }
+        }
     }
 
     /// A `text[]` field; `nil` is NULL.
     public mutating func append(_ value: [String]?) throws {
-        try append(value?.queryText)
+        guard format == .binary, let value else { return try append(value?.queryText) }
+        beginField()
+        // One dimension (none when empty), no NULLs, `text` elements, each its length then its bytes.
+        let lengthAt = byteCount
+        let dimensions: Int32 = value.isEmpty ? 0 : 1
+        write(value.isEmpty ? 16 : 24) { target in
+            Self.store(Int32(0), at: target)  // the field's length, known at the end
+            Self.store(dimensions, at: target + 4)
+            Self.store(Int32(0), at: target + 8)  // no NULLs
+            Self.store(Self.textOID, at: target + 12)
+            guard dimensions == 1 else { return }
+            Self.store(Int32(value.count), at: target + 16)
+            Self.store(Int32(1), at: target + 20)  // the lower bound
+        }
+        for element in value { try withUTF8(of: element) { try appendText($0) } }
+        let length = Int32(byteCount - lengthAt - 4)
+        storage.withUnsafeMutableBufferPointer { Self.store(length, at: $0.baseAddress.unsafelyUnwrapped + lengthAt) }
     }
 
     /// Ends the current row.
     public mutating func endRow() {
-        bytes.append(UInt8(ascii: "\n"))
+        switch format {
+        case .text:
+            write(1) { $0.pointee = UInt8(ascii: "\n") }
+        case .binary:
+            precondition(fieldsInRow > 0, "a row has fields")
+            let start = rowStart, fields = Int16(fieldsInRow)
+            storage.withUnsafeMutableBufferPointer { Self.store(fields, at: $0.baseAddress.unsafelyUnwrapped + start) }
+        }
         fieldsInRow = 0
         rowCount += 1
     }
 
     /// Forgets the encoded bytes (after sending them), keeping the buffer's capacity.
     public mutating func removeAllBytes() {
-        bytes.removeAll(keepingCapacity: true)
+        byteCount = 0
     }
 
     /// Drops the rows encoded after the first `byteCount` bytes, `rows` of them (all ended).
     package mutating func truncate(toByteCount byteCount: Int, droppingRows rows: Int) {
-        precondition(fieldsInRow == 0 && byteCount <= bytes.count)
-        bytes.removeSubrange(byteCount...)
+        precondition(fieldsInRow == 0 && byteCount <= self.byteCount)
+        self.byteCount = byteCount
         rowCount -= rows
     }
 }
@@ -335,14 +498,14 @@ public final class CopyInWriter {
     /// Ends the current row, sending the buffer when it is large.
     public func endRow() throws {
         encoder.endRow()
-        if encoder.bytes.count >= Self.flushThreshold { try flush() }
+        if encoder.byteCount >= Self.flushThreshold { try flush() }
     }
 
     /// Sends whatever is buffered.
     func flush() throws {
-        guard !encoder.bytes.isEmpty else { return }
-        try connection.putCopyData(encoder.bytes[...], statement: statement)
-        bytesSent += encoder.bytes.count
+        guard encoder.byteCount > 0 else { return }
+        try connection.putCopyData(encoder.bytes, statement: statement)
+        bytesSent += encoder.byteCount
         encoder.removeAllBytes()
     }
 }

@@ -87,4 +87,65 @@ struct CopyTests {
         }
         #expect(try connection.query("SELECT count(*) FROM users")[0].decode(Int.self, at: 0) == 0)
     }
+
+    /// The binary format stores what the text format stores, for every type the import writes and the values
+    /// that are hard in one or the other: escapes and quotes, NULLs, -0 and the extreme doubles, a number given as
+    /// its text, the extreme integers, empty and quoted arrays, jsonb; and a NUL is refused in both.
+    @Test func binaryRowsStoreWhatTextRowsStore() throws {
+        let connection = try TestPostgres.makeDatabase().connect()
+        let columns: Query = "id bigint, t text, j jsonb, d float8, n float8, i bigint, b boolean, a text[]"
+        try connection.execute("CREATE TABLE as_text (\(columns))")
+        try connection.execute("CREATE TABLE as_binary (\(columns))")
+        let doubles: [Double?] = [
+            nil, 0, -0.0, 0.1, .pi, -.greatestFiniteMagnitude, .leastNonzeroMagnitude, 1e300, -2.5e-8,
+        ]
+        let numbers = ["1.5", "1e300", "4e-320", "-2.5E-3", "123456789012345678901234567890", "0.30000000000000004"]
+        let integers: [Int64?] = [nil, .min, .max, 0, -1, 9_007_199_254_740_993]
+        let arrays: [[String]?] = [nil, [], ["a"], ["", "x,y", "{}", "\"q\"", #"back\slash"#, "NULL", "é 😀", "tab\t"]]
+        let documents: [String?] = [nil, "{}", #"{"a": [1, 2.5, "x\ty", null, true], "b\\": {"c": "é"}}"#, "[]", "-0"]
+        func encode(_ encoder: inout CopyRowEncoder) throws {
+            for index in 0..<max(hostileStrings.count, doubles.count, numbers.count, arrays.count) {
+                encoder.append(Int64(index))
+                try encoder.append(index < hostileStrings.count ? hostileStrings[index] : nil)
+                try encoder.append(jsonb: documents[index % documents.count])
+                encoder.append(doubles[index % doubles.count])
+                let number = numbers[index % numbers.count]
+                let value = try #require(Double(number))
+                number.utf8.withContiguousStorageIfAvailable { encoder.append(numberText: $0, of: value) }
+                encoder.append(integers[index % integers.count])
+                encoder.append(index % 3 == 0 ? nil : index % 3 == 1)
+                try encoder.append(arrays[index % arrays.count])
+                encoder.endRow()
+            }
+        }
+        for (table, format) in [("as_text", CopyRowEncoder.Format.text), ("as_binary", .binary)] {
+            var encoder = CopyRowEncoder(format: format)
+            try encode(&encoder)
+            let options: Query = format == .binary ? " WITH (FORMAT binary)" : ""
+            try connection.beginCopyIn("COPY \(identifier: table) FROM STDIN\(options)")
+            if format == .binary { try connection.sendCopyData(CopyRowEncoder.binaryHeader[...]) }
+            try connection.sendCopyData(encoder.bytes[...])
+            if format == .binary { try connection.sendCopyData(CopyRowEncoder.binaryTrailer[...]) }
+            #expect(try connection.endCopyIn() == encoder.rowCount)
+        }
+        func rows(_ table: String) throws -> [String] {
+            try connection.query(
+                """
+                SELECT concat_ws('|', id, t, j, d::text, n::text, i, b, a::text, t IS NULL, a IS NULL)
+                FROM \(identifier: table) ORDER BY id
+                """
+            ).map { try $0.decode(String.self, at: 0) }
+        }
+        let text = try rows("as_text"), binary = try rows("as_binary")
+        #expect(text.count == 18)
+        #expect(binary == text)
+        #expect(text.contains { $0.hasPrefix("2|") && $0.contains("|-0|") })
+
+        for format in [CopyRowEncoder.Format.text, .binary] {
+            var encoder = CopyRowEncoder(format: format)
+            #expect(throws: DatabaseError.self) { try encoder.append("a\u{0}b") }
+            #expect(throws: DatabaseError.self) { try encoder.append(["ok", "a\u{0}b"]) }
+            #expect(throws: DatabaseError.self) { try encoder.append(jsonb: "\"a\u{0}\"") }
+        }
+    }
 }

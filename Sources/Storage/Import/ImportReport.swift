@@ -10,7 +10,7 @@ public struct ImportReport: Sendable {
         public var rowsRead: Int
         /// Rows stored (read, less those a later duplicate key replaced).
         public var rowsImported: Int
-        /// COPY bytes sent for these rows.
+        /// COPY bytes sent for these rows (in COPY's binary format).
         public var bytes: Int
     }
 

@@ -411,6 +411,6 @@ extension TreeTable {
                 try rest.take(field, step.pointee.key, as: step.pointee.kind, from: children.slots, into: &row)
             }
         }
-        try row.append(rest.json)
+        try row.append(jsonb: rest.json)
     }
 }
