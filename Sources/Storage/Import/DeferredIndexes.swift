@@ -6,12 +6,14 @@ internal import PostgresClient
 /// (232 MB export, one server: median 9.6 s → 8.5 s; BENCHMARKS.md).
 ///
 /// It is all in the import's transaction: a rollback, a crash or a killed console leaves the indexes as they were.
-/// Unique indexes stay, and primary keys but those of `Store.tablesFilledAfterReading` (this path loads in one
-/// session, where a primary key built at the end was measured slower than one kept while the file loads, which
-/// overlaps its upkeep with parsing; the twins of a parallel import, `SideTables`, build theirs after), and so
-/// does anything a `CREATE INDEX` or `ADD CONSTRAINT` from the catalog would not give back whole: an index in
-/// another tablespace, with a comment, a statistics target, the CLUSTER mark, the replica identity, or anything
-/// that depends on it. Only indexes this role owns are dropped.
+/// Unique indexes stay, and on one server primary keys but those of `Store.tablesFilledAfterReading` (this path
+/// loads in one session, where a primary key built at the end was measured slower than one kept while the file
+/// loads, which overlaps its upkeep with parsing; the twins of a parallel import, `SideTables`, build theirs
+/// after). On Citus every primary key goes too: there the workers keep the indexes up row by row while the
+/// coordinator routes the rows, with no parsing to overlap, and one build per shard afterwards took a third less
+/// (BENCHMARKS.md, "Binary COPY"). Anything a `CREATE INDEX` or `ADD CONSTRAINT` from the catalog would not give
+/// back whole stays: an index in another tablespace, with a comment, a statistics target, the CLUSTER mark, the
+/// replica identity, or anything that depends on it. Only indexes this role owns are dropped.
 final class DeferredIndexes {
     private let connection: StoreConnection
     /// Each index's table and name and the statement that builds it (`CREATE INDEX`, or `ADD CONSTRAINT` for a
@@ -67,11 +69,11 @@ extension TreeImport {
     static let tablesFilledAfterReading = [TreeTable.postLikes.name] + Store.lookupTables
 
     /// Drops the secondary indexes of the tree's tables and lookups, and the primary keys of
-    /// `tablesFilledAfterReading`, that can be built again exactly, and returns them to build; nil on a
-    /// distributed store, whose indexes live on the workers' shards. The tables must be empty and locked (a
-    /// whole-tree import, after its TRUNCATE).
-    func deferIndexes() throws -> DeferredIndexes? {
-        guard try !distribution.isDistributed() else { return nil }
+    /// `tablesFilledAfterReading` (on Citus of every one of those tables), that can be built again exactly, and
+    /// returns them to build. The tables must be empty and locked (a whole-tree import, after its TRUNCATE).
+    func deferIndexes() throws -> DeferredIndexes {
+        let keyTables =
+            try distribution.isDistributed() ? Store.treeTables + Store.lookupTables : Self.tablesFilledAfterReading
         // Each: its name, the statement that drops it and the one that builds it again, all from the catalog.
         let rows = try connection.query(
             """
@@ -99,11 +101,14 @@ extension TreeImport {
             JOIN pg_namespace n ON n.oid = t.relnamespace
             JOIN pg_class c ON c.oid = k.conindid
             JOIN pg_index i ON i.indexrelid = k.conindid
-            WHERE k.contype = 'p' AND k.conrelid = ANY(\(Self.tablesFilledAfterReading)::regclass[])
+            WHERE k.contype = 'p' AND k.conrelid = ANY(\(keyTables)::regclass[])
                 AND i.indisvalid AND NOT i.indisclustered AND NOT i.indisreplident
                 AND c.reltablespace = 0 AND pg_has_role(t.relowner, 'USAGE')
                 AND obj_description(c.oid, 'pg_class') IS NULL AND obj_description(k.oid, 'pg_constraint') IS NULL
                 AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attstattarget >= 0)
+                -- A foreign key that references the table depends on its key's index.
+                AND NOT EXISTS (
+                    SELECT 1 FROM pg_depend d WHERE d.refclassid = 'pg_class'::regclass AND d.refobjid = c.oid)
             ORDER BY 1
             """)
         var indexes: [(table: String, name: String, definition: String)] = []

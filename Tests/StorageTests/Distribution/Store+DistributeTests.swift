@@ -62,11 +62,31 @@ struct CitusTests {
         }
     }
 
+    /// The import drops the indexes and primary keys and builds them again after the rows (on every shard): the
+    /// coordinator's and every placement's are as they were.
     @Test func aReplacingImportOfADistributedStoreGivesTheFileBack() throws {
         let (_, citus, _) = try makeStores()
         let other = try generate(GeneratorOptions(users: 120, seed: 4)).json
+        func indexes() throws -> [String] {
+            let coordinator = try citus.connection.query(
+                "SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1"
+            ).map { try $0.decode(String.self, at: 0) }
+            let placements = try citus.connection.query(
+                """
+                SELECT logicalrelid::text || ' ' || result
+                FROM pg_dist_partition, run_command_on_placements(logicalrelid,
+                    'SELECT string_agg(indexdef, '' '' ORDER BY indexname) FROM pg_indexes WHERE tablename = ''%s''')
+                ORDER BY 1
+                """
+            ).map { try $0.decode(String.self, at: 0) }
+            return coordinator + placements
+        }
+        let before = try indexes()
         let report = try importJSON(other, into: citus)
         expectSameText(try exportJSON(citus), other)
+        #expect(try indexes() == before)
+        let builds = report.finishing.first { $0.target == ImportReport.Finishing.indexes }
+        #expect((builds?.count ?? 0) >= 2 * Store.treeTables.count, "\(report.finishing)")
         // Citus cannot ANALYZE shards its transaction wrote: the statistics are gathered after the commit.
         #expect(report.finishing.last?.target == ImportReport.Finishing.statistics, "\(report.finishing)")
         #expect(report.warnings.isEmpty, "\(report.warnings)")
