@@ -159,10 +159,10 @@ public struct CopyRowEncoder {
     /// The type of a `text[]` field's elements (`text`), which a binary array names.
     private static let textOID: Int32 = 25
 
-    /// An empty encoder.
+    /// An empty encoder, with room for `capacity` bytes before it grows.
     public init(capacity: Int = 1 << 16, format: Format = .text) {
         self.format = format
-        storage = Array(repeating: 0, count: capacity)
+        storage.reserveCapacity(capacity)
     }
 
     /// The encoded rows not yet sent.
@@ -173,7 +173,9 @@ public struct CopyRowEncoder {
     private mutating func write(_ count: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Void) {
         let end = byteCount + count
         if end > storage.count {
-            storage.append(contentsOf: repeatElement(0, count: max(end - storage.count, storage.count, 256)))
+            // 64 KB at a time, whatever the capacity (which grows geometrically): untouched capacity costs no
+            // memory, and a buffer is seldom larger than its high-water mark by more than that.
+            storage.append(contentsOf: repeatElement(0, count: max(end - storage.count, 1 << 16)))
         }
         let start = byteCount
         storage.withUnsafeMutableBufferPointer { body($0.baseAddress.unsafelyUnwrapped + start) }
