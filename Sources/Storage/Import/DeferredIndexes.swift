@@ -46,12 +46,11 @@ final class DeferredIndexes {
         indexes.indices.filter { !isBuilt[$0] && tables.contains(indexes[$0].table) }.map { indexes[$0] }
     }
 
-    /// Builds the indexes still missing (of `tables` only, when given), telling `onStep` of each; nothing the
-    /// second time. Run before any statement that finds rows by one of them (the DELETE of a repeated key's
-    /// earlier rows finds unmapped values by `sort_key`).
-    func build(of tables: Set<String>? = nil, onStep: (ImportStep) -> Void) throws {
+    /// Builds the indexes still missing, telling `onStep` of each; nothing the second time. Run before any
+    /// statement that finds rows by one of them (the DELETE of a repeated key's earlier rows finds unmapped values
+    /// by `sort_key`).
+    func build(onStep: (ImportStep) -> Void) throws {
         for (number, index) in indexes.enumerated() where !isBuilt[number] {
-            guard tables?.contains(index.table) ?? true else { continue }
             onStep(.buildingIndex(name: index.name, number: isBuilt.count { $0 } + 1, count: indexes.count))
             // The text comes from the catalog (see `deferIndexes`), which quotes every name it holds.
             try connection.execute(script: index.definition)
