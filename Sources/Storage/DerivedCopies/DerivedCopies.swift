@@ -135,8 +135,26 @@ struct DerivedCopies {
     /// that the records now hold.
     func settleLookup(of records: HeldRecords, ofKeys keys: [String]?) throws {
         let scope: Query = keys.map { "\(identifier: records.key) = ANY(\($0))" } ?? "true"
-        let columns = Query.identifiers([records.key, records.holder])
         try connection.execute("DELETE FROM \(identifier: records.lookup) WHERE \(scope)")
+        try insertLookupRows(of: records, where: scope)
+    }
+
+    /// Fills the empty lookup of `records` from every record (a whole-tree import's).
+    ///
+    /// On Citus the lookup is placed by key and the records by holder: the rows go through the coordinator
+    /// rather than repartitioned between the workers, which took 1.1-1.3 s where this took 0.08-0.2 s for
+    /// 50,284 posts or 12,362 chats (20,000 users, two workers on one machine). The import sends every row
+    /// through the coordinator already; the lookups are two short columns of two of its tables.
+    func fillLookup(of records: HeldRecords, isDistributed: Bool) throws {
+        if isDistributed {
+            try connection.execute("SELECT set_config('citus.enable_repartitioned_insert_select', 'off', true)")
+        }
+        try insertLookupRows(of: records, where: "true")
+    }
+
+    /// Inserts into the lookup of `records` the key and holder of each record that `scope` selects.
+    private func insertLookupRows(of records: HeldRecords, where scope: Query) throws {
+        let columns = Query.identifiers([records.key, records.holder])
         try connection.execute(
             """
             INSERT INTO \(identifier: records.lookup) (\(columns))

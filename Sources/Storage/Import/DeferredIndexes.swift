@@ -68,11 +68,11 @@ extension TreeImport {
     static let tablesFilledAfterReading = [TreeTable.postLikes.name] + Store.lookupTables
 
     /// Drops the secondary indexes of the tree's tables and lookups, and the primary keys of
-    /// `tablesFilledAfterReading` (on Citus of every one of those tables), that can be built again exactly, and
-    /// returns them to build. The tables must be empty and locked (a whole-tree import, after its TRUNCATE).
-    func deferIndexes() throws -> DeferredIndexes {
-        let keyTables =
-            try distribution.isDistributed() ? Store.treeTables + Store.lookupTables : Self.tablesFilledAfterReading
+    /// `tablesFilledAfterReading` (on Citus, `isDistributed`, of every one of those tables), that can be built
+    /// again exactly, and returns them to build. The tables must be empty and locked (a whole-tree import, after
+    /// its TRUNCATE).
+    func deferIndexes(isDistributed: Bool) throws -> DeferredIndexes {
+        let keyTables = isDistributed ? Store.treeTables + Store.lookupTables : Self.tablesFilledAfterReading
         // Each: its name, the statement that drops it and the one that builds it again, all from the catalog.
         let rows = try connection.query(
             """

@@ -101,7 +101,7 @@ final class FinishingWork: @unchecked Sendable {
                         step = .buildingIndex(
                             name: name, number: indexesStarted, count: max(indexCount, indexesGiven))
                     case .analyze:
-                        step = .analyzing(table: job.table)
+                        step = .analyzing(tables: [job.table])
                     }
                     running.append((Self.name(job), step))
                     latest = step

@@ -12,10 +12,16 @@ public enum ImportStep: Sendable, Equatable, CustomStringConvertible {
     case settlingLikes
     /// Building the secondary index `name`, the `number`th of `count`, dropped while the rows loaded.
     case buildingIndex(name: String, number: Int, count: Int)
-    /// Gathering planner statistics on `table` (ANALYZE), after a whole-tree import.
-    case analyzing(table: String)
+    /// Gathering planner statistics on `tables` (ANALYZE), after a whole-tree import: one table, or on Citus
+    /// every table in one statement.
+    case analyzing(tables: [String])
     /// Putting the tables a whole-tree import filled in the store's (waiting for readers that began before).
     case switching
+
+    /// How many of its target's steps it takes: the tables it analyzes, or 1.
+    var count: Int {
+        if case .analyzing(let tables) = self { tables.count } else { 1 }
+    }
 
     /// What the step writes: a table, or `ImportReport.Finishing.indexes`.
     var target: String {
@@ -36,7 +42,8 @@ public enum ImportStep: Sendable, Equatable, CustomStringConvertible {
         case .fillingLookup(let table): "filling \(table)"
         case .settlingLikes: "settling the likes of posts added or removed"
         case .buildingIndex(let name, let number, let count): "building index \(number) of \(count): \(name)"
-        case .analyzing(let table): "gathering statistics on \(table) (ANALYZE)"
+        case .analyzing(let tables):
+            "gathering statistics on \(tables.count == 1 ? tables[0] : "\(tables.count) tables") (ANALYZE)"
         case .switching: "switching the loaded tables in (waiting for readers that began before)"
         }
     }
@@ -56,9 +63,9 @@ final class FinishingClock {
         end()
         current = clock.now
         if steps.last?.target == step.target {
-            steps[steps.count - 1].count += 1
+            steps[steps.count - 1].count += step.count
         } else {
-            steps.append(.init(target: step.target, count: 1, seconds: 0))
+            steps.append(.init(target: step.target, count: step.count, seconds: 0))
         }
     }
 

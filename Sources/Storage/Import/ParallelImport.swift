@@ -235,7 +235,7 @@ final class HelperImport: @unchecked Sendable {
         var lookups: Set<String> = []
         for records in HeldRecords.all where tables.contains(where: { $0.name == records.table }) {
             finishing.begin(.fillingLookup(table: records.lookup))
-            try copies.settleLookup(of: records, ofKeys: nil)
+            try copies.fillLookup(of: records, isDistributed: false)
             lookups.insert(records.lookup)
         }
         finishing.end()
@@ -281,7 +281,7 @@ final class HelperImport: @unchecked Sendable {
                 try connection.execute(script: statement)
                 indexed.insert(job.table + "/" + name)
             case .analyze:
-                finishing.begin(.analyzing(table: job.table))
+                finishing.begin(.analyzing(tables: [job.table]))
                 try connection.execute("ANALYZE \(identifier: job.schema).\(identifier: job.table)")
                 analyzed.insert(job.table)
             }

@@ -114,7 +114,7 @@ struct FinishingWorkTests {
         work.finish(second)
         #expect(work.currentStep == .buildingIndex(name: "posts_pkey", number: 2, count: 5))
         let third = try #require(work.next())
-        #expect(work.currentStep == .analyzing(table: "timeline"))
+        #expect(work.currentStep == .analyzing(tables: ["timeline"]))
         work.finish(third)
     }
 

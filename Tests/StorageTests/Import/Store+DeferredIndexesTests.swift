@@ -124,7 +124,7 @@ struct DeferredIndexesTests {
         }
         #expect(
             steps == [.storingLikes, .fillingLookup(table: "post_keys"), .fillingLookup(table: "chat_holders")] + builds
-                + analyzed.map { .analyzing(table: $0) } + [.switching])
+                + analyzed.map { .analyzing(tables: [$0]) } + [.switching])
         #expect(
             builds.last?.description == "building index \(dropped.count) of \(dropped.count): \(dropped.last!)")
         #expect(steps.dropLast().last?.description == "gathering statistics on chat_holders (ANALYZE)")
