@@ -303,14 +303,16 @@ public struct JSONReader: ~Copyable {
         var index = cursor
         while true {
             while index < limit {
-                if isInString {
-                    // Most of what a skip passes is strings: eight bytes at a time up to a quote or backslash.
-                    while index + 8 <= limit,
-                        !Self.mayHoldQuoteOrBackslash(UnsafeRawPointer(buffer + index).loadUnaligned(as: UInt64.self))
-                    {
+                // Eight bytes at a time to the first that matters: in a string a quote or backslash, outside one a
+                // quote or bracket (most of what a skip passes is strings, keys and the `":` and `,` between them).
+                if index + 8 <= limit {
+                    let word = UInt64(littleEndian: UnsafeRawPointer(buffer + index).loadUnaligned(as: UInt64.self))
+                    let found = isInString ? Self.quotesOrBackslashes(in: word) : Self.quotesOrBrackets(in: word)
+                    guard found != 0 else {
                         index += 8
+                        continue
                     }
-                    guard index < limit else { break }
+                    index += found.trailingZeroBitCount >> 3
                 }
                 let byte = buffer[index]
                 if isInString {
@@ -346,15 +348,27 @@ public struct JSONReader: ~Copyable {
         }
     }
 
-    /// Whether any of the eight bytes of `word` is a quote or a backslash (the zero-byte test on the word
-    /// xor-ed with each: exact, no false answer either way).
+    /// Marks each byte of `word` equal to the byte that fills `repeated`, with its high bit: exact up to the first
+    /// such byte (above it a borrow may mark others), which is all `trailingZeroBitCount` reads.
     @inline(__always)
-    private static func mayHoldQuoteOrBackslash(_ word: UInt64) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        let quotes = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
-        let backslashes = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
-        return (((quotes &- ones) & ~quotes) | ((backslashes &- ones) & ~backslashes)) & highs != 0
+    private static func bytes(of word: UInt64, equalTo repeated: UInt64) -> UInt64 {
+        let difference = word ^ repeated
+        return (difference &- 0x0101_0101_0101_0101) & ~difference & 0x8080_8080_8080_8080
+    }
+
+    /// Marks the quotes and backslashes of `word` (little-endian: its lowest set bit is in its first one).
+    @inline(__always)
+    private static func quotesOrBackslashes(in word: UInt64) -> UInt64 {
+        bytes(of: word, equalTo: 0x2222_2222_2222_2222) | bytes(of: word, equalTo: 0x5C5C_5C5C_5C5C_5C5C)
+    }
+
+    /// Marks the quotes and brackets of `word`: with bit 5 set, `[` and `]` read as `{` and `}`, and no other
+    /// byte does.
+    @inline(__always)
+    private static func quotesOrBrackets(in word: UInt64) -> UInt64 {
+        let folded = word | 0x2020_2020_2020_2020
+        return bytes(of: word, equalTo: 0x2222_2222_2222_2222) | bytes(of: folded, equalTo: 0x7B7B_7B7B_7B7B_7B7B)
+            | bytes(of: folded, equalTo: 0x7D7D_7D7D_7D7D_7D7D)
     }
 
     private mutating func endOfInput() throws -> Token {

@@ -446,7 +446,7 @@ struct JSONReaderTests {
     /// Strings made to trip a skip that counts brackets: brackets, quotes and backslashes inside them, escapes
     /// across the eight-byte words the skip reads strings by, and across refills of a small buffer.
     static func trickyString(_ random: inout SeededGenerator) -> String {
-        let pieces = ["{", "}", "[", "]", "\\\"", "\\\\", "\\u005b", ",", ":", "é", "x", "abcdefgh", " "]
+        let pieces = ["{", "}", "[", "]", "\\\"", "\\\\", "\\u005b", ",", ":", "é", "😀", "x", "abcdefgh", " "]
         return "\""
             + (0..<Int.random(in: 0...24, using: &random)).map { _ in pieces.randomElement(using: &random)! }
             .joined() + "\""
