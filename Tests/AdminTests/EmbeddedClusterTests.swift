@@ -23,6 +23,19 @@ struct EmbeddedClusterTests {
         return (console, input)
     }
 
+    /// A helper's output (initdb's, pg_ctl's) is captured through a file unlinked before the helper starts: a
+    /// console killed while one runs leaves nothing in the temporary directory.
+    @Test func aHelpersOutputGoesThroughAnUnlinkedFile() throws {
+        let outcome = try ProcessRunner().run(
+            "/bin/sh",
+            ["-c", "readlink /proc/$$/fd/1; head -c 40000 /dev/zero | tr '\\0' x; echo; echo err >&2; exit 3"])
+        #expect(outcome.status == 3)
+        let lines = outcome.output.split(separator: "\n")
+        #expect(lines.first?.hasSuffix(" (deleted)") == true, "\(lines.first ?? "")")
+        #expect(lines.dropFirst().first == Substring(String(repeating: "x", count: 40000)))
+        #expect(lines.last == "err" && lines.count == 3)
+    }
+
     @Test func firstUseCreatesAMigratedPrivateClusterAndTheLastConsoleStopsIt() throws {
         let directory = try makeTemporaryDirectory("admin-e1")
         defer { try? FileManager.default.removeItem(atPath: directory) }

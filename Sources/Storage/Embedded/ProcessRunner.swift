@@ -36,11 +36,9 @@ package struct ProcessRunner {
         guard outputDescriptor >= 0, fcntl(outputDescriptor, F_SETFD, FD_CLOEXEC) == 0 else {
             throw StorageError(.cluster, "cannot create a temporary file: \(String(cString: strerror(errno)))")
         }
-        let outputPath = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        defer {
-            close(outputDescriptor)
-            unlink(outputPath)
-        }
+        // Unlinked at once and read back through its descriptor: a console killed meanwhile leaves no file behind.
+        unlink(template)
+        defer { close(outputDescriptor) }
         let pid = try spawn(argv, output: outputDescriptor)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 {
@@ -48,9 +46,24 @@ package struct ProcessRunner {
                 throw StorageError(.cluster, "waiting for \(executable) failed: \(String(cString: strerror(errno)))")
             }
         }
-        let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        let text = String(decoding: Self.contents(of: outputDescriptor), as: UTF8.self)
         let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return Outcome(status: exitStatus, output: text.trimmingTrailingNewlines())
+    }
+
+    /// What the file open on `descriptor` holds, read from its start (what the child printed).
+    private static func contents(of descriptor: Int32) -> [UInt8] {
+        guard lseek(descriptor, 0, SEEK_SET) == 0 else { return [] }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count > 0 {
+                bytes += chunk.prefix(count)
+            } else if count == 0 || errno != EINTR {
+                return bytes
+            }
+        }
     }
 
     /// Marks every open descriptor above stderr close-on-exec, so nothing of this process (or inherited from its
