@@ -86,6 +86,21 @@ struct CitusTests {
         let report = try importJSON(other, into: citus)
         expectSameText(try exportJSON(citus), other)
         #expect(try indexes() == before)
+        // The lookups, filled through the coordinator, hold each record's key and holder.
+        for (lookup, records) in [("post_keys", "posts"), ("chat_holders", "chats")] {
+            let records = try #require(HeldRecords.all.first { $0.table == records })
+            #expect(records.lookup == lookup)
+            func pairs(in table: String) throws -> [String] {
+                try citus.connection.query(
+                    """
+                    SELECT \(identifier: records.key) || ' ' || \(identifier: records.holder)
+                    FROM \(identifier: table) ORDER BY 1
+                    """
+                ).map { try $0.decode(String.self, at: 0) }
+            }
+            let held = try pairs(in: records.table), looked = try pairs(in: lookup)
+            #expect(!held.isEmpty && looked == held, "\(lookup)")
+        }
         let builds = report.finishing.first { $0.target == ImportReport.Finishing.indexes }
         #expect((builds?.count ?? 0) >= 2 * Store.treeTables.count, "\(report.finishing)")
         // Citus cannot ANALYZE shards its transaction wrote: the statistics are gathered after the commit.
