@@ -11,17 +11,14 @@ internal import PostgresClient
 /// session (`BlockScheduler`).
 struct CopyBlock {
     var table: TreeTable
-    /// Whether the table holds a key that needs `rtdb_key_order`; then whoever reads the block first asks
-    /// whether byte order misplaces one (a walk of the table's partial index, done on the reading session).
-    var hasOrderedRows: Bool
 
-    /// The block's statement, and the table's rows counted when its keys include array indexes (see
-    /// `TreeEmitter.countRequest`), asked on `connection` in the export's snapshot.
-    func read(on connection: StoreConnection) throws -> (statement: Query, rowCount: Int?) {
+    /// The block's statement, whether it sorts by RTDB order, and then the table's rows counted (its keys may
+    /// include array indexes: see `TreeEmitter.countRequest`), asked on `connection` in the export's snapshot.
+    private func read(on connection: StoreConnection) throws -> (statement: Query, sorts: Bool, rowCount: Int?) {
         // Keys that byte order misplaces (integers, characters from U+E000) make the block sort by RTDB order;
-        // digit-led text keys alone do not.
-        let sorts =
-            try hasOrderedRows && connection.query(table.misorderedRowsQuery())[0].decode(Bool.self, at: 0)
+        // digit-led text keys alone do not. Asked of the key-order index by whoever reads the block (on Citus a
+        // question to every shard, whose planning is most of its cost: not asked twice).
+        let sorts = try connection.query(table.misorderedRowsQuery())[0].decode(Bool.self, at: 0)
         // The whole-table SELECT has no parameters (COPY takes none), only quoted identifiers and constants.
         let columns = Query.identifiers(table.exportedColumns)
         let order = table.keyColumns.map { sorts ? table.orderExpression($0) : "\(identifier: $0)" }
@@ -29,7 +26,7 @@ struct CopyBlock {
         let rowCount =
             sorts
             ? try connection.query("SELECT count(*) FROM \(identifier: table.name)")[0].decode(Int.self, at: 0) : nil
-        return ("COPY (SELECT \(columns) FROM \(identifier: table.name) ORDER BY \(order)) TO STDOUT", rowCount)
+        return ("COPY (SELECT \(columns) FROM \(identifier: table.name) ORDER BY \(order)) TO STDOUT", sorts, rowCount)
     }
 
     /// Writes the block's rows, read on `connection`, into `emitter`: an emitter of the whole tree, or with
@@ -39,7 +36,8 @@ struct CopyBlock {
         on connection: StoreConnection, into emitter: TreeEmitter, asRoot: Bool, tally: ExportTally,
         isAbandoned: () -> Bool = { false }
     ) throws {
-        let (statement, rowCount) = try read(on: connection)
+        let (statement, sorts, rowCount) = try read(on: connection)
+        if sorts { tally.report.sortedTables.append(table.name) }
         var rows = BlockRows(table: table, asRoot: asRoot)
         let blockNode = asRoot ? [] : [table.rootKey ?? ""]
         try connection.copyOut(statement) { line in
@@ -93,9 +91,8 @@ private struct BlockRows {
 }
 
 extension TreeExport {
-    /// The tables a whole-tree export can read as `CopyBlock`s, in export order of their roots. `ordered`: the
-    /// tables holding a key that needs `rtdb_key_order`.
-    func copyBlocks(ordered: Set<TreeTable>) throws -> [CopyBlock] {
+    /// The tables a whole-tree export can read as `CopyBlock`s, in export order of their roots.
+    func copyBlocks() throws -> [CopyBlock] {
         var blocks: [CopyBlock] = []
         for table in TreeTable.allCases {
             guard let root = table.rootKey else { continue }
@@ -110,7 +107,7 @@ extension TreeExport {
                 if sharesRoot { break }
             }
             guard !sharesRoot else { continue }
-            blocks.append(CopyBlock(table: table, hasOrderedRows: ordered.contains(table)))
+            blocks.append(CopyBlock(table: table))
         }
         // Typed tables, each with its root key.
         return blocks.sorted { FirebaseKey.exportPrecedes($0.table.rootKey ?? "", $1.table.rootKey ?? "") }

@@ -14,7 +14,8 @@ public struct ExportReport: Sendable {
     public var bytes = 0
     /// Seconds from start to the last byte.
     public var seconds: Double = 0
-    /// Tables that held keys needing RTDB's exact order, read in `rtdb_key_order` beside their primary key.
+    /// Tables read in `rtdb_key_order` (beside their primary key, or, read whole, sorted by it): they held keys
+    /// that byte order puts elsewhere, or that need that order for a range.
     public var sortedTables: [String] = []
     /// Bytes held at most for objects that might have been arrays while they were written.
     public var peakHeldBytes = 0
@@ -35,6 +36,7 @@ final class ExportTally {
     /// Counts what a helper read for a block and copies its JSON into `emitter` as the root's child `key`.
     func add(_ rendered: BlockScheduler.Rendered, as key: String, into emitter: TreeEmitter) throws {
         report.rows += rendered.report.rows
+        report.sortedTables += rendered.report.sortedTables
         report.rowsFetched += rendered.report.rowsFetched
         report.peakHeldBytes = max(report.peakHeldBytes, rendered.report.peakHeldBytes)
         report.spilledBytes += rendered.report.spilledBytes
@@ -109,12 +111,19 @@ struct TreeExport {
     private func exportRows(
         at path: [String], shallow: Bool, helpers: Int, into emitter: TreeEmitter, tally: ExportTally
     ) throws {
-        let ordered = try tablesWithOrderedRows(under: path)
-        tally.report.sortedTables = TreeTable.allCases.filter { ordered.contains($0) }.map(\.name)
         // Typed rows go straight from libpq's buffers to the JSON when nothing can still fall inside them; that
         // is nearly every row, and the rest take the general way. Tables with nothing else under their root are
-        // read as COPY blocks when the merge reaches their root, or ahead of it by helpers.
-        let blocks = path.isEmpty && !shallow ? try copyBlocks(ordered: ordered) : []
+        // read as COPY blocks when the merge reaches their root, or ahead of it by helpers; a block asks itself
+        // the one question its read needs (whether byte order misplaces a key), the other tables whether any
+        // key needs RTDB order.
+        let blocks = path.isEmpty && !shallow ? try copyBlocks() : []
+        let ordered = try tablesWithOrderedRows(under: path, except: Set(blocks.map(\.table)))
+        tally.report.sortedTables = TreeTable.allCases.filter { ordered.contains($0) }.map(\.name)
+        defer {
+            // With the blocks that sorted, in table order.
+            let sorted = Set(tally.report.sortedTables)
+            tally.report.sortedTables = TreeTable.allCases.map(\.name).filter(sorted.contains)
+        }
         let scheduler = try readingAhead(blocks, helpers: min(helpers, blocks.count - 1), options: emitter.options)
         defer {
             if let scheduler {
@@ -190,11 +199,11 @@ struct TreeExport {
     /// of each table's partial index): the others are read in primary-key order alone. The question is asked of
     /// the node's rows only (below a root, on Citus, of the shard its first key is placed on), and not at all
     /// where the path's keys settle it: one of them needs that order (every row there does), or they fix one row
-    /// (whose fields are not ordered by key).
-    func tablesWithOrderedRows(under path: [String] = []) throws -> Set<TreeTable> {
+    /// (whose fields are not ordered by key). The tables in `known` are not asked about.
+    func tablesWithOrderedRows(under path: [String] = [], except known: Set<TreeTable> = []) throws -> Set<TreeTable> {
         var tables = Set<TreeTable>()
         let candidates = path.first.map(TreeTable.tables(under:)) ?? TreeTable.allCases
-        for table in candidates where table != .unmappedValues {
+        for table in candidates where table != .unmappedValues && !known.contains(table) {
             let fixed = Array(path.dropFirst().prefix(table.keyDepth))
             if fixed.contains(where: FirebaseKey.needsOrder) {
                 tables.insert(table)
