@@ -150,6 +150,18 @@ struct ExportShapeTests {
         #expect(report.sortedTables == [table])
     }
 
+    /// Digit-led text keys need RTDB order for range reads only: a table read whole keeps primary-key order, and
+    /// the report lists no table as sorted.
+    @Test func digitLedTextKeysLeaveAWholeTableInKeyOrder() throws {
+        let json = #"{"followers":{"1b":{"2x":true,"-K":true},"1a":{"9z":true}},"users":{"0u":{"username":"a"}}}"#
+        let store = try makeStore()
+        try importJSON(json, into: store)
+        var bytes: [UInt8] = []
+        let report = try store.exportTree { bytes.append(contentsOf: $0) }
+        expectSameText(String(decoding: bytes, as: UTF8.self), render(try TreeValue.parse(json: json)))
+        #expect(report.sortedTables.isEmpty)
+    }
+
     /// The plans of what reads or asks about keys in RTDB order, for each typed table: whether byte order
     /// misplaces a key, whether any key needs RTDB order, and the first rows in that order. Sequential scans are
     /// off (on Citus, on the workers too), so a plan names the key-order index whenever it can serve at all.
