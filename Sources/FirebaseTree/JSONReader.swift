@@ -353,22 +353,22 @@ public struct JSONReader: ~Copyable {
     @inline(__always)
     private static func bytes(of word: UInt64, equalTo repeated: UInt64) -> UInt64 {
         let difference = word ^ repeated
-        return (difference &- 0x0101_0101_0101_0101) & ~difference & 0x8080_8080_8080_8080
+        return (difference &- ones) & ~difference & highs
     }
 
     /// Marks the quotes and backslashes of `word` (little-endian: its lowest set bit is in its first one).
     @inline(__always)
     private static func quotesOrBackslashes(in word: UInt64) -> UInt64 {
-        bytes(of: word, equalTo: 0x2222_2222_2222_2222) | bytes(of: word, equalTo: 0x5C5C_5C5C_5C5C_5C5C)
+        bytes(of: word, equalTo: ones &* 0x22) | bytes(of: word, equalTo: ones &* 0x5C)
     }
 
     /// Marks the quotes and brackets of `word`: with bit 5 set, `[` and `]` read as `{` and `}`, and no other
     /// byte does.
     @inline(__always)
     private static func quotesOrBrackets(in word: UInt64) -> UInt64 {
-        let folded = word | 0x2020_2020_2020_2020
-        return bytes(of: word, equalTo: 0x2222_2222_2222_2222) | bytes(of: folded, equalTo: 0x7B7B_7B7B_7B7B_7B7B)
-            | bytes(of: folded, equalTo: 0x7D7D_7D7D_7D7D_7D7D)
+        let folded = word | ones &* 0x20
+        return bytes(of: word, equalTo: ones &* 0x22) | bytes(of: folded, equalTo: ones &* 0x7B)
+            | bytes(of: folded, equalTo: ones &* 0x7D)
     }
 
     private mutating func endOfInput() throws -> Token {
