@@ -118,7 +118,7 @@ struct TreeExport {
         // key needs RTDB order.
         let blocks = path.isEmpty && !shallow ? try copyBlocks() : []
         let ordered = try tablesWithOrderedRows(under: path, except: Set(blocks.map(\.table)))
-        tally.report.sortedTables = TreeTable.allCases.filter { ordered.contains($0) }.map(\.name)
+        tally.report.sortedTables = ordered.map(\.name)
         defer {
             // With the blocks that sorted, in table order.
             let sorted = Set(tally.report.sortedTables)
