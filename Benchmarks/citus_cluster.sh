@@ -1,6 +1,7 @@
 #!/bin/bash
 # A local Citus cluster and one plain server beside it, for Benchmarks/citus_commands.sh (BENCHMARKS.md, issue 42):
 #   Benchmarks/citus_cluster.sh start DIR     # coordinator :5500, workers :5501 :5502, one server :5510
+#   Benchmarks/citus_cluster.sh database DIR NAME   # another Citus database on the running cluster
 #   Benchmarks/citus_cluster.sh stop DIR
 # Needs PostgreSQL's server binaries with the citus extension installed (citus.so in `pg_config --pkglibdir`).
 # Every node runs as the `postgres` OS user when started by root (initdb refuses root), listens on a Unix socket
@@ -13,6 +14,22 @@ bin=$(pg_config --bindir)
 export PGOPTIONS="-c client_min_messages=warning" # a second start finds the extension there already
 as_server_user() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 nodes=(coordinator:5500 worker1:5501 worker2:5502 single:5510)
+
+make_database() { # port, name: the database, unless the node has it
+    psql -h "$dir" -p "$1" -U postgres -d postgres -Atq -c "SELECT 1 FROM pg_database WHERE datname = '$2'" |
+        grep -q 1 || psql -h "$dir" -p "$1" -U postgres -d postgres -q -c "CREATE DATABASE \"$2\""
+}
+citus_database() { # name: the database on the three Citus nodes, with the extension, the workers added
+    for port in 5500 5501 5502; do
+        make_database "$port" "$1"
+        psql -h "$dir" -p "$port" -U postgres -d "$1" -q -c "CREATE EXTENSION IF NOT EXISTS citus"
+    done
+    for port in 5501 5502; do
+        psql -h "$dir" -p 5500 -U postgres -d "$1" -q -c \
+            "SELECT citus_add_node('$dir', $port) WHERE NOT EXISTS (SELECT FROM pg_dist_node WHERE nodeport = $port)" \
+            > /dev/null
+    done
+}
 
 case $action in
 start)
@@ -35,19 +52,15 @@ start)
             } >> "$dir/$name/postgresql.conf"
         fi
         as_server_user "$bin/pg_ctl" -D "$dir/$name" -l "$dir/$name.log" -w -s start
-        psql -h "$dir" -p "$port" -U postgres -d postgres -Atq -c "SELECT 1 FROM pg_database WHERE datname = 'bench'" |
-            grep -q 1 || psql -h "$dir" -p "$port" -U postgres -d postgres -q -c "CREATE DATABASE bench"
-        if [[ $name != single ]]; then
-            psql -h "$dir" -p "$port" -U postgres -d bench -q -c "CREATE EXTENSION IF NOT EXISTS citus"
-        fi
     done
-    for port in 5501 5502; do
-        psql -h "$dir" -p 5500 -U postgres -d bench -q -c \
-            "SELECT citus_add_node('$dir', $port) WHERE NOT EXISTS (SELECT FROM pg_dist_node WHERE nodeport = $port)" \
-            > /dev/null
-    done
+    make_database 5510 bench
+    citus_database bench
     echo "Citus: host=$dir port=5500 user=postgres dbname=bench"
     echo "one server: host=$dir port=5510 user=postgres dbname=bench"
+    ;;
+database)
+    citus_database "$3"
+    echo "Citus: host=$dir port=5500 user=postgres dbname=$3"
     ;;
 stop)
     for node in "${nodes[@]}"; do
@@ -56,7 +69,7 @@ stop)
     done
     ;;
 *)
-    echo "usage: $0 start|stop DIR" >&2
+    echo "usage: $0 start|stop DIR, or $0 database DIR NAME" >&2
     exit 2
     ;;
 esac
