@@ -88,10 +88,11 @@ private func writeUsersExport(_ path: String, users: Int) throws {
 }
 
 /// Waits for `text` on the terminal's screen; on failure, records what the screen shows instead.
-private func expectScreen(_ terminal: Terminal, _ text: String, sourceLocation: SourceLocation = #_sourceLocation)
-    throws
-{
-    let shown = try terminal.waitFor(text)
+private func expectScreen(
+    _ terminal: Terminal, _ text: String, within timeout: TimeInterval = 20,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+    let shown = try terminal.waitFor(text, timeout: timeout)
     let screen = try terminal.screen()
     #expect(shown, "the screen shows no \(text.debugDescription):\n\(screen)", sourceLocation: sourceLocation)
 }
@@ -253,7 +254,9 @@ struct TerminalTests {
         let terminal = try Terminal(command, environment: ["TERM": "xterm"])
         try expectScreen(terminal, "=>")
         try terminal.send("import \(file) --yes --jobs 2", "Enter")
-        try expectScreen(terminal, "users_slow")
+        // Both sessions load and commit before a build starts: beside the whole suite's load (eight consoles and
+        // the checks running on two cores) that once took longer than 20 s. The build itself takes minutes.
+        try expectScreen(terminal, "users_slow", within: 90)
         #expect(
             try observer.query(
                 "SELECT count(*) FROM pg_namespace WHERE starts_with(nspname, \(SideTables.helperSchemaPrefix))"
