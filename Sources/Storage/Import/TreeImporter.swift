@@ -453,7 +453,7 @@ final class TreeImporter {
     /// has a child, and dropped if it never gets one.
     /// `onPriority`, when given, takes the object's priority instead.
     private func streamChildren(
-        onDuplicate: ((String) -> Void)? = nil, onPriority: ((TreeValue) -> Void)? = nil,
+        onDuplicate: (String) -> Void = { _ in }, onPriority: ((TreeValue) -> Void)? = nil,
         _ body: (_ key: UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws {
         let depth = path.count
@@ -594,9 +594,10 @@ final class TreeImporter {
     /// Calls `body` for each child of the object or array the current token opens, with `path` extended by the
     /// child's key and the reader on the child's first token; `body` gets the key's bytes too, valid until it
     /// reads the child's children. Nulls vanish; bad keys, paths too deep or too long and misplaced
-    /// `.priority`/`.value` are rejected; a repeated key's earlier occurrence is removed.
+    /// `.priority`/`.value` are rejected; a repeated key's earlier occurrence is removed (`onDuplicate`, never
+    /// optional: an optional closure escapes, and the record it captured was boxed on the heap for each record).
     private func forEachChild(
-        onDuplicate: ((String) -> Void)? = nil, _ body: (_ key: UnsafeBufferPointer<UInt8>) throws -> Void
+        onDuplicate: (String) -> Void = { _ in }, _ body: (_ key: UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws {
         // The tracker of this depth, changed in place: taking it out of the array and back copied it (a dozen
         // reference counts per object read). Every nested call is a child's, one level deeper.
@@ -657,11 +658,11 @@ final class TreeImporter {
                 let isPrevious = previousSibling != nil && path.isKeyJustRemoved(key)
                 let text = String(decoding: key, as: UTF8.self)
                 try duplicate(text, rollingBack: isPrevious ? previousSibling : nil)
-                onDuplicate?(text)
+                onDuplicate(text)
             case .maybe:
                 let text = String(decoding: key, as: UTF8.self)
                 try duplicate(text, rollingBack: nil, isCertain: false)
-                onDuplicate?(text)
+                onDuplicate(text)
             }
             if replacesChildren {
                 // Firebase's update: each child the file names replaces the store's child whole (null deletes it).
