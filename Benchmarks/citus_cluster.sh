@@ -59,7 +59,7 @@ start)
     echo "one server: host=$dir port=5510 user=postgres dbname=bench"
     ;;
 database)
-    citus_database "$3"
+    citus_database "${3:?usage: $0 database DIR NAME}"
     echo "Citus: host=$dir port=5500 user=postgres dbname=$3"
     ;;
 stop)
