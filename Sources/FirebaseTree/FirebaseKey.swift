@@ -251,6 +251,40 @@ public enum FirebaseKey {
         return a.withUTF8 { a in b.withUTF8 { b in compare(a, b) } }
     }
 
+    /// `a` against `b` in byte order and in RTDB's key order (-1, 0 or 1 each), their common prefix read once:
+    /// import's tracker of repeated keys asks both of every key and the one before it.
+    package static func compareInBothOrders(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>)
+        -> (bytes: Int, rtdb: Int)
+    {
+        let common = min(a.count, b.count)
+        var index = 0
+        if let x = a.baseAddress, let y = b.baseAddress {
+            // Eight bytes at a time up to the first that differs (the lowest set byte of the difference).
+            while index + 8 <= common {
+                let difference =
+                    UnsafeRawPointer(x + index).loadUnaligned(as: UInt64.self)
+                    ^ UnsafeRawPointer(y + index).loadUnaligned(as: UInt64.self)
+                if difference != 0 {
+                    index += UInt64(littleEndian: difference).trailingZeroBitCount / 8
+                    break
+                }
+                index += 8
+            }
+        }
+        while index < common, a[index] == b[index] { index += 1 }
+        let bytes: Int
+        let utf16: Int
+        if index == common {
+            bytes = a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
+            utf16 = bytes
+        } else {
+            bytes = a[index] < b[index] ? -1 : 1
+            utf16 = utf16Weight(a[index]) < utf16Weight(b[index]) ? -1 : 1
+        }
+        let isInteger = (mayBeInteger(a) && integerValue(a) != nil) || (mayBeInteger(b) && integerValue(b) != nil)
+        return (bytes, isInteger ? compare(a, b) : utf16)
+    }
+
     /// -1, 0 or 1 as `a` sorts before, with or after `b` in RTDB's key order.
     public static func compare(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
         let aInteger = mayBeInteger(a) ? integerValue(a) : nil

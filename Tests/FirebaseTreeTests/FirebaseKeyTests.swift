@@ -95,6 +95,35 @@ struct FirebaseKeyTests {
         #expect(FirebaseKey.arrayIndex("-1") == nil)
     }
 
+    /// The import's key tracker takes both orders of a key and the one before it from one pass; they must be
+    /// what byte order and `compare` give, wherever the first difference falls (inside or after the eight-byte
+    /// words it reads) and whatever the keys are: integers, push IDs, characters around U+E000.
+    @Test func bothOrdersAtOnceAreTheTwoOrders() {
+        let stems = [
+            "", "0", "7", "007", "-5", "-K9euzjFOpEFYT5lUZrh", "2147483648", "12345678901", "a", "é", "😀",
+            "\u{E000}", "\u{FFFD}", "abcdefgh", "abcdefghijklmnop",
+        ]
+        let tails = ["", "a", "b", "0", "9", "😀", "\u{E000}", "\u{FFFF}", "é", "-", "abcdefgh"]
+        var keys: [String] = []
+        for stem in stems { for tail in tails { keys.append(stem + tail) } }
+        var compared = 0
+        for a in keys {
+            for b in keys {
+                var (x, y) = (a, b)
+                x.withUTF8 { x in
+                    y.withUTF8 { y in
+                        let both = FirebaseKey.compareInBothOrders(x, y)
+                        let bytes = Array(x).lexicographicallyPrecedes(Array(y)) ? -1 : (Array(x) == Array(y) ? 0 : 1)
+                        #expect(both.bytes == bytes, "\(a.debugDescription) \(b.debugDescription)")
+                        #expect(both.rtdb == FirebaseKey.compare(x, y), "\(a.debugDescription) \(b.debugDescription)")
+                        compared += 1
+                    }
+                }
+            }
+        }
+        #expect(compared == keys.count * keys.count)
+    }
+
     @Test func orderIsIntegersThenUTF16() {
         let sorted = [
             "-2147483648", "-5", "0", "7", "007", "12", "2147483647", "-K9x", "2147483648", "A", "_", "a",

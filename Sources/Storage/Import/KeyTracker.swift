@@ -71,8 +71,11 @@ struct KeyTracker {
         // dropped).
         let wasAscending = isAscending
         if count > 1 {
+            // Read before the closure, which would otherwise capture the tracker (and retain its storage).
+            let isRTDBAscending = isAscending.rtdb
             let (order, rtdbOrder) = withPreviousKey { previous in
-                (Self.compareBytes(previous, key), isAscending.rtdb ? FirebaseKey.compare(previous, key) : 0)
+                isRTDBAscending
+                    ? FirebaseKey.compareInBothOrders(previous, key) : (Self.compareBytes(previous, key), 0)
             }
             if order == 0 { return .duplicate }
             isAscending = (isAscending.rtdb && rtdbOrder < 0, isAscending.bytes && order < 0)
