@@ -256,25 +256,10 @@ public enum FirebaseKey {
     package static func compareInBothOrders(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>)
         -> (bytes: Int, rtdb: Int)
     {
-        let common = min(a.count, b.count)
-        var index = 0
-        if let x = a.baseAddress, let y = b.baseAddress {
-            // Eight bytes at a time up to the first that differs (the lowest set byte of the difference).
-            while index + 8 <= common {
-                let difference =
-                    UnsafeRawPointer(x + index).loadUnaligned(as: UInt64.self)
-                    ^ UnsafeRawPointer(y + index).loadUnaligned(as: UInt64.self)
-                if difference != 0 {
-                    index += UInt64(littleEndian: difference).trailingZeroBitCount / 8
-                    break
-                }
-                index += 8
-            }
-        }
-        while index < common, a[index] == b[index] { index += 1 }
+        let index = firstDifference(a, b)
         let bytes: Int
         let utf16: Int
-        if index == common {
+        if index == min(a.count, b.count) {
             bytes = a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
             utf16 = bytes
         } else {
@@ -405,15 +390,31 @@ public enum FirebaseKey {
     /// lead bytes of U+E000–U+FFFF (0xEE, 0xEF) sort after those of U+10000 and above (0xF0–0xF4), whose
     /// surrogates are smaller code units.
     package static func compareUTF16(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
-        let common = min(a.count, b.count)
-        var index = 0
-        while index < common, a[index] == b[index] { index += 1 }
-        if index == common {
+        let index = firstDifference(a, b)
+        if index == min(a.count, b.count) {
             return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
         }
         let x = utf16Weight(a[index])
         let y = utf16Weight(b[index])
         return x < y ? -1 : 1
+    }
+
+    /// Where `a` and `b` first differ: the index of the first unequal byte, or the shorter one's length when it
+    /// begins the other. Eight bytes at a time, to the lowest set byte of the words' difference.
+    private static func firstDifference(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
+        let common = min(a.count, b.count)
+        var index = 0
+        if let x = a.baseAddress, let y = b.baseAddress {
+            while index + 8 <= common {
+                let difference =
+                    UnsafeRawPointer(x + index).loadUnaligned(as: UInt64.self)
+                    ^ UnsafeRawPointer(y + index).loadUnaligned(as: UInt64.self)
+                if difference != 0 { return index + UInt64(littleEndian: difference).trailingZeroBitCount / 8 }
+                index += 8
+            }
+        }
+        while index < common, a[index] == b[index] { index += 1 }
+        return index
     }
 
     @inline(__always)
