@@ -18,6 +18,10 @@ internal import PostgresClient
 ///    store of an older schema, which lacks them, can still be read;
 /// 3. and only then runs its first query.
 ///
+/// On Citus the workers' snapshots are taken by that `LOCK TABLE`, which Citus sends to every worker, while a
+/// barrier holds distributed commits back (`ClusterSnapshot`); a read that must wait for the tables waits without
+/// the barrier (whose lock the commit it waits for would wait for) and then reads again from the start.
+///
 /// ACCESS SHARE conflicts with ACCESS EXCLUSIVE alone: a read waits for a whole-tree import (or a root write,
 /// `VACUUM FULL` of a table, a migration) and for nothing that changes rows, whose commits the snapshot sees
 /// whole or not at all. A read that must wait tells `onReadWait` whom for, and gives up after `lock_timeout`.
@@ -44,23 +48,42 @@ struct Reads {
                 try? lock.releaseSession()
             }
         }
+        let cluster = try ClusterSnapshot.ifDistributed(on: connection)
         var waits = false
         while true {
+            var locking = false
             var locked = false
             do {
                 return try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
+                    if waits, cluster != nil {
+                        // Waiting behind the barrier would deadlock with an import whose commit it holds back: wait
+                        // without it, then read again from the start.
+                        try connection.execute(Self.readLock)
+                        throw WaitedForTables()
+                    }
                     // NOWAIT first: a read that must wait says whom for before it waits (which needs a query,
                     // and so a snapshot: that one is rolled back).
-                    try connection.execute(waits ? Self.readLock : Self.readLockNoWait)
+                    let lockTables = {
+                        locking = true
+                        try connection.execute(waits ? Self.readLock : Self.readLockNoWait)
+                    }
+                    if let cluster { try cluster.take(reachingEveryWorker: lockTables) } else { try lockTables() }
                     locked = true
                     return try body()
                 }
-            } catch let error as StorageError where !locked && !waits && error.sqlState == .lockNotAvailable {
+            } catch is WaitedForTables {
+                waits = false
+            } catch let error as StorageError
+                where locking && !locked && !waits && error.sqlState == .lockNotAvailable
+            {
                 waits = true
                 onReadWait?(try tableLockHolder())
             }
         }
     }
+
+    /// Ends a distributed read's wait for the tables, to read again with its snapshot taken behind the barrier.
+    private struct WaitedForTables: Error {}
 
     /// Takes ACCESS SHARE on the tree's tables, waiting up to `lock_timeout`.
     private static let readLock: Query = "LOCK TABLE \(Query.identifiers(Store.treeTables)) IN ACCESS SHARE MODE"

@@ -59,6 +59,9 @@ final class StoreConnection {
         }
     }
 
+    /// The session a distributed read holds distributed commits back with while it takes its snapshots.
+    private(set) lazy var commitBarrier = CommitBarrier(opening: siblingOpener())
+
     /// This connection's entry in the registry of the session that opened it.
     private var registration: Int?
     private weak var registry: SiblingSessions?

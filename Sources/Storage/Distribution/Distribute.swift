@@ -60,8 +60,11 @@ struct Distribution {
     func isDistributed() throws -> Bool {
         let hasCatalog = try connection.query("SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL")[0]
         guard try hasCatalog.decode(Bool.self, at: 0) else { return false }
-        return try !connection.query("SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'users'::regclass").isEmpty
+        return try !connection.query(Self.distributedQuestion).isEmpty
     }
+
+    /// A row when the plan's first table is distributed; asked only where Citus's catalog exists.
+    static let distributedQuestion: Query = "SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'users'::regclass"
 
     /// Fails when this server is a Citus worker: it answers queries, but its own tables are shards, and the
     /// store's bookkeeping lives on the coordinator. Names the coordinator when the worker knows it.

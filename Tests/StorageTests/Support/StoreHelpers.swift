@@ -24,10 +24,10 @@ func importJSON(_ json: String, into store: Store, options: ImportOptions, jobs:
         reopening: { MemorySource(bytes, chunkSize: 5_003) })
 }
 
-/// The store's export as text.
-func exportJSON(_ store: Store, options: JSONTextWriter.Options = .init()) throws -> String {
+/// The store's export (of the node at `path`) as text.
+func exportJSON(_ store: Store, at path: [String] = [], options: JSONTextWriter.Options = .init()) throws -> String {
     var bytes: [UInt8] = []
-    _ = try store.exportTree(options: options) { bytes.append(contentsOf: $0) }
+    _ = try store.exportTree(at: path, options: options) { bytes.append(contentsOf: $0) }
     return String(decoding: bytes, as: UTF8.self)
 }
 

@@ -1,0 +1,116 @@
+internal import PostgresClient
+
+/// On Citus, a transaction's snapshots on the coordinator and on every worker taken at one instant, so that a read
+/// sees each distributed write whole or not at all, as one server's snapshot does.
+///
+/// Citus has no distributed snapshot: each worker's part of a transaction takes its own when it joins, and a
+/// statement that reaches many shards opens more connections as it goes (up to
+/// `citus.max_adaptive_executor_pool_size` a worker), each joining later with a later snapshot. An export beside
+/// `follow`s measured that (five of six exports of a 20,000-user store showed a follow on one side and not the
+/// other). So a distributed read:
+///
+/// 1. keeps one connection a worker for the whole transaction (`SET LOCAL
+///    citus.max_adaptive_executor_pool_size = 1`; Citus then reuses the connection that joined first);
+/// 2. takes a SHARE lock on `pg_dist_transaction` on a session of its own, the barrier: Citus records each
+///    two-phase commit there (ROW EXCLUSIVE) and holds that lock until its last worker has committed, so the
+///    barrier waits for the commits in flight and holds back new ones (reads never wait for it: SHARE does not
+///    conflict with SHARE);
+/// 3. runs the statement that reaches every worker (the read's `LOCK TABLE`, which Citus sends to every worker
+///    over the transaction's connections, each taking its snapshot as it joins) and the coordinator's first query;
+/// 4. ends the barrier's transaction.
+///
+/// The barrier needs UPDATE, DELETE or TRUNCATE on `pg_dist_transaction` (superusers have it). Without it the
+/// snapshots are still taken in one statement (step 1 and 3), and only a distributed commit finishing within that
+/// statement can be seen on one worker and not on another. Writes coordinated by a worker (an app connected to
+/// workers) record their commits there, not on the coordinator, and are not held back.
+struct ClusterSnapshot {
+    /// The connection whose transaction reads.
+    let connection: StoreConnection
+    /// `lock_timeout` of the reading session, which the barrier's wait keeps.
+    let lockTimeout: String
+
+    /// Keep the transaction on one connection a worker (`force_max_query_parallelization` would open one a shard
+    /// whatever the pool's size); utility statements, so that no snapshot is taken yet.
+    static let oneConnectionPerWorker: [Query] = [
+        "SET LOCAL citus.max_adaptive_executor_pool_size = 1", "SET LOCAL citus.force_max_query_parallelization = off",
+    ]
+    /// Held while the snapshots are taken.
+    static let barrierLock: Query = "LOCK TABLE pg_catalog.pg_dist_transaction IN SHARE MODE"
+
+    /// The snapshot for `connection`'s next transaction, or nil on one server (or a Citus coordinator whose tables
+    /// are not distributed). Asked before the transaction begins: a query in it would take its snapshot.
+    static func ifDistributed(on connection: StoreConnection) throws -> ClusterSnapshot? {
+        let row = try connection.query(
+            "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL, current_setting('lock_timeout')")[0]
+        guard try row.decode(Bool.self, at: 0),
+            try !connection.query(Distribution.distributedQuestion).isEmpty
+        else { return nil }
+        return ClusterSnapshot(connection: connection, lockTimeout: try row.decode(String.self, at: 1))
+    }
+
+    /// Runs `reachEveryWorker` (a statement Citus sends to every worker in the transaction, which takes no snapshot
+    /// on the coordinator) and takes the coordinator's snapshot, while no distributed commit can be half done:
+    /// the first thing a transaction does.
+    func take(reachingEveryWorker reachEveryWorker: () throws -> Void) throws {
+        for setting in Self.oneConnectionPerWorker { try connection.execute(setting) }
+        let barrier = try connection.commitBarrier.hold(lockTimeout: lockTimeout)
+        defer { barrier?.release() }
+        try reachEveryWorker()
+        _ = try connection.query("SELECT 1")
+    }
+}
+
+/// The session that holds `pg_dist_transaction` while a distributed read takes its snapshots (`ClusterSnapshot`),
+/// opened beside the store's connection on first use and kept for its life.
+final class CommitBarrier {
+    /// Opens the barrier's session.
+    private let open: () throws -> StoreConnection
+    /// The barrier's session, once opened.
+    private var session: StoreConnection?
+    /// Whether the role may not take the barrier's lock: asked once a session.
+    private(set) var isRefused = false
+
+    init(opening open: @escaping () throws -> StoreConnection) {
+        self.open = open
+    }
+
+    /// Takes the barrier's lock, waiting at most `lockTimeout` for the distributed commits in flight; nil where the
+    /// role may not take it.
+    func hold(lockTimeout: String) throws -> HeldBarrier? {
+        guard !isRefused else { return nil }
+        if session?.isConnected != true { session = try open() }
+        guard let session else { return nil }
+        do {
+            try session.execute("BEGIN")
+            try session.execute("SELECT set_config('lock_timeout', \(lockTimeout), true)")
+            try session.execute(ClusterSnapshot.barrierLock)
+            return HeldBarrier(session: session)
+        } catch let error as StorageError {
+            if session.isConnected { _ = try? session.execute("ROLLBACK") }
+            guard error.sqlState == .insufficientPrivilege else {
+                var error = error
+                error.context = "taking a distributed read's snapshot (the barrier on pg_dist_transaction)"
+                guard error.sqlState == .lockNotAvailable else { throw error }
+                // Not "lock timeout", which a transaction's wait rewords as a wait for tables.
+                error.message = "waited \(lockTimeout) (lock_timeout) for distributed commits to end"
+                error.hint =
+                    "A distributed commit held pg_dist_transaction longer than lock_timeout (\(lockTimeout)); "
+                    + "pg_locks shows who. Nothing was read."
+                throw error.remedied(.waitLonger)
+            }
+            isRefused = true
+            return nil
+        }
+    }
+}
+
+/// The barrier's lock, held until `release`.
+struct HeldBarrier {
+    /// The barrier's session, in a transaction holding the lock.
+    let session: StoreConnection
+
+    /// Ends the barrier's transaction, letting the distributed commits it held back go on.
+    func release() {
+        if (try? session.execute("COMMIT")) == nil, session.isConnected { _ = try? session.execute("ROLLBACK") }
+    }
+}

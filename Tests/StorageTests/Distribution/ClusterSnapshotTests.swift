@@ -1,0 +1,159 @@
+import Foundation
+import PostgresClient
+import PostgresTestSupport
+import Synchronization
+import Testing
+
+@testable import Storage
+
+/// Reads of a distributed store see one instant on every node (`ClusterSnapshot`): beside distributed writes, behind
+/// a distributed commit in flight, behind an import's locks, and for a role that may not take the barrier.
+@Suite(
+    "Reads of one instant on a Citus cluster", .serialized,
+    .enabled(if: TestCitus.isAvailable, Comment(rawValue: "Citus: " + (TestCitus.unavailableReason ?? "available"))))
+struct ClusterSnapshotTests {
+    /// Users whose follows the writer toggles, far apart in hash so that the two sides of a follow lie on
+    /// different workers for most pairs.
+    static let pairs = (1...12).map { ("snap\($0)a", "snap\($0)b") }
+
+    /// A store of 300 generated users and the pairs' users, distributed at Citus's default shard count (32: a
+    /// statement's tasks are enough for Citus to open more connections as it goes, as on a real store).
+    func makeStore() throws -> (store: Store, database: CitusDatabase) {
+        let database = try TestCitus.makeDatabase()
+        let store = Store(connection: try database.connect())
+        try store.migrate()
+        try importJSON(try generate(GeneratorOptions(users: 300, seed: 5)).json, into: store)
+        for (a, b) in Self.pairs {
+            _ = try store.addUser(uid: a, username: a)
+            _ = try store.addUser(uid: b, username: b)
+        }
+        _ = try store.distribute()
+        return (store, database)
+    }
+
+    /// The pairs whose follow an export shows on one side only (/following/A/B without /followers/B/A or the
+    /// reverse).
+    static func halfFollows(in json: String) throws -> [String] {
+        let tree = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] ?? [:]
+        let following = tree["following"] as? [String: [String: Any]] ?? [:]
+        let followers = tree["followers"] as? [String: [String: Any]] ?? [:]
+        return Self.pairs.compactMap { a, b in
+            (following[a]?[b] != nil) == (followers[b]?[a] != nil) ? nil : "\(a) -> \(b)"
+        }
+    }
+
+    /// Exports taken while another session follows and unfollows, each in one transaction over two workers, show
+    /// every follow on both sides or on neither. (Before: five exports of six of a 20,000-user store showed some
+    /// on one side.) Each check of the same kind sees no pair on one side either.
+    @Test func readsBesideDistributedWritesSeeEachWriteWhole() throws {
+        let (store, database) = try makeStore()
+        let writer = Store(connection: try database.connect())
+        let stop = Atomic(false)
+        let written = Atomic(0)
+        let failure = Mutex<(any Error)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) let writing = writer
+        Thread.detachNewThread {
+            defer { done.signal() }
+            do {
+                while !stop.load(ordering: .relaxed) {
+                    for (a, b) in Self.pairs { _ = try writing.follow(a, b) }
+                    for (a, b) in Self.pairs { _ = try writing.unfollow(a, b) }
+                    written.add(2 * Self.pairs.count, ordering: .relaxed)
+                }
+            } catch {
+                failure.withLock { $0 = error }
+            }
+        }
+        var stopped = false
+        func stopWriter() {
+            guard !stopped else { return }
+            stopped = true
+            stop.store(true, ordering: .relaxed)
+            done.wait()
+        }
+        defer { stopWriter() }
+        var seen = 0
+        for _ in 0..<6 {
+            let json = try exportJSON(store)
+            #expect(try Self.halfFollows(in: json) == [], "an export saw a follow on one side only")
+            seen += try Self.pairs.count { a, b in json.contains("\"\(a)\":{\"\(b)\"") }
+            let asymmetric = try store.check([.followAsymmetric], examples: 1000)[0].examples
+            #expect(asymmetric.filter { $0.contains("snap") } == [], "a check saw a follow on one side only")
+        }
+        stopWriter()
+        #expect(failure.withLock { $0 } == nil)
+        // The reads ran beside the writes: the writer wrote meanwhile, and some export caught follows.
+        #expect(written.load(ordering: .relaxed) > 0)
+        #expect(seen > 0, "no export caught a follow: the test did not test")
+    }
+
+    /// A read waits for a distributed commit in flight (which holds `pg_dist_transaction` until its last worker
+    /// committed), and gives up after `lock_timeout`, saying why, with nothing read.
+    @Test func aReadWaitsForADistributedCommitInFlight() throws {
+        let (store, database) = try makeStore()
+        let committing = Store(connection: try database.connect())
+        try committing.connection.execute("BEGIN")
+        try committing.connection.execute("LOCK TABLE pg_catalog.pg_dist_transaction IN ROW EXCLUSIVE MODE")
+        try store.setLockTimeout(.milliseconds(200))
+        let error = try #require(throws: StorageError.self) { try exportJSON(store, at: ["users", "snap1a"]) }
+        #expect(error.sqlState == .lockNotAvailable)
+        #expect(error.remedy == .waitLonger)
+        #expect(error.context?.contains("pg_dist_transaction") == true)
+        #expect(error.hint?.contains("Nothing was read") == true)
+        // Let go within the wait: the read goes on when the commit ends.
+        try store.setLockTimeout(.seconds(30))
+        let release = DispatchWorkItem {
+            Thread.sleep(forTimeInterval: 0.3)
+            _ = try? committing.connection.execute("COMMIT")
+        }
+        let started = ContinuousClock.now
+        DispatchQueue.global().async(execute: release)
+        #expect(try exportJSON(store, at: ["users", "snap1a"]) == #"{"username":"snap1a"}"#)
+        #expect(ContinuousClock.now - started >= .milliseconds(250))
+        release.wait()
+    }
+
+    /// A read queued behind a transaction that holds the tables and commits on several workers (an import, a root
+    /// write) waits without the barrier, which that commit would otherwise wait for: no deadlock, and the read
+    /// sees the commit.
+    @Test func aReadBehindADistributedWriterHoldingTheTablesSeesItsCommit() throws {
+        let (store, database) = try makeStore()
+        let writer = Store(connection: try database.connect())
+        let control = Store(connection: try database.connect())
+        try writer.connection.execute("BEGIN")
+        try writer.connection.execute("LOCK TABLE users IN ACCESS EXCLUSIVE MODE")
+        for (a, _) in Self.pairs {
+            try writer.connection.execute("UPDATE users SET username = 'renamed' WHERE uid = \(a)")
+        }
+        let pid = try ReadSnapshotTests.backendPID(store)
+        let answer = Mutex<Result<String, any Error>?>(nil)
+        nonisolated(unsafe) let reading = store
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let result = Result { try exportJSON(reading, at: ["users"]) }
+            answer.withLock { $0 = result }
+            done.signal()
+        }
+        #expect(try ReadSnapshotTests.waitUntil(pid, control: control) { answer.withLock { $0 != nil } })
+        try writer.connection.execute("COMMIT")
+        #expect(done.wait(timeout: .now() + 60) == .success, "the read never finished")
+        let users = try #require(answer.withLock { $0 }).get()
+        for (a, _) in Self.pairs { #expect(users.contains("\"\(a)\":{\"username\":\"renamed\"}")) }
+    }
+
+    /// A role that may only SELECT cannot take the barrier: it still reads (with every worker's snapshot taken in
+    /// one statement), and asks once a session.
+    @Test func aRoleThatMayOnlySelectStillReads() throws {
+        let (store, database) = try makeStore()
+        let role = "reader_\(database.name)"
+        try store.connection.execute(
+            script: "CREATE ROLE \(role) LOGIN; GRANT SELECT ON ALL TABLES IN SCHEMA public TO \(role)")
+        let reader = Store(connection: try Connection(conninfo: database.coordinator + " user=\(role)"))
+        defer { try? store.connection.execute(script: "DROP OWNED BY \(role); DROP ROLE \(role)") }
+        #expect(try exportJSON(reader) == (try exportJSON(store)))
+        #expect(reader.connection.commitBarrier.isRefused)
+        #expect(!store.connection.commitBarrier.isRefused)
+        #expect(try exportJSON(reader, at: ["users", "snap1a"]) == #"{"username":"snap1a"}"#)
+    }
+}
