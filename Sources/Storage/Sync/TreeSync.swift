@@ -71,7 +71,7 @@ struct TreeSync {
         return report
     }
 
-    /// The sync's transaction: locks, comparison, writes.
+    /// The sync's transaction: locks, comparison, writes; on Citus, again after a wait for the tables.
     private func syncInTransaction(
         opening open: () throws -> any ByteSource, options: SyncOptions, into report: inout SyncReport,
         onReject: @escaping (ImportReject) throws -> Void, isCancelled: @escaping () -> Bool,
@@ -79,11 +79,52 @@ struct TreeSync {
     ) throws {
         let clock = ContinuousClock()
         let started = clock.now
+        let cluster = try ClusterSnapshot.ifDistributed(on: connection)
+        while true {
+            var tables = TableLock.notYet
+            do {
+                try runTransaction(
+                    tables: &tables, cluster: cluster, opening: open, options: options, into: &report,
+                    onReject: onReject, isCancelled: isCancelled, onStep: onStep, clock: clock, started: started)
+                return
+            } catch let error as StorageError where tables == .asked && error.sqlState == .lockNotAvailable {
+                // Another transaction holds the tables (a root write, VACUUM FULL): wait for it without the barrier,
+                // which its commit would wait for, then take the snapshot behind the barrier again.
+                try connection.withTransaction {
+                    try connection.execute("SET LOCAL lock_timeout = 0")
+                    try connection.execute(Self.treeLock)
+                }
+            }
+        }
+    }
+
+    /// Takes ROW EXCLUSIVE on the tree's tables: what the app's writes take, so that they go on.
+    private static let treeLock: Query = "LOCK TABLE \(Store.treeTableList) IN ROW EXCLUSIVE MODE"
+
+    /// How far a transaction got with the lock on the tree's tables.
+    private enum TableLock { case notYet, asked, held }
+
+    /// The sync's transaction. On Citus it takes the tables' lock without waiting, behind the barrier of `cluster`
+    /// (see `ClusterSnapshot`), and `tables` says whether that was what failed.
+    private func runTransaction(
+        tables: inout TableLock, cluster: ClusterSnapshot?, opening open: () throws -> any ByteSource,
+        options: SyncOptions, into report: inout SyncReport, onReject: @escaping (ImportReject) throws -> Void,
+        isCancelled: @escaping () -> Bool, onStep: @escaping (SyncStep) -> Void, clock: ContinuousClock,
+        started: ContinuousClock.Instant
+    ) throws {
         try connection.withTransaction(isolation: .repeatableRead, rollback: options.isDryRun) {
             // Utility statements, which take no snapshot: the snapshot comes after the locks.
             try connection.execute("SET LOCAL lock_timeout = 0")
             try connection.execute(StoreConnection.namingSync)
-            try connection.execute("LOCK TABLE \(Store.treeTableList) IN ROW EXCLUSIVE MODE")
+            if let cluster {
+                try cluster.take {
+                    tables = .asked
+                    try connection.execute("LOCK TABLE \(Store.treeTableList) IN ROW EXCLUSIVE MODE NOWAIT")
+                }
+            } else {
+                try connection.execute(Self.treeLock)
+            }
+            tables = .held
             let heldSomething = try !treeRows.isEmpty()
             try compressFullPageImages()
             onStep(.comparing)

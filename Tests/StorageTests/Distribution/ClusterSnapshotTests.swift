@@ -142,6 +142,47 @@ struct ClusterSnapshotTests {
         for (a, _) in Self.pairs { #expect(users.contains("\"\(a)\":{\"username\":\"renamed\"}")) }
     }
 
+    /// A sync compares from a snapshot taken as a read's is (a torn one could write back one side of a follow the
+    /// app removed meanwhile): it waits for a distributed commit in flight (up to `lock_timeout`), and behind a transaction holding the
+    /// tables it waits without the barrier, then sees that transaction's commit.
+    @Test func aSyncTakesItsSnapshotAsReadsDo() throws {
+        let (store, database) = try makeStore()
+        let renamed = try exportJSON(store).replacingOccurrences(
+            of: #""snap1a":{"username":"snap1a"}"#, with: #""snap1a":{"username":"synced"}"#)
+        let committing = Store(connection: try database.connect())
+        try committing.connection.execute("BEGIN")
+        try committing.connection.execute("LOCK TABLE pg_catalog.pg_dist_transaction IN ROW EXCLUSIVE MODE")
+        try store.setLockTimeout(.milliseconds(200))
+        let error = try #require(throws: StorageError.self) { try store.sync(opening: { MemorySource(renamed) }) }
+        #expect(error.context?.contains("pg_dist_transaction") == true)
+        try committing.connection.execute("COMMIT")
+        try store.setLockTimeout(.seconds(30))
+        #expect(try store.sync(opening: { MemorySource(renamed) }).rewrites == 1)
+
+        let writer = Store(connection: try database.connect())
+        try writer.connection.execute("BEGIN")
+        try writer.connection.execute("LOCK TABLE users IN ACCESS EXCLUSIVE MODE")
+        for (_, b) in Self.pairs {
+            try writer.connection.execute("UPDATE users SET username = 'renamed' WHERE uid = \(b)")
+        }
+        let pid = try ReadSnapshotTests.backendPID(store)
+        let outcome = Mutex<Result<SyncReport, any Error>?>(nil)
+        nonisolated(unsafe) let syncing = store
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let result = Result { try syncing.sync(opening: { MemorySource(renamed) }) }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        let control = Store(connection: try database.connect())
+        #expect(try ReadSnapshotTests.waitUntil(pid, control: control) { outcome.withLock { $0 != nil } })
+        try writer.connection.execute("COMMIT")
+        #expect(done.wait(timeout: .now() + 60) == .success, "the sync never finished")
+        // It compared with the store after the writer's commit, and put the file's names back.
+        #expect(try #require(outcome.withLock { $0 }).get().rewrites == Self.pairs.count)
+        #expect(try exportJSON(store) == renamed)
+    }
+
     /// A role that may only SELECT cannot take the barrier: it still reads (with every worker's snapshot taken in
     /// one statement), and asks once a session.
     @Test func aRoleThatMayOnlySelectStillReads() throws {
