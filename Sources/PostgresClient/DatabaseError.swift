@@ -115,6 +115,8 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let diskFull = SQLState(rawValue: "53100")
     /// `42501`: the role lacks a privilege.
     public static let insufficientPrivilege = SQLState(rawValue: "42501")
+    /// `42883`: no function of that name and arguments exists.
+    public static let undefinedFunction = SQLState(rawValue: "42883")
 
     /// Class 08: the connection failed or broke.
     public var isConnectionException: Bool { rawValue.hasPrefix("08") }

@@ -19,9 +19,11 @@ internal import PostgresClient
 ///    over the transaction's connections, each taking its snapshot as it joins) and the coordinator's first query;
 /// 4. ends the barrier's transaction.
 ///
-/// The barrier needs UPDATE, DELETE or TRUNCATE on `pg_dist_transaction` (superusers have it). Without it the
-/// snapshots are still taken in one statement (step 1 and 3), and only a distributed commit finishing within that
-/// statement can be seen on one worker and not on another. Writes coordinated by a worker (an app connected to
+/// The lock needs UPDATE, DELETE or TRUNCATE on `pg_dist_transaction` (its owner, a superuser, has them), or EXECUTE
+/// on `hold_distributed_commits()` (migration 0021), which takes it with its owner's privileges. A role with
+/// neither still takes every worker's snapshot in one statement (steps 1 and 3), but a distributed commit that
+/// ends within that statement (some milliseconds) can be seen on one worker and not on another: exports beside
+/// a stream of `follow`s as such a role showed half of one in three of five. Writes coordinated by a worker (an app connected to
 /// workers) record their commits there, not on the coordinator, and are not held back.
 struct ClusterSnapshot {
     /// The connection whose transaction reads.
@@ -67,8 +69,16 @@ final class CommitBarrier {
     private let open: () throws -> StoreConnection
     /// The barrier's session, once opened.
     private var session: StoreConnection?
-    /// Whether the role may not take the barrier's lock: asked once a session.
-    private(set) var isRefused = false
+    /// How many of `ways` were refused to this session's role, which takes the first of the others.
+    private var refusedWays = 0
+
+    /// The ways to take the barrier's lock, in the order tried: the schema's function (migration 0021), which a
+    /// role granted EXECUTE may call, then the lock itself, for a role that may take it but not call the function
+    /// (the function's owner lacks the privilege, or the schema predates it).
+    static let ways: [Query] = ["SELECT hold_distributed_commits()", ClusterSnapshot.barrierLock]
+
+    /// Whether the role may take the barrier's lock in no way: asked once a session.
+    var isRefused: Bool { refusedWays == Self.ways.count }
 
     init(opening open: @escaping () throws -> StoreConnection) {
         self.open = open
@@ -77,17 +87,20 @@ final class CommitBarrier {
     /// Takes the barrier's lock, waiting at most `lockTimeout` for the distributed commits in flight; nil where the
     /// role may not take it.
     func hold(lockTimeout: String) throws -> HeldBarrier? {
-        guard !isRefused else { return nil }
-        if session?.isConnected != true { session = try open() }
-        guard let session else { return nil }
-        do {
-            try session.execute("BEGIN")
-            try session.execute("SELECT set_config('lock_timeout', \(lockTimeout), true)")
-            try session.execute(ClusterSnapshot.barrierLock)
-            return HeldBarrier(session: session)
-        } catch let error as StorageError {
-            if session.isConnected { _ = try? session.execute("ROLLBACK") }
-            guard error.sqlState == .insufficientPrivilege else {
+        while !isRefused {
+            if session?.isConnected != true { session = try open() }
+            guard let session else { return nil }
+            do {
+                try session.execute("BEGIN")
+                try session.execute("SELECT set_config('lock_timeout', \(lockTimeout), true)")
+                try session.execute(Self.ways[refusedWays])
+                return HeldBarrier(session: session)
+            } catch let error as StorageError {
+                if session.isConnected { _ = try? session.execute("ROLLBACK") }
+                if error.sqlState == .insufficientPrivilege || error.sqlState == .undefinedFunction {
+                    refusedWays += 1
+                    continue
+                }
                 var error = error
                 error.context = "taking a distributed read's snapshot (the barrier on pg_dist_transaction)"
                 guard error.sqlState == .lockNotAvailable else { throw error }
@@ -98,9 +111,8 @@ final class CommitBarrier {
                     + "pg_locks shows who. Nothing was read."
                 throw error.remedied(.waitLonger)
             }
-            isRefused = true
-            return nil
         }
+        return nil
     }
 }
 

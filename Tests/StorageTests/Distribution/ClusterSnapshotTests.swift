@@ -183,18 +183,35 @@ struct ClusterSnapshotTests {
         #expect(try exportJSON(store) == renamed)
     }
 
-    /// A role that may only SELECT cannot take the barrier: it still reads (with every worker's snapshot taken in
-    /// one statement), and asks once a session.
-    @Test func aRoleThatMayOnlySelectStillReads() throws {
+    /// A role that may only SELECT takes the barrier once granted EXECUTE on `hold_distributed_commits()` (which
+    /// locks with its owner's privileges); before, it cannot take it and still reads (with every worker's snapshot
+    /// taken in one statement), asking once a session.
+    @Test func aRoleThatMayOnlySelectTakesTheBarrierThroughTheFunction() throws {
         let (store, database) = try makeStore()
         let role = "reader_\(database.name)"
         try store.connection.execute(
             script: "CREATE ROLE \(role) LOGIN; GRANT SELECT ON ALL TABLES IN SCHEMA public TO \(role)")
-        let reader = Store(connection: try Connection(conninfo: database.coordinator + " user=\(role)"))
         defer { try? store.connection.execute(script: "DROP OWNED BY \(role); DROP ROLE \(role)") }
-        #expect(try exportJSON(reader) == (try exportJSON(store)))
-        #expect(reader.connection.commitBarrier.isRefused)
+        func connectAsRole() throws -> Store {
+            Store(connection: try Connection(conninfo: database.coordinator + " user=\(role)"))
+        }
+        let refused = try connectAsRole()
+        #expect(try exportJSON(refused) == (try exportJSON(store)))
+        #expect(refused.connection.commitBarrier.isRefused)
         #expect(!store.connection.commitBarrier.isRefused)
-        #expect(try exportJSON(reader, at: ["users", "snap1a"]) == #"{"username":"snap1a"}"#)
+        #expect(try exportJSON(refused, at: ["users", "snap1a"]) == #"{"username":"snap1a"}"#)
+
+        try store.connection.execute(script: "GRANT EXECUTE ON FUNCTION hold_distributed_commits() TO \(role)")
+        let granted = try connectAsRole()
+        #expect(try exportJSON(granted, at: ["users", "snap1a"]) == #"{"username":"snap1a"}"#)
+        #expect(!granted.connection.commitBarrier.isRefused)
+        // It holds commits back as the owner would: a commit in flight keeps it waiting.
+        let committing = Store(connection: try database.connect())
+        try committing.connection.execute("BEGIN")
+        try committing.connection.execute("LOCK TABLE pg_catalog.pg_dist_transaction IN ROW EXCLUSIVE MODE")
+        try granted.setLockTimeout(.milliseconds(200))
+        let error = try #require(throws: StorageError.self) { try exportJSON(granted, at: ["users"]) }
+        #expect(error.context?.contains("pg_dist_transaction") == true)
+        try committing.connection.execute("ROLLBACK")
     }
 }
