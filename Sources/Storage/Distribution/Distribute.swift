@@ -63,8 +63,9 @@ struct Distribution {
         return try !connection.query(Self.distributedQuestion).isEmpty
     }
 
-    /// A row when the plan's first table is distributed; asked only where Citus's catalog exists.
-    static let distributedQuestion: Query = "SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'users'::regclass"
+    /// A row when the plan's first table exists and is distributed; asked only where Citus's catalog exists.
+    static let distributedQuestion: Query =
+        "SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('users')"
 
     /// Fails when this server is a Citus worker: it answers queries, but its own tables are shards, and the
     /// store's bookkeeping lives on the coordinator. Names the coordinator when the worker knows it.
