@@ -23,8 +23,8 @@ internal import PostgresClient
 /// The lock needs UPDATE, DELETE or TRUNCATE on `pg_dist_transaction` (its owner, a superuser, has them), or EXECUTE
 /// on `hold_distributed_commits()` (migration 0021), which takes it with its owner's privileges. A role with
 /// neither still takes every worker's snapshot in one statement (steps 1 and 3), but a distributed commit that
-/// ends within that statement (some milliseconds) can be seen on one worker and not on another: exports beside
-/// a stream of `follow`s as such a role showed half of one in three of five. Writes coordinated by a worker (an app connected to
+/// ends within that statement can be seen on one worker and not on another: exports beside a stream of `follow`s
+/// as such a role showed half of one in one of five. Writes coordinated by a worker (an app connected to the
 /// workers) record their commits there, not on the coordinator, and are not held back.
 struct ClusterSnapshot {
     /// The connection whose transaction reads.

@@ -143,8 +143,8 @@ struct ClusterSnapshotTests {
     }
 
     /// A sync compares from a snapshot taken as a read's is (a torn one could write back one side of a follow the
-    /// app removed meanwhile): it waits for a distributed commit in flight (up to `lock_timeout`), and behind a transaction holding the
-    /// tables it waits without the barrier, then sees that transaction's commit.
+    /// app removed meanwhile): it waits for a distributed commit in flight (up to `lock_timeout`), and behind a
+    /// transaction holding the tables it waits without the barrier, then sees that transaction's commit.
     @Test func aSyncTakesItsSnapshotAsReadsDo() throws {
         let (store, database) = try makeStore()
         let renamed = try exportJSON(store).replacingOccurrences(
