@@ -119,26 +119,9 @@ struct ClusterSnapshotTests {
     /// sees the commit.
     @Test func aReadBehindADistributedWriterHoldingTheTablesSeesItsCommit() throws {
         let (store, database) = try makeStore()
-        let writer = Store(connection: try database.connect())
-        let control = Store(connection: try database.connect())
-        try writer.connection.execute("BEGIN")
-        try writer.connection.execute("LOCK TABLE users IN ACCESS EXCLUSIVE MODE")
-        for (a, _) in Self.pairs {
-            try writer.connection.execute("UPDATE users SET username = 'renamed' WHERE uid = \(a)")
-        }
-        let pid = try ReadSnapshotTests.backendPID(store)
-        let answer = Mutex<Result<String, any Error>?>(nil)
-        nonisolated(unsafe) let reading = store
-        let done = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            let result = Result { try exportJSON(reading, at: ["users"]) }
-            answer.withLock { $0 = result }
-            done.signal()
-        }
-        #expect(try ReadSnapshotTests.waitUntil(pid, control: control) { answer.withLock { $0 != nil } })
-        try writer.connection.execute("COMMIT")
-        #expect(done.wait(timeout: .now() + 60) == .success, "the read never finished")
-        let users = try #require(answer.withLock { $0 }).get()
+        let users = try Self.behindAWriterRenaming(
+            Self.pairs.map(\.0), store: store, database: database
+        ) { try exportJSON($0, at: ["users"]) }
         for (a, _) in Self.pairs { #expect(users.contains("\"\(a)\":{\"username\":\"renamed\"}")) }
     }
 
@@ -159,28 +142,41 @@ struct ClusterSnapshotTests {
         try store.setLockTimeout(.seconds(30))
         #expect(try store.sync(opening: { MemorySource(renamed) }).rewrites == 1)
 
+        let report = try Self.behindAWriterRenaming(Self.pairs.map(\.1), store: store, database: database) {
+            try $0.sync(opening: { MemorySource(renamed) })
+        }
+        // It compared with the store after the writer's commit, and put the file's names back.
+        #expect(report.rewrites == Self.pairs.count)
+        #expect(try exportJSON(store) == renamed)
+    }
+
+    /// What `work` gives on `store` when it starts while another session holds `users` (ACCESS EXCLUSIVE, as an
+    /// import or a root write does) and has renamed `uids`, a change on several workers committed once `work`
+    /// waits for it.
+    static func behindAWriterRenaming<Result>(
+        _ uids: [String], store: Store, database: CitusDatabase, _ work: @escaping (Store) throws -> Result
+    ) throws -> Result {
         let writer = Store(connection: try database.connect())
         try writer.connection.execute("BEGIN")
         try writer.connection.execute("LOCK TABLE users IN ACCESS EXCLUSIVE MODE")
-        for (_, b) in Self.pairs {
-            try writer.connection.execute("UPDATE users SET username = 'renamed' WHERE uid = \(b)")
+        for uid in uids {
+            try writer.connection.execute("UPDATE users SET username = 'renamed' WHERE uid = \(uid)")
         }
         let pid = try ReadSnapshotTests.backendPID(store)
-        let outcome = Mutex<Result<SyncReport, any Error>?>(nil)
-        nonisolated(unsafe) let syncing = store
+        let outcome = Mutex<Swift.Result<Result, any Error>?>(nil)
+        nonisolated(unsafe) let working = store
+        nonisolated(unsafe) let work = work
         let done = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
-            let result = Result { try syncing.sync(opening: { MemorySource(renamed) }) }
+            let result = Swift.Result { try work(working) }
             outcome.withLock { $0 = result }
             done.signal()
         }
         let control = Store(connection: try database.connect())
         #expect(try ReadSnapshotTests.waitUntil(pid, control: control) { outcome.withLock { $0 != nil } })
         try writer.connection.execute("COMMIT")
-        #expect(done.wait(timeout: .now() + 60) == .success, "the sync never finished")
-        // It compared with the store after the writer's commit, and put the file's names back.
-        #expect(try #require(outcome.withLock { $0 }).get().rewrites == Self.pairs.count)
-        #expect(try exportJSON(store) == renamed)
+        #expect(done.wait(timeout: .now() + 60) == .success, "it never finished")
+        return try #require(outcome.withLock { $0 }).get()
     }
 
     /// A role that may only SELECT takes the barrier once granted EXECUTE on `hold_distributed_commits()` (which
