@@ -23,7 +23,7 @@ struct Status: ConsoleCommand {
         let format = format ?? session.format
         let connection = connectionDescription(status.endpoint, session: session)
         let schema = schemaDescription(status)
-        let distribution = Self.describe(status.distribution)
+        let distribution = Self.describe(status.distribution) + Self.describeReads(status.readsHoldDistributedCommits)
         // In the plan's order; empty on plain PostgreSQL and before `distribute`.
         let placements = status.distribution.tables.map { (table: $0.name, placement: Self.describe($0)) }
         switch format {
@@ -94,6 +94,16 @@ struct Status: ConsoleCommand {
         }
         let groups = Set(state.tables.filter { $0.column != nil }.map(\.colocationID)).count
         return node + "; distributed in \(DomainViews.count(groups, "co-location group"))"
+    }
+
+    /// Whether a distributed store's reads are one instant for this role (README, "Growing past one server").
+    private static func describeReads(_ holdCommits: Bool?) -> String {
+        switch holdCommits {
+        case true: "; reads of one instant"
+        case false:
+            "; reads may see a distributed commit on one worker only (grant EXECUTE on hold_distributed_commits())"
+        case nil: ""
+        }
     }
 
     /// "by uid, group 1, 8 shards" or "reference".

@@ -17,6 +17,10 @@ public struct StoreStatus: Sendable {
     public var tableRows: [(table: String, rows: Int)]
     /// Whether the server is plain PostgreSQL or a Citus coordinator, and how the tables are placed.
     public var distribution: DistributionState
+    /// On a distributed store, whether this role's reads hold distributed commits back while every node takes its
+    /// snapshot (a superuser, or a role granted EXECUTE on `hold_distributed_commits()`), so that each read is one
+    /// instant; nil on one server, or when the schema is behind this binary's (the counts read without it).
+    public var readsHoldDistributedCommits: Bool?
 }
 
 extension Store {
@@ -45,10 +49,12 @@ extension Store {
             // only without saying whom it waits for.
             if state.pending.isEmpty { try reads.readingSnapshot(count) } else { try count() }
         }
+        let distribution = try distribution.distributionState()
         return StoreStatus(
             serverVersion: connection.serverVersion, endpoint: connection.endpoint,
             schemaVersion: state.schemaVersion, schemaFile: state.applied.last?.fileName,
-            pendingMigrations: state.pending.map(\.fileName), tableRows: tableRows,
-            distribution: try distribution.distributionState())
+            pendingMigrations: state.pending.map(\.fileName), tableRows: tableRows, distribution: distribution,
+            readsHoldDistributedCommits: distribution.isDistributed && state.schemaVersion > 0 && state.pending.isEmpty
+                ? !connection.commitBarrier.isRefused : nil)
     }
 }

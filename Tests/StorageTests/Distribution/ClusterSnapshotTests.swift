@@ -195,12 +195,15 @@ struct ClusterSnapshotTests {
         #expect(try exportJSON(refused) == (try exportJSON(store)))
         #expect(refused.connection.commitBarrier.isRefused)
         #expect(!store.connection.commitBarrier.isRefused)
+        #expect(try refused.status().readsHoldDistributedCommits == false)
+        #expect(try store.status().readsHoldDistributedCommits == true)
         #expect(try exportJSON(refused, at: ["users", "snap1a"]) == #"{"username":"snap1a"}"#)
 
         try store.connection.execute(script: "GRANT EXECUTE ON FUNCTION hold_distributed_commits() TO \(role)")
         let granted = try connectAsRole()
         #expect(try exportJSON(granted, at: ["users", "snap1a"]) == #"{"username":"snap1a"}"#)
         #expect(!granted.connection.commitBarrier.isRefused)
+        #expect(try granted.status().readsHoldDistributedCommits == true)
         // It holds commits back as the owner would: a commit in flight keeps it waiting.
         let committing = Store(connection: try database.connect())
         try committing.connection.execute("BEGIN")

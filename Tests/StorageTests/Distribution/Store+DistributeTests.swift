@@ -15,6 +15,7 @@ struct DistributeRefusalTests {
         #expect(error.kind == .distribution)
         #expect(error.message.contains("no citus extension"))
         #expect(try store.status().distribution.citusVersion == nil)
+        #expect(try store.status().readsHoldDistributedCommits == nil)
     }
 }
 
