@@ -118,8 +118,10 @@ final class CommitBarrier {
                 var error = error
                 error.context = "taking a distributed read's snapshot (the barrier on pg_dist_transaction)"
                 guard error.sqlState == .lockNotAvailable else { throw error }
-                // Not "lock timeout", which a transaction's wait rewords as a wait for tables.
+                // Not "lock timeout", which a transaction's wait rewords as a wait for tables; and, as that wait says
+                // it, without the statement that waited (the operator did not write it).
                 error.message = "waited \(lockTimeout) (lock_timeout) for distributed commits to end"
+                error.statement = nil
                 error.hint =
                     "A distributed commit held pg_dist_transaction longer than lock_timeout (\(lockTimeout)); "
                     + "pg_locks shows who. Nothing was read."
