@@ -55,12 +55,6 @@ struct Reads {
             var locked = false
             do {
                 return try connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
-                    if waits, cluster != nil {
-                        // Waiting behind the barrier would deadlock with an import whose commit it holds back: wait
-                        // without it, then read again from the start.
-                        try connection.execute(Self.readLock)
-                        throw WaitedForTables()
-                    }
                     // NOWAIT first: a read that must wait says whom for before it waits (which needs a query,
                     // and so a snapshot: that one is rolled back).
                     let lockTables = {
@@ -71,19 +65,20 @@ struct Reads {
                     locked = true
                     return try body()
                 }
-            } catch is WaitedForTables {
-                waits = false
             } catch let error as StorageError
                 where locking && !locked && !waits && error.sqlState == .lockNotAvailable
             {
-                waits = true
                 onReadWait?(try tableLockHolder())
+                if cluster == nil {
+                    waits = true
+                } else {
+                    // Waiting behind the barrier would deadlock with an import whose commit it holds back: wait
+                    // without it, in a transaction of its own, then read again from the start.
+                    try connection.withTransaction(readOnly: true) { try connection.execute(Self.readLock) }
+                }
             }
         }
     }
-
-    /// Ends a distributed read's wait for the tables, to read again with its snapshot taken behind the barrier.
-    private struct WaitedForTables: Error {}
 
     /// Takes ACCESS SHARE on the tree's tables, waiting up to `lock_timeout`.
     private static let readLock: Query = "LOCK TABLE \(Query.identifiers(Store.treeTables)) IN ACCESS SHARE MODE"

@@ -43,13 +43,10 @@ struct ClusterSnapshot {
     /// The snapshot for `connection`'s next transaction, or nil on one server (or a Citus coordinator whose tables
     /// are not distributed). Asked before the transaction begins: a query in it would take its snapshot.
     static func ifDistributed(on connection: StoreConnection) throws -> ClusterSnapshot? {
-        let row = try connection.query(
-            "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL, current_setting('lock_timeout')")[0]
-        guard try row.decode(Bool.self, at: 0),
-            try !connection.query(Distribution.distributedQuestion).isEmpty
-        else { return nil }
+        guard try Distribution.isDistributed(on: connection) else { return nil }
+        let lockTimeout = try connection.query("SELECT current_setting('lock_timeout')")[0].decode(String.self, at: 0)
         try openWorkerConnections(on: connection)
-        return ClusterSnapshot(connection: connection, lockTimeout: try row.decode(String.self, at: 1))
+        return ClusterSnapshot(connection: connection, lockTimeout: lockTimeout)
     }
 
     /// Has the coordinator open its connections to the workers (which it keeps between transactions) before the

@@ -58,14 +58,16 @@ struct Distribution {
     /// `distributionState` reads `citus_tables`, which measures every shard over connections of its own, and
     /// those wait forever on a table this transaction truncated.
     func isDistributed() throws -> Bool {
-        let hasCatalog = try connection.query("SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL")[0]
-        guard try hasCatalog.decode(Bool.self, at: 0) else { return false }
-        return try !connection.query(Self.distributedQuestion).isEmpty
+        try Self.isDistributed(on: connection)
     }
 
-    /// A row when the plan's first table exists and is distributed; asked only where Citus's catalog exists.
-    static let distributedQuestion: Query =
-        "SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('users')"
+    /// `isDistributed()` on any connection of the store's (a read asks before its transaction begins).
+    static func isDistributed(on connection: StoreConnection) throws -> Bool {
+        let hasCatalog = try connection.query("SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL")[0]
+        guard try hasCatalog.decode(Bool.self, at: 0) else { return false }
+        return try !connection.query("SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('users')")
+            .isEmpty
+    }
 
     /// Fails when this server is a Citus worker: it answers queries, but its own tables are shards, and the
     /// store's bookkeeping lives on the coordinator. Names the coordinator when the worker knows it.

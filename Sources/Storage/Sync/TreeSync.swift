@@ -100,6 +100,8 @@ struct TreeSync {
 
     /// Takes ROW EXCLUSIVE on the tree's tables: what the app's writes take, so that they go on.
     private static let treeLock: Query = "LOCK TABLE \(Store.treeTableList) IN ROW EXCLUSIVE MODE"
+    /// `treeLock`, failing at once where a lock is held against it.
+    private static let treeLockNoWait: Query = "LOCK TABLE \(Store.treeTableList) IN ROW EXCLUSIVE MODE NOWAIT"
 
     /// How far a transaction got with the lock on the tree's tables.
     private enum TableLock { case notYet, asked, held }
@@ -119,7 +121,7 @@ struct TreeSync {
             if let cluster {
                 try cluster.take {
                     tables = .asked
-                    try connection.execute("LOCK TABLE \(Store.treeTableList) IN ROW EXCLUSIVE MODE NOWAIT")
+                    try connection.execute(Self.treeLockNoWait)
                 }
             } else {
                 try connection.execute(Self.treeLock)
