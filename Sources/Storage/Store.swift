@@ -89,10 +89,7 @@ public final class Store {
     public func makeCanceller() -> (@Sendable () -> Void)? {
         guard let handle = connection.makeCancelHandle() else { return nil }
         let siblings = connection.siblings
-        return {
-            handle.cancel()
-            siblings.cancelAll()
-        }
+        return { siblings.cancelAll(primary: handle) }
     }
 
     /// Where the schema stands against `migrator`'s migrations; throws `.migration` when they disagree, and

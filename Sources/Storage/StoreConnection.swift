@@ -245,8 +245,26 @@ final class SiblingSessions: @unchecked Sendable {
         _ = lock.withLock { handles.removeValue(forKey: token) }
     }
 
-    /// Cancels whatever each registered session is running.
-    func cancelAll() {
-        for handle in lock.withLock({ Array(handles.values) }) { handle.cancel() }
+    /// How many `withoutCancels` bodies are running.
+    private var cleanups = 0
+
+    /// Cancels whatever `primary` (the store's own session) and each registered session are running, unless a
+    /// cleanup runs (`withoutCancels`). The lock is held across the requests, so that a cleanup starts only once
+    /// none is on its way.
+    func cancelAll(primary: CancelHandle) {
+        lock.withLock {
+            guard cleanups == 0 else { return }
+            primary.cancel()
+            for handle in handles.values { handle.cancel() }
+        }
+    }
+
+    /// Runs `body`, the cleanup after a failure (a parallel import dropping its sessions' tables), with no cancel
+    /// request sent to the store's sessions: Ctrl-C asks again and again until the command has ended, and would
+    /// otherwise cancel the cleanup its first request caused. A cancel skipped meanwhile is asked again after.
+    func withoutCancels<Result>(_ body: () throws -> Result) rethrows -> Result {
+        lock.withLock { cleanups += 1 }
+        defer { lock.withLock { cleanups -= 1 } }
+        return try body()
     }
 }

@@ -430,7 +430,9 @@ struct HelperSessions {
         shares.fail(CancellationError(), at: -1, isOwned: false)
         work.stop()
         for helper in helpers { _ = helper.waitUntilLoaded() }
-        for helper in helpers { _ = try? SideTables.dropHelper(helper.schema, on: connection) }
+        connection.siblings.withoutCancels {
+            for helper in helpers { _ = try? SideTables.dropHelper(helper.schema, on: connection) }
+        }
     }
 }
 

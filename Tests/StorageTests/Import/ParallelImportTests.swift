@@ -327,6 +327,47 @@ struct ParallelImportTests {
         #expect(try helperSchemas(store) == [])
     }
 
+    /// Ctrl-C as the console sends it: cancel requests every few milliseconds until the command has ended, here
+    /// from the moment the sessions build their indexes (committed tables). The cleanup those requests cause
+    /// (dropping the sessions' schemas) is not cancelled by the requests that keep coming.
+    @Test func cancelRequestsUntilTheEndDoNotStopTheCleanup() throws {
+        let bytes = Array(try generate(GeneratorOptions(users: 200, seed: 40)).json.utf8)
+        let store = try consistentStore()
+        try store.connection.execute(
+            script: """
+                CREATE FUNCTION slow_key(u text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_sleep(0.05); RETURN u; END $$;
+                CREATE INDEX users_slow ON users (slow_key(uid));
+                """)
+        let before = try exportJSON(store)
+        let cancel = try #require(store.makeCanceller())
+        let pressed = Atomic<Bool>(false)
+        let ended = Atomic<Bool>(false)
+        let stopped = DispatchSemaphore(value: 0)
+        Thread {
+            while !ended.load(ordering: .relaxed) {
+                if pressed.load(ordering: .relaxed) { cancel() }
+                usleep(200)
+            }
+            stopped.signal()
+        }.start()
+        let error = #expect(throws: StorageError.self) {
+            defer { ended.store(true, ordering: .relaxed) }
+            try store.importTree(
+                from: MemorySource(bytes), options: ImportOptions(jobs: 2), reopening: { MemorySource(bytes) },
+                isCancelled: { pressed.load(ordering: .relaxed) },
+                onStep: { step in
+                    if case .buildingIndex("users_slow", _, _) = step { pressed.store(true, ordering: .relaxed) }
+                })
+        }
+        stopped.wait()
+        let wasPressed = pressed.load(ordering: .relaxed)
+        #expect(wasPressed, "the build was seen")
+        #expect(error?.sqlState == .queryCanceled, "\(String(describing: error))")
+        #expect(try helperSchemas(store) == [])
+        expectSameText(try exportJSON(store), before)
+    }
+
     @Test func whatACrashedParallelImportLeftIsUnseenAndDroppedByTheNext() throws {
         let store = try consistentStore()
         let before = try exportJSON(store)
