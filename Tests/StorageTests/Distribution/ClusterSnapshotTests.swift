@@ -115,6 +115,46 @@ struct ClusterSnapshotTests {
         release.wait()
     }
 
+    /// Ctrl-C (the console's cancel requests, again and again until the command ends) stops a read waiting at the
+    /// barrier; the barrier's session is left holding nothing, and the next read takes it again.
+    @Test func ctrlCStopsAReadWaitingAtTheBarrier() throws {
+        let (store, database) = try makeStore()
+        let committing = Store(connection: try database.connect())
+        try exportJSON(store, at: ["users", "snap1a"])  // The barrier's session is open.
+        try committing.connection.execute("BEGIN")
+        try committing.connection.execute("LOCK TABLE pg_catalog.pg_dist_transaction IN ROW EXCLUSIVE MODE")
+        try store.setLockTimeout(.seconds(60))
+        let cancel = try #require(store.makeCanceller())
+        let ended = Atomic(false)
+        let stopped = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            Thread.sleep(forTimeInterval: 0.3)
+            while !ended.load(ordering: .relaxed) {
+                cancel()
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            stopped.signal()
+        }
+        let started = ContinuousClock.now
+        let error = #expect(throws: StorageError.self) {
+            defer { ended.store(true, ordering: .relaxed) }
+            try exportJSON(store, at: ["users", "snap1a"])
+        }
+        stopped.wait()
+        #expect(error?.sqlState == .queryCanceled, "\(String(describing: error))")
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .milliseconds(250) && waited < .seconds(10), "waited \(waited)")
+        let held = try committing.connection.query(
+            """
+            SELECT count(*) FROM pg_locks
+            WHERE relation = 'pg_catalog.pg_dist_transaction'::regclass AND pid <> pg_backend_pid()
+            """)[0].decode(Int.self, at: 0)
+        #expect(held == 0, "the barrier's session still holds or waits for the lock")
+        try committing.connection.execute("COMMIT")
+        #expect(try exportJSON(store, at: ["users", "snap1a"]) == #"{"username":"snap1a"}"#)
+        #expect(try store.status().readsHoldDistributedCommits == true)
+    }
+
     /// A read queued behind a transaction that holds the tables and commits on several workers (an import, a root
     /// write) waits without the barrier, which that commit would otherwise wait for: no deadlock, and the read
     /// sees the commit.
