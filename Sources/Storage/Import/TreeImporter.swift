@@ -253,7 +253,13 @@ final class TreeImporter {
         var record = heldRecord(of: .feedPosts)
         var priority: TreeValue?
         let rowsBefore = emittedRows
-        try streamChildren(onDuplicate: { record.children[$0] = nil }, onPriority: { priority = $0 }) { key in
+        try streamChildren(
+            onDuplicate: { record.children[$0] = nil },
+            onPriority: {
+                priority = $0
+                return true
+            }
+        ) { key in
             if isFeedPost == nil {
                 isFeedPost =
                     (self.options.postOwners.isEmpty || !self.options.postOwners.contains(TreeKey(self.path.key(1))))
@@ -451,9 +457,10 @@ final class TreeImporter {
 
     /// Streams the children of the current object or array to `body`; an object's `.priority` is held until it
     /// has a child, and dropped if it never gets one.
-    /// `onPriority`, when given, takes the object's priority instead.
+    /// `onPriority` may take the object's priority instead (returning true); an optional closure would escape, and
+    /// box the caller's captured record on every call.
     private func streamChildren(
-        onDuplicate: (String) -> Void = { _ in }, onPriority: ((TreeValue) -> Void)? = nil,
+        onDuplicate: (String) -> Void = { _ in }, onPriority: (TreeValue) -> Bool = { _ in false },
         _ body: (_ key: UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws {
         let depth = path.count
@@ -461,7 +468,7 @@ final class TreeImporter {
         try forEachChild(onDuplicate: onDuplicate) { key in
             guard Self.pseudoChild(key) == .priority else { return try body(key) }
             guard let value = try self.leafValue() else { return }
-            if let onPriority { return onPriority(value) }
+            if onPriority(value) { return }
             self.pendingPriorities.removeAll { $0.path.count == depth + 1 }
             self.pendingPriorities.append((self.path.keys(), value))
         }
