@@ -92,6 +92,13 @@ public final class Store {
         return { siblings.cancelAll(primary: handle) }
     }
 
+    /// Runs `body`, what a command does after a failure (record it, drop what it left), with the cancel requests of
+    /// `makeCanceller` held off until it returns: Ctrl-C's are sent again and again until the command ends, and
+    /// would otherwise cancel the cleanup too.
+    public func withoutCancels<Result>(_ body: () throws -> Result) rethrows -> Result {
+        try connection.siblings.withoutCancels(body)
+    }
+
     /// Where the schema stands against `migrator`'s migrations; throws `.migration` when they disagree, and
     /// `.distribution` on a Citus worker.
     public func migrationState() throws -> MigrationState {

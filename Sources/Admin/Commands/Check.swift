@@ -214,7 +214,7 @@ struct Check: ConsoleCommand {
                 entries: finished.map { Self.entry($0, tripped: false) })
             // A run already recorded (the metrics file failed after) is not recorded twice.
             if record, !recorded, let store = session.connectedStore {
-                do { try store.record(run) } catch {
+                do { try store.withoutCancels { try store.record(run) } } catch {
                     session.warn("the failed run could not be recorded: \(ConsoleError.from(error).message)")
                 }
             }

@@ -211,6 +211,27 @@ struct ScheduledCheckTests {
         #expect(lines[2].hasSuffix(",1,"), "like_count ran before the check that failed: \(lines[2])")
     }
 
+    /// Ctrl-C while a recorded check waits for the maintenance lock: the run is recorded as failed (the cancel
+    /// requests Ctrl-C sends until the command has ended leave the recording alone) and the console exits 1.
+    @Test func aRecordedCheckStoppedByCtrlCIsRecordedAsFailed() throws {
+        let database = try damagedDatabase()
+        let holder = try database.connect()
+        try holder.execute("SELECT pg_advisory_lock(\(Int64(0x66_6261_646D_696E)))")
+        let directory = try makeTemporaryDirectory("admin-check-cancel")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let command = [AdminProcess.executable.path, "--db", database.conninfo, "check", "--record", "--wait", "60"]
+        let stopped = try AdminProcess.runShell(
+            "exec " + command.map(shellQuoted).joined(separator: " "), input: "",
+            environment: ProcessInfo.processInfo.environment, directory: directory, interruptAfter: 1.5)
+        #expect(stopped.status == 1, "\(stopped.stderr)")
+        #expect(stopped.stderr.contains("canceling statement due to user request"), "\(stopped.stderr)")
+        #expect(!stopped.stderr.contains("could not be recorded"), "\(stopped.stderr)")
+        let history = try admin(database, "check", "--history", "--format", "csv", "--only", "like_count")
+        let lines = history.stdout.split(separator: "\n")
+        #expect(lines.count == 2, "\(history.stdout)")
+        #expect(lines.last?.contains(",1,failed: canceling statement due to user request") == true, "\(history.stdout)")
+    }
+
     @Test func waitQueuesBehindAnotherMaintenanceRun() throws {
         let database = try damagedDatabase()
         // Used by the releasing thread only once the main one is done with it.
