@@ -96,7 +96,7 @@ public final class Store {
     /// `makeCanceller` held off until it returns: Ctrl-C's are sent again and again until the command ends, and
     /// would otherwise cancel the cleanup too.
     public func withoutCancels<Result>(_ body: () throws -> Result) rethrows -> Result {
-        try connection.siblings.withoutCancels(body)
+        try connection.withoutCancels(body)
     }
 
     /// Where the schema stands against `migrator`'s migrations; throws `.migration` when they disagree, and

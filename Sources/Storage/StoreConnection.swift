@@ -66,6 +66,12 @@ final class StoreConnection {
     private var registration: Int?
     private weak var registry: SiblingSessions?
 
+    /// Runs `body`, a cleanup after a failure, with Ctrl-C's cancel requests held off the store's sessions
+    /// (`SiblingSessions.withoutCancels`), whether this is the store's own session or one it opened.
+    func withoutCancels<Result>(_ body: () throws -> Result) rethrows -> Result {
+        try (registry ?? siblings).withoutCancels(body)
+    }
+
     deinit {
         if let registration { registry?.remove(registration) }
     }

@@ -107,7 +107,7 @@ final class CommitBarrier {
                 try session.execute(Self.ways[refusedWays])
                 return HeldBarrier(session: session)
             } catch let error as StorageError {
-                if session.isConnected { _ = try? session.execute("ROLLBACK") }
+                if session.isConnected { session.withoutCancels { _ = try? session.execute("ROLLBACK") } }
                 if error.sqlState == .insufficientPrivilege || error.sqlState == .undefinedFunction {
                     refusedWays += 1
                     continue
@@ -134,8 +134,11 @@ struct HeldBarrier {
     /// The barrier's session, in a transaction holding the lock.
     let session: StoreConnection
 
-    /// Ends the barrier's transaction, letting the distributed commits it held back go on.
+    /// Ends the barrier's transaction, letting the distributed commits it held back go on; after a cancelled read
+    /// too, while Ctrl-C's requests keep coming (a barrier left held would hold every distributed commit back).
     func release() {
-        if (try? session.execute("COMMIT")) == nil, session.isConnected { _ = try? session.execute("ROLLBACK") }
+        session.withoutCancels {
+            if (try? session.execute("COMMIT")) == nil, session.isConnected { _ = try? session.execute("ROLLBACK") }
+        }
     }
 }

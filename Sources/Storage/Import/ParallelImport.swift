@@ -430,7 +430,7 @@ struct HelperSessions {
         shares.fail(CancellationError(), at: -1, isOwned: false)
         work.stop()
         for helper in helpers { _ = helper.waitUntilLoaded() }
-        connection.siblings.withoutCancels {
+        connection.withoutCancels {
             for helper in helpers { _ = try? SideTables.dropHelper(helper.schema, on: connection) }
         }
     }
