@@ -255,8 +255,28 @@ struct TerminalTests {
         try expectScreen(terminal, "=>")
         try terminal.send("import \(file) --yes --jobs 2", "Enter")
         // Both sessions load and commit before a build starts: beside the whole suite's load (eight consoles and
-        // the checks running on two cores) that once took longer than 20 s. The build itself takes minutes.
-        try expectScreen(terminal, "users_slow", within: 90)
+        // the checks running on two cores) that once took longer than 90 s. So the test waits for the build to
+        // run however long the machine takes, and says where the sessions stood if it never does. The build
+        // itself takes minutes.
+        func isBuilding() throws -> Bool {
+            try observer.query(
+                """
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND query LIKE 'CREATE INDEX users_slow%' AND state = 'active'
+                """
+            )[0].decode(Int.self, at: 0) == 1
+        }
+        let deadline = Date().addingTimeInterval(300)
+        while try !isBuilding(), Date() < deadline { Thread.sleep(forTimeInterval: 0.2) }
+        let sessions = try observer.query(
+            """
+            SELECT string_agg(format('%s %s %s/%s: %s', pid, state, wait_event_type, wait_event, left(query, 60)),
+                E'\\n')
+            FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+            """)[0].decode(String?.self, at: 0)
+        #expect(
+            try isBuilding(), "no session built users_slow within 300 s; the database's sessions:\n\(sessions ?? "")")
+        try expectScreen(terminal, "users_slow", within: 30)
         #expect(
             try observer.query(
                 "SELECT count(*) FROM pg_namespace WHERE starts_with(nspname, \(SideTables.helperSchemaPrefix))"
@@ -270,7 +290,8 @@ struct TerminalTests {
         let left = try observer.query(
             """
             SELECT (SELECT count(*) FROM pg_namespace WHERE starts_with(nspname, \(SideTables.helperSchemaPrefix))),
-                (SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CREATE INDEX users_slow%' AND state = 'active')
+                (SELECT count(*) FROM pg_stat_activity
+                    WHERE datname = current_database() AND query LIKE 'CREATE INDEX users_slow%' AND state = 'active')
             """)[0]
         #expect(try left.decode(Int.self, at: 0) == 0, "a session's tables were left")
         #expect(try left.decode(Int.self, at: 1) == 0, "a build went on")
