@@ -1,3 +1,4 @@
+import Foundation
 internal import PostgresClient
 
 /// On Citus, a transaction's snapshots on the coordinator and on every worker taken at one instant, so that a read
@@ -45,6 +46,9 @@ struct ClusterSnapshot {
     static func ifDistributed(on connection: StoreConnection) throws -> ClusterSnapshot? {
         guard try Distribution.isDistributed(on: connection) else { return nil }
         let lockTimeout = try connection.query("SELECT current_setting('lock_timeout')")[0].decode(String.self, at: 0)
+        // A new session's barrier opens on another thread while the worker connections open here: each takes
+        // milliseconds (a coordinator backend's start, a connection a worker).
+        connection.commitBarrier.prepare()
         try openWorkerConnections(on: connection)
         return ClusterSnapshot(connection: connection, lockTimeout: lockTimeout)
     }
@@ -77,9 +81,11 @@ struct ClusterSnapshot {
 /// opened beside the store's connection on first use and kept for its life.
 final class CommitBarrier {
     /// Opens the barrier's session.
-    private let open: () throws -> StoreConnection
+    private let open: @Sendable () throws -> StoreConnection
     /// The barrier's session, once opened.
     private var session: StoreConnection?
+    /// The session `prepare` is opening on another thread, for the next `hold`.
+    private var opening: OpeningSession?
     /// How many of `ways` were refused to this session's role, which takes the first of the others.
     private var refusedWays = 0
 
@@ -91,15 +97,26 @@ final class CommitBarrier {
     /// Whether the role may take the barrier's lock in no way: asked once a session.
     var isRefused: Bool { refusedWays == Self.ways.count }
 
-    init(opening open: @escaping () throws -> StoreConnection) {
+    init(opening open: @escaping @Sendable () throws -> StoreConnection) {
         self.open = open
+    }
+
+    /// Starts opening the barrier's session on another thread when it is not open (nor being opened, nor refused
+    /// to this role), so that `hold` finds it open.
+    func prepare() {
+        guard !isRefused, session?.isConnected != true, opening == nil else { return }
+        opening = OpeningSession(open)
     }
 
     /// Takes the barrier's lock, waiting at most `lockTimeout` for the distributed commits in flight; nil where the
     /// role may not take it.
     func hold(lockTimeout: String) throws -> HeldBarrier? {
         while !isRefused {
-            if session?.isConnected != true { session = try open() }
+            if session?.isConnected != true {
+                let pending = opening
+                opening = nil
+                session = try pending?.session() ?? open()
+            }
             guard let session else { return nil }
             do {
                 try session.execute("BEGIN")
@@ -140,5 +157,26 @@ struct HeldBarrier {
         session.withoutCancels {
             if (try? session.execute("COMMIT")) == nil, session.isConnected { _ = try? session.execute("ROLLBACK") }
         }
+    }
+}
+
+/// A session being opened on a thread of its own.
+private final class OpeningSession: @unchecked Sendable {
+    private let opened = DispatchSemaphore(value: 0)
+    /// Set before `opened` is signalled.
+    private var result: Result<StoreConnection, any Error> = .failure(CancellationError())
+
+    init(_ open: @escaping @Sendable () throws -> StoreConnection) {
+        Thread.detachNewThread { [self] in
+            result = Result { try open() }
+            opened.signal()
+        }
+    }
+
+    /// The session, once open; the error that opening it threw.
+    func session() throws -> StoreConnection {
+        opened.wait()
+        opened.signal()
+        return try result.get()
     }
 }
