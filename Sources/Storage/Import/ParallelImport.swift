@@ -381,10 +381,13 @@ struct HelperSessions {
                     break
                 }
                 let (bytes, rows) = shares.progress
+                let pacedBefore = paced
                 // Skipped, not read: a file seeks, and only what counts the bytes (a progress display) hears them.
                 while paced < bytes, case let count = try source.skip(bytes - paced), count > 0 { paced += count }
                 onRows(rows)
-                if let step = work.currentStep, step != shown {
+                // A session that read on after the builds began moves the bytes on, and a progress display then
+                // redraws its bar over the step it showed: shown again.
+                if let step = work.currentStep, step != shown || paced != pacedBefore {
                     onStep(step)
                     shown = step
                 }

@@ -235,6 +235,41 @@ struct ParallelImportTests {
         #expect(builds.map(\.number) == builds.map(\.number).sorted())
     }
 
+    /// A session that reads on after another's build began (a loaded machine) moves the import's bytes on, and a
+    /// progress display redraws its bar then: the build running is shown again after, not left under the bar.
+    @Test func aBuildIsShownAgainAfterALateSessionMovesTheBytesOn() throws {
+        let users = (0..<40).map { #""user\#($0)": {"username": "name \#($0)"}"# }
+        let bytes = Array((#"{"users": {"# + users.joined(separator: ", ") + "}}").utf8)
+        let store = try makeStore()
+        try store.connection.execute(
+            script: """
+                CREATE FUNCTION slow_key(u text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_sleep(0.05); RETURN u; END $$;
+                CREATE INDEX users_slow ON users (slow_key(uid));
+                """)
+        // The second session's file reads nothing until the first session's build is shown (or a minute passed):
+        // the first claims /users, the second reads the file once the build runs.
+        let gate = DispatchSemaphore(value: 0)
+        let opened = Atomic(0)
+        let events = Mutex<[String]>([])
+        let source = CountingSource(base: MemorySource(bytes), onSkip: { events.withLock { $0.append("skip") } })
+        _ = try store.importTree(
+            from: source, options: ImportOptions(jobs: 2),
+            reopening: {
+                let late = opened.add(1, ordering: .relaxed).newValue == 2
+                return LateSource(base: MemorySource(bytes), gate: late ? gate : nil)
+            },
+            onStep: { step in
+                guard case .buildingIndex(let name, _, _) = step else { return events.withLock { $0.append("other") } }
+                events.withLock { $0.append(name) }
+                if name == "users_slow" { gate.signal() }
+            })
+        let seen = events.withLock { $0 }
+        let lastSkip = try #require(seen.lastIndex(of: "skip"), "\(seen)")
+        #expect(seen.firstIndex(of: "users_slow").map { $0 < lastSkip } == true, "the gate opened on the build")
+        #expect(seen.dropFirst(lastSkip + 1).first == "users_slow", "\(seen)")
+    }
+
     @Test func aFailureAnywhereIsTheFailureOfOneSessionAndChangesNothing() throws {
         let json = try generate(GeneratorOptions(users: 30, seed: 33, plantsAnomalies: true)).json
         let store = try consistentStore()
@@ -428,5 +463,35 @@ struct ParallelImportTests {
         _ = try #require(outcome.withLock { $0 }).get()
         expectSameText(try exportJSON(reader), try self.outcome(of: after, jobs: nil).export)
         #expect(try helperSchemas(reader) == [])
+    }
+}
+
+/// A source that tells of each skip that moved on (as a progress display counts them).
+private struct CountingSource: ByteSource {
+    var base: MemorySource
+    let onSkip: () -> Void
+
+    mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        try base.read(into: buffer)
+    }
+
+    mutating func skip(_ count: Int) throws -> Int {
+        let skipped = try base.skip(count)
+        if skipped > 0 { onSkip() }
+        return skipped
+    }
+}
+
+/// A source whose first read waits for `gate` (at most a minute): a session that reads late.
+private struct LateSource: ByteSource {
+    var base: MemorySource
+    let gate: DispatchSemaphore?
+
+    mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        if let gate {
+            _ = gate.wait(timeout: .now() + 60)
+            gate.signal()
+        }
+        return try base.read(into: buffer)
     }
 }
