@@ -97,20 +97,21 @@ final class ProgressBar {
     }
 }
 
-/// A byte source that reports each read to a progress bar.
+/// A byte source that reports each read to a progress bar; the end (no bytes) is not progress, and redrawing the
+/// bar for it would draw over a step the bar showed meanwhile.
 struct ProgressSource: ByteSource {
     var base: any ByteSource
     let bar: ProgressBar
 
     mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let count = try base.read(into: buffer)
-        bar.advance(by: count)
+        if count > 0 { bar.advance(by: count) }
         return count
     }
 
     mutating func skip(_ count: Int) throws -> Int {
         let skipped = try base.skip(count)
-        bar.advance(by: skipped)
+        if skipped > 0 { bar.advance(by: skipped) }
         return skipped
     }
 }

@@ -372,6 +372,9 @@ struct HelperSessions {
         pacing source: inout some ByteSource, onRows: (Int) -> Void, onStep: (ImportStep) -> Void
     ) throws -> [HelperImport.Outcome] {
         var paced = 0
+        // Once the source is at its end, asking again would only tell a progress display of no bytes, every tenth
+        // of a second, and have it redraw its bar over the step shown.
+        var isPacedToEnd = false
         var shown: ImportStep?
         var outcomes: [Result<HelperImport.Outcome, any Error>] = []
         for helper in helpers {
@@ -383,7 +386,11 @@ struct HelperSessions {
                 let (bytes, rows) = shares.progress
                 let pacedBefore = paced
                 // Skipped, not read: a file seeks, and only what counts the bytes (a progress display) hears them.
-                while paced < bytes, case let count = try source.skip(bytes - paced), count > 0 { paced += count }
+                while !isPacedToEnd, paced < bytes {
+                    let count = try source.skip(bytes - paced)
+                    paced += count
+                    isPacedToEnd = count == 0
+                }
                 onRows(rows)
                 // A session that read on after the builds began moves the bytes on, and a progress display then
                 // redraws its bar over the step it showed: shown again.
