@@ -66,6 +66,17 @@ struct ParallelImportTests {
     }
 
     /// The schemas of parallel sessions left in `store`'s database.
+    /// An operator's index on users whose build takes `secondsPerRow` a row: `users_slow`.
+    static func addSlowIndex(to store: Store, secondsPerRow: Double) throws {
+        // A function body takes no parameters; the number is the test's own.
+        try store.connection.execute(
+            script: """
+                CREATE FUNCTION slow_key(u text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_sleep(\(secondsPerRow)); RETURN u; END $$;
+                CREATE INDEX users_slow ON users (slow_key(uid));
+                """)
+    }
+
     private func helperSchemas(_ store: Store) throws -> [String] {
         try store.connection.query(
             "SELECT nspname FROM pg_namespace WHERE starts_with(nspname, \(SideTables.helperSchemaPrefix))"
@@ -215,12 +226,7 @@ struct ParallelImportTests {
         let bytes = Array(try generate(GeneratorOptions(users: 30, seed: 39)).json.utf8)
         let store = try makeStore()
         // An operator's index that takes a fiftieth of a second a row to build: long enough to be seen.
-        try store.connection.execute(
-            script: """
-                CREATE FUNCTION slow_key(u text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$
-                BEGIN PERFORM pg_sleep(0.02); RETURN u; END $$;
-                CREATE INDEX users_slow ON users (slow_key(uid));
-                """)
+        try Self.addSlowIndex(to: store, secondsPerRow: 0.02)
         var steps: [ImportStep] = []
         let report = try store.importTree(
             from: MemorySource(bytes), options: ImportOptions(jobs: 2), reopening: { MemorySource(bytes) },
@@ -241,12 +247,7 @@ struct ParallelImportTests {
         let users = (0..<40).map { #""user\#($0)": {"username": "name \#($0)"}"# }
         let bytes = Array((#"{"users": {"# + users.joined(separator: ", ") + "}}").utf8)
         let store = try makeStore()
-        try store.connection.execute(
-            script: """
-                CREATE FUNCTION slow_key(u text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$
-                BEGIN PERFORM pg_sleep(0.05); RETURN u; END $$;
-                CREATE INDEX users_slow ON users (slow_key(uid));
-                """)
+        try Self.addSlowIndex(to: store, secondsPerRow: 0.05)
         // The second session's file reads nothing until the first session's build is shown (or a minute passed):
         // the first claims /users, the second reads the file once the build runs.
         let gate = DispatchSemaphore(value: 0)
@@ -371,12 +372,7 @@ struct ParallelImportTests {
     @Test func cancelRequestsUntilTheEndDoNotStopTheCleanup() throws {
         let bytes = Array(try generate(GeneratorOptions(users: 200, seed: 40)).json.utf8)
         let store = try consistentStore()
-        try store.connection.execute(
-            script: """
-                CREATE FUNCTION slow_key(u text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$
-                BEGIN PERFORM pg_sleep(0.05); RETURN u; END $$;
-                CREATE INDEX users_slow ON users (slow_key(uid));
-                """)
+        try Self.addSlowIndex(to: store, secondsPerRow: 0.05)
         let before = try exportJSON(store)
         let cancel = try #require(store.makeCanceller())
         let pressed = Atomic<Bool>(false)
