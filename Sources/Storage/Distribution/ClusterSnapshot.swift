@@ -115,7 +115,8 @@ final class CommitBarrier {
             if session?.isConnected != true {
                 let pending = opening
                 opening = nil
-                session = try pending?.session() ?? open()
+                // A session the other thread could not open is tried again here: its failure may be past.
+                session = try (try? pending?.session()) ?? open()
             }
             guard let session else { return nil }
             do {
