@@ -59,6 +59,30 @@ extension Connection {
         return try finishCopy(statement: statement.sql)
     }
 
+    /// Starts `COPY … TO STDOUT` without a closure, for callers that read several COPY streams at once (a merge of
+    /// a table's shards, one stream a server). Read its rows with `nextCopyOutRow` until it returns nil; nothing
+    /// else can run on the connection meanwhile.
+    public func beginCopyOut(_ statement: Query) throws {
+        try start(statement, expecting: PGRES_COPY_OUT)
+        copyOutStatement = statement.sql
+    }
+
+    /// The next row of the COPY begun with `beginCopyOut` (with its newline), valid until the next call on this
+    /// connection; nil once the rows have ended and the COPY has succeeded. Blocks until the row arrives.
+    public func nextCopyOutRow() throws -> UnsafeRawBufferPointer? {
+        heldCopyOutRow.map { PQfreemem($0) }
+        heldCopyOutRow = nil
+        var data: UnsafeMutablePointer<CChar>?
+        let length = PQgetCopyData(handle, &data, 0)
+        if length == -1 {
+            _ = try finishCopy(statement: copyOutStatement)
+            return nil
+        }
+        guard length >= 0, let data else { throw connectionError(statement: copyOutStatement) }
+        heldCopyOutRow = data
+        return UnsafeRawBufferPointer(start: data, count: Int(length))
+    }
+
     /// Starts `COPY … FROM STDIN` without a closure, for callers that interleave several COPY streams and other
     /// statements on one connection. Send data with `sendCopyData`, then call `endCopyIn` or `abortCopyIn`.
     public func beginCopyIn(_ statement: Query) throws {

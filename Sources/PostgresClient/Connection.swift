@@ -55,7 +55,16 @@ public final class Connection {
         installNoticeReceiver()
     }
 
-    deinit { PQfinish(handle) }
+    deinit {
+        heldCopyOutRow.map { PQfreemem($0) }
+        PQfinish(handle)
+    }
+
+    /// The row `nextCopyOutRow` lent last, freed at the next call (libpq: "The data returned … must be freed using
+    /// PQfreemem").
+    var heldCopyOutRow: UnsafeMutablePointer<CChar>?
+    /// The statement of the COPY begun with `beginCopyOut`, for its errors.
+    var copyOutStatement = ""
 
     /// The settings this connection was made with (libpq's `PQconninfo`: host, port, role, database, password,
     /// options), to open more like it on any thread (`init(settings:)`).
@@ -278,6 +287,14 @@ public final class Connection {
 /// What a connection was made with, as libpq reports it (`Connection.settings`); it holds the password, if any.
 public struct ConnectionSettings: Sendable {
     let pairs: [(String, String)]
+
+    /// The same settings (role, password, database, options) for the server at `host` and `port`: a Citus
+    /// worker, which the coordinator reaches with the role and database of its own sessions.
+    public func at(host: String, port: Int) -> ConnectionSettings {
+        let address: Set = ["host", "hostaddr", "port"]
+        return ConnectionSettings(
+            pairs: pairs.filter { !address.contains($0.0) } + [("host", host), ("port", "\(port)")])
+    }
 }
 
 /// Asks the server to cancel a connection's running statement (libpq's PQcancel, which is safe to call from

@@ -48,7 +48,16 @@ final class StoreConnection {
     /// What opens sessions with this one's settings, on any thread, each registered in `siblings` until it is
     /// closed.
     func siblingOpener() -> @Sendable () throws -> StoreConnection {
-        let settings = base.settings
+        siblingOpener(settings: base.settings)
+    }
+
+    /// What opens sessions as `siblingOpener` does, on the server at `host` and `port` (a Citus worker) with this
+    /// one's role, database and options.
+    func siblingOpener(host: String, port: Int) -> @Sendable () throws -> StoreConnection {
+        siblingOpener(settings: base.settings.at(host: host, port: port))
+    }
+
+    private func siblingOpener(settings: ConnectionSettings) -> @Sendable () throws -> StoreConnection {
         let siblings = siblings
         return {
             siblings.willOpen?()
@@ -128,6 +137,16 @@ final class StoreConnection {
     @discardableResult
     func copyOut(_ statement: Query, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int {
         try StorageError.converting { try base.copyOut(statement, body) }
+    }
+
+    /// Starts `COPY … TO STDOUT` for rows read with `nextCopyOutRow`.
+    func beginCopyOut(_ statement: Query) throws {
+        try StorageError.converting { try base.beginCopyOut(statement) }
+    }
+
+    /// The next row of the COPY begun with `beginCopyOut`, valid until the next call; nil after the last.
+    func nextCopyOutRow() throws -> UnsafeRawBufferPointer? {
+        try StorageError.converting { try base.nextCopyOutRow() }
     }
 
     /// Starts `COPY … FROM STDIN` for data sent with `sendCopyData`.

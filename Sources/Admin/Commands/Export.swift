@@ -23,6 +23,11 @@ struct Export: ConsoleCommand {
             snapshot, as pg_dump -j does; the output is the same bytes with any number. Tables read ahead of the \
             output wait in memory (4 MB each) and beyond that in $TMPDIR. --jobs 1 reads everything on one session.
 
+            On Citus, each of those reads the shards of each table from the nodes that hold them, in the same \
+            snapshot, connecting to each node as the role and with the options it connected to the coordinator \
+            with; where a node refuses that, the tables are read through the coordinator (slower), and the export \
+            says why.
+
             Examples:
               export
               export backup.json.gz
@@ -98,10 +103,14 @@ struct Export: ConsoleCommand {
         let compressed =
             destination.hasSuffix(".gz")
             ? (try? FileManager.default.attributesOfItem(atPath: destination)[.size] as? Int) : nil
+        if let reason = report.shardReadsUnavailable {
+            session.inform("The shards were read through the coordinator: \(reason)")
+        }
         session.inform(
             "Exported \(DomainViews.count(report.rows, "row")) as \(DomainViews.count(report.bytes, "byte")) of JSON"
                 + (compressed.map { " (\(DomainViews.count($0, "byte")) gzipped)" } ?? "")
                 + (destination == "-" ? "" : " to \(destination)")
+                + (report.shardNodes > 0 ? " from the shards on \(DomainViews.count(report.shardNodes, "node"))" : "")
                 + " in \(DomainViews.duration(report.seconds)) (\(String(format: "%.1f", rate)) MB/s).")
     }
 

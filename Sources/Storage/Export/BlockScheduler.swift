@@ -46,11 +46,12 @@ final class BlockScheduler: @unchecked Sendable {
     private(set) var joinedHelpers = 0
     private let isAbandoned = Atomic<Bool>(false)
 
-    /// Starts `helpers` threads reading `blocks` on sessions opened beside `connection` (which must be in the
-    /// REPEATABLE READ transaction that exported `snapshot`).
+    /// Starts `helpers` threads reading `blocks`, each from what `join` opens in the export's snapshot (a session
+    /// beside the export's, or on Citus sessions on the nodes); a helper whose `join` fails leaves its share to the
+    /// others.
     init(
         blocks: [CopyBlock], options: JSONTextWriter.Options, helpers: Int,
-        opening open: @escaping @Sendable () throws -> StoreConnection, snapshot: Query
+        joining join: @escaping @Sendable () throws -> CopyBlock.Source
     ) {
         self.blocks = blocks
         self.options = options
@@ -58,7 +59,7 @@ final class BlockScheduler: @unchecked Sendable {
         runningHelpers = helpers
         for _ in 0..<helpers {
             let thread = Thread { [self] in
-                helping(opening: open, snapshot: snapshot)
+                helping(joining: join)
                 condition.withLock {
                     runningHelpers -= 1
                     condition.broadcast()
@@ -107,14 +108,14 @@ final class BlockScheduler: @unchecked Sendable {
     }
 
     /// A helper's life: join the snapshot, then render blocks until none is left.
-    private func helping(opening open: () throws -> StoreConnection, snapshot: Query) {
-        guard let connection = try? join(opening: open, snapshot: snapshot) else { return }
+    private func helping(joining join: () throws -> CopyBlock.Source) {
+        guard let source = try? join() else { return }
         condition.withLock { joinedHelpers += 1 }
-        defer { _ = try? connection.execute("ROLLBACK") }
+        defer { source.end() }
         while let index = claim() {
             let state: State
             do {
-                state = .rendered(try render(blocks[index], on: connection))
+                state = .rendered(try render(blocks[index], from: source))
             } catch is Abandoned {
                 return
             } catch {
@@ -128,15 +129,16 @@ final class BlockScheduler: @unchecked Sendable {
         }
     }
 
-    /// A session in the export's snapshot holding the tree's read lock, or an error when it cannot be had now.
-    private func join(opening open: () throws -> StoreConnection, snapshot: Query) throws -> StoreConnection {
+    /// A session in the export's snapshot holding the tree's read lock, or an error when it cannot be had now:
+    /// a helper's `join` on one server.
+    static func join(opening open: () throws -> StoreConnection, snapshot: Query) throws -> CopyBlock.Source {
         let connection = try open()
         try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         try connection.execute(snapshot)
         // NOWAIT: the export's session holds this lock already, so only a writer queued for the tables (an
         // import) can stand in the way, and it waits for the export: waiting behind it would never end.
         try connection.execute(Reads.readLockNoWait)
-        return connection
+        return .session(connection)
     }
 
     /// The last block nobody has taken, now the calling helper's; nil when none is left or the export is over.
@@ -152,13 +154,13 @@ final class BlockScheduler: @unchecked Sendable {
         }
     }
 
-    /// Reads `block` on `connection` and renders its root's value apart.
-    private func render(_ block: CopyBlock, on connection: StoreConnection) throws -> Rendered {
+    /// Reads `block` from `source` and renders its root's value apart.
+    private func render(_ block: CopyBlock, from source: CopyBlock.Source) throws -> Rendered {
         let json = SpillBuffer(memoryBudget: Self.memoryBudget)
         let tally = ExportTally()
         let emitter = TreeEmitter(options: options, nesting: 1) { try json.append($0) }
         try block.render(
-            on: connection, into: emitter, asRoot: true, tally: tally,
+            from: source, into: emitter, asRoot: true, tally: tally,
             isAbandoned: { isAbandoned.load(ordering: .relaxed) })
         try emitter.finish()
         tally.report.peakHeldBytes = emitter.peakFrameBytes

@@ -12,47 +12,91 @@ internal import PostgresClient
 struct CopyBlock {
     var table: TreeTable
 
-    /// The block's statement, whether it sorts by RTDB order, and then the table's rows counted (its keys may
-    /// include array indexes: see `TreeEmitter.countRequest`), asked on `connection` in the export's snapshot.
-    private func read(on connection: StoreConnection) throws -> (statement: Query, sorts: Bool, rowCount: Int?) {
+    /// Where a block's rows are read.
+    enum Source {
+        /// A session in the export's snapshot: one server's, or a Citus coordinator's.
+        case session(StoreConnection)
+        /// On Citus, sessions on the nodes that hold the table's shards, in the export's snapshot there.
+        case shards(ShardSessions)
+
+        /// Ends a helper's transactions (its sessions close when released).
+        func end() {
+            switch self {
+            case .session(let connection): _ = try? connection.execute("ROLLBACK")
+            case .shards(let shards): for node in shards.nodes { _ = try? node.session.execute("ROLLBACK") }
+            }
+        }
+    }
+
+    /// Whether the block sorts by RTDB order, and then the table's rows counted (its keys may include array
+    /// indexes: see `TreeEmitter.countRequest`), asked of `source` in the export's snapshot.
+    private func plan(from source: Source) throws -> (sorts: Bool, rowCount: Int?) {
         // Keys that byte order misplaces (integers, characters from U+E000) make the block sort by RTDB order;
         // digit-led text keys alone do not. Asked of the key-order index by whoever reads the block (on Citus a
         // question to every shard, whose planning is most of its cost: not asked twice).
-        let sorts = try connection.query(table.misorderedRowsQuery())[0].decode(Bool.self, at: 0)
-        // The whole-table SELECT has no parameters (COPY takes none), only quoted identifiers and constants.
-        let columns = Query.identifiers(table.exportedColumns)
-        let order = table.keyColumns.map { sorts ? table.orderExpression($0) : "\(identifier: $0)" }
-            .joined(separator: ", ")
-        let rowCount =
-            sorts
-            ? try connection.query("SELECT count(*) FROM \(identifier: table.name)")[0].decode(Int.self, at: 0) : nil
-        return ("COPY (SELECT \(columns) FROM \(identifier: table.name) ORDER BY \(order)) TO STDOUT", sorts, rowCount)
+        switch source {
+        case .session(let connection):
+            guard try connection.query(table.misorderedRowsQuery())[0].decode(Bool.self, at: 0) else {
+                return (false, nil)
+            }
+            return (
+                true, try connection.query("SELECT count(*) FROM \(identifier: table.name)")[0].decode(Int.self, at: 0)
+            )
+        case .shards(let shards):
+            let keys = Query.identifiers(table.keyColumns[...])
+            let answers = try shards.ask(about: table) { shards in
+                "SELECT EXISTS (SELECT 1 FROM (\(ShardMerge.scans(of: shards, columns: keys))) AS shards WHERE \(table.misorderedCondition))"
+            }
+            guard try answers.contains(where: { try $0[0].decode(Bool.self, at: 0) }) else { return (false, nil) }
+            let counts = try shards.ask(about: table) { shards in
+                "SELECT count(*) FROM (\(ShardMerge.scans(of: shards, columns: keys))) AS shards"
+            }
+            return (true, try counts.reduce(0) { $0 + (try $1[0].decode(Int.self, at: 0)) })
+        }
     }
 
-    /// Writes the block's rows, read on `connection`, into `emitter`: an emitter of the whole tree, or with
-    /// `asRoot` one whose root is the block's node (its value rendered apart). Counts what it read in `tally`;
-    /// `isAbandoned` stops it between rows.
+    /// Writes the block's rows, read from `source`, into `emitter`: an emitter of the whole tree, or with `asRoot`
+    /// one whose root is the block's node (its value rendered apart). Counts what it read in `tally`; `isAbandoned`
+    /// stops it between rows.
     func render(
-        on connection: StoreConnection, into emitter: TreeEmitter, asRoot: Bool, tally: ExportTally,
+        from source: Source, into emitter: TreeEmitter, asRoot: Bool, tally: ExportTally,
         isAbandoned: () -> Bool = { false }
     ) throws {
-        let (statement, sorts, rowCount) = try read(on: connection)
+        let (sorts, rowCount) = try plan(from: source)
         if sorts { tally.report.sortedTables.append(table.name) }
         var rows = BlockRows(table: table, asRoot: asRoot)
         let blockNode = asRoot ? [] : [table.rootKey ?? ""]
-        try connection.copyOut(statement) { line in
+        // The row goes by reference: a copy would retain its buffers, row after row.
+        func add(_ row: inout CopyRow) throws {
             if isAbandoned() { throw BlockScheduler.Abandoned() }
             do {
-                try rows.add(line, to: emitter)
+                try rows.add(&row, to: emitter)
             } catch let error as StorageError {
                 throw error.adding(context: "exporting \(table.name)")
             }
             tally.report.rows += 1
             tally.report.rowsFetched += 1
-            // The connection is busy until the COPY ends: only the block's own count, taken before, is known.
+            // The connections are busy until the COPY ends: only the block's own count, taken before, is known.
             if let relative = emitter.countRequest {
                 emitter.answerCountRequest(relative == blockNode ? rowCount : nil)
             }
+        }
+        switch source {
+        case .session(let connection):
+            // The whole-table SELECT has no parameters (COPY takes none), only quoted identifiers and constants.
+            let columns = Query.identifiers(table.exportedColumns)
+            let order = table.keyColumns.map { sorts ? table.orderExpression($0) : "\(identifier: $0)" }
+                .joined(separator: ", ")
+            var row = CopyRow()
+            try connection.copyOut(
+                "COPY (SELECT \(columns) FROM \(identifier: table.name) ORDER BY \(order)) TO STDOUT"
+            ) {
+                line in
+                row.read(line)
+                try add(&row)
+            }
+        case .shards(let shards):
+            try ShardMerge(table: table, sortsByRTDBOrder: sorts).forEachRow(from: shards, add)
         }
     }
 }
@@ -63,7 +107,6 @@ struct CopyBlock {
 private struct BlockRows {
     let table: TreeTable
     let asRoot: Bool
-    var row = CopyRow()
     var repeatedLikes = RepeatedLikeFilter()
     var parentKeys = KeyColumnBytes()
     var parent: [String] = []
@@ -75,9 +118,8 @@ private struct BlockRows {
         self.asRoot = asRoot
     }
 
-    /// Reads a COPY line and adds its row to `emitter`.
-    mutating func add(_ line: UnsafeRawBufferPointer, to emitter: TreeEmitter) throws {
-        row.read(line)
+    /// Adds a COPY line's row to `emitter`.
+    mutating func add(_ row: inout CopyRow, to emitter: TreeEmitter) throws {
         if table == .postLikes, repeatedLikes.repeats(row) { return }
         if !parentKeys.matchOrKeep(row, columns: table.keyDepth - 1) {
             parent = try table.parentPath(of: row, reusing: parent).parent

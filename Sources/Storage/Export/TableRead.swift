@@ -110,8 +110,13 @@ extension TreeTable {
     /// or a character from U+E000 up. Digit-led text keys need `rtdb_key_order` for range reads only. The key-order
     /// index ends with this very condition (migration 0020), so the btree answers it without reading a row.
     func misorderedRowsQuery() -> Query {
+        "SELECT \(Query.anyRow(in: name, where: misorderedCondition))"
+    }
+
+    /// The condition of `misorderedRowsQuery` on a row of the table (or of one of its shards).
+    var misorderedCondition: Query {
         let misplaced = keyColumns.map { "rtdb_key_misplaced(\(identifier: $0))" as Query }.joined(separator: " OR ")
-        return "SELECT \(Query.anyRow(in: name, where: "(\(needsOrderCondition)) AND (\(misplaced))"))"
+        return "(\(needsOrderCondition)) AND (\(misplaced))"
     }
 
     /// The partial index's predicate, verbatim, so that the planner can use the index.

@@ -26,6 +26,12 @@ public struct ExportReport: Sendable {
     /// JSON bytes those sessions rendered ahead (held in memory up to a budget per table, the rest in temporary
     /// files) and the export then copied in place.
     public var aheadBytes = 0
+    /// On Citus, the nodes whose shards the export read on sessions of its own, in its snapshot, rather than
+    /// through the coordinator (0: none, or one server).
+    public var shardNodes = 0
+    /// On Citus, why the shards were read through the coordinator instead (a node refused the console's
+    /// connection); nil when they were not, or on one server.
+    public var shardReadsUnavailable: String?
 }
 
 /// The report of an export in progress, shared by reference with the emitter's sink (which runs while the rows
@@ -69,10 +75,11 @@ struct TreeExport {
     ) throws -> ExportReport {
         // Other sessions can share the snapshot of a transaction the export begins itself; one a write began
         // may hold what they would not see.
-        let sharesSnapshot = jobs > 1 && !connection.isInTransaction
+        let ownsTransaction = !connection.isInTransaction
         return try exporting(options: options, to: write, afterEachChunk: onProgress) { emitter, tally in
             try exportRows(
-                at: path, shallow: shallow, helpers: sharesSnapshot ? jobs - 1 : 0, into: emitter, tally: tally)
+                at: path, shallow: shallow, helpers: ownsTransaction ? jobs - 1 : 0, readsShards: ownsTransaction,
+                into: emitter, tally: tally)
         }
     }
 
@@ -107,9 +114,11 @@ struct TreeExport {
     }
 
     /// Adds the rows of the node at `path` to `emitter`, in the caller's read-only transaction, which the
-    /// export began itself when `helpers` (sessions reading ahead in its snapshot) is more than 0.
+    /// export began itself when `helpers` (sessions reading ahead in its snapshot) is more than 0 or
+    /// `readsShards` (on Citus, distributed tables read from their nodes: `ShardSessions`) holds.
     private func exportRows(
-        at path: [String], shallow: Bool, helpers: Int, into emitter: TreeEmitter, tally: ExportTally
+        at path: [String], shallow: Bool, helpers: Int, readsShards: Bool, into emitter: TreeEmitter,
+        tally: ExportTally
     ) throws {
         // Typed rows go straight from libpq's buffers to the JSON when nothing can still fall inside them; that
         // is nearly every row, and the rest take the general way. Tables with nothing else under their root are
@@ -124,7 +133,12 @@ struct TreeExport {
             let sorted = Set(tally.report.sortedTables)
             tally.report.sortedTables = TreeTable.allCases.map(\.name).filter(sorted.contains)
         }
-        let scheduler = try readingAhead(blocks, helpers: min(helpers, blocks.count - 1), options: emitter.options)
+        let shardPlan =
+            try readsShards && !blocks.isEmpty ? ShardPlan.make(reading: blocks.map(\.table), on: connection) : nil
+        let source = try blockSource(reading: shardPlan, tally: tally)
+        let helperPlan: ShardPlan? = if case .shards = source { shardPlan } else { nil }
+        let scheduler = try readingAhead(
+            blocks, helpers: min(helpers, blocks.count - 1), options: emitter.options, shards: helperPlan)
         defer {
             if let scheduler {
                 scheduler.finish()
@@ -144,7 +158,7 @@ struct TreeExport {
                 if let rendered = try scheduler?.take(nextBlock) {
                     try tally.add(rendered, as: block.table.rootKey ?? "", into: emitter)
                 } else {
-                    try block.render(on: connection, into: emitter, asRoot: false, tally: tally)
+                    try block.render(from: source, into: emitter, asRoot: false, tally: tally)
                 }
                 nextBlock += 1
                 continue
@@ -157,19 +171,38 @@ struct TreeExport {
         }
     }
 
+    /// Where the export's own session reads its blocks: on Citus, sessions on the nodes as `plan` says (when every
+    /// node takes them; the tally says why not); otherwise its own connection.
+    private func blockSource(reading plan: ShardPlan?, tally: ExportTally) throws -> CopyBlock.Source {
+        guard let plan else { return .session(connection) }
+        do {
+            let shards = try plan.open()
+            tally.report.shardNodes = shards.nodes.count
+            return .shards(shards)
+        } catch let error as StorageError where error.sqlState != .queryCanceled {
+            tally.report.shardReadsUnavailable = error.description
+            return .session(connection)
+        }
+    }
+
     /// Helpers reading `blocks` ahead in this transaction's snapshot, or nil where none can: fewer than one
-    /// helper, a standby (which exports no snapshot), or Citus (whose workers would not share it).
+    /// helper, a standby (which exports no snapshot), or Citus where the nodes' shards are not read by `shards`
+    /// (the coordinator's sessions would not share the workers' snapshots).
     private func readingAhead(
-        _ blocks: [CopyBlock], helpers: Int, options: JSONTextWriter.Options
+        _ blocks: [CopyBlock], helpers: Int, options: JSONTextWriter.Options, shards: ShardPlan?
     ) throws -> BlockScheduler? {
         guard helpers > 0 else { return nil }
+        if let shards {
+            return BlockScheduler(blocks: blocks, options: options, helpers: helpers) { .shards(try shards.open()) }
+        }
         let alone: Query = "SELECT pg_is_in_recovery() OR EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
         guard try !connection.query(alone)[0].decode(Bool.self, at: 0) else { return nil }
         let id = try connection.query("SELECT pg_export_snapshot()")[0].decode(String.self, at: 0)
         guard let snapshot = Query.setTransactionSnapshot(id) else { return nil }
-        return BlockScheduler(
-            blocks: blocks, options: options, helpers: helpers, opening: connection.siblingOpener(),
-            snapshot: snapshot)
+        let open = connection.siblingOpener()
+        return BlockScheduler(blocks: blocks, options: options, helpers: helpers) {
+            try BlockScheduler.join(opening: open, snapshot: snapshot)
+        }
     }
 
     /// Answers the emitter's question of how many children a node has, if it asked, once the FETCH in flight

@@ -74,8 +74,12 @@ struct ClusterSnapshotTests {
         }
         defer { stopWriter() }
         var seen = 0
-        for _ in 0..<6 {
-            let json = try exportJSON(store)
+        for round in 0..<6 {
+            // Half of them over two sessions, each reading the shards from the workers in the same snapshot.
+            var bytes: [UInt8] = []
+            let report = try store.exportTree(jobs: 1 + round % 2) { bytes.append(contentsOf: $0) }
+            let json = String(decoding: bytes, as: UTF8.self)
+            #expect(report.shardNodes == 2 && report.sessions == 1 + round % 2, "\(report)")
             #expect(try Self.halfFollows(in: json) == [], "an export saw a follow on one side only")
             seen += try Self.pairs.count { a, b in json.contains("\"\(a)\":{\"\(b)\"") }
             let asymmetric = try store.check([.followAsymmetric], examples: 1000)[0].examples
