@@ -78,13 +78,18 @@ struct ShardPlan: Sendable {
     let lockTimeout: String
 
     /// The plan for reading the shards of `tables` in the snapshot of `connection`'s transaction; nil on one server,
-    /// when one of `tables` is not distributed by hash, or when no key routes a query to a node. Only inside a
-    /// transaction that `ClusterSnapshot` began, which keeps one connection a node: another connection of the
-    /// transaction would hold another snapshot.
+    /// when one of `tables` is not distributed by hash, when a shard has no active placement on a primary node
+    /// (Citus, not this, then says what to do), or when no key routes a query to a node. Only inside a transaction
+    /// that `ClusterSnapshot` began, which keeps one connection a node: another connection of the transaction would
+    /// hold another snapshot.
     static func make(reading tables: [TreeTable], on connection: StoreConnection) throws -> ShardPlan? {
         guard try Distribution.isDistributed(on: connection) else { return nil }
         let placements = try shardPlacements(of: tables, on: connection)
         guard Set(placements.map(\.table)) == Set(tables) else { return nil }
+        let shardCount = try connection.query(
+            "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = ANY (\(tables.map(\.name))::regclass[])"
+        )[0].decode(Int.self, at: 0)
+        guard placements.count == shardCount else { return nil }
         let groups = Array(Set(placements.map(\.group))).sorted()
         let routes = try snapshotRoutes(to: groups, on: connection)
         guard routes.count == groups.count else { return nil }

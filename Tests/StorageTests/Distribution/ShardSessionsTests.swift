@@ -113,14 +113,7 @@ struct ShardSessionsTests {
 
     /// The tree on one server and on a distributed store of `shardCount` shards a table.
     func makeStores(shardCount: Int? = 4) throws -> (single: Store, citus: Store, database: CitusDatabase) {
-        let single = try makeStore()
-        try importJSON(Self.tree, into: single)
-        let database = try TestCitus.makeDatabase()
-        let citus = Store(connection: try database.connect())
-        try citus.migrate()
-        try importJSON(Self.tree, into: citus)
-        _ = try citus.distribute(shardCount: shardCount)
-        return (single, citus, database)
+        try importedOnOneServerAndDistributed(Self.tree, shardCount: shardCount)
     }
 
     /// The export of `store` over `jobs` sessions, and its report.

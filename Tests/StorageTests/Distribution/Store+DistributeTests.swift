@@ -19,6 +19,21 @@ struct DistributeRefusalTests {
     }
 }
 
+/// `tree` imported on a single server and on a Citus store, which is then distributed at `shardCount` shards a table
+/// (nil: Citus's default).
+func importedOnOneServerAndDistributed(_ tree: String, shardCount: Int? = 4) throws -> (
+    single: Store, citus: Store, database: CitusDatabase
+) {
+    let single = try makeStore()
+    try importJSON(tree, into: single)
+    let database = try TestCitus.makeDatabase()
+    let citus = Store(connection: try database.connect())
+    try citus.migrate()
+    try importJSON(tree, into: citus)
+    _ = try citus.distribute(shardCount: shardCount)
+    return (single, citus, database)
+}
+
 /// The store on a Citus coordinator with two workers, against the same operations on a single server. Runs where
 /// the server binaries have the citus extension (built by hand: Citus is in no Debian archive), and is skipped,
 /// with the reason, elsewhere.
@@ -31,14 +46,7 @@ struct CitusTests {
 
     /// The tree imported on a single server and on a distributed store.
     func makeStores() throws -> (single: Store, citus: Store, database: CitusDatabase) {
-        let single = try makeStore()
-        try importJSON(Self.tree, into: single)
-        let database = try TestCitus.makeDatabase()
-        let citus = Store(connection: try database.connect())
-        try citus.migrate()
-        try importJSON(Self.tree, into: citus)
-        _ = try citus.distribute(shardCount: 4)
-        return (single, citus, database)
+        try importedOnOneServerAndDistributed(Self.tree)
     }
 
     @Test func distributingKeepsEveryByteAndIsIdempotent() throws {
