@@ -2,9 +2,12 @@ import Foundation
 import Storage
 
 /// A one-line progress display on stderr: bytes done of the total, rate and time left, redrawn at most ten
-/// times a second and erased at the end. Only on a terminal, and not with --quiet: pipes, files and cron get
+/// times a second and erased at the end; or the step the work is at (an index build, ANALYZE), whose clock ticks
+/// each second however long the step takes. Only on a terminal, and not with --quiet: pipes, files and cron get
 /// none of it.
-final class ProgressBar {
+///
+/// `@unchecked Sendable`: the step's clock is redrawn from a timer's thread; `lock` guards every field it reads.
+final class ProgressBar: @unchecked Sendable {
     /// What the bar counts.
     enum Unit {
         case bytes, rows
@@ -18,6 +21,11 @@ final class ProgressBar {
     private var done = 0
     /// Rows done, for work counted in bytes that also reports rows (an import).
     private var rows = 0
+    /// The step shown last, until the bar is drawn over it: the ticker redraws it with the time so far.
+    private var step: String?
+    /// Redraws `step` each second, from its first `show` to `finish`.
+    private var ticker: DispatchSourceTimer?
+    private let lock = NSLock()
 
     /// A bar for `label`, or nil when stderr is not a terminal or the session is quiet. `total` is the byte count
     /// when it is known.
@@ -35,31 +43,64 @@ final class ProgressBar {
 
     /// Adds `count` bytes done and redraws when it is time.
     func advance(by count: Int) {
-        done += count
-        let now = Date()
-        guard now.timeIntervalSince(lastDrawn) >= 0.1 else { return }
-        lastDrawn = now
-        draw(elapsed: now.timeIntervalSince(started))
+        lock.withLock {
+            done += count
+            let now = Date()
+            guard now.timeIntervalSince(lastDrawn) >= 0.1 else { return }
+            lastDrawn = now
+            step = nil
+            draw(elapsed: now.timeIntervalSince(started))
+        }
     }
 
     /// Sets the rows done alongside the bytes; the bar then shows rows per second too.
     func update(rows count: Int) {
-        rows = count
+        lock.withLock { rows = count }
     }
 
-    /// Shows which step of the work is running, with the time so far.
+    /// Shows which step of the work is running, with the time so far, which goes on ticking until the bar is drawn
+    /// again or finished.
     func show(_ step: String) {
-        lastDrawn = Date()
-        let elapsed = Int(lastDrawn.timeIntervalSince(started))
-        FileHandle.standardError.write(
-            Data("\r\u{1B}[K\(label)  \(step)  \(elapsed / 60):\(String(format: "%02d", elapsed % 60))".utf8))
+        lock.withLock {
+            self.step = step
+            drawStep()
+            guard ticker == nil else { return }
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.schedule(deadline: .now() + 1, repeating: 1)
+            timer.setEventHandler { [weak self] in self?.tick() }
+            timer.resume()
+            ticker = timer
+        }
     }
 
     /// Erases the bar; call it before printing results (again is harmless).
     func finish() {
-        guard lastDrawn != .distantPast else { return }
-        lastDrawn = .distantPast
-        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        lock.withLock {
+            ticker?.cancel()
+            ticker = nil
+            step = nil
+            guard lastDrawn != .distantPast else { return }
+            lastDrawn = .distantPast
+            FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        }
+    }
+
+    deinit { ticker?.cancel() }
+
+    /// The ticker's second: the step again, if it is still what the line shows.
+    private func tick() {
+        lock.withLock {
+            guard step != nil, Date().timeIntervalSince(lastDrawn) >= 0.5 else { return }
+            drawStep()
+        }
+    }
+
+    private func drawStep() {
+        guard let step else { return }
+        lastDrawn = Date()
+        let elapsed = Int(lastDrawn.timeIntervalSince(started))
+        FileHandle.standardError.write(
+            Data("\r\u{1B}[K\(label)  \(step)  \(elapsed / 60):\(String(format: "%02d", elapsed % 60))".utf8))
     }
 
     private func draw(elapsed: TimeInterval) {

@@ -277,6 +277,18 @@ struct TerminalTests {
         #expect(
             try isBuilding(), "no session built users_slow within 300 s; the database's sessions:\n\(sessions ?? "")")
         try expectScreen(terminal, "users_slow", within: 30)
+        // The step's clock ticks while the build runs: the line shows another time a few seconds on.
+        func clock() throws -> String? {
+            try terminal.screen().split(separator: "\n").last { $0.contains("users_slow") }
+                .flatMap { $0.split(separator: " ").last.map(String.init) }
+        }
+        let shown = try clock()
+        var later = shown
+        for _ in 0..<50 where later == shown {
+            Thread.sleep(forTimeInterval: 0.2)
+            later = try clock()
+        }
+        #expect(shown != nil && later != shown, "the step's clock stood at \(shown ?? "nothing")")
         #expect(
             try observer.query(
                 "SELECT count(*) FROM pg_namespace WHERE starts_with(nspname, \(SideTables.helperSchemaPrefix))"
