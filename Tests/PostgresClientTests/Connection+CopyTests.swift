@@ -73,6 +73,42 @@ struct CopyTests {
         #expect(bytes > 20000 * 5)
     }
 
+    /// Two COPYs read a row at a time, interleaved, each on its own connection: every row of each, in order, and
+    /// then each connection runs its next statement; a COPY that fails in the middle throws at the row where the
+    /// server failed, with the server's SQLSTATE, and leaves its connection usable.
+    @Test func copyOutRowsCanBePulledOneAtATime() throws {
+        let database = try TestPostgres.makeDatabase()
+        let first = try database.connect()
+        let second = try database.connect()
+        try first.beginCopyOut("COPY (SELECT 'a' || g FROM generate_series(1, 3000) g ORDER BY g) TO STDOUT")
+        try second.beginCopyOut("COPY (SELECT 'b' || g FROM generate_series(1, 2000) g ORDER BY g) TO STDOUT")
+        var rows: [String: [String]] = ["a": [], "b": []]
+        var open = [first, second]
+        while !open.isEmpty {
+            for connection in open {
+                guard let row = try connection.nextCopyOutRow() else {
+                    open.removeAll { $0 === connection }
+                    continue
+                }
+                let text = String(decoding: row, as: UTF8.self)
+                rows[String(text.prefix(1)), default: []].append(text)
+            }
+        }
+        #expect(rows["a"] == (1...3000).map { "a\($0)\n" })
+        #expect(rows["b"] == (1...2000).map { "b\($0)\n" })
+        #expect(try first.query("SELECT 1")[0].decode(Int.self, at: 0) == 1)
+        #expect(try second.query("SELECT 2")[0].decode(Int.self, at: 0) == 2)
+
+        try first.beginCopyOut("COPY (SELECT 10 / (3 - g) FROM generate_series(1, 5) g) TO STDOUT")
+        var read = 0
+        let error = #expect(throws: DatabaseError.self) {
+            while try first.nextCopyOutRow() != nil { read += 1 }
+        }
+        #expect(error?.sqlState == SQLState(rawValue: "22012"), "\(String(describing: error))")
+        #expect(read == 2)
+        #expect(try first.query("SELECT 3")[0].decode(Int.self, at: 0) == 3)
+    }
+
     @Test func anAbortedCopyStoresNothing() throws {
         let connection = try TestPostgres.makeDatabase().connect()
         struct Abort: Error {}

@@ -35,11 +35,6 @@ final class ShardSessions {
         self.nodes = nodes
     }
 
-    /// Whether some node holds shards of `table`.
-    func holds(_ table: TreeTable) -> Bool {
-        nodes.contains { $0.shards[table] != nil }
-    }
-
     /// Runs the statement `statement` makes of each node's shards of `table` on every node holding some, all at
     /// once, and returns their results in node order.
     func ask(about table: TreeTable, _ statement: ([ShardPlan.Shard]) -> Query) throws -> [StoreResult] {
