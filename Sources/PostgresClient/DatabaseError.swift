@@ -117,6 +117,8 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let insufficientPrivilege = SQLState(rawValue: "42501")
     /// `42883`: no function of that name and arguments exists.
     public static let undefinedFunction = SQLState(rawValue: "42883")
+    /// `XX000`: an internal error (Citus reports a worker's failure so, whatever it was there).
+    public static let internalError = SQLState(rawValue: "XX000")
 
     /// Class 08: the connection failed or broke.
     public var isConnectionException: Bool { rawValue.hasPrefix("08") }

@@ -50,6 +50,7 @@ struct Reads {
         }
         let cluster = try ClusterSnapshot.ifDistributed(on: connection)
         var waits = false
+        var firstRefusal: ContinuousClock.Instant?
         while true {
             var locking = false
             var locked = false
@@ -65,16 +66,14 @@ struct Reads {
                     locked = true
                     return try body()
                 }
-            } catch let error as StorageError
-                where locking && !locked && !waits && error.sqlState == .lockNotAvailable
-            {
+            } catch let error as StorageError where locking && !locked && !waits && error.isLockRefusal {
                 onReadWait?(try tableLockHolder())
-                if cluster == nil {
-                    waits = true
-                } else {
+                if let cluster {
                     // Waiting behind the barrier would deadlock with an import whose commit it holds back: wait
                     // without it, in a transaction of its own, then read again from the start.
-                    try connection.withTransaction(readOnly: true) { try connection.execute(Self.readLock) }
+                    try cluster.waitForTables([Self.readLock], readOnly: true, since: &firstRefusal)
+                } else {
+                    waits = true
                 }
             }
         }

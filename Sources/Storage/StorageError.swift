@@ -81,6 +81,13 @@ public struct StorageError: Error, CustomStringConvertible, Sendable {
         get { overrides.sqlState ?? databaseError?.sqlState }
         set { overrides.sqlState = .some(newValue) }
     }
+    /// Whether a lock asked for without waiting (or within `lock_timeout`) was refused: `lockNotAvailable`, or
+    /// on Citus a worker's refusal, which Citus reports as the failure of its connection there (XX000, after a
+    /// warning that names the lock): Citus takes a `LOCK TABLE`'s locks on the workers before the coordinator's.
+    var isLockRefusal: Bool {
+        sqlState == .lockNotAvailable
+            || (sqlState == .internalError && message.hasPrefix("failure on connection marked as essential"))
+    }
     /// The SQLSTATE code as PostgreSQL spells it (`"55P03"`: lock not available), for a caller that must tell
     /// one server error from another; nil when there is none.
     public var sqlStateCode: String? { sqlState?.rawValue }

@@ -164,6 +164,53 @@ struct FaultTests {
         #expect(try export(db) == before)
     }
 
+    /// On Citus a whole-tree import fills distributed twins in its transaction: killed while it streams its COPY,
+    /// it leaves the store as it was and nothing of the twins on any node (schemas, tables, Citus's catalog), and
+    /// readers read the store meanwhile.
+    @Test(.enabled(if: TestCitus.isAvailable, Comment(rawValue: "Citus: " + (TestCitus.unavailableReason ?? ""))))
+    func killingTheConsoleDuringADistributedImportLeavesNothingOnAnyNode() throws {
+        let database = try TestCitus.makeDatabase(coordinatorInMetadata: false)
+        let directory = try makeTemporaryDirectory("admin-kill-citus")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try generate(directory + "/small.json", users: 300)
+        try generate(directory + "/big.json", users: 12_000)
+        let db = ["--db", database.coordinator]
+        for step in [["migrate"], ["import", directory + "/small.json"], ["distribute", "--shard-count", "4"]] {
+            let run = try AdminProcess.run(db + ["-q"] + step)
+            #expect(run.status == 0, "\(step): \(run.stderr)")
+        }
+        let before = try export(db)
+        let observer = try database.connect()
+        func leftovers() throws -> [String] {
+            try ([database.coordinator] + database.workers).flatMap { conninfo in
+                try Connection(conninfo: conninfo).query(
+                    """
+                    SELECT nspname::text FROM pg_namespace WHERE starts_with(nspname, \(SideTables.schema))
+                    UNION ALL
+                    SELECT logicalrelid::text FROM pg_dist_partition
+                    WHERE logicalrelid::text <> ALL (\(Store.treeTables + Store.lookupTables))
+                    """
+                ).map { "\(conninfo): \(try $0.decode(String.self, at: 0))" }
+            }
+        }
+        let (importing, _, _, _) = try AdminProcess.start(db + ["import", directory + "/big.json"])
+        try waitUntil("the import is copying") { try someoneIsRunning("COPY", on: observer) }
+        #expect(try export(db) == before)
+        #expect(try someoneIsRunning("COPY", on: observer), "the import finished before the export did")
+        kill(importing.processIdentifier, SIGKILL)
+        importing.waitUntilExit()
+        #expect(importing.terminationReason == .uncaughtSignal)
+        try waitUntil("the killed import's transaction has ended") {
+            try !someoneIsRunning("COPY", on: observer)
+        }
+        #expect(try export(db) == before)
+        #expect(try leftovers() == [])
+        let next = try AdminProcess.run(db + ["-q", "import", directory + "/small.json"])
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(try export(db) == before)
+        #expect(try leftovers() == [])
+    }
+
     @Test func stoppingTheServerImmediatelyDuringAnImportLosesNothingOnceItRestarts() throws {
         let directory = try makeTemporaryDirectory("admin-stop")
         defer { try? FileManager.default.removeItem(atPath: directory) }

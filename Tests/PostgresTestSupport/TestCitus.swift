@@ -14,9 +14,12 @@ public enum TestCitus {
     public static var isAvailable: Bool { available.reason == nil }
 
     /// A new database on every node, with the citus extension and the workers added on the coordinator; no schema.
-    public static func makeDatabase() throws -> CitusDatabase {
+    /// With `coordinatorInMetadata` (`citus_set_coordinator_host`) the coordinator is a node of the metadata too,
+    /// and Citus takes a `LOCK TABLE`'s locks there before the workers'; without it (as a cluster made by
+    /// `citus_add_node` alone is), the workers' first.
+    public static func makeDatabase(coordinatorInMetadata: Bool = true) throws -> CitusDatabase {
         let cluster = try sharedCluster.get()
-        return try cluster.makeDatabase()
+        return try cluster.makeDatabase(coordinatorInMetadata: coordinatorInMetadata)
     }
 
     private static let available: (reason: String?, bin: String?) = {
@@ -162,7 +165,7 @@ final class CitusTestCluster: @unchecked Sendable {
     /// shared by every database of a node).
     private static let creation = NSLock()
 
-    func makeDatabase() throws -> CitusDatabase {
+    func makeDatabase(coordinatorInMetadata: Bool) throws -> CitusDatabase {
         Self.creation.lock()
         defer { Self.creation.unlock() }
         let name = "citus_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
@@ -172,7 +175,9 @@ final class CitusTestCluster: @unchecked Sendable {
             try Connection(conninfo: conninfo(port: port, database: name)).execute("CREATE EXTENSION citus")
         }
         let coordinator = try Connection(conninfo: conninfo(port: Self.ports[0], database: name))
-        try coordinator.execute("SELECT citus_set_coordinator_host(\(socketDirectory), \(Self.ports[0])::int)")
+        if coordinatorInMetadata {
+            try coordinator.execute("SELECT citus_set_coordinator_host(\(socketDirectory), \(Self.ports[0])::int)")
+        }
         for port in Self.ports.dropFirst() {
             try coordinator.execute("SELECT citus_add_node(\(socketDirectory), \(port)::int)")
         }

@@ -31,7 +31,8 @@ struct Import: ConsoleCommand {
             waits to write it would deadlock with the switch, so its statement is cancelled (the report warns, \
             naming the session). Where the tables carry what a switch cannot take along (a trigger, a policy, a \
             publication, a foreign key, a materialized view over them, an importing role that does not own them), \
-            or on Citus, the import locks reads out from its first row to its commit instead, and says why. A \
+            the import locks reads out from its first row to its commit instead, and says why. On Citus the new \
+            tables are distributed as the store's are, and one session loads them. A \
             waiting command fails after `settings lock_timeout` (5 s) with a message naming the import; the \
             import itself waits as long as it takes for other imports and the app's open transactions.
 

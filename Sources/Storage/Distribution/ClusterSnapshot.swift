@@ -62,8 +62,43 @@ struct ClusterSnapshot {
             try connection.withTransaction(readOnly: true) {
                 try connection.execute("LOCK TABLE users IN ACCESS SHARE MODE NOWAIT")
             }
-        } catch let error as StorageError where error.sqlState == .lockNotAvailable {}
+        } catch let error as StorageError where error.isLockRefusal {}
     }
+
+    /// Waits for the tables a read (or a sync) found held, before it reads again: runs `statements` (a `LOCK
+    /// TABLE` that waits, up to `lock_timeout`) in a transaction of their own, with the lock taken on the
+    /// coordinator alone. Citus would take it on the workers first and hold it there while it waits on the
+    /// coordinator, where a whole-tree import's switch holds the tables while its changes to them wait on the
+    /// workers for that very lock. When nothing held them on the coordinator, a writer holds them on the workers
+    /// only (Citus locks the workers one after the other, then the coordinator): the read waits a moment before
+    /// it asks again, and gives up once `lock_timeout` has passed since `firstRefusal`, as a wait would.
+    func waitForTables(_ statements: [Query], readOnly: Bool, since firstRefusal: inout ContinuousClock.Instant?)
+        throws
+    {
+        let clock = ContinuousClock()
+        let started = clock.now
+        try connection.withTransaction(readOnly: readOnly) {
+            try connection.execute(Self.coordinatorOnly)
+            for statement in statements { try connection.execute(statement) }
+        }
+        guard clock.now - started < .milliseconds(10) else { return }
+        let since = firstRefusal ?? started
+        firstRefusal = since
+        let timeout = try connection.query("SELECT extract(epoch FROM \(lockTimeout)::interval)::float8")[0]
+            .decode(Double.self, at: 0)
+        if timeout > 0, clock.now - since > .seconds(timeout) {
+            throw StorageError(
+                .server, "waited \(lockTimeout) (lock_timeout) for a lock another transaction holds on the workers",
+                sqlState: .lockNotAvailable,
+                hint: "Nothing was read. Try again; pg_locks on the workers shows who holds the tables."
+            ).remedied(.waitLonger)
+        }
+        Thread.sleep(forTimeInterval: 0.05)
+    }
+
+    /// Keeps the transaction's next `LOCK TABLE`s on the coordinator: Citus sends one to the workers unless DDL
+    /// propagation is off.
+    static let coordinatorOnly: Query = "SELECT set_config('citus.enable_ddl_propagation', 'off', true)"
 
     /// Runs `reachEveryWorker` (a statement Citus sends to every worker in the transaction, which takes no snapshot
     /// on the coordinator) and takes the coordinator's snapshot, while no distributed commit can be half done:

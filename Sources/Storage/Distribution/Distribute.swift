@@ -125,20 +125,28 @@ struct Distribution {
     }
 
     private func place(_ table: PlannedTable, shardCount: Int?) throws {
-        switch table.placement {
-        case .reference:
-            try connection.execute("SELECT create_reference_table(\(table.name)::regclass)")
-        case .distributed(let column, let group?):
-            try connection.execute(
-                "SELECT create_distributed_table(\(table.name)::regclass, \(column), colocate_with => \(group))")
-        case .distributed(let column, nil):
-            let shards: Query = shardCount.map { ", shard_count => \($0)::int" } ?? ""
-            try connection.execute(
-                "SELECT create_distributed_table(\(table.name)::regclass, \(column), colocate_with => 'none'\(shards))")
-        }
+        try Self.place(table.name, table.placement, shardCount: shardCount, on: connection)
         // The rows were copied to the shards; the coordinator's own copy is invisible from now on and only
         // takes space.
         try connection.execute("SELECT truncate_local_data_after_distributing_table(\(table.name)::regclass)")
+    }
+
+    /// Places the table `name` (as `regclass` reads it) as `placement` says; a table that leads its group takes
+    /// `shardCount` shards (nil: `citus.shard_count`).
+    static func place(
+        _ name: String, _ placement: TablePlacement, shardCount: Int?, on connection: StoreConnection
+    ) throws {
+        switch placement {
+        case .reference:
+            try connection.execute("SELECT create_reference_table(\(name)::regclass)")
+        case .distributed(let column, let group?):
+            try connection.execute(
+                "SELECT create_distributed_table(\(name)::regclass, \(column), colocate_with => \(group))")
+        case .distributed(let column, nil):
+            let shards: Query = shardCount.map { ", shard_count => \($0)::int" } ?? ""
+            try connection.execute(
+                "SELECT create_distributed_table(\(name)::regclass, \(column), colocate_with => 'none'\(shards))")
+        }
     }
 
     private static func check(_ placed: PlacedTable, against planned: PlannedTable) throws {

@@ -196,6 +196,7 @@ final class HelperImport: @unchecked Sendable {
     private func load(on connection: StoreConnection) throws -> (Loaded, FinishingClock) {
         let side = try SideTables.plan(on: connection, schema: schema).get()
         let deferredIndexes = try side.create(keepsIndexes: options.keepsIndexes)
+        try side.redirectWrites()
         let treeRows = TreeRows(connection: connection)
         let copies = DerivedCopies(connection: connection)
         let loader = TableLoader(connection: connection, usesFreeze: true)

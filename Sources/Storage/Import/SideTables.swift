@@ -41,29 +41,53 @@ final class SideTables {
     private let tables: [(schema: String, name: String, oid: Int)]
     /// The statements that make the twins, in order: tables, then the keys kept while loading, then the rest.
     private let statements: [(table: String, step: Int, name: String, statement: String)]
+    /// On Citus, how each table is placed, in `tables` order, so that its twin is placed alike; empty on one server.
+    private let placements: [Placement]
     /// The `search_path` before the import put `schema` first.
     private var searchPath = ""
 
     private init(
         connection: StoreConnection, schemaName: String, tables: [(schema: String, name: String, oid: Int)],
-        statements: [(table: String, step: Int, name: String, statement: String)]
+        statements: [(table: String, step: Int, name: String, statement: String)], placements: [Placement]
     ) {
         self.connection = connection
         self.schemaName = schemaName
         self.tables = tables
         self.statements = statements
+        self.placements = placements
+    }
+
+    /// How Citus places a table of the store, which its twin copies: sharded by `column` into `shardCount` shards,
+    /// beside the rows of an earlier table (`colocatedWith`, whose twin the twin goes beside), or copied to every
+    /// node (`column` nil).
+    struct Placement {
+        var table: String
+        var column: String?
+        var colocatedWith: String?
+        var shardCount: Int
     }
 
     /// The twins the store's tables can have, or why they cannot (then the import locks readers out instead, as
     /// it did before): something a twin would not carry across the switch (a trigger, a policy, a publication, a
     /// foreign key, a materialized view or a function over a table, a tablespace, an index the catalog cannot
     /// restate), or a role that does not own the tables and their views or may not create a schema.
-    static func plan(on connection: StoreConnection, schema: String = SideTables.schema) throws -> Result<
-        SideTables, Obstacle
-    > {
+    ///
+    /// On Citus (`isDistributed`) the twins are distributed as the tables are, in the import's transaction, so that
+    /// the switch moves tables and shards alike; a table Citus does not hold (or holds otherwise than sharded by
+    /// hash or copied to every node) is an obstacle.
+    static func plan(
+        on connection: StoreConnection, schema: String = SideTables.schema, isDistributed: Bool = false
+    ) throws -> Result<SideTables, Obstacle> {
         let tableNames = Store.treeTables + Store.lookupTables
         if let row = try connection.query(Self.obstacleQuery(tableNames)).first {
             return .failure(Obstacle(reason: try row.decode(String.self, at: 0)))
+        }
+        var placements: [Placement] = []
+        if isDistributed {
+            switch try citusPlacements(of: tableNames, on: connection) {
+            case .success(let placed): placements = placed
+            case .failure(let obstacle): return .failure(obstacle)
+            }
         }
         var tables: [(schema: String, name: String, oid: Int)] = []
         for row in try connection.query(
@@ -89,7 +113,43 @@ final class SideTables {
             statements.append((try row.decode(String.self, at: 0), try row.decode(Int.self, at: 1), name, statement))
         }
         return .success(
-            SideTables(connection: connection, schemaName: schema, tables: tables, statements: statements))
+            SideTables(
+                connection: connection, schemaName: schema, tables: tables, statements: statements,
+                placements: placements))
+    }
+
+    /// How Citus places each of `names`, or the first table it does not place as a twin can copy.
+    private static func citusPlacements(of names: [String], on connection: StoreConnection) throws -> Result<
+        [Placement], Obstacle
+    > {
+        let rows = try connection.query(
+            """
+            SELECT t.name, p.partmethod::text, column_to_column_name(p.logicalrelid, p.partkey), p.colocationid,
+                (SELECT count(*) FROM pg_dist_shard s WHERE s.logicalrelid = p.logicalrelid)
+            FROM unnest(\(names)::text[]) WITH ORDINALITY AS t(name, position)
+            LEFT JOIN pg_dist_partition p ON p.logicalrelid = to_regclass(t.name)
+            ORDER BY t.position
+            """)
+        var placements: [Placement] = []
+        var groups: [Int: String] = [:]
+        for row in rows {
+            let name = try row.decode(String.self, at: 0)
+            switch try row.decode(String?.self, at: 1) {
+            case "n"?:
+                placements.append(Placement(table: name, column: nil, colocatedWith: nil, shardCount: 1))
+            case "h"?:
+                let group = try row.decode(Int.self, at: 3)
+                placements.append(
+                    Placement(
+                        table: name, column: try row.decode(String.self, at: 2), colocatedWith: groups[group],
+                        shardCount: try row.decode(Int.self, at: 4)))
+                if groups[group] == nil { groups[group] = name }
+            case let method:
+                let how = method.map { "placed by Citus's method '\($0)'" } ?? "not distributed by Citus"
+                return .failure(Obstacle(reason: "\(name): \(how), where the other tables are"))
+            }
+        }
+        return .success(placements)
     }
 
     /// Why an import cannot fill twins of the store's tables.
@@ -98,17 +158,28 @@ final class SideTables {
         var reason: String
     }
 
-    /// Makes the twins (with every index when `keepsIndexes`) and puts `schema` first in the transaction's
-    /// `search_path`; returns the indexes left to build once the rows are in.
+    /// Makes the twins (with every index when `keepsIndexes`); returns the indexes left to build once the rows are
+    /// in. `redirectWrites` then sends the import's statements to them.
+    ///
+    /// On Citus this comes first in the transaction, the schema the switch moves the tables to included: Citus
+    /// refuses a schema's commands in a transaction once a statement of it ran over a node's shards in parallel.
     func create(keepsIndexes: Bool) throws -> DeferredIndexes {
         try connection.execute("CREATE SCHEMA \(identifier: schemaName)")
+        if !placements.isEmpty { try connection.execute("CREATE SCHEMA \(identifier: Self.replacedSchema)") }
         if schemaName != Self.schema {
             // A utility statement takes no parameters; both texts are this type's own (no quotes in the comment).
             try connection.execute(
                 script: "COMMENT ON SCHEMA \(Query.quoted(identifier: schemaName)) IS '\(Self.helperComment)'")
         }
         var deferred: [(table: String, name: String, definition: String)] = []
+        var isPlaced = placements.isEmpty
         for (table, step, name, statement) in statements {
+            // On Citus the twins are distributed while empty, before their keys and indexes (which Citus then
+            // makes on every shard).
+            if step > 0, !isPlaced {
+                try placeTwins()
+                isPlaced = true
+            }
             if step == 2, !keepsIndexes {
                 deferred.append((table, name, statement))
             } else {
@@ -116,10 +187,32 @@ final class SideTables {
                 try connection.execute(script: statement)
             }
         }
+        if !isPlaced { try placeTwins() }
+        return DeferredIndexes(connection: connection, indexes: deferred)
+    }
+
+    /// Puts `schema` first in the transaction's `search_path`, so that every statement the import makes from now
+    /// on writes the twins.
+    func redirectWrites() throws {
         searchPath = try connection.query("SELECT current_setting('search_path')")[0].decode(String.self, at: 0)
         try connection.execute(
             "SELECT set_config('search_path', format('%I, ', \(schemaName)::text) || \(searchPath), true)")
-        return DeferredIndexes(connection: connection, indexes: deferred)
+    }
+
+    /// On Citus, places each twin as its table is placed (`placements`).
+    private func placeTwins() throws {
+        for placement in placements {
+            try Distribution.place(
+                twin(placement.table),
+                placement.column.map { .distributed(column: $0, colocateWith: placement.colocatedWith.map(twin)) }
+                    ?? .reference,
+                shardCount: placement.shardCount, on: connection)
+        }
+    }
+
+    /// The twin of `table`, as a qualified name `regclass` reads.
+    private func twin(_ table: String) -> String {
+        "\(Query.quoted(identifier: schemaName)).\(Query.quoted(identifier: table))"
     }
 
     // MARK: A parallel import's other sessions
@@ -176,7 +269,7 @@ final class SideTables {
         let cancelled = try lockTables(and: viewNames, isCancelled: isCancelled)
         // Read before anything moves: each definition names the tables as the views' readers do.
         let views = try connection.query(Self.viewsQuery(tables.map(\.oid))).map { try $0.decode(String.self, at: 0) }
-        try connection.execute("CREATE SCHEMA \(identifier: Self.replacedSchema)")
+        if placements.isEmpty { try connection.execute("CREATE SCHEMA \(identifier: Self.replacedSchema)") }
         for table in tables {
             try connection.execute(
                 "ALTER TABLE \(identifier: table.schema).\(identifier: table.name) SET SCHEMA \(identifier: Self.replacedSchema)"
@@ -254,12 +347,24 @@ final class SideTables {
                     try connection.execute(
                         "SELECT set_config('lock_timeout', \(StoreConnection.lockTimeoutSetting(milliseconds: Self.lockWaitMilliseconds)), true)"
                     )
+                    // On Citus the lock is the coordinator's alone: there `lock_timeout` paces the request (on the
+                    // workers, where Citus would take it first, it waits as long as a reader holds the tables, and
+                    // readers queue behind it). The changes that follow take the workers' locks, once no reader holds
+                    // the coordinator's.
+                    let propagation =
+                        try placements.isEmpty
+                        ? nil
+                        : connection.query("SELECT current_setting('citus.enable_ddl_propagation')")[0].decode(
+                            String.self, at: 0)
+                    if propagation != nil { try connection.execute(ClusterSnapshot.coordinatorOnly) }
                     try connection.execute("LOCK TABLE \(list) IN ACCESS EXCLUSIVE MODE")
+                    if let propagation {
+                        try connection.execute(
+                            "SELECT set_config('citus.enable_ddl_propagation', \(propagation), true)")
+                    }
                 }
                 break
-            } catch let error as StorageError
-                where error.sqlState == .lockNotAvailable || error.sqlState == .deadlockDetected
-            {
+            } catch let error as StorageError where error.isLockRefusal || error.sqlState == .deadlockDetected {
                 // A deadlock is found at once when the request would wait for a session that waits for this one
                 // (one that began waiting after the cancels above): cancelled on the next round.
                 if isCancelled() {
@@ -357,6 +462,9 @@ final class SideTables {
                         AND NOT (d.classid = 'pg_class'::regclass
                             AND d.objid IN (SELECT indexrelid FROM pg_index WHERE indrelid = t.oid))
                         AND NOT (d.classid = 'pg_class'::regclass AND d.objid = t.reltoastrelid)
+                        -- Citus's truncate trigger: a twin distributed gets its own.
+                        AND NOT (d.classid = 'pg_trigger'::regclass
+                            AND d.objid IN (SELECT oid FROM pg_trigger WHERE tgrelid = t.oid AND tgisinternal))
                         AND NOT (d.classid = 'pg_type'::regclass
                             AND d.objid IN (t.reltype, (SELECT typarray FROM pg_type WHERE oid = t.reltype)))
                     LIMIT 1))

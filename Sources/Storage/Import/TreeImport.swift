@@ -283,17 +283,24 @@ struct TreeImport {
         var start = Start()
         let distributed = try distribution.isDistributed()
         start.isDistributed = distributed
-        switch try sideTablesPlan(isDistributed: distributed) {
+        switch try SideTables.plan(on: connection, isDistributed: distributed) {
         case .success(let plan):
+            // On Citus the twins come before any statement over many shards (`SideTables.create`).
+            func makeTwins() throws {
+                _ = try SideTables.dropLeftovers(on: connection)
+                start.deferredIndexes = try plan.create(keepsIndexes: options.keepsIndexes)
+            }
+            if distributed { try makeTwins() }
             // Writers wait for the import; readers read the store as it was until the switch.
             try connection.execute("LOCK TABLE \(Store.treeTableList) IN EXCLUSIVE MODE")
             try maintenance.welcomeReaders()
             start.heldSomething = try !treeRows.isEmpty()
-            _ = try SideTables.dropLeftovers(on: connection)
-            start.deferredIndexes = try plan.create(keepsIndexes: options.keepsIndexes)
+            if !distributed { try makeTwins() }
+            try plan.redirectWrites()
             start.sideTables = plan
             let asked = options.jobs ?? Store.defaultJobs
-            if asked > 1, let reopening, !options.isDryRun, options.maximumRejects == 0 {
+            // On Citus one session loads: another's twins, committed apart, could not be placed beside these.
+            if asked > 1, let reopening, !options.isDryRun, options.maximumRejects == 0, !distributed {
                 let room = try connectionsLeft()
                 let jobs = max(1, min(asked, room - 1))
                 if jobs < asked {
@@ -355,15 +362,6 @@ struct TreeImport {
             path: "/",
             message: "cancelled the statement of session \(pid): its transaction had read the tables before the "
                 + "import and then waited to write them, which kept the import from switching")
-    }
-
-    /// The twins a whole-tree import fills, or why it cannot (on Citus, whose shards would need twins of
-    /// their own: the import locks readers out there).
-    private func sideTablesPlan(isDistributed: Bool) throws -> Result<SideTables, SideTables.Obstacle> {
-        if isDistributed {
-            return .failure(SideTables.Obstacle(reason: "the tables are distributed (Citus)"))
-        }
-        return try SideTables.plan(on: connection)
     }
 
     /// What an import does about a finding at `path` (a merge's replaced child, a repeated key): the rows sent so

@@ -80,6 +80,7 @@ struct TreeSync {
         let clock = ContinuousClock()
         let started = clock.now
         let cluster = try ClusterSnapshot.ifDistributed(on: connection)
+        var firstRefusal: ContinuousClock.Instant?
         while true {
             var tables = TableLock.notYet
             do {
@@ -87,13 +88,12 @@ struct TreeSync {
                     tables: &tables, cluster: cluster, opening: open, options: options, into: &report,
                     onReject: onReject, isCancelled: isCancelled, onStep: onStep, clock: clock, started: started)
                 return
-            } catch let error as StorageError where tables == .asked && error.sqlState == .lockNotAvailable {
+            } catch let error as StorageError where tables == .asked && error.isLockRefusal {
                 // Another transaction holds the tables (a root write, VACUUM FULL): wait for it without the barrier,
                 // which its commit would wait for, then take the snapshot behind the barrier again.
-                try connection.withTransaction {
-                    try connection.execute("SET LOCAL lock_timeout = 0")
-                    try connection.execute(Self.treeLock)
-                }
+                guard let cluster else { throw error }
+                try cluster.waitForTables(
+                    ["SET LOCAL lock_timeout = 0", Self.treeLock], readOnly: false, since: &firstRefusal)
             }
         }
     }

@@ -71,8 +71,9 @@ struct CitusTests {
         }
     }
 
-    /// The import drops the indexes and primary keys and builds them again after the rows (on every shard): the
-    /// coordinator's and every placement's are as they were.
+    /// The import fills distributed tables beside the store's, builds their indexes and primary keys after the
+    /// rows (on every shard) and switches them in: the coordinator's indexes and every placement's are as they
+    /// were, but for the shards' new numbers.
     @Test func aReplacingImportOfADistributedStoreGivesTheFileBack() throws {
         let (_, citus, _) = try makeStores()
         let other = try generate(GeneratorOptions(users: 120, seed: 4)).json
@@ -82,12 +83,13 @@ struct CitusTests {
             ).map { try $0.decode(String.self, at: 0) }
             let placements = try citus.connection.query(
                 """
-                SELECT logicalrelid::text || ' ' || result
+                SELECT logicalrelid::text || ' ' || regexp_replace(result, '_[0-9]+\\M', '_N', 'g')
                 FROM pg_dist_partition, run_command_on_placements(logicalrelid,
                     'SELECT string_agg(indexdef, '' '' ORDER BY indexname) FROM pg_indexes WHERE tablename = ''%s''')
                 ORDER BY 1
                 """
             ).map { try $0.decode(String.self, at: 0) }
+            // A shard's number ends its name and each of its indexes' (replaced above by N).
             return coordinator + placements
         }
         let before = try indexes()
@@ -137,9 +139,9 @@ struct CitusTests {
         #expect(tables == analyzing.count)
     }
 
-    /// A file that can be read again: on Citus one session loads it (the tables cannot be switched in), the
-    /// likes read after the posts and sent with their owners to their owners' shards, or staged when a post key
-    /// has two owners; the likes' rows are one server's.
+    /// A file that can be read again: on Citus one session loads it into distributed tables beside the store's
+    /// (switched in at the end: readers are not locked out), the likes read after the posts and sent with their
+    /// owners to their owners' shards, or staged when a post key has two owners; the likes' rows are one server's.
     @Test func anImportThatReadsTheLikesAfterThePostsGivesThemOneServersOwners() throws {
         let (_, citus, _) = try makeStores()
         let trees = [
@@ -150,7 +152,8 @@ struct CitusTests {
             let single = try makeStore()
             try importJSON(json, into: single)
             let report = try importJSON(json, into: citus, options: ImportOptions(), jobs: 2)
-            #expect(report.readersLockedOut != nil)
+            #expect(report.readersLockedOut == nil, "\(report.readersLockedOut ?? "")")
+            #expect(report.sessions == 1)
             // Staged (and joined) only where a key has two owners.
             #expect(report.finishing.contains { $0.target == TreeTable.postLikes.name } == (index == 2))
             expectSameText(try exportJSON(citus), try exportJSON(single))
