@@ -31,34 +31,15 @@ struct OnlineImportTests {
         return try exportJSON(store)
     }
 
-    /// Runs a whole-tree import of `after` into `database` on a thread of its own, gated at half its file;
-    /// `whileGated` runs while the import waits there, `whileFinishing` once it was let go.
+    /// Runs a whole-tree import of `after` into `database`, gated at half its file (`importGated`).
     private func importing(
         into database: TestDatabase, options: ImportOptions = ImportOptions(),
         onStep: @escaping @Sendable (ImportStep) -> Void = { _ in },
         whileGated: () throws -> Void, whileFinishing: () throws -> Void = {}
     ) throws -> ImportReport {
-        let gate = GatedSource(try Self.after.get())
-        nonisolated(unsafe) let store = Store(connection: try database.connect())
-        let outcome = Mutex<Result<ImportReport, any Error>?>(nil)
-        let finished = DispatchSemaphore(value: 0)
-        Thread {
-            let report = Result { try store.importTree(from: gate, options: options, onStep: onStep) }
-            outcome.withLock { $0 = report }
-            finished.signal()
-        }.start()
-        try #require(gate.reached.wait(timeout: .now() + 60) == .success, "the import never read half its file")
-        do {
-            try whileGated()
-        } catch {
-            gate.open.signal()
-            _ = finished.wait(timeout: .now() + 60)
-            throw error
-        }
-        gate.open.signal()
-        try whileFinishing()
-        try #require(finished.wait(timeout: .now() + 120) == .success, "the import never finished")
-        return try #require(outcome.withLock { $0 }).get()
+        try importGated(
+            try Self.after.get(), into: Store(connection: try database.connect()), options: options, onStep: onStep,
+            whileGated: whileGated, whileFinishing: whileFinishing)
     }
 
     /// Whether anything of an import's side tables is left in `database`.

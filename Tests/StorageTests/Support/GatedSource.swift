@@ -1,5 +1,10 @@
 import Dispatch
 import FirebaseTree
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Storage
 
 /// A file that gives its first half, then waits (`reached` is signalled) until `open` is signalled.
 final class GatedSource: ByteSource, @unchecked Sendable {
@@ -22,4 +27,34 @@ final class GatedSource: ByteSource, @unchecked Sendable {
         offset += count
         return count
     }
+}
+
+/// Runs a whole-tree import of `json` into `store` on a thread of its own, gated at half its file; `whileGated`
+/// runs while the import waits there, `whileFinishing` once it was let go. Returns the import's report.
+func importGated(
+    _ json: String, into store: Store, options: ImportOptions = ImportOptions(),
+    onStep: @escaping @Sendable (ImportStep) -> Void = { _ in },
+    whileGated: () throws -> Void, whileFinishing: () throws -> Void = {}
+) throws -> ImportReport {
+    let gate = GatedSource(json)
+    nonisolated(unsafe) let store = store
+    let outcome = Mutex<Result<ImportReport, any Error>?>(nil)
+    let finished = DispatchSemaphore(value: 0)
+    Thread {
+        let report = Result { try store.importTree(from: gate, options: options, onStep: onStep) }
+        outcome.withLock { $0 = report }
+        finished.signal()
+    }.start()
+    try #require(gate.reached.wait(timeout: .now() + 60) == .success, "the import never read half its file")
+    do {
+        try whileGated()
+    } catch {
+        gate.open.signal()
+        _ = finished.wait(timeout: .now() + 60)
+        throw error
+    }
+    gate.open.signal()
+    try whileFinishing()
+    try #require(finished.wait(timeout: .now() + 120) == .success, "the import never finished")
+    return try #require(outcome.withLock { $0 }).get()
 }
