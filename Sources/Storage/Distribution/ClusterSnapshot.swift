@@ -71,10 +71,12 @@ struct ClusterSnapshot {
     /// coordinator, where a whole-tree import's switch holds the tables while its changes to them wait on the
     /// workers for that very lock. When nothing held them on the coordinator, a writer holds them on the workers
     /// only (Citus locks the workers one after the other, then the coordinator): the read waits a moment before
-    /// it asks again, and gives up once `lock_timeout` has passed since `firstRefusal`, as a wait would.
-    func waitForTables(_ statements: [Query], readOnly: Bool, since firstRefusal: inout ContinuousClock.Instant?)
-        throws
-    {
+    /// it asks again, and gives up once `timeout` (the session's `lock_timeout` unless given; 0: never) has passed
+    /// since `firstRefusal`, as a wait would.
+    func waitForTables(
+        _ statements: [Query], readOnly: Bool, timeout: String? = nil,
+        since firstRefusal: inout ContinuousClock.Instant?
+    ) throws {
         let clock = ContinuousClock()
         let started = clock.now
         try connection.withTransaction(readOnly: readOnly) {
@@ -84,11 +86,12 @@ struct ClusterSnapshot {
         guard clock.now - started < .milliseconds(10) else { return }
         let since = firstRefusal ?? started
         firstRefusal = since
-        let timeout = try connection.query("SELECT extract(epoch FROM \(lockTimeout)::interval)::float8")[0]
+        let limit = timeout ?? lockTimeout
+        let seconds = try connection.query("SELECT extract(epoch FROM \(limit)::interval)::float8")[0]
             .decode(Double.self, at: 0)
-        if timeout > 0, clock.now - since > .seconds(timeout) {
+        if seconds > 0, clock.now - since > .seconds(seconds) {
             throw StorageError(
-                .server, "waited \(lockTimeout) (lock_timeout) for a lock another transaction holds on the workers",
+                .server, "waited \(limit) (lock_timeout) for a lock another transaction holds on the workers",
                 sqlState: .lockNotAvailable,
                 hint: "Nothing was read. Try again; pg_locks on the workers shows who holds the tables."
             ).remedied(.waitLonger)

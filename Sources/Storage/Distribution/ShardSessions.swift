@@ -72,25 +72,38 @@ struct ShardPlan: Sendable {
     /// The reading session's `lock_timeout`, which the node sessions keep.
     let lockTimeout: String
 
-    /// The plan for reading the shards of `tables` in the snapshot of `connection`'s transaction; nil on one server,
-    /// when one of `tables` is not distributed by hash, when a shard has no active placement on a primary node
-    /// (Citus, not this, then says what to do), or when no key routes a query to a node. Only inside a transaction
+    /// The plan for reading the shards of `tables` in the snapshot of `connection`'s transaction; nil on one server;
+    /// why not when one of `tables` is not distributed by hash, when a shard has no active placement on a primary
+    /// node (Citus, not this, then says what to do), or when no key routes a query to a node. Only inside a transaction
     /// that `ClusterSnapshot` began, which keeps one connection a node: another connection of the transaction would
     /// hold another snapshot.
-    static func make(reading tables: [TreeTable], on connection: StoreConnection) throws -> ShardPlan? {
+    static func make(reading tables: [TreeTable], on connection: StoreConnection) throws -> Result<
+        ShardPlan, Unavailable
+    >? {
         guard try Distribution.isDistributed(on: connection) else { return nil }
         let placements = try shardPlacements(of: tables, on: connection)
-        guard Set(placements.map(\.table)) == Set(tables) else { return nil }
+        let unplaced = tables.filter { table in !placements.contains { $0.table == table } }
+        guard unplaced.isEmpty else {
+            let names = unplaced.map(\.name).joined(separator: ", ")
+            return .failure(Unavailable(reason: "\(names) not distributed by hash"))
+        }
         let shardCount = try connection.query(
             "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = ANY (\(tables.map(\.name))::regclass[])"
         )[0].decode(Int.self, at: 0)
-        guard placements.count == shardCount else { return nil }
+        guard placements.count == shardCount else {
+            return .failure(
+                Unavailable(
+                    reason: "\(shardCount - placements.count) of the tables' shards have no active placement on a "
+                        + "primary node"))
+        }
         let groups = Array(Set(placements.map(\.group))).sorted()
         let routes = try snapshotRoutes(to: groups, on: connection)
-        guard routes.count == groups.count else { return nil }
         var nodes: [NodePlan] = []
         for group in groups {
-            guard let route = routes[group] else { return nil }
+            guard let route = routes[group] else {
+                let names = routedTables.map(\.name).joined(separator: ", ")
+                return .failure(Unavailable(reason: "no key of \(names) leads a query to node group \(group)"))
+            }
             // The snapshot the transaction holds on the node, exported by its connection there.
             let snapshot = try connection.query(
                 """
@@ -98,7 +111,9 @@ struct ShardPlan: Sendable {
                 WHERE \(identifier: route.column) = \(route.key)
                 """
             )[0].decode(String.self, at: 1)
-            guard let setSnapshot = Query.setTransactionSnapshot(snapshot) else { return nil }
+            guard let setSnapshot = Query.setTransactionSnapshot(snapshot) else {
+                return .failure(Unavailable(reason: "node group \(group) exported a snapshot named \"\(snapshot)\""))
+            }
             let held = placements.filter { $0.group == group }
             let node = held[0]
             nodes.append(
@@ -111,7 +126,13 @@ struct ShardPlan: Sendable {
                     shards: Dictionary(grouping: held, by: \.table).mapValues { $0.map(\.shard) }))
         }
         let lockTimeout = try connection.query("SELECT current_setting('lock_timeout')")[0].decode(String.self, at: 0)
-        return ShardPlan(nodes: nodes, lockTimeout: lockTimeout)
+        return .success(ShardPlan(nodes: nodes, lockTimeout: lockTimeout))
+    }
+
+    /// Why the shards cannot be read on their nodes: the read goes through the coordinator.
+    struct Unavailable: Error {
+        /// In a few words.
+        var reason: String
     }
 
     /// A session on every node, in the read's snapshot there, holding ACCESS SHARE on its shards. Throws what a

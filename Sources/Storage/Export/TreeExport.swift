@@ -136,7 +136,7 @@ struct TreeExport {
         let shardPlan =
             try readsShards && !blocks.isEmpty ? ShardPlan.make(reading: blocks.map(\.table), on: connection) : nil
         let source = try blockSource(reading: shardPlan, tally: tally)
-        let helperPlan: ShardPlan? = if case .shards = source { shardPlan } else { nil }
+        let helperPlan: ShardPlan? = if case .shards = source { try shardPlan?.get() } else { nil }
         let scheduler = try readingAhead(
             blocks, helpers: min(helpers, blocks.count - 1), options: emitter.options, shards: helperPlan)
         defer {
@@ -171,14 +171,19 @@ struct TreeExport {
         }
     }
 
-    /// Where the export's own session reads its blocks: on Citus, sessions on the nodes as `plan` says (when every
-    /// node takes them; the tally says why not); otherwise its own connection.
-    private func blockSource(reading plan: ShardPlan?, tally: ExportTally) throws -> CopyBlock.Source {
-        guard let plan else { return .session(connection) }
+    /// Where the export's own session reads its blocks: on Citus, sessions on the nodes as `planned` says (when it
+    /// could plan them and every node takes them; the tally says why not); otherwise its own connection.
+    private func blockSource(
+        reading planned: Result<ShardPlan, ShardPlan.Unavailable>?, tally: ExportTally
+    ) throws -> CopyBlock.Source {
+        guard let planned else { return .session(connection) }
         do {
-            let shards = try plan.open()
+            let shards = try planned.get().open()
             tally.report.shardNodes = shards.nodes.count
             return .shards(shards)
+        } catch let unavailable as ShardPlan.Unavailable {
+            tally.report.shardReadsUnavailable = unavailable.reason
+            return .session(connection)
         } catch let error as StorageError where error.sqlState != .queryCanceled {
             tally.report.shardReadsUnavailable = error.description
             return .session(connection)

@@ -93,7 +93,7 @@ struct TreeSync {
                 // which its commit would wait for, then take the snapshot behind the barrier again.
                 guard let cluster else { throw error }
                 try cluster.waitForTables(
-                    ["SET LOCAL lock_timeout = 0", Self.treeLock], readOnly: false, since: &firstRefusal)
+                    ["SET LOCAL lock_timeout = 0", Self.treeLock], readOnly: false, timeout: "0", since: &firstRefusal)
             }
         }
     }

@@ -171,6 +171,17 @@ struct ShardSessionsTests {
         }
     }
 
+    /// A table of the tree that is not distributed (moved back to the coordinator by hand) leaves every table to
+    /// the coordinator, which reads that one itself: the same bytes, and why.
+    @Test func aTableLeftOnTheCoordinatorLeavesTheShardsToIt() throws {
+        let (single, citus, _) = try makeStores()
+        try citus.connection.execute("SELECT undistribute_table('timeline')")
+        let (json, report) = try export(citus, jobs: 2)
+        expectSameText(json, try exportJSON(single))
+        #expect(report.shardNodes == 0)
+        #expect(report.shardReadsUnavailable == "timeline not distributed by hash", "\(report)")
+    }
+
     /// Ctrl-C's cancel requests reach the nodes' sessions in the middle of a table: the export stops with the
     /// cancel, no COPY of a shard runs on after it, and the next export reads the shards again.
     @Test func ctrlCStopsAnExportReadingTheShards() throws {
