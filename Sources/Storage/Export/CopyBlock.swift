@@ -89,11 +89,9 @@ struct CopyBlock {
         case .session(let connection):
             // The whole-table SELECT has no parameters (COPY takes none), only quoted identifiers and constants.
             let columns = Query.identifiers(table.exportedColumns)
-            let order = table.keyColumns.map { sorts ? table.orderExpression($0) : "\(identifier: $0)" }
-                .joined(separator: ", ")
             var row = CopyRow()
             try connection.copyOut(
-                "COPY (SELECT \(columns) FROM \(identifier: table.name) ORDER BY \(order)) TO STDOUT"
+                "COPY (SELECT \(columns) FROM \(identifier: table.name) ORDER BY \(table.keyOrder(rtdbOrder: sorts))) TO STDOUT"
             ) {
                 line in
                 row.read(line)

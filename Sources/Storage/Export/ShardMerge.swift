@@ -43,8 +43,7 @@ struct ShardMerge {
     /// identifiers and the order's constants alone.
     private func statement(reading shards: [ShardPlan.Shard]) -> Query {
         let columns = Query.identifiers(table.exportedColumns)
-        let order = table.keyColumns.map { sortsByRTDBOrder ? table.orderExpression($0) : "\(identifier: $0)" }
-            .joined(separator: ", ")
+        let order = table.keyOrder(rtdbOrder: sortsByRTDBOrder)
         return
             "COPY (SELECT \(columns) FROM (\(Self.scans(of: shards, columns: columns))) AS shards ORDER BY \(order)) TO STDOUT"
     }

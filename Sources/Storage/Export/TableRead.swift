@@ -124,6 +124,12 @@ extension TreeTable {
         keyColumns.map { "rtdb_key_needs_order(\(identifier: $0))" as Query }.joined(separator: " OR ")
     }
 
+    /// The key columns as a whole-table read's `ORDER BY` lists them: by their bytes, or with `rtdbOrder` by their
+    /// `rtdb_key_order` (no parameters: COPY takes it too).
+    func keyOrder(rtdbOrder: Bool) -> Query {
+        keyColumns.map { rtdbOrder ? orderExpression($0) : "\(identifier: $0)" }.joined(separator: ", ")
+    }
+
     /// A key column's RTDB order, as the partial indexes hold it (no parameters: COPY takes it too).
     func orderExpression(_ column: String) -> Query {
         "(rtdb_key_order(\(identifier: column)) COLLATE \"C\")"
