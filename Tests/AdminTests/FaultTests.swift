@@ -52,6 +52,18 @@ struct FaultTests {
         #expect(run.status == 0, "\(run.stderr)")
     }
 
+    /// Starts an import of `file`, checks that an export meanwhile reads the store as it was (`before`: the import
+    /// fills tables beside the store's), then kills the console (SIGKILL) while the import still streams its COPY.
+    private func killImportWhileItCopies(_ file: String, db: [String], before: String, observer: Connection) throws {
+        let (importing, _, _, _) = try AdminProcess.start(db + ["import", file])
+        try waitUntil("the import is copying") { try someoneIsRunning("COPY", on: observer) }
+        #expect(try export(db) == before)
+        #expect(try someoneIsRunning("COPY", on: observer), "the import finished before the export did")
+        kill(importing.processIdentifier, SIGKILL)
+        importing.waitUntilExit()
+        #expect(importing.terminationReason == .uncaughtSignal)
+    }
+
     @Test func killingTheConsoleDuringAnImportAnExportOrARepairChangesNothing() throws {
         let database = try TestPostgres.makeDatabase()
         let directory = try makeTemporaryDirectory("admin-kill")
@@ -64,14 +76,7 @@ struct FaultTests {
         let observer = try database.connect()
 
         // kill -9 while the import streams its COPY.
-        let (importing, _, _, _) = try AdminProcess.start(db + ["import", directory + "/big.json"])
-        try waitUntil("the import is copying") { try someoneIsRunning("COPY", on: observer) }
-        // It fills tables beside the store's: an export meanwhile reads the store as it is.
-        #expect(try export(db) == before)
-        #expect(try someoneIsRunning("COPY", on: observer), "the import finished before the export did")
-        kill(importing.processIdentifier, SIGKILL)
-        importing.waitUntilExit()
-        #expect(importing.terminationReason == .uncaughtSignal)
+        try killImportWhileItCopies(directory + "/big.json", db: db, before: before, observer: observer)
         #expect(try export(db) == before)
         #expect(try sideTables(on: observer) == [], "a killed import left its side tables behind")
 
@@ -193,13 +198,7 @@ struct FaultTests {
                 ).map { "\(conninfo): \(try $0.decode(String.self, at: 0))" }
             }
         }
-        let (importing, _, _, _) = try AdminProcess.start(db + ["import", directory + "/big.json"])
-        try waitUntil("the import is copying") { try someoneIsRunning("COPY", on: observer) }
-        #expect(try export(db) == before)
-        #expect(try someoneIsRunning("COPY", on: observer), "the import finished before the export did")
-        kill(importing.processIdentifier, SIGKILL)
-        importing.waitUntilExit()
-        #expect(importing.terminationReason == .uncaughtSignal)
+        try killImportWhileItCopies(directory + "/big.json", db: db, before: before, observer: observer)
         try waitUntil("the killed import's transaction has ended") {
             try !someoneIsRunning("COPY", on: observer)
         }

@@ -156,18 +156,9 @@ struct DistributedOnlineImportTests {
     @Test func aFailedOrDryRunImportLeavesTheStoreAndNothingBeside() throws {
         let (store, database, before) = try makeDistributedStore()
         let placed = try placements(of: store)
-        let json = try Self.after.get()
-        // A malformed byte at 90 %: the rows before it were in the twins, on the workers.
-        let cut = json.utf8.index(json.utf8.startIndex, offsetBy: json.utf8.count * 9 / 10)
-        #expect(throws: StorageError.self) { try importJSON(String(json[..<cut]) + "\u{1}", into: store) }
-        expectSameText(try exportJSON(store), before)
-        #expect(try leftovers(in: database) == [])
-
-        let report = try importJSON(json, into: store, options: ImportOptions(isDryRun: true))
-        #expect(report.isDryRun && report.rowsImported > 0)
-        #expect(!report.finishing.contains { $0.target == ImportReport.Finishing.switch }, "a dry run never switches")
-        expectSameText(try exportJSON(store), before)
-        #expect(try leftovers(in: database) == [])
+        // The failed import's rows were in the twins, on the workers.
+        try expectFailedAndDryRunImportsLeaveNothing(
+            of: try Self.after.get(), into: store, before: before, leftovers: { try leftovers(in: database) })
         #expect(try placements(of: store) == placed)
     }
 }

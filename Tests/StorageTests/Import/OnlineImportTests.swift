@@ -214,19 +214,8 @@ struct OnlineImportTests {
     @Test func aFailedOrDryRunImportLeavesTheStoreAndNothingBeside() throws {
         let (database, before) = try makeDatabase()
         let store = Store(connection: try database.connect())
-        let json = try Self.after.get()
-        // A malformed byte at 90 %: the rows before it were in the side tables.
-        let cut = json.utf8.index(json.utf8.startIndex, offsetBy: json.utf8.count * 9 / 10)
-        let malformed = String(json[..<cut]) + "\u{1}"
-        #expect(throws: StorageError.self) { try importJSON(malformed, into: store) }
-        expectSameText(try exportJSON(store), before)
-        #expect(try leftovers(in: database) == [])
-
-        let report = try importJSON(json, into: store, options: ImportOptions(isDryRun: true))
-        #expect(report.isDryRun && report.rowsImported > 0)
-        #expect(!report.finishing.contains { $0.target == ImportReport.Finishing.switch }, "a dry run never switches")
-        expectSameText(try exportJSON(store), before)
-        #expect(try leftovers(in: database) == [])
+        try expectFailedAndDryRunImportsLeaveNothing(
+            of: try Self.after.get(), into: store, before: before, leftovers: { try leftovers(in: database) })
 
         // Cancelled while it loads (Ctrl-C), past the first few thousand rows.
         let cancelled = Atomic<Bool>(false)

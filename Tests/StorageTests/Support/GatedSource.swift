@@ -58,3 +58,27 @@ func importGated(
     try #require(finished.wait(timeout: .now() + 120) == .success, "the import never finished")
     return try #require(outcome.withLock { $0 }).get()
 }
+
+/// A whole-tree import of `json` that meets a malformed byte at 90 % of the file, then a dry run of it: each
+/// leaves `store` as it was (`before`, its export) and nothing beside it (`leftovers`, what the import's tables
+/// beside the store left, asked after each).
+func expectFailedAndDryRunImportsLeaveNothing(
+    of json: String, into store: Store, before: String, leftovers: () throws -> [String],
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+    // The rows before the malformed byte were in the tables beside the store.
+    let cut = json.utf8.index(json.utf8.startIndex, offsetBy: json.utf8.count * 9 / 10)
+    #expect(throws: StorageError.self, sourceLocation: sourceLocation) {
+        try importJSON(String(json[..<cut]) + "\u{1}", into: store)
+    }
+    expectSameText(try exportJSON(store), before, sourceLocation: sourceLocation)
+    #expect(try leftovers() == [], sourceLocation: sourceLocation)
+
+    let report = try importJSON(json, into: store, options: ImportOptions(isDryRun: true))
+    #expect(report.isDryRun && report.rowsImported > 0, sourceLocation: sourceLocation)
+    #expect(
+        !report.finishing.contains { $0.target == ImportReport.Finishing.switch }, "a dry run never switches",
+        sourceLocation: sourceLocation)
+    expectSameText(try exportJSON(store), before, sourceLocation: sourceLocation)
+    #expect(try leftovers() == [], sourceLocation: sourceLocation)
+}
