@@ -15,8 +15,15 @@ import TreeTestSupport
     .enabled(if: TestCitus.isAvailable, Comment(rawValue: "Citus: " + (TestCitus.unavailableReason ?? "available"))))
 struct ShardSessionsTests {
     /// Keys that byte order puts elsewhere than RTDB order (integers, a negative one, leading zeros, characters
-    /// from U+E000 and astral ones), beside plain and digit-led text keys and a backslash, which COPY escapes.
-    static let keys = ["9", "10", "-5", "007", "7up", "a\u{E000}", "a\u{1F600}", "b\\c", "alice", "2147483648", "-Kb"]
+    /// from U+E000 and astral ones), beside plain and digit-led text keys, push IDs (dash-led, with y and h) and a
+    /// backslash, which COPY escapes.
+    static let keys = [
+        "9", "10", "-5", "007", "7up", "a\u{E000}", "a\u{1F600}", "b\\c", "alice", "2147483648", "-Kb", "-Nyh3hYy",
+    ]
+
+    /// A value of several megabytes with the characters COPY escapes and a control character, as a real export's
+    /// data URL or caption can be.
+    static let largeValue = String(repeating: "iVBORw0KGgo\t\n\\\"\u{7}", count: 300_000)
 
     /// Every typed table holding such keys in every key column, with a generated tree beside them.
     static let tree: String = {
@@ -26,7 +33,7 @@ struct ShardSessionsTests {
         func next(_ index: Int) -> String { keys[(index + 1) % keys.count] }
         func postKeys(_ index: Int) -> [String] { ["\(index * 10 + 1)", "\(index * 10 + 9)", "\(-index - 1)"] }
         var tree: [(String, TreeValue)] = []
-        tree.append(("users", object(keys.map { ($0, object([("username", .string($0))])) })))
+        tree.append(("users", object(keys.map { ($0, object([("username", .string($0 + "\t\n\\\"\u{7}"))])) })))
         tree.append(
             (
                 "posts",
@@ -37,10 +44,12 @@ struct ShardSessionsTests {
                             uid,
                             object(
                                 postKeys(index).map {
-                                    (
+                                    let image = index == 0 && $0 == postKeys(0)[0] ? largeValue : "u"
+                                    return (
                                         $0,
                                         object([
-                                            ("image_url", .string("u")), ("like_count", .number(1)), ("poster", poster),
+                                            ("image_url", .string(image)), ("like_count", .number(1)),
+                                            ("poster", poster),
                                         ])
                                     )
                                 })
