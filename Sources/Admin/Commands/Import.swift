@@ -54,8 +54,9 @@ struct Import: ConsoleCommand {
             core), each reading the file and loading the top-level nodes it reaches first; then the sessions \
             share the index builds of every session's tables, once the rows are in (--keep-indexes builds them \
             before), and their statistics. The store, the report and any error are those of one session. stdin, \
-            a .gz file, --dry-run and --max-rejects load on one session, and no more sessions open than the \
-            server's connection limits leave room for (keeping one free). The report times the steps after the \
+            a .gz file, --dry-run, --max-rejects, a distributed store (Citus), --mode merge and --at load on one \
+            session (an explicit --jobs says so in a warning), and no more sessions open than the server's \
+            connection limits leave room for (keeping one free). The report times the steps after the \
             reading on its "(after reading)" lines (adding up the sessions' seconds).
 
             Examples:

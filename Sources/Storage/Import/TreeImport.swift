@@ -57,7 +57,8 @@ struct TreeImport {
                     SELECT set_config('lock_timeout', '0', true),
                         set_config('application_name', \(StoreConnection.importApplicationName), true)
                     """)
-                let start = try wholeTree ? beginWholeTree(options, reopening, isCancelled, onReject) : beginNode()
+                let start =
+                    try wholeTree ? beginWholeTree(options, reopening, isCancelled, onReject) : beginNode(options)
                 let deferredIndexes = start.deferredIndexes
                 helpers = start.helpers
                 // What the store derives from /posts and /chats follows what the import does to them.
@@ -299,8 +300,9 @@ struct TreeImport {
             try plan.redirectWrites()
             start.sideTables = plan
             let asked = options.jobs ?? Store.defaultJobs
-            // On Citus one session loads: another's twins, committed apart, could not be placed beside these.
-            if asked > 1, let reopening, !options.isDryRun, options.maximumRejects == 0, !distributed {
+            if let reason = Self.oneSessionReason(options, canReopen: reopening != nil, isDistributed: distributed) {
+                start.fewerSessions = Self.oneSessionWarning(asked: options.jobs, because: reason)
+            } else if asked > 1, let reopening {
                 let room = try connectionsLeft()
                 let jobs = max(1, min(asked, room - 1))
                 if jobs < asked {
@@ -320,6 +322,8 @@ struct TreeImport {
             }
         case .failure(let obstacle):
             start.readersLockedOut = obstacle.reason
+            start.fewerSessions = Self.oneSessionWarning(
+                asked: options.jobs, because: "the tables could not be filled beside the store's (\(obstacle.reason))")
             // The lock TRUNCATE takes, before anything reads the tables.
             try connection.execute("LOCK TABLE \(Store.treeTableList) IN ACCESS EXCLUSIVE MODE")
             start.heldSomething = try !treeRows.isEmpty()
@@ -327,6 +331,24 @@ struct TreeImport {
             if !options.keepsIndexes { start.deferredIndexes = try deferIndexes(isDistributed: distributed) }
         }
         return start
+    }
+
+    /// Why a whole-tree import loads on its own session whatever `--jobs` asked, or nil when helpers may load.
+    private static func oneSessionReason(_ options: ImportOptions, canReopen: Bool, isDistributed: Bool) -> String? {
+        // Helpers' twins, committed apart, could not be placed beside the import's.
+        if isDistributed { return "the store is distributed (Citus), whose tables one session fills" }
+        if options.isDryRun { return "a dry run loads on one session" }
+        if options.maximumRejects > 0 { return "an import that lets rejects through loads on one session" }
+        if !canReopen { return "the input cannot be read again from its start (standard input, a compressed file)" }
+        return nil
+    }
+
+    /// The warning that `asked` loading sessions were asked for and one loaded, or nil when none were asked for
+    /// (the default of one a core says nothing when it cannot apply).
+    private static func oneSessionWarning(asked: Int?, because reason: String) -> ImportWarning? {
+        guard let asked, asked > 1 else { return nil }
+        return ImportWarning(
+            path: "/", message: "\(asked) loading sessions were asked for, but one loaded: \(reason)")
     }
 
     /// How many more connections the server accepts for this role in this database (the least of the server's,
@@ -351,9 +373,12 @@ struct TreeImport {
     }
 
     /// A merge's or a node's start: the tree's tables locked against writes.
-    private func beginNode() throws -> Start {
+    private func beginNode(_ options: ImportOptions) throws -> Start {
         try treeRows.lockTree()
-        return Start()
+        var start = Start()
+        start.fewerSessions = Self.oneSessionWarning(
+            asked: options.jobs, because: "only a replace of the whole store loads on several sessions")
+        return start
     }
 
     /// The warning for a session whose statement the switch cancelled.

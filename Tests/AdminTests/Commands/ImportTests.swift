@@ -100,9 +100,14 @@ struct ImportExportCommandTests {
             reports.insert((tables + steps).joined(separator: "\n"))
             exports.insert(try AdminProcess.run(db + ["-q", "export", "-"]).stdout)
         }
+        // Sessions asked for where one loads: a warning, and the same import.
         let piped = try AdminProcess.run(
-            db + ["-q", "import", "-", "-y"], input: try String(contentsOfFile: file, encoding: .utf8))
+            db + ["-q", "import", "-", "-y", "--jobs", "2"], input: try String(contentsOfFile: file, encoding: .utf8))
         #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(
+            piped.stderr.contains(
+                "WARNING:  /: 2 loading sessions were asked for, but one loaded: the input cannot be read again"),
+            "\(piped.stderr)")
         exports.insert(try AdminProcess.run(db + ["-q", "export", "-"]).stdout)
         #expect(
             try AdminProcess.run(["-q", "generate", file + ".gz", "--users", "60", "--anomalies", "--seed", "9"])

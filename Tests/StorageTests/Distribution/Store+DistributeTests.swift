@@ -154,6 +154,10 @@ struct CitusTests {
             let report = try importJSON(json, into: citus, options: ImportOptions(), jobs: 2)
             #expect(report.readersLockedOut == nil, "\(report.readersLockedOut ?? "")")
             #expect(report.sessions == 1)
+            #expect(
+                report.warnings.map(\.message).contains(
+                    "2 loading sessions were asked for, but one loaded: the store is distributed (Citus), whose "
+                        + "tables one session fills"))
             // Staged (and joined) only where a key has two owners.
             #expect(report.finishing.contains { $0.target == TreeTable.postLikes.name } == (index == 2))
             expectSameText(try exportJSON(citus), try exportJSON(single))

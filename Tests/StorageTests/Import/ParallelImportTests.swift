@@ -204,6 +204,52 @@ struct ParallelImportTests {
         #expect(report.warnings.isEmpty && report.sessions == 2)
     }
 
+    /// Sessions asked for where only one can load (a dry run, rejects let through, a file that cannot be read
+    /// again, a merge or a node's import) are a warning of the report, the import otherwise the same; the default
+    /// of one a core, which nobody asked for, says nothing.
+    @Test func sessionsAskedForWhereOneLoadsAreAWarning() throws {
+        let json = try generate(GeneratorOptions(users: 12, seed: 3)).json
+        let bytes = Array(json.utf8)
+        let reference = try makeStore()
+        try importJSON(json, into: reference)
+        let cases: [(String, ImportOptions, Bool, String)] = [
+            ("dry run", ImportOptions(isDryRun: true), true, "a dry run loads on one session"),
+            (
+                "rejects let through", ImportOptions(maximumRejects: 5), true,
+                "an import that lets rejects through loads on one session"
+            ),
+            (
+                "read once", ImportOptions(), false,
+                "the input cannot be read again from its start (standard input, a compressed file)"
+            ),
+            (
+                "merge", ImportOptions(mode: .merge), true,
+                "only a replace of the whole store loads on several sessions"
+            ),
+            (
+                "a node", ImportOptions(at: ["users"]), true,
+                "only a replace of the whole store loads on several sessions"
+            ),
+        ]
+        for (label, base, canReopen, reason) in cases {
+            for jobs in [3, nil] as [Int?] {
+                let store = try makeStore()
+                var options = base
+                options.jobs = jobs
+                let reopening: (@Sendable () throws -> any ByteSource)? =
+                    canReopen ? { @Sendable in MemorySource(bytes, chunkSize: 5_003) } : nil
+                let report = try store.importTree(
+                    from: MemorySource(bytes, chunkSize: 4_099), options: options, reopening: reopening)
+                let expected = jobs == nil ? [] : ["3 loading sessions were asked for, but one loaded: \(reason)"]
+                #expect(report.warnings.map(\.message) == expected, "\(label), jobs \(jobs ?? 0)")
+                #expect(report.sessions == 1, "\(label)")
+                if !base.isDryRun, base.at.isEmpty {
+                    expectSameText(try exportJSON(store), try exportJSON(reference))
+                }
+            }
+        }
+    }
+
     /// One session that reads the likes again says so (a progress display has no bytes left to show), and the
     /// reading is the node's in the report, not a step after the reading; sessions beside the import say nothing.
     @Test func aSessionReadingTheLikesAgainSaysSo() throws {
