@@ -155,6 +155,43 @@ struct ShardSessionsTests {
         #expect(report.shardNodes == 2)
     }
 
+    /// A coordinator that holds shards too (`shouldhaveshards`, group 0) is a node like the workers: its shards
+    /// are read by a session of its own beside the read's, in the same snapshot, before and after a whole-tree
+    /// import placed its twins as the tables are.
+    @Test func aCoordinatorHoldingShardsIsReadAsANode() throws {
+        let single = try makeStore()
+        try importJSON(Self.tree, into: single)
+        let database = try TestCitus.makeDatabase()
+        let citus = Store(connection: try database.connect())
+        try citus.connection.execute(
+            """
+            SELECT citus_set_node_property(nodename, nodeport, 'shouldhaveshards', true)
+            FROM pg_dist_node WHERE groupid = 0
+            """)
+        try citus.migrate()
+        try importJSON(Self.tree, into: citus)
+        _ = try citus.distribute(shardCount: 6)
+        let groups = try citus.connection.query(
+            """
+            SELECT DISTINCT groupid FROM pg_dist_placement JOIN pg_dist_shard USING (shardid)
+            WHERE logicalrelid = 'timeline'::regclass ORDER BY 1
+            """
+        ).map { try $0.decode(Int.self, at: 0) }
+        #expect(groups == [0, 1, 2])
+        for round in ["distributed", "imported again"] {
+            if round == "imported again" {
+                let report = try importJSON(Self.tree, into: citus)
+                #expect(report.readersLockedOut == nil)
+            }
+            for jobs in [1, 2] {
+                let (json, report) = try export(citus, jobs: jobs)
+                expectSameText(json, try exportJSON(single))
+                #expect(report.shardNodes == 3, "\(round), jobs \(jobs): \(report)")
+                #expect(report.shardReadsUnavailable == nil, "\(round)")
+            }
+        }
+    }
+
     /// A node that refuses the console's session (here a worker allowing the role one connection, which the
     /// read's own transaction takes there) leaves the export to the coordinator: the same bytes, and why.
     @Test func aNodeRefusingTheConsoleLeavesTheShardsToTheCoordinator() throws {
