@@ -487,37 +487,28 @@ struct CitusTests {
         }
     }
 
-    /// The timeline repair, whose statements on Citus ship the posts grouped (by key with their owners, by owner
-    /// with their keys), against one server's plain lists on every damaged shape: an entry naming another poster
-    /// than the post's owner or none, a key two owners share, a follow kept as an unmapped value, missing,
-    /// foreign and orphaned entries; for the whole store and for one user.
-    @Test func theTimelineRepairChangesWhatASingleServerChanges() throws {
+    /// The timeline checks and repair, whose statements on Citus ship the posts grouped (by key with their owners,
+    /// by owner with their keys), against one server's plain lists on every damaged shape: an entry naming another
+    /// poster than the post's owner or none, a key two owners share, a follow kept as an unmapped value, missing,
+    /// foreign and orphaned entries; the repair for the whole store and for one user.
+    @Test func theTimelineChecksAndRepairFindAndChangeWhatASingleServerDoes() throws {
         let shapes: [(String, TreeValue)] =
             injections.filter { injection in
                 injection.expected.keys.contains { [.timelineMissing, .timelineExtra, .orphans].contains($0) }
             }
-            .map { ($0.name, $0.damage(consistentTree)) } + [
-                (
-                    "posters wrong or absent",
-                    consistentTree.setting("timeline/carol/-Pb1", #"{"poster_uid": "alice"}"#)
-                        .setting("timeline/carol/-Pb2", #"{"seen": true}"#)
-                        .setting("timeline/bob/-Pb2", #"{"poster_uid": "nobody"}"#)
-                ),
-                (
-                    "a key two owners share",
-                    consistentTree.setting("posts/alice/-Pb1", #"{"image_url": "https://i/x.jpg"}"#)
-                        .setting("timeline/carol/-Pb1", #"{"poster_uid": "alice"}"#)
-                        .removing("timeline/alice/-Pb1")
-                ),
-                (
-                    "a follow kept as an unmapped value",
-                    consistentTree.setting("following/bob/alice", #""yes""#).removing("timeline/bob/-Pa1")
-                ),
-            ]
+            .map { ($0.name, $0.damage(consistentTree)) } + damagedTimelines
         var changed = 0
         for (name, tree) in shapes {
             for user in [nil, "carol"] as [String?] {
                 let (single, citus, _) = try importedOnOneServerAndDistributed(tree.json)
+                if user == nil {
+                    let checks = { (store: Store) in
+                        try store.check([.timelineMissing, .timelineExtra, .orphans], examples: 10).map {
+                            "\($0.check.rawValue) \($0.violations) \($0.examples)"
+                        }
+                    }
+                    #expect(try checks(citus) == checks(single), "\(name)")
+                }
                 let options = RepairOptions(user: user)
                 let want = try single.repair(.timelines, options: options)
                 let got = try citus.repair(.timelines, options: options)

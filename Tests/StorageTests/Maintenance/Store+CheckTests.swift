@@ -131,7 +131,7 @@ struct IntegrityCheckTests {
     /// list its view's rows, as many times, for every injection and for a generated tree with planted anomalies.
     @Test func theChecksTwinsListTheirViewsRows() throws {
         let trees =
-            injections.map { $0.damage(consistentTree).json }
+            injections.map { $0.damage(consistentTree).json } + damagedTimelines.map(\.1.json)
             + [try generate(GeneratorOptions(users: 300, seed: 23, plantsAnomalies: true)).json]
         let twinned = IntegrityCheck.allCases.filter { $0.viewName(isDistributed: true) != $0.viewName }
         #expect(twinned == [.timelineMissing, .timelineExtra, .orphans])

@@ -41,6 +41,27 @@ let consistentTree: TreeValue = {
     do { return try TreeValue.parse(json: json)! } catch { fatalError("consistentTree: \(error)") }
 }()
 
+/// Timelines damaged beyond the injections: an entry naming another poster than the post's owner or none, a key
+/// two owners share, a follow kept as an unmapped value (the timeline checks' and repair's edge cases).
+let damagedTimelines: [(String, TreeValue)] = [
+    (
+        "posters wrong or absent",
+        consistentTree.setting("timeline/carol/-Pb1", #"{"poster_uid": "alice"}"#)
+            .setting("timeline/carol/-Pb2", #"{"seen": true}"#)
+            .setting("timeline/bob/-Pb2", #"{"poster_uid": "nobody"}"#)
+    ),
+    (
+        "a key two owners share",
+        consistentTree.setting("posts/alice/-Pb1", #"{"image_url": "https://i/x.jpg"}"#)
+            .setting("timeline/carol/-Pb1", #"{"poster_uid": "alice"}"#)
+            .removing("timeline/alice/-Pb1")
+    ),
+    (
+        "a follow kept as an unmapped value",
+        consistentTree.setting("following/bob/alice", #""yes""#).removing("timeline/bob/-Pa1")
+    ),
+]
+
 extension TreeValue {
     /// The tree with the node at `path` (`a/b/c`) removed.
     func removing(_ path: String) -> TreeValue {
