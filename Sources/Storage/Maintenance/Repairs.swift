@@ -255,7 +255,7 @@ struct Repairs {
     /// On Citus every shard of the timeline reads each list shipped to it and hashes or sorts it: there the posts
     /// go as one row a key with its owner (an array only for a key that several owners share), which serves where
     /// two lists did, and as one row an owner with its keys (grouped on the posts' shards), a quarter of the
-    /// rows (BENCHMARKS.md: 20,000 users at 32 shards, the repair 3.5 s -> 2.0 s). One server keeps the plain
+    /// rows (BENCHMARKS.md: 20,000 users at 32 shards, the repair 3.6 s -> 2.3 s). One server keeps the plain
     /// lists, which it hash-joins faster than it groups them.
     private static func timelineSteps(user: String?, _ range: KeyRange, isDistributed: Bool) -> [Step] {
         let postKeys = rows(of: ["post_key"], in: "posts")
