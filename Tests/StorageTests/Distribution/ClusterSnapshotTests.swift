@@ -84,6 +84,9 @@ struct ClusterSnapshotTests {
             seen += try Self.pairs.count { a, b in json.contains("\"\(a)\":{\"\(b)\"") }
             let asymmetric = try store.check([.followAsymmetric], examples: 1000)[0].examples
             #expect(asymmetric.filter { $0.contains("snap") } == [], "a check saw a follow on one side only")
+            // status's counts are of one instant too: both sides alike.
+            let rows = Dictionary(uniqueKeysWithValues: try store.status().tableRows.map { ($0.table, $0.rows) })
+            #expect(rows["following"] != nil && rows["following"] == rows["followers"], "status: \(rows)")
         }
         stopWriter()
         #expect(failure.withLock { $0 } == nil)

@@ -189,6 +189,7 @@ struct ShardSessionsTests {
                 #expect(report.shardNodes == 3, "\(round), jobs \(jobs): \(report)")
                 #expect(report.shardReadsUnavailable == nil, "\(round)")
             }
+            #expect(try citus.status().tableRows.map(\.rows) == single.status().tableRows.map(\.rows), "\(round)")
         }
     }
 
@@ -215,6 +216,8 @@ struct ShardSessionsTests {
             #expect(reason.contains("too many connections"), "\(reason)")
             #expect(report.sessions == 1)
         }
+        // status answers for such a role too.
+        #expect(try limited.status().tableRows.map(\.rows) == single.status().tableRows.map(\.rows))
     }
 
     /// A table of the tree that is not distributed (moved back to the coordinator by hand) leaves every table to

@@ -487,6 +487,21 @@ struct CitusTests {
         }
     }
 
+    /// `status` on a distributed store: one server's counts, at 4 and at 32 shards, and inside a transaction of the
+    /// caller's.
+    @Test func statusCountsWhatOneServerCounts() throws {
+        for shardCount in [4, nil] as [Int?] {
+            let (single, citus, _) = try importedOnOneServerAndDistributed(Self.tree, shardCount: shardCount)
+            let expected = try single.status().tableRows.map { "\($0.table) \($0.rows)" }
+            #expect(expected.count == 12)
+            #expect(try citus.status().tableRows.map { "\($0.table) \($0.rows)" } == expected)
+            let inside = try citus.connection.withTransaction(isolation: .repeatableRead, readOnly: true) {
+                try citus.status().tableRows.map { "\($0.table) \($0.rows)" }
+            }
+            #expect(inside == expected)
+        }
+    }
+
     /// The timeline checks and repair, whose statements on Citus ship the posts grouped (by key with their owners,
     /// by owner with their keys), against one server's plain lists on every damaged shape: an entry naming another
     /// poster than the post's owner or none, a key two owners share, a follow kept as an unmapped value, missing,
