@@ -3,9 +3,10 @@
 #   Benchmarks/import_rounds.sh FILE.json OLD_ADMIN NEW_ADMIN [ROUNDS] [IMPORT OPTIONS...]
 # On the embedded cluster in $ADMIN_DATA_DIR: imports FILE once with NEW_ADMIN, dumps the store (pg_dump -Fd -j2),
 # then per round restores the dump into a new database with pg_restore -j 2 and imports FILE with OLD_ADMIN and
-# NEW_ADMIN (--yes -q and the options given). Prints each command's wall seconds, the machine's busy CPU seconds
-# (every process, from /proc/stat) and the console's own user and system seconds. Autovacuum is off meanwhile and
-# each command starts after a CHECKPOINT (measure.sh), so that none pays for the one before.
+# NEW_ADMIN (--yes -q and the options given), the three in an order that turns each round. Prints each command's
+# wall seconds, the machine's busy CPU seconds (every process, from /proc/stat) and the console's own user and
+# system seconds. Autovacuum is off meanwhile and each command starts after a CHECKPOINT (measure.sh), so that
+# none pays for the one before.
 set -euo pipefail
 file=$1 old=$2 new=$3 rounds=${4:-2}
 shift $(($# < 4 ? $# : 4))
@@ -20,10 +21,18 @@ quiet_server
 "$new" import "$file" --yes -q "$@" > /dev/null
 rm -rf "$dump/store"
 pg_dump "${server[@]}" -Fd -j 2 -f "$dump/store" admin
-for _ in $(seq "$rounds"); do
+restore() {
     psql "${server[@]}" -d admin -q -c "DROP DATABASE IF EXISTS restored" -c "CREATE DATABASE restored" 2> /dev/null
     measure "pg_restore -j2" pg_restore "${server[@]}" -j 2 -d restored "$dump/store"
-    measure "old import" "$old" import "$file" --yes -q "$@"
-    measure "new import" "$new" import "$file" --yes -q "$@"
+}
+old_import() { measure "old import" "$old" import "$file" --yes -q "$@"; }
+new_import() { measure "new import" "$new" import "$file" --yes -q "$@"; }
+# The order turns each round: a command run right after pg_restore was measured slower (an import 21-22 s after
+# an import, 23-27 s after pg_restore, at 1.1 GB), so each command follows each of the others as often.
+steps=(restore old_import new_import)
+for round in $(seq "$rounds"); do
+    for i in 0 1 2; do
+        "${steps[$(((round - 1 + i) % 3))]}" "$@"
+    done
 done
 psql "${server[@]}" -d admin -q -c "DROP DATABASE IF EXISTS restored"
