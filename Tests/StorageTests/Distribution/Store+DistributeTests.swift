@@ -547,6 +547,24 @@ struct CitusTests {
         expectSameText(try exportJSON(citus), try exportJSON(single))
     }
 
+    /// The follow repair's MERGEs (typed edges, then unmapped ones) against one server with every preference, on
+    /// edges missing their mirror on either side, typed or kept as unmapped values, and mirrors kept unmapped.
+    @Test(arguments: [FollowPreference.union, .following, .followers])
+    func followRepairsOfUnmappedEdgesLeaveWhatASingleServerLeaves(preference: FollowPreference) throws {
+        let damaged = consistentTree.removing("followers/bob/alice").setting("followers/carol/bob", "true")
+            .setting("following/bob/alice", #"{"since": 1500000000}"#)
+            .setting("followers/alice/dave", #""yes""#)
+            .setting("following/carol/alice", #""yes""#)
+        let (single, citus, _) = try importedOnOneServerAndDistributed(damaged.json)
+        let options = RepairOptions(followPreference: preference)
+        let want = try single.repair(.follows, options: options)
+        let got = try citus.repair(.follows, options: options)
+        #expect(want.rowsChanged >= 2, "\(preference)")
+        #expect(got.changes.map(\.rows) == want.changes.map(\.rows), "\(preference)")
+        expectSameText(try exportJSON(citus), try exportJSON(single))
+        #expect(try citus.check([.followAsymmetric])[0].isClean == single.check([.followAsymmetric])[0].isClean)
+    }
+
     /// `chat merge --all` moves messages between chat keys, which on Citus are distribution values.
     @Test func mergingDuplicateChatsLeavesWhatASingleServerLeaves() throws {
         let (single, citus, _) = try makeStores()
