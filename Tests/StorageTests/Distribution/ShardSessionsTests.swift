@@ -159,18 +159,8 @@ struct ShardSessionsTests {
     /// are read by a session of its own beside the read's, in the same snapshot, before and after a whole-tree
     /// import placed its twins as the tables are.
     @Test func aCoordinatorHoldingShardsIsReadAsANode() throws {
-        let single = try makeStore()
-        try importJSON(Self.tree, into: single)
-        let database = try TestCitus.makeDatabase()
-        let citus = Store(connection: try database.connect())
-        try citus.connection.execute(
-            """
-            SELECT citus_set_node_property(nodename, nodeport, 'shouldhaveshards', true)
-            FROM pg_dist_node WHERE groupid = 0
-            """)
-        try citus.migrate()
-        try importJSON(Self.tree, into: citus)
-        _ = try citus.distribute(shardCount: 6)
+        let (single, citus, _) = try importedOnOneServerAndDistributed(
+            Self.tree, shardCount: 6, coordinatorHoldsShards: true)
         let groups = try citus.connection.query(
             """
             SELECT DISTINCT groupid FROM pg_dist_placement JOIN pg_dist_shard USING (shardid)

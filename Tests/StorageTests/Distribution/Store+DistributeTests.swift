@@ -20,14 +20,21 @@ struct DistributeRefusalTests {
 }
 
 /// `tree` imported on a single server and on a Citus store, which is then distributed at `shardCount` shards a table
-/// (nil: Citus's default).
-func importedOnOneServerAndDistributed(_ tree: String, shardCount: Int? = 4) throws -> (
-    single: Store, citus: Store, database: CitusDatabase
-) {
+/// (nil: Citus's default); with `coordinatorHoldsShards`, the coordinator (group 0) takes shards as the workers do.
+func importedOnOneServerAndDistributed(_ tree: String, shardCount: Int? = 4, coordinatorHoldsShards: Bool = false)
+    throws -> (single: Store, citus: Store, database: CitusDatabase)
+{
     let single = try makeStore()
     try importJSON(tree, into: single)
     let database = try TestCitus.makeDatabase()
     let citus = Store(connection: try database.connect())
+    if coordinatorHoldsShards {
+        try citus.connection.execute(
+            """
+            SELECT citus_set_node_property(nodename, nodeport, 'shouldhaveshards', true)
+            FROM pg_dist_node WHERE groupid = 0
+            """)
+    }
     try citus.migrate()
     try importJSON(tree, into: citus)
     _ = try citus.distribute(shardCount: shardCount)
