@@ -34,11 +34,14 @@ public struct ImportReport: Sendable {
         /// The `target` of the ANALYZE of each table a whole-tree import filled, all together.
         public static let statistics = "statistics"
         /// The `target` of a whole-tree import's switch: the wait for readers that began before, then the
-        /// statements that put the tables it filled in place (readers wait for those and the commit).
+        /// statements that put the tables it filled in place (readers wait for those, and for the commit's record).
         public static let `switch` = "switch"
+        /// The `target` of a whole-tree import's commit, where the server releases the files of the tables it
+        /// replaced: readers no longer wait by then, but the import does.
+        public static let commit = "commit"
 
-        /// The table it wrote (`post_likes`, `post_keys`, `chat_holders`), or `Finishing.indexes` or
-        /// `Finishing.statistics`.
+        /// The table it wrote (`post_likes`, `post_keys`, `chat_holders`), or `Finishing.indexes`, `statistics`,
+        /// `switch` or `commit`.
         public var target: String
         /// Steps taken: the indexes built, for `indexes`; the tables analyzed, for `statistics`.
         public var count: Int

@@ -50,6 +50,8 @@ struct TreeImport {
         var analyzesAfterCommit = false
         var cancelledSessions: [Int] = []
         var helpers: HelperSessions?
+        // Inside a caller's transaction the import commits nothing: that transaction's commit is its caller's.
+        let commits = wholeTree && !options.isDryRun && !connection.isInTransaction
         do {
             try connection.withTransaction(rollback: options.isDryRun) {
                 try connection.execute(
@@ -179,12 +181,19 @@ struct TreeImport {
                 {
                     throw Self.emptyingRefused(at: options.at, everyValueRejected: report.rejectCount > 0)
                 }
+                // Releasing the files of what it replaced takes the commit seconds on a large store: shown and
+                // timed, so that a progress display does not sit on the switch meanwhile.
+                if commits { timedStep(.committing) }
             }
         } catch {
             // Sessions still loading roll back; the schemas of those that committed their tables are dropped here
             // (or, if the server is gone too, by the next import).
             if !connection.isInTransaction { helpers?.abandon(on: connection) }
             throw error
+        }
+        finishing.end()
+        if let commit = finishing.steps.last, commit.target == ImportReport.Finishing.commit {
+            report.finishing.append(commit)
         }
         // Inside a write's transaction nothing is committed yet, and a failed statement would abort it: the
         // statistics are left to autovacuum there.

@@ -130,6 +130,7 @@ struct CitusTests {
                     target: ImportReport.Finishing.statistics, count: analyzing.count,
                     seconds: report.finishing.last?.seconds ?? 0),
             "\(report.finishing)")
+        #expect(report.finishing.dropLast().last?.target == ImportReport.Finishing.commit, "\(report.finishing)")
         #expect(report.warnings.isEmpty, "\(report.warnings)")
         let unanalyzed = try citus.connection.query(
             """

@@ -433,7 +433,7 @@ struct ParallelImportTests {
         }.start()
         let error = #expect(throws: StorageError.self) {
             defer { ended.store(true, ordering: .relaxed) }
-            try store.importTree(
+            _ = try store.importTree(
                 from: MemorySource(bytes), options: ImportOptions(jobs: 2), reopening: { MemorySource(bytes) },
                 isCancelled: { pressed.load(ordering: .relaxed) },
                 onStep: { step in
