@@ -77,7 +77,9 @@ func expectFailedAndDryRunImportsLeaveNothing(
     let report = try importJSON(json, into: store, options: ImportOptions(isDryRun: true))
     #expect(report.isDryRun && report.rowsImported > 0, sourceLocation: sourceLocation)
     #expect(
-        !report.finishing.contains { [ImportReport.Finishing.switch, ImportReport.Finishing.commit].contains($0.target) },
+        !report.finishing.contains {
+            [ImportReport.Finishing.switch, ImportReport.Finishing.commit].contains($0.target)
+        },
         "a dry run never switches, nor commits", sourceLocation: sourceLocation)
     expectSameText(try exportJSON(store), before, sourceLocation: sourceLocation)
     #expect(try leftovers() == [], sourceLocation: sourceLocation)
