@@ -8,9 +8,16 @@ public protocol ByteSource {
 
     /// Moves past up to `count` bytes without handing them over; returns how many, 0 at the end.
     mutating func skip(_ count: Int) throws -> Int
+
+    /// Whether `skip` moves on without reading what it skips (a regular file seeks); false where it has to read
+    /// and drop the bytes (a pipe, a decompressed stream), which costs what reading them does.
+    var skipsWithoutReading: Bool { get }
 }
 
 extension ByteSource {
+    /// False: reading and dropping the bytes, as the default `skip` does.
+    public var skipsWithoutReading: Bool { false }
+
     /// Reads the bytes and drops them.
     public mutating func skip(_ count: Int) throws -> Int {
         try skipByReading(count)
@@ -54,6 +61,12 @@ public struct FileDescriptorSource: ByteSource {
         }
     }
 
+    /// Whether the descriptor is a regular file, which `skip` seeks in.
+    public var skipsWithoutReading: Bool {
+        var info = stat()
+        return fstat(descriptor, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
+
     /// Seeks past the bytes when the descriptor is a regular file (up to its end), and reads them otherwise.
     public mutating func skip(_ count: Int) throws -> Int {
         var info = stat()
@@ -85,6 +98,16 @@ public struct MemorySource: ByteSource {
     /// A source over a string's UTF-8.
     public init(_ text: String, chunkSize: Int = .max) {
         self.init(Array(text.utf8), chunkSize: chunkSize)
+    }
+
+    /// True: skipping moves an offset.
+    public var skipsWithoutReading: Bool { true }
+
+    /// Moves the offset past up to `count` bytes.
+    public mutating func skip(_ count: Int) throws -> Int {
+        let skipped = max(0, min(count, bytes.count - offset))
+        offset += skipped
+        return skipped
     }
 
     /// Copies the next bytes.

@@ -53,9 +53,9 @@ struct Import: ConsoleCommand {
             A replace of the whole store loads as pg_restore -j does: over --jobs sessions (default: one per \
             core), each reading the file and loading the top-level nodes it reaches first; then the sessions \
             share the index builds of every session's tables, once the rows are in (--keep-indexes builds them \
-            before), and their statistics. The store, the report and any error are those of one session. stdin, \
-            a .gz file, --dry-run, --max-rejects, a distributed store (Citus), --mode merge and --at load on one \
-            session (an explicit --jobs says so in a warning), and no more sessions open than the server's \
+            before), and their statistics. The store, the report and any error are those of one session; each \
+            session decompresses a .gz file for itself. stdin or a pipe, --dry-run, --max-rejects, a distributed \
+            store (Citus), --mode merge and --at load on one session (an explicit --jobs says so in a warning), and no more sessions open than the server's \
             connection limits leave room for (keeping one free). The report times the steps after the \
             reading on its "(after reading)" lines (adding up the sessions' seconds), the commit last: there the \
             server releases the files of the tables replaced (1.0-1.3 s for a 3 GB store here), which readers \
@@ -144,7 +144,7 @@ struct Import: ConsoleCommand {
         defer { progress?.finish() }
         do {
             report = try store.importTree(
-                from: input.source(progress: progress), options: options, reopening: input.reopener,
+                from: input.source(progress: progress), options: options, reopening: input.reopener(progress: progress),
                 onReject: { try rejectsFile.write($0) },
                 onRows: { progress?.update(rows: $0) }, isCancelled: { Interrupt.isPending },
                 onStep: { progress?.show($0.description) })

@@ -38,19 +38,27 @@ final class ProgressBar: @unchecked Sendable {
 
     /// Sets the count done (for work that reports totals rather than increments) and redraws when it is time.
     func update(done count: Int) {
-        advance(by: count - done)
+        lock.withLock { moveOn(to: count) }
     }
 
     /// Adds `count` bytes done and redraws when it is time.
     func advance(by count: Int) {
-        lock.withLock {
-            done += count
-            let now = Date()
-            guard now.timeIntervalSince(lastDrawn) >= 0.1 else { return }
-            lastDrawn = now
-            step = nil
-            draw(elapsed: now.timeIntervalSince(started))
-        }
+        lock.withLock { moveOn(to: done + count) }
+    }
+
+    /// Sets the count done to `count` unless it is that far already, and redraws when it is time.
+    func advance(toAtLeast count: Int) {
+        lock.withLock { if count > done { moveOn(to: count) } }
+    }
+
+    /// Sets the count done, and redraws when it is time; `lock` is held.
+    private func moveOn(to count: Int) {
+        done = count
+        let now = Date()
+        guard now.timeIntervalSince(lastDrawn) >= 0.1 else { return }
+        lastDrawn = now
+        step = nil
+        draw(elapsed: now.timeIntervalSince(started))
     }
 
     /// Sets the rows done alongside the bytes; the bar then shows rows per second too.
@@ -154,5 +162,71 @@ struct ProgressSource: ByteSource {
         let skipped = try base.skip(count)
         if skipped > 0 { bar.advance(by: skipped) }
         return skipped
+    }
+
+    var skipsWithoutReading: Bool { base.skipsWithoutReading }
+}
+
+/// The bytes of one file that several readers read at once (a parallel import's sessions, each decompressing
+/// the same .gz), shown on one bar: how far every reader still reading has got, the least of their offsets,
+/// never going back (a reader that starts over, to read a node again, holds the bar where it is until it passes
+/// it). `@unchecked Sendable`: `lock` guards the offsets, which the readers' threads move.
+final class SharedFileProgress: @unchecked Sendable {
+    private let bar: ProgressBar
+    private let lock = NSLock()
+    /// Each reader still reading, by number, and its offset.
+    private var offsets: [Int: Int] = [:]
+    private var readers = 0
+
+    init(bar: ProgressBar) { self.bar = bar }
+
+    /// A source over `file` that moves the bar with the other readers'.
+    func reader(of file: some ByteSource) -> some ByteSource {
+        let number = lock.withLock {
+            readers += 1
+            offsets[readers] = 0
+            return readers
+        }
+        return Reader(base: file, progress: self, number: number)
+    }
+
+    private func moved(_ number: Int, to offset: Int?) {
+        let least = lock.withLock {
+            offsets[number] = offset
+            return offsets.values.min()
+        }
+        if let least { bar.advance(toAtLeast: least) }
+    }
+
+    /// One reader: tells its offset after each read, and that it stopped at the end or when it is dropped.
+    private final class Reader: ByteSource {
+        private var base: any ByteSource
+        private let progress: SharedFileProgress
+        private let number: Int
+        private var offset = 0
+
+        init(base: some ByteSource, progress: SharedFileProgress, number: Int) {
+            self.base = base
+            self.progress = progress
+            self.number = number
+        }
+
+        deinit { progress.moved(number, to: nil) }
+
+        func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            let count = try base.read(into: buffer)
+            offset += count
+            progress.moved(number, to: count > 0 ? offset : nil)
+            return count
+        }
+
+        func skip(_ count: Int) throws -> Int {
+            let skipped = try base.skip(count)
+            offset += skipped
+            progress.moved(number, to: skipped > 0 ? offset : nil)
+            return skipped
+        }
+
+        var skipsWithoutReading: Bool { base.skipsWithoutReading }
     }
 }

@@ -374,8 +374,11 @@ struct HelperSessions {
     ) throws -> [HelperImport.Outcome] {
         var paced = 0
         // Once the source is at its end, asking again would only tell a progress display of no bytes, every tenth
-        // of a second, and have it redraw its bar over the step shown.
-        var isPacedToEnd = false
+        // of a second, and have it redraw its bar over the step shown. A source that skips only by reading (a
+        // decompressed file) is not paced at all: that would read the file once more than the sessions do, and
+        // what counts its bytes counts those of the sessions' own sources instead.
+        var isPacedToEnd = !source.skipsWithoutReading
+        var movedTo = 0
         var shown: ImportStep?
         var outcomes: [Result<HelperImport.Outcome, any Error>] = []
         for helper in helpers {
@@ -385,7 +388,6 @@ struct HelperSessions {
                     break
                 }
                 let (bytes, rows) = shares.progress
-                let pacedBefore = paced
                 // Skipped, not read: a file seeks, and only what counts the bytes (a progress display) hears them.
                 while !isPacedToEnd, paced < bytes {
                     let count = try source.skip(bytes - paced)
@@ -395,10 +397,11 @@ struct HelperSessions {
                 onRows(rows)
                 // A session that read on after the builds began moves the bytes on, and a progress display then
                 // redraws its bar over the step it showed: shown again.
-                if let step = work.currentStep, step != shown || paced != pacedBefore {
+                if let step = work.currentStep, step != shown || bytes != movedTo {
                     onStep(step)
                     shown = step
                 }
+                movedTo = bytes
             }
         }
         if let failure = shares.firstFailure ?? outcomes.lazy.compactMap(\.failure).first { throw failure }

@@ -348,7 +348,7 @@ struct TreeImport {
         if isDistributed { return "the store is distributed (Citus), whose tables one session fills" }
         if options.isDryRun { return "a dry run loads on one session" }
         if options.maximumRejects > 0 { return "an import that lets rejects through loads on one session" }
-        if !canReopen { return "the input cannot be read again from its start (standard input, a compressed file)" }
+        if !canReopen { return "the input cannot be read again from its start (standard input, a pipe)" }
         return nil
     }
 

@@ -87,7 +87,8 @@ struct ImportExportCommandTests {
         let db = ["--db", database.conninfo]
         var exports: Set<String> = []
         var reports: Set<String> = []
-        // Several sessions for a plain file; one for stdin and a compressed file, which cannot be read twice.
+        // Several sessions for a plain file and a compressed one (each session decompresses it); one for stdin,
+        // which cannot be read twice.
         for arguments in [["--jobs", "1"], ["--jobs", "2"], ["--jobs", "4"], []] {
             let run = try AdminProcess.run(db + ["import", file, "-y", "--format", "json"] + arguments)
             #expect(run.status == 0, "\(arguments): \(run.stderr)")
@@ -113,9 +114,14 @@ struct ImportExportCommandTests {
         #expect(
             try AdminProcess.run(["-q", "generate", file + ".gz", "--users", "60", "--anomalies", "--seed", "9"])
                 .status == 0)
-        let compressed = try AdminProcess.run(db + ["-q", "import", file + ".gz", "-y"])
-        #expect(compressed.status == 0, "\(compressed.stderr)")
-        exports.insert(try AdminProcess.run(db + ["-q", "export", "-"]).stdout)
+        for jobs in ["1", "2"] {
+            let compressed = try AdminProcess.run(
+                db + ["import", file + ".gz", "-y", "--format", "json", "--jobs", jobs])
+            #expect(compressed.status == 0 && compressed.stderr.isEmpty, "\(compressed.stderr)")
+            let report = try JSONSerialization.jsonObject(with: Data(compressed.stdout.utf8)) as? [String: Any]
+            #expect(report?["sessions"] as? Int == Int(jobs), "\(compressed.stdout)")
+            exports.insert(try AdminProcess.run(db + ["-q", "export", "-"]).stdout)
+        }
         #expect(exports.count == 1 && reports.count == 1, "\(reports)")
         let refused = try AdminProcess.run(db + ["import", file, "-y", "--jobs", "0"])
         #expect(refused.status == 64 && refused.stderr.contains("--jobs must be 1 or more"), "\(refused.stderr)")

@@ -233,6 +233,41 @@ struct TerminalTests {
         #expect(!piped.stderr.contains("import  [") && !piped.stderr.contains("\r"))
     }
 
+    /// A compressed file loads over several sessions, each decompressing it: its bar moves by the least of their
+    /// offsets in the compressed file, only forward, and the import ends as one session's would.
+    @Test func aCompressedFilesSessionsMoveOneBar() throws {
+        let database = try TestPostgres.makeDatabase()
+        let directory = try makeTemporaryDirectory("admin-tty-gz")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/backup.json.gz"
+        #expect(try AdminProcess.run(["-q", "generate", file, "--users", "20000", "--seed", "3"]).status == 0)
+        let command = "\(shellQuoted(AdminProcess.executable.path)) --db \(shellQuoted(database.conninfo))"
+        let terminal = try Terminal(command, environment: ["TERM": "xterm"])
+        try expectScreen(terminal, "=>")
+        try terminal.send("import \(file) --yes --jobs 2 --format json", "Enter")
+        try expectScreen(terminal, "import  [")
+        // Each redraw's percentage, as the screen shows it, until the report replaces the bar.
+        var shown: [Int] = []
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline {
+            let screen = try terminal.screen()
+            if screen.contains(#""sessions""#) { break }
+            if let line = screen.split(separator: "\n").last(where: { $0.contains("import  [") }),
+                let percent = line.split(separator: "]").dropFirst().first?.split(separator: "%").first
+                    .flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }),
+                percent != shown.last
+            {
+                shown.append(percent)
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        try expectScreen(terminal, #""sessions": 2"#)
+        #expect(shown.contains { $0 > 0 } && shown == shown.sorted(), "\(shown)")
+        let tables = try AdminProcess.run(["--db", database.conninfo, "-q", "status", "--format", "csv"])
+        #expect(tables.stdout.contains("rows,users,20000"), "\(tables.stdout)")
+        try terminal.send("C-d")
+    }
+
     /// A parallel import's sessions build their indexes after committing their tables: the progress line names
     /// the build that runs, and Ctrl-C then cancels it in whichever session runs it, drops every session's tables
     /// and leaves the store and the console as they were.

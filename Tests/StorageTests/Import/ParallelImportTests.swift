@@ -220,7 +220,7 @@ struct ParallelImportTests {
             ),
             (
                 "read once", ImportOptions(), false,
-                "the input cannot be read again from its start (standard input, a compressed file)"
+                "the input cannot be read again from its start (standard input, a pipe)"
             ),
             (
                 "merge", ImportOptions(mode: .merge), true,
@@ -285,6 +285,29 @@ struct ParallelImportTests {
         let indexes = try #require(report.finishing.first { $0.target == ImportReport.Finishing.indexes })
         #expect(builds.allSatisfy { 1 <= $0.number && $0.number <= $0.count && $0.count <= indexes.count })
         #expect(builds.map(\.number) == builds.map(\.number).sorted())
+    }
+
+    /// A compressed file loads over several sessions too, each decompressing it for itself, and gives what a plain
+    /// one gives. The first source, which skips only by reading, is neither read nor skipped: pacing it would
+    /// decompress the file once more than the sessions do.
+    @Test func aCompressedFileLoadsOverSeveralSessions() throws {
+        let json = try generate(GeneratorOptions(users: 30, seed: 41, plantsAnomalies: true)).json
+        var compressed: [UInt8] = []
+        let gzip = try GzipWriter { compressed.append(contentsOf: $0) }
+        try Array(json.utf8).withUnsafeBufferPointer { try gzip.write($0) }
+        try gzip.finish()
+        let bytes = compressed
+        let first = UntouchedSource(base: try GzipSource(MemorySource(bytes), name: "backup.json.gz"))
+        let store = try makeStore()
+        let report = try store.importTree(
+            from: first, options: ImportOptions(jobs: 2),
+            reopening: { try GzipSource(MemorySource(bytes, chunkSize: 4_099), name: "backup.json.gz") })
+        #expect(report.sessions == 2 && report.warnings.isEmpty, "\(report.warnings)")
+        #expect(first.touches == 0, "the first source was read or skipped")
+        #expect(report.inputBytes == json.utf8.count)
+        let plain = try outcome(of: json, jobs: 2)
+        expectSameText(try exportJSON(store), plain.export)
+        #expect(!first.skipsWithoutReading && MemorySource(bytes).skipsWithoutReading)
     }
 
     /// A session that reads on after another's build began (a loaded machine) moves the import's bytes on, and a
@@ -525,6 +548,28 @@ private struct CountingSource: ByteSource {
         onSkip(skipped)
         return skipped
     }
+
+    var skipsWithoutReading: Bool { base.skipsWithoutReading }
+}
+
+/// A source that counts each read and skip made of it.
+private final class UntouchedSource: ByteSource {
+    var base: any ByteSource
+    private(set) var touches = 0
+
+    init(base: any ByteSource) { self.base = base }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        touches += 1
+        return try base.read(into: buffer)
+    }
+
+    func skip(_ count: Int) throws -> Int {
+        touches += 1
+        return try base.skip(count)
+    }
+
+    var skipsWithoutReading: Bool { base.skipsWithoutReading }
 }
 
 /// A source whose first read waits for `gate` (at most a minute): a session that reads late.
