@@ -308,6 +308,16 @@ struct ParallelImportTests {
         let plain = try outcome(of: json, jobs: 2)
         expectSameText(try exportJSON(store), plain.export)
         #expect(!first.skipsWithoutReading && MemorySource(bytes).skipsWithoutReading)
+        // Cut at nine tenths, the stream fails every session, and the store stays as it was.
+        let cut = Array(bytes.prefix(bytes.count * 9 / 10))
+        let failure = #expect(throws: StorageError.self) {
+            _ = try store.importTree(
+                from: try GzipSource(MemorySource(cut), name: "cut.json.gz"), options: ImportOptions(jobs: 2),
+                reopening: { try GzipSource(MemorySource(cut), name: "cut.json.gz") })
+        }
+        #expect(failure?.message.contains("cut.json.gz is truncated") == true, "\(String(describing: failure))")
+        expectSameText(try exportJSON(store), plain.export)
+        #expect(try helperSchemas(store) == [])
     }
 
     /// A session that reads on after another's build began (a loaded machine) moves the import's bytes on, and a
