@@ -81,7 +81,7 @@ struct ClusterSnapshotTests {
             let json = String(decoding: bytes, as: UTF8.self)
             #expect(report.shardNodes == 2 && report.sessions == 1 + round % 2, "\(report)")
             #expect(try Self.halfFollows(in: json) == [], "an export saw a follow on one side only")
-            seen += try Self.pairs.count { a, b in json.contains("\"\(a)\":{\"\(b)\"") }
+            seen += Self.pairs.count { a, b in json.contains("\"\(a)\":{\"\(b)\"") }
             let asymmetric = try store.check([.followAsymmetric], examples: 1000)[0].examples
             #expect(asymmetric.filter { $0.contains("snap") } == [], "a check saw a follow on one side only")
             // status's counts are of one instant too: both sides alike.
@@ -127,7 +127,7 @@ struct ClusterSnapshotTests {
     @Test func ctrlCStopsAReadWaitingAtTheBarrier() throws {
         let (store, database) = try makeStore()
         let committing = Store(connection: try database.connect())
-        try exportJSON(store, at: ["users", "snap1a"])  // The barrier's session is open.
+        _ = try exportJSON(store, at: ["users", "snap1a"])  // The barrier's session is open.
         try committing.connection.execute("BEGIN")
         try committing.connection.execute("LOCK TABLE pg_catalog.pg_dist_transaction IN ROW EXCLUSIVE MODE")
         try store.setLockTimeout(.seconds(60))
@@ -145,7 +145,7 @@ struct ClusterSnapshotTests {
         let started = ContinuousClock.now
         let error = #expect(throws: StorageError.self) {
             defer { ended.store(true, ordering: .relaxed) }
-            try exportJSON(store, at: ["users", "snap1a"])
+            _ = try exportJSON(store, at: ["users", "snap1a"])
         }
         stopped.wait()
         #expect(error?.sqlState == .queryCanceled, "\(String(describing: error))")
