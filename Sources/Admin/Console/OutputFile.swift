@@ -24,7 +24,10 @@ final class OutputFile {
             path: path, replacing: replacing, createsDirectory: createsDirectory,
             permissions: permissions)
         do {
-            let gzip = path.hasSuffix(".gz") ? try GzipWriter { try file.write($0) } : nil
+            // Compressing is the export's pace on one core (about 60 MB of JSON a second): on every core.
+            let gzip =
+                path.hasSuffix(".gz")
+                ? try GzipWriter(threads: ProcessInfo.processInfo.activeProcessorCount) { try file.write($0) } : nil
             let result = try body { bytes in
                 if let gzip { try gzip.write(bytes) } else { try file.write(bytes) }
             }
