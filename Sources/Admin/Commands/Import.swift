@@ -55,11 +55,11 @@ struct Import: ConsoleCommand {
             share the index builds of every session's tables, once the rows are in (--keep-indexes builds them \
             before), and their statistics. The store, the report and any error are those of one session; each \
             session decompresses a .gz file for itself. stdin or a pipe, --dry-run, --max-rejects, a distributed \
-            store (Citus), --mode merge and --at load on one session (an explicit --jobs says so in a warning), and no more sessions open than the server's \
-            connection limits leave room for (keeping one free). The report times the steps after the \
-            reading on its "(after reading)" lines (adding up the sessions' seconds), the commit last: there the \
-            server releases the files of the tables replaced (1.0-1.3 s for a 3 GB store here), which readers \
-            no longer wait for.
+            store (Citus), --mode merge and --at load on one session (an explicit --jobs says so in a warning), \
+            and no more sessions open than the server's connection limits leave room for (keeping one free). \
+            The report times the steps after the reading on its "(after reading)" lines (adding up the sessions' \
+            seconds), the commit last: there the server releases the files of the tables replaced (1.0-1.3 s \
+            for a 3 GB store here), which readers no longer wait for.
 
             Examples:
               import backup.json
