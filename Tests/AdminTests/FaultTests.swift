@@ -264,14 +264,44 @@ struct FaultTests {
         defer { if mounted { _ = try? ProcessRunner().run("/bin/umount", [disk]) } }
         let admin = AdminProcess.executable.path
         let limit = mounted ? "" : "trap '' XFSZ; ulimit -f 512; "
-        let shell = try ProcessRunner().run(
-            "/bin/sh",
-            [
-                "-c", "\(limit)exec '\(admin)' --db '\(database.conninfo)' export '\(disk)/out.json'",
-            ])
-        #expect(!shell.succeeded)
-        #expect(shell.output.contains("cannot write"), "\(shell.output)")
-        #expect(shell.output.contains(mounted ? "No space left on device" : "File too large"), "\(shell.output)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: disk) == [])
+        // Compressed too, where threads deflate the blocks the writer then fails to write.
+        for name in ["out.json", "out.json.gz"] {
+            let shell = try ProcessRunner().run(
+                "/bin/sh",
+                [
+                    "-c", "\(limit)exec '\(admin)' --db '\(database.conninfo)' export '\(disk)/\(name)'",
+                ])
+            #expect(!shell.succeeded, "\(name)")
+            #expect(shell.output.contains("cannot write"), "\(shell.output)")
+            #expect(shell.output.contains(mounted ? "No space left on device" : "File too large"), "\(shell.output)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: disk) == [])
+        }
+    }
+
+    /// Ctrl-C (SIGINT) during an export to .gz, whose blocks other threads deflate: the export stops at once with
+    /// the signal's status, and no file is left, neither the export nor its temporary.
+    @Test func ctrlCDuringACompressedExportLeavesNoFile() throws {
+        let database = try TestPostgres.makeDatabase()
+        let directory = try makeTemporaryDirectory("admin-int-gz")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try generate(directory + "/big.json", users: 12_000)
+        let db = ["--db", database.conninfo]
+        #expect(try AdminProcess.run(db + ["-q", "import", directory + "/big.json", "-y"]).status == 0)
+        let target = directory + "/out.json.gz"
+        let (exporting, _, _, _) = try AdminProcess.start(db + ["export", target])
+        try waitUntil("the export is writing") {
+            let temporary = (try? FileManager.default.contentsOfDirectory(atPath: directory))?
+                .first { $0.hasPrefix(".out.json.gz.") && $0.hasSuffix(".tmp") }
+            return temporary.flatMap {
+                (try? FileManager.default.attributesOfItem(atPath: directory + "/" + $0))?[.size] as? Int
+            } ?? 0 > 0 || !exporting.isRunning
+        }
+        #expect(exporting.isRunning, "the export ended before it could be interrupted")
+        let interrupted = Date()
+        kill(exporting.processIdentifier, SIGINT)
+        exporting.waitUntilExit()
+        #expect(Date().timeIntervalSince(interrupted) < 10)
+        #expect(exporting.terminationStatus != 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["big.json"])
     }
 }
