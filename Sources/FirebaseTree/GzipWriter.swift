@@ -74,8 +74,8 @@ public final class GzipWriter {
         let job = DeflatePool.Job(
             index: submitted, input: block, dictionary: dictionary, level: level, isLast: isLast)
         submitted += 1
-        dictionary = block.count >= Self.window ? Array(block.suffix(Self.window)) : dictionary + block
-        if dictionary.count > Self.window { dictionary.removeFirst(dictionary.count - Self.window) }
+        // Every block but the last is full, and the last has no next.
+        if !isLast { dictionary = Array(block.suffix(Self.window)) }
         block = []
         block.reserveCapacity(Self.blockSize)
         guard let pool else {
