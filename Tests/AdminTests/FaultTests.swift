@@ -18,6 +18,20 @@ struct FaultTests {
         }
     }
 
+    /// Waits until the export to `target` has written bytes into its temporary file, or `exporting` ended.
+    private func waitUntilWriting(_ target: String, or exporting: Process) throws {
+        let directory = (target as NSString).deletingLastPathComponent
+        let name = (target as NSString).lastPathComponent
+        try waitUntil("the export is writing") {
+            // The temporary file's name is random: any `.NAME.*.tmp` beside the target.
+            let temporary = (try? FileManager.default.contentsOfDirectory(atPath: directory))?
+                .first { $0.hasPrefix("." + name + ".") && $0.hasSuffix(".tmp") }
+            return temporary.flatMap {
+                (try? FileManager.default.attributesOfItem(atPath: directory + "/" + $0))?[.size] as? Int
+            } ?? 0 > 0 || !exporting.isRunning
+        }
+    }
+
     /// Whether a backend of another client is running a statement that starts with `prefix` (or waits on a
     /// lock, with `waitingOnLock`).
     private func someoneIsRunning(_ prefix: String, on connection: Connection, waitingOnLock: Bool = false) throws
@@ -83,14 +97,7 @@ struct FaultTests {
         // kill -9 while the export writes its file: no file where the export was going.
         let target = directory + "/out.json"
         let (exporting, _, _, _) = try AdminProcess.start(db + ["export", target])
-        try waitUntil("the export is writing") {
-            // The temporary file's name is random: any `.out.json.*.tmp` beside the target.
-            let temporary = (try? FileManager.default.contentsOfDirectory(atPath: directory))?
-                .first { $0.hasPrefix(".out.json.") && $0.hasSuffix(".tmp") }
-            return temporary.flatMap {
-                (try? FileManager.default.attributesOfItem(atPath: directory + "/" + $0))?[.size] as? Int
-            } ?? 0 > 0 || !exporting.isRunning
-        }
+        try waitUntilWriting(target, or: exporting)
         kill(exporting.processIdentifier, SIGKILL)
         exporting.waitUntilExit()
         #expect(!FileManager.default.fileExists(atPath: target))
@@ -289,13 +296,7 @@ struct FaultTests {
         #expect(try AdminProcess.run(db + ["-q", "import", directory + "/big.json", "-y"]).status == 0)
         let target = directory + "/out.json.gz"
         let (exporting, _, _, _) = try AdminProcess.start(db + ["export", target])
-        try waitUntil("the export is writing") {
-            let temporary = (try? FileManager.default.contentsOfDirectory(atPath: directory))?
-                .first { $0.hasPrefix(".out.json.gz.") && $0.hasSuffix(".tmp") }
-            return temporary.flatMap {
-                (try? FileManager.default.attributesOfItem(atPath: directory + "/" + $0))?[.size] as? Int
-            } ?? 0 > 0 || !exporting.isRunning
-        }
+        try waitUntilWriting(target, or: exporting)
         #expect(exporting.isRunning, "the export ended before it could be interrupted")
         let interrupted = Date()
         kill(exporting.processIdentifier, SIGINT)
