@@ -11,6 +11,52 @@ public enum FirebaseKey {
     public static let maximumPathBytes = 768
     /// Firebase's limit on a string value's UTF-8 bytes.
     public static let maximumStringBytes = 10 << 20
+    /// Firebase's limit on a path's levels: a node is at most this many keys below the root.
+    public static let maximumDepth = 32
+    /// Why a node deeper than `maximumDepth` cannot exist.
+    public static let tooDeep = "deeper than Firebase's \(maximumDepth) levels"
+
+    /// How many bytes `describe(path:)` gives a path at most, and one key in it.
+    public static let describedPathBytes = 1024, describedKeyBytes = 128
+
+    /// A path as an error message shows it, `/users/u1/username`, in at most `describedPathBytes` bytes however
+    /// long or deep it is: a key over `describedKeyBytes` keeps its first bytes and "…", and a path still too long
+    /// keeps its first and last keys around the count of those left out (`/0/0/…(9,990 more)…/0`).
+    public static func describe(path keys: some Collection<String>) -> String {
+        let whole = "/" + keys.joined(separator: "/")
+        guard whole.utf8.count > describedPathBytes else { return whole }
+        let cut = keys.map { key -> String in
+            guard key.utf8.count > describedKeyBytes else { return key }
+            var end = key.utf8.index(key.utf8.startIndex, offsetBy: describedKeyBytes)
+            while end > key.utf8.startIndex, UTF8.isContinuation(key.utf8[end]) { end = key.utf8.index(before: end) }
+            return String(key[..<end]) + "…"
+        }
+        let joined = "/" + cut.joined(separator: "/")
+        guard joined.utf8.count > describedPathBytes else { return joined }
+        // Keys from both ends while they fit; the middle is counted.
+        var head: [String] = [], tail: [String] = []
+        var bytes = 32
+        var front = 0, back = cut.count - 1
+        while front <= back {
+            let next = head.count <= tail.count ? cut[front] : cut[back]
+            guard bytes + next.utf8.count + 1 <= describedPathBytes else { break }
+            bytes += next.utf8.count + 1
+            if head.count <= tail.count {
+                head.append(next)
+                front += 1
+            } else {
+                tail.insert(next, at: 0)
+                back -= 1
+            }
+        }
+        let left = cut.count - head.count - tail.count
+        var digits = String(left)
+        for index in stride(from: digits.count - 3, to: 0, by: -3) {
+            digits.insert(",", at: digits.index(digits.startIndex, offsetBy: index))
+        }
+        let middle = "…(\(digits) more)…"
+        return "/" + (head + [middle] + tail).joined(separator: "/")
+    }
 
     /// Why the node at `path` (keys from the root) cannot exist in Firebase, as import would refuse it; nil when
     /// it can. `.priority` and `.value` are no nodes.
@@ -31,7 +77,8 @@ public enum FirebaseKey {
     /// Import asks this of every string it reads, so the NUL search is one `memchr`.
     public static func problem(withString text: UnsafeBufferPointer<UInt8>) -> String? {
         let count = text.count
-        if count > maximumStringBytes { return "a string of \(count) bytes, over Firebase's 10 MB limit" }
+        // A reader keeps only the first bytes of a longer string (`JSONReader.isTextCut`): its length is not told.
+        if count > maximumStringBytes { return "a string longer than Firebase's 10 MB limit" }
         if let base = text.baseAddress, memchr(base, 0, count) != nil {
             return "a string with a NUL character (U+0000), which PostgreSQL text cannot hold"
         }

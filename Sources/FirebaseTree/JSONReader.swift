@@ -1,8 +1,9 @@
 import Foundation
 
 /// A streaming JSON reader: pulls one token at a time from a `ByteSource` through a bounded buffer, never holding
-/// the document, and never recursing (a 100,000-level nesting costs 2.4 MB of frame records on the heap, not a
-/// stack overflow).
+/// the document, and never recursing. It refuses nesting deeper than Firebase allows (`maximumNesting`) before
+/// opening the container, so that nothing it or its callers keep per level (frames, paths, the recursion of a
+/// comparison) can grow with the input: 300,000 levels of `[` fail at the 34th `[`, in the reader.
 ///
 /// Tokens are zero-copy: a key's or string's UTF-8 is `text`, valid until the next call to `next()`. Strings are
 /// validated as UTF-8 and unescaped; numbers are read as IEEE doubles (Firebase's only number type). Every error
@@ -92,10 +93,20 @@ public struct JSONReader: ~Copyable {
     private var textCount = 0
     private var tokenOffset = 0
     private let maximumTokenBytes: Int
+    /// How many objects and arrays may be open at once.
+    private let maximumNesting: Int
+    /// A string value longer than this keeps this many bytes and a few more (`isTextCut`).
+    private let stringCutBytes: Int
+
+    /// How many objects and arrays a Firebase tree opens at most: one for each of its 32 levels of keys, and one
+    /// more for a leaf at the 32nd level written with its priority (`{".value": 1, ".priority": 2}`).
+    public static let maximumNesting = FirebaseKey.maximumDepth + 1
 
     /// The last token `next()` returned.
     public private(set) var token = Token.end
-    /// Whether the last `.key` was longer than `maximumKeyBytes`: `text` holds its first bytes only.
+    /// Whether the last `.key` was longer than `maximumKeyBytes`, or the last `.string` longer than the reader's
+    /// `maximumStringBytes`: `text` holds its first bytes only (for a string, more than `maximumStringBytes`, so
+    /// that a check of its length still finds it too long).
     public private(set) var isTextCut = false
     /// How much of a longer key a reader keeps: no key this long is valid (a path stops at 768 bytes), and
     /// reading one whole would cost its length in memory several times over.
@@ -103,13 +114,20 @@ public struct JSONReader: ~Copyable {
     /// The value of the last `.number` token.
     public private(set) var number: Double = 0
 
-    /// A reader over `source`. A single token (a string) may be at most `maximumTokenBytes` long. Positions
-    /// count from `firstOffset` (negative to skip a wrapper the source adds before the document; see
-    /// `NestedSource`); lines and columns count from offset 0.
+    /// A reader over `source`. A number may be at most `maximumTokenBytes` long; a string longer than
+    /// `maximumStringBytes` (Firebase's 10 MB) is read and checked but only its first bytes are kept (`isTextCut`),
+    /// as a key's beyond `maximumKeyBytes`; at most `maximumNesting` objects and arrays may be open at once (more
+    /// for a document that wraps a tree, such as a streamed event). So what the reader holds does not grow with the
+    /// input. Positions count from `firstOffset` (negative to skip a wrapper the source adds before the document;
+    /// see `NestedSource`); lines and columns count from offset 0.
     public init(
-        source: some ByteSource, bufferSize: Int = 1 << 20, maximumTokenBytes: Int = 64 << 20,
+        source: some ByteSource, bufferSize: Int = 1 << 20, maximumTokenBytes: Int = 16 << 20,
+        maximumStringBytes: Int = FirebaseKey.maximumStringBytes, maximumNesting: Int = JSONReader.maximumNesting,
         firstOffset: Int = 0
     ) {
+        self.maximumNesting = maximumNesting
+        // Four bytes more than the limit, so that a cut at a character's boundary still keeps more than it.
+        stringCutBytes = maximumStringBytes > Int.max - 4 ? Int.max : maximumStringBytes + 4
         self.source = source
         discarded = firstOffset
         capacity = max(bufferSize, 64)
@@ -118,7 +136,7 @@ public struct JSONReader: ~Copyable {
         buffer = memory.assumingMemoryBound(to: UInt8.self)
         scratch = .allocate(capacity: scratchCapacity)
         self.maximumTokenBytes = maximumTokenBytes
-        frames.reserveCapacity(64)
+        frames.reserveCapacity(min(maximumNesting, 64))
         guard let pathMemory = malloc(pathCapacity) else { fatalError("out of memory allocating the JSON path") }
         pathBytes = pathMemory.assumingMemoryBound(to: UInt8.self)
     }
@@ -388,6 +406,9 @@ public struct JSONReader: ~Copyable {
     }
 
     private mutating func readValue(startingWith byte: UInt8) throws -> Token {
+        if byte == UInt8(ascii: "{") || byte == UInt8(ascii: "["), frames.count >= maximumNesting {
+            throw nestingError()
+        }
         switch byte {
         case UInt8(ascii: "{"):
             cursor += 1
@@ -490,7 +511,7 @@ public struct JSONReader: ~Copyable {
         }
         if limit == capacity {
             guard capacity < maximumTokenBytes else {
-                throw syntaxError("a single value is longer than \(maximumTokenBytes >> 20) MB")
+                throw syntaxError("a single value is longer than \(Self.describe(bytes: maximumTokenBytes))")
             }
             // By a quarter, not double: a 10 MB string needs at most 12.5 MB here (realloc remaps large blocks,
             // so the many steps cost no copies).
@@ -570,11 +591,12 @@ public struct JSONReader: ~Copyable {
     private static let highs: UInt64 = 0x8080_8080_8080_8080
 
     /// Reads a string whose opening quote is at `cursor`; `text` is its unescaped UTF-8. A key longer than
-    /// `maximumKeyBytes` keeps only its first bytes (`isTextCut`).
+    /// `maximumKeyBytes`, or a value longer than `maximumStringBytes`, keeps only its first bytes (`isTextCut`).
     private mutating func readString(isKey: Bool) throws {
         var start = cursor + 1
         var index = start
         isTextCut = false
+        let cutBytes = isKey ? Self.maximumKeyBytes : stringCutBytes
         while true {
             // Eight plain ASCII bytes at a time: none a quote, a backslash, a control character or non-ASCII.
             while index + 8 <= limit {
@@ -592,10 +614,10 @@ public struct JSONReader: ~Copyable {
                 }
                 index += 8
             }
-            if isKey, index - start > Self.maximumKeyBytes {
+            if index - start > cutBytes {
                 scratchCount = 0
-                appendToScratch(UnsafeBufferPointer(start: buffer + start, count: Self.maximumKeyBytes + 1))
-                return try readRestOfLongKey(at: &index)
+                appendToScratch(UnsafeBufferPointer(start: buffer + start, count: cutBytes + 1))
+                return try readRestOfLongText(at: &index, keeping: cutBytes)
             }
             guard try ensure(1, at: &index, anchor: &start) else {
                 throw syntaxError("unexpected end of input inside a string: the file is truncated")
@@ -607,20 +629,22 @@ public struct JSONReader: ~Copyable {
                 cursor = index + 1
                 return
             } else if byte == UInt8(ascii: "\\") {
-                return try readEscapedString(from: &start, at: index, isKey: isKey)
+                return try readEscapedString(from: start, at: index, cutBytes: cutBytes)
             } else {
                 try skipUnescaped(byte, at: &index, anchor: &start)
             }
         }
     }
 
-    /// The rest of a string that contains escapes, decoded into `scratch`.
-    private mutating func readEscapedString(from start: inout Int, at escapeIndex: Int, isKey: Bool) throws {
+    /// The rest of a string that contains escapes, decoded into `scratch`; the input before `index` is not kept
+    /// (it is in `scratch`), so that an escaped string costs its decoded bytes, not twice as many.
+    private mutating func readEscapedString(from first: Int, at escapeIndex: Int, cutBytes: Int) throws {
         scratchCount = 0
-        appendToScratch(UnsafeBufferPointer(start: buffer + start, count: escapeIndex - start))
+        appendToScratch(UnsafeBufferPointer(start: buffer + first, count: escapeIndex - first))
         var index = escapeIndex
         while true {
-            if isKey, scratchCount > Self.maximumKeyBytes { return try readRestOfLongKey(at: &index) }
+            if scratchCount > cutBytes { return try readRestOfLongText(at: &index, keeping: cutBytes) }
+            var start = index
             guard try ensure(1, at: &index, anchor: &start) else {
                 throw syntaxError("unexpected end of input inside a string: the file is truncated")
             }
@@ -660,12 +684,13 @@ public struct JSONReader: ~Copyable {
         }
     }
 
-    /// Reads the rest of a key longer than `maximumKeyBytes`, whose first bytes (more than that) are in
-    /// `scratch`: they are cut to `maximumKeyBytes` at a character's boundary and kept, the rest is read and
-    /// validated without being kept, so that a key of 40 MB costs no more memory than a short one. No such key
-    /// is valid in Firebase (a whole path stops at 768 bytes): its first bytes name it in a reject.
-    private mutating func readRestOfLongKey(at index: inout Int) throws {
-        var kept = Self.maximumKeyBytes
+    /// Reads the rest of a key or string longer than `limit`, whose first bytes (more than that) are in
+    /// `scratch`: they are cut to `limit` at a character's boundary and kept, the rest is read and validated
+    /// without being kept, so that a key or string of 1 GB costs no more memory than one at the limit. No such key
+    /// or string is valid in Firebase (a path stops at 768 bytes, a string at 10 MB): its first bytes name it in a
+    /// reject.
+    private mutating func readRestOfLongText(at index: inout Int, keeping limit: Int) throws {
+        var kept = limit
         while kept > 0, UTF8.isContinuation(scratch[kept]) { kept -= 1 }
         while true {
             scratchCount = kept
@@ -947,14 +972,29 @@ public struct JSONReader: ~Copyable {
         return components
     }
 
-    /// `path` joined as a Firebase path (`/` for the root).
-    public var pathDescription: String { "/" + path.joined(separator: "/") }
+    /// `path` joined as a Firebase path (`/` for the root), shortened as errors show paths
+    /// (`FirebaseKey.describe(path:)`).
+    public var pathDescription: String { FirebaseKey.describe(path: path) }
+
+    /// The error for a container that would open more than `maximumNesting` levels.
+    private func nestingError() -> TreeError {
+        let position = position(ofOffset: tokenOffset)
+        return TreeError(
+            .malformedInput, "a value at \(position) is \(FirebaseKey.tooDeep)", position: position,
+            path: pathDescription)
+    }
 
     private func syntaxError(_ message: String, at index: Int? = nil) -> TreeError {
         let offset = index.map { discarded + $0 } ?? tokenOffset
         let position = position(ofOffset: offset)
         return TreeError(
             .malformedInput, "malformed JSON at \(position): \(message)", position: position, path: pathDescription)
+    }
+
+    /// `64 MB`, `512 KB`, `100 bytes`.
+    private static func describe(bytes: Int) -> String {
+        bytes >= 1 << 20 && bytes % (1 << 20) == 0
+            ? "\(bytes >> 20) MB" : bytes >= 1 << 10 && bytes % (1 << 10) == 0 ? "\(bytes >> 10) KB" : "\(bytes) bytes"
     }
 
     private static func describe(_ byte: UInt8) -> String {

@@ -95,6 +95,31 @@ public indirect enum TreeValue: Equatable, Sendable {
         return children.keys.map(\.string).sorted(by: FirebaseKey.exportPrecedes)
     }
 
+    /// The first pseudo-child below this value (the node at `path`) that import refuses, with its path and why: a
+    /// `.value` beside children other than `.priority` or holding an object, a `.priority` that is no string or
+    /// number. Nil when there is none. As deep as the value, which a reader bounds at Firebase's 32 levels.
+    public func pseudoChildProblem(at path: [String] = []) -> (path: [String], problem: String)? {
+        guard let children else { return nil }
+        if let value = children[TreeKey(FirebaseKey.value)] {
+            if value.children != nil {
+                return (path + [FirebaseKey.value], "\".value\" must be a leaf, beside nothing but \".priority\"")
+            }
+            if let other = children.keys.map(\.string).sorted(by: FirebaseKey.exportPrecedes).first(where: {
+                $0 != FirebaseKey.value && $0 != FirebaseKey.priority
+            }) {
+                return (path + [other], "a node with a \".value\" cannot have children")
+            }
+        }
+        switch children[TreeKey(FirebaseKey.priority)] {
+        case nil, .string?, .number?: break
+        default: return (path + [FirebaseKey.priority], "a priority must be a string or a number")
+        }
+        for key in orderedKeys where key != FirebaseKey.value && key != FirebaseKey.priority {
+            if let problem = children[TreeKey(key)]?.pseudoChildProblem(at: path + [key]) { return problem }
+        }
+        return nil
+    }
+
     /// Every leaf below this value with its path, in RTDB order.
     public func leaves(prefix: [String] = []) -> [(path: [String], value: TreeValue)] {
         guard let children else { return [(prefix, self)] }
@@ -106,7 +131,7 @@ extension TreeValue {
     /// Parses JSON text into a tree with Firebase's semantics: arrays become integer-keyed objects, nulls and
     /// empty objects vanish (and, when `normalizing`, objects holding only a `.priority`), a repeated key's last
     /// occurrence wins. Returns nil for a document that holds nothing. Numbers beyond a double and nesting deeper
-    /// than 64 levels throw; keys and Firebase's other limits are not checked (the importer does that).
+    /// than Firebase's 32 levels throw; keys and Firebase's other limits are not checked (the importer does that).
     public static func parse(json text: String, normalizing: Bool = true) throws -> TreeValue? {
         var reader = JSONReader(source: MemorySource(text))
         try reader.next()
@@ -131,12 +156,7 @@ extension TreeValue {
         case .false: return .bool(false)
         case .null: return nil
         case .objectStart, .arrayStart:
-            // Firebase allows 32 levels; far deeper input would only exhaust the stack of this recursion.
-            guard reader.depth <= 64 else {
-                throw TreeError(
-                    .malformedInput, "more than 64 levels of nesting at \(reader.position)", position: reader.position,
-                    path: reader.pathDescription)
-            }
+            // The recursion is as deep as the reader lets the input nest (Firebase's 32 levels).
             var children: [TreeKey: TreeValue] = [:]
             while let key = try reader.nextChild() {
                 children[TreeKey(key)] = try read(&reader, normalizing: normalizing)

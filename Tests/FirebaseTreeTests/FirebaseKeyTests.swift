@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import TreeTestSupport
 
@@ -75,6 +76,24 @@ struct FirebaseKeyTests {
             }
         }
         #expect(FirebaseKey.problem(withString: "tab\tand é") == nil)
+    }
+
+    /// Errors show a path in at most a kilobyte, however deep or long: long keys keep their first bytes, a path
+    /// still too long its first and last keys around a count of the rest; a short path is shown whole.
+    @Test func pathsAreDescribedInAKilobyteAtMost() {
+        #expect(FirebaseKey.describe(path: []) == "/")
+        #expect(FirebaseKey.describe(path: ["users", "u1", "username"]) == "/users/u1/username")
+        let deep = FirebaseKey.describe(path: Array(repeating: "0", count: 10_000))
+        #expect(deep.hasPrefix("/0/0/0/") && deep.hasSuffix("/0/0/0"))
+        #expect(deep.contains("…(") && deep.contains(" more)…"))
+        let kept = deep.split(separator: "/").filter { $0 == "0" }.count
+        #expect(deep.contains("…(\((10_000 - kept).formatted(.number.locale(Locale(identifier: "en_US")))) more)…"))
+        #expect(deep.utf8.count <= FirebaseKey.describedPathBytes)
+        let long = FirebaseKey.describe(path: ["a", String(repeating: "é", count: 5000), "b"])
+        #expect(long.hasPrefix("/a/é") && long.hasSuffix("…/b"))
+        #expect(long.utf8.count <= FirebaseKey.describedKeyBytes + 10)
+        let both = FirebaseKey.describe(path: Array(repeating: String(repeating: "k", count: 2000), count: 40))
+        #expect(both.utf8.count <= FirebaseKey.describedPathBytes && both.contains("more)…"))
     }
 
     @Test func integerKeysFollowTheSDK() {

@@ -409,26 +409,69 @@ struct JSONReaderTests {
     @Test func deepNestingNeedsNoRecursion() throws {
         let depth = 100_000
         let text = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
-        var reader = JSONReader(source: MemorySource(text, chunkSize: 4096))
+        var reader = JSONReader(source: MemorySource(text, chunkSize: 4096), maximumNesting: depth)
         var maximum = 0
         while try reader.next() != .end { maximum = max(maximum, reader.depth) }
         #expect(maximum == depth)
         let truncated = String(repeating: "{\"a\":", count: depth)
-        #expect(readError(Array(truncated.utf8), chunkSize: 4096)?.message.contains("truncated") == true)
+        var unlimited = JSONReader(source: MemorySource(truncated, chunkSize: 4096), maximumNesting: depth)
+        #expect(throws: TreeError.self) { while try unlimited.next() != .end {} }
+    }
+
+    /// Past Firebase's 32 levels the reader refuses the next container before it opens it, whatever follows: an
+    /// unterminated bomb, a leaf far down, objects or arrays. A leaf with its priority at the 32nd level is a
+    /// Firebase tree, and reads.
+    @Test(arguments: [
+        String(repeating: "[", count: 300_000) + "1" + String(repeating: "]", count: 300_000),
+        String(repeating: "[", count: 1 << 20),
+        String(repeating: #"{"a":"#, count: 200_000),
+        String(repeating: #"{"a":"#, count: 100_000) + "1" + String(repeating: "}", count: 100_000),
+    ])
+    func nestingPastFirebasesLevelsIsRefusedAtOnce(text: String) throws {
+        var reader = JSONReader(source: MemorySource(text, chunkSize: 4096))
+        var maximum = 0
+        let error = #expect(throws: TreeError.self) {
+            while try reader.next() != .end { maximum = max(maximum, reader.depth) }
+        }
+        #expect(maximum == JSONReader.maximumNesting)
+        #expect(error?.message.contains("deeper than Firebase's 32 levels") == true)
+        #expect(error?.position?.offset ?? .max < 200)
+        #expect((error?.description.utf8.count ?? .max) < 400)
+
+        var leafPath = ""
+        for level in 1...32 { leafPath += #"{"k\#(level)":"# }
+        let deepest = leafPath + #"{".value":1,".priority":2}"# + String(repeating: "}", count: 32)
+        var fits = JSONReader(source: MemorySource(deepest))
+        while try fits.next() != .end {}
+        var tooDeep = JSONReader(source: MemorySource(leafPath + #"{"k33":{"k34":1}}"# + String(repeating: "}", count: 32)))
+        #expect(throws: TreeError.self) { while try tooDeep.next() != .end {} }
     }
 
     @Test func longStringsCrossManyRefills() throws {
         let big = String(repeating: "ab\"😀\\\n", count: 3_000_000)
         let data = try JSONSerialization.data(withJSONObject: ["k": big])
-        var reader = JSONReader(source: MemorySource(Array(data), chunkSize: 65536), bufferSize: 65536)
+        var reader = JSONReader(
+            source: MemorySource(Array(data), chunkSize: 65536), bufferSize: 65536, maximumStringBytes: .max)
         #expect(try reader.next() == .objectStart)
         #expect(try reader.next() == .key)
         #expect(try reader.next() == .string)
         #expect(reader.string == big)
         #expect(try reader.next() == .objectEnd)
+        // Beyond the reader's limit on strings, it keeps their first bytes only (more than the limit, at a
+        // character's boundary), however they are escaped.
+        var cut = JSONReader(source: MemorySource(Array(data), chunkSize: 65536), bufferSize: 65536,
+            maximumStringBytes: 1 << 20)
+        #expect(try cut.next() == .objectStart)
+        #expect(try cut.next() == .key)
+        #expect(try cut.next() == .string)
+        #expect(cut.isTextCut && cut.text.count > 1 << 20 && cut.text.count <= (1 << 20) + 4)
+        #expect(big.utf8.starts(with: cut.text))
+        #expect(try cut.next() == .objectEnd)
         #expect(throws: TreeError.self) {
             try JSONValue.read(
-                JSONReader(source: MemorySource(Array(data)), bufferSize: 65536, maximumTokenBytes: 1 << 20))
+                JSONReader(
+                    source: MemorySource("[" + String(repeating: "1", count: 2 << 20) + "]"), bufferSize: 65536,
+                    maximumTokenBytes: 1 << 20))
         }
     }
 

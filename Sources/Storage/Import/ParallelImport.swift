@@ -7,11 +7,17 @@ internal import PostgresClient
 /// tokens. A node goes to the first session that reaches it, or, when its key came before (a repeated key, whose
 /// last occurrence wins), to the session that has the earlier one, which replaces it as a single session would.
 /// /posts and /postLikes go to one session, which then gives each like its post's owners itself.
+///
+/// Past `reachedLimit` nodes (no real export has that many at its top level, but a file may), a node's session is
+/// told by its key alone, so that what the shares keep, and the time each claim takes, do not grow with the file.
 final class NodeShares: @unchecked Sendable {
     private let lock = NSLock()
-    /// Each node's session, in file order.
+    /// The session of each of the first `reachedLimit` nodes, in file order, and of their keys.
     private var owners: [Int] = []
-    private var keys: [String] = []
+    private var ownersByKey: [TreeKey: Int] = [:]
+    /// The nodes the import's report names (`TreeImporter.reportedNode`), in the order the file first has them.
+    private var reported: [String] = []
+    private let sessions: Int
     /// The failures that end the import, each with its node and whether its session was importing it.
     private var failures: [(error: any Error, node: Int, isOwned: Bool)] = []
     /// Rows each session mapped so far.
@@ -19,14 +25,18 @@ final class NodeShares: @unchecked Sendable {
     /// How far in the file each session still loading has read (`Int.max` once it has loaded its nodes).
     private var positions: [Int]
 
+    /// Nodes shared out as sessions reach them; the rest go by their keys.
+    static let reachedLimit = 4096
+
     /// Keys whose nodes one session loads together: the likes need their posts' owners.
     private static let partners: [String: String] = {
         let posts = TreeTable.posts.rootKey ?? "posts", likes = TreeTable.postLikes.rootKey ?? "postLikes"
         return [posts: likes, likes: posts]
     }()
 
-    /// Shares for `sessions` sessions.
+    /// Shares for `sessions` sessions: the import's own (0, which loads nothing) and the loading ones.
     init(sessions: Int) {
+        self.sessions = sessions
         rows = Array(repeating: 0, count: sessions)
         positions = Array(repeating: 0, count: sessions)
     }
@@ -36,15 +46,25 @@ final class NodeShares: @unchecked Sendable {
         lock.withLock {
             if index < owners.count { return owners[index] == session }
             let partner = Self.partners[key]
-            let earlier = keys.lastIndex { FirebaseKey.same($0, key) || $0 == partner }
-            owners.append(earlier.map { owners[$0] } ?? session)
-            keys.append(key)
-            return owners[index] == session
+            let earlier = ownersByKey[TreeKey(key)] ?? partner.flatMap { ownersByKey[TreeKey($0)] }
+            let node = TreeImporter.reportedNode(key)
+            if !reported.contains(node) { reported.append(node) }
+            guard index < Self.reachedLimit else {
+                // Every session reached the first nodes before this one, so `ownersByKey` no longer changes: each
+                // session that asks gets the same answer, and a repeated key the same session.
+                var hasher = Hasher()
+                hasher.combine(TreeKey(partner.map { min($0, key) } ?? key))
+                return (earlier ?? 1 + Int(UInt(bitPattern: hasher.finalize()) % UInt(sessions - 1))) == session
+            }
+            let owner = earlier ?? session
+            owners.append(owner)
+            ownersByKey[TreeKey(key)] = owner
+            return owner == session
         }
     }
 
-    /// The keys of the top-level nodes met so far, in file order.
-    var keysInOrder: [String] { lock.withLock { keys } }
+    /// The nodes the report names, in the order the file first has them (so far).
+    var reportedNodesInOrder: [String] { lock.withLock { reported } }
 
     /// Records a failure of a session at node `node`; sessions reading later nodes then stop.
     func fail(_ error: any Error, at node: Int, isOwned: Bool) {
@@ -220,7 +240,7 @@ final class HelperImport: @unchecked Sendable {
             try read(
                 likesImporter, loader: likesLoader, rowsBefore: loader.totalRows,
                 position: { [unowned likesImporter] in likesImporter.bytesRead })
-            report = .combining([report, likesImporter.report], keys: importer.topLevelKeys)
+            report = .combining([report, likesImporter.report], nodes: importer.reportedNodes)
             loaders.append(likesLoader)
         }
         shares.report(rows: loaders.reduce(0) { $0 + $1.totalRows }, position: .max, of: number)
@@ -497,8 +517,8 @@ extension ImportReport {
     }
 
     /// The reports of a parallel import's sessions as one: lines and node totals added up by node and table,
-    /// nodes in the order of their first key in the file (`keys`), each node's lines in its session's order.
-    static func combining(_ reports: [ImportReport], keys: [String]) -> ImportReport {
+    /// nodes in the order the file first has them (`nodes`), each node's lines in its session's order.
+    static func combining(_ reports: [ImportReport], nodes: [String]) -> ImportReport {
         var merged = ImportReport()
         for other in reports {
             for line in other.lines {
@@ -526,9 +546,7 @@ extension ImportReport {
             merged.inputBytes = max(merged.inputBytes, other.inputBytes)
         }
         var order: [String: Int] = [:]
-        for (index, key) in keys.enumerated() where order[TreeImporter.reportedNode(key)] == nil {
-            order[TreeImporter.reportedNode(key)] = index
-        }
+        for (index, node) in nodes.enumerated() where order[node] == nil { order[node] = index }
         merged.nodes.sort { (order[$0.name] ?? Int.max) < (order[$1.name] ?? Int.max) }
         merged.groupLinesByNode()
         return merged

@@ -156,7 +156,7 @@ struct TreeImport {
                     throw error
                 }
                 if importer == nil {
-                    report = .combining(helperOutcomes.map(\.report), keys: helpers?.shares.keysInOrder ?? [])
+                    report = .combining(helperOutcomes.map(\.report), nodes: helpers?.shares.reportedNodesInOrder ?? [])
                 }
                 report.readersLockedOut = start.readersLockedOut
                 report.sessions = helpers?.helpers.count ?? 1
@@ -275,7 +275,7 @@ struct TreeImport {
             throw error
         }
         return (
-            .combining([importer.report, likesImporter.report], keys: importer.topLevelKeys),
+            .combining([importer.report, likesImporter.report], nodes: importer.reportedNodes),
             likesLoader.redirected.contains(.postLikes)
         )
     }

@@ -51,8 +51,9 @@ final class TreeImporter {
     /// The owner of each post, when the likes this importer reads are sent with their owners (`post_likes`'
     /// own columns) rather than staged until the posts are loaded.
     var likeOwners: PostOwners?
-    /// The keys of the file's top-level nodes, in file order (not kept when reading deferred nodes).
-    private(set) var topLevelKeys: [String] = []
+    /// The nodes the report names (`reportedNode`), in the order the file first has them (not kept when reading
+    /// deferred nodes): a handful, however many top-level nodes the file holds.
+    private(set) var reportedNodes: [String] = []
     /// Reading deferred nodes: the index of the last one; the importer stops after it.
     private var lastDeferredNode: Int?
     /// Whether it stopped after the last deferred node, short of the end of the file.
@@ -61,7 +62,7 @@ final class TreeImporter {
     /// import, it skips the nodes other sessions import).
     private(set) var node = (index: -1, isOwned: true)
 
-    private static let maximumDepth = 32
+    private static let maximumDepth = FirebaseKey.maximumDepth
     private static let maximumPathBytes = FirebaseKey.maximumPathBytes
     private static let maximumRejectValueBytes = 1 << 20
     private static let maximumWarningsKept = 1000
@@ -637,7 +638,8 @@ final class TreeImporter {
                     node.isOwned = isDeferred
                 } else {
                     let text = String(decoding: key, as: UTF8.self)
-                    topLevelKeys.append(text)
+                    let reported = Self.reportedNode(text)
+                    if !reportedNodes.contains(reported) { reportedNodes.append(reported) }
                     node.isOwned = shares.map { $0.nodes.claim(node.index, key: text, by: $0.worker) } ?? true
                     // Every occurrence (a repeated key's too): the importer reading them replaces one by the next.
                     if node.isOwned, isDeferred {
@@ -677,7 +679,7 @@ final class TreeImporter {
             }
             if reader.token == .null { continue }
             if depth + 1 > Self.maximumDepth {
-                try reject("deeper than Firebase's \(Self.maximumDepth) levels", at: childPath(key))
+                try reject(FirebaseKey.tooDeep, at: childPath(key))
                 continue
             }
             if path.byteCount + key.count + 1 > Self.maximumPathBytes {
@@ -767,12 +769,13 @@ final class TreeImporter {
         if report.rejects.count < ImportReport.rejectsKept { report.rejects.append(rejected.cut(to: 4096)) }
         try onReject(rejected)
         guard report.rejectCount > options.maximumRejects else { return }
+        let shown = FirebaseKey.describe(path: rejectPath ?? path.keys())
         var error = StorageError(
-            .malformedInput, "rejected \(rejected.path): \(reason)",
+            .malformedInput, "rejected \(shown): \(reason)",
             hint: options.maximumRejects == 0
                 ? "Allowing rejected values lets them through (they are listed and handed to the reject handler)."
                 : "More than the \(options.maximumRejects) allowed values were rejected.",
-            context: "reading \(rejected.path)")
+            context: "reading \(shown)")
         error.inputPosition = reader.position
         error.remedy = .allowRejects(allowed: options.maximumRejects)
         throw error

@@ -37,13 +37,13 @@ extension TreeImport {
         var mode = ImportOptions.Mode.replace
         var reportedPath = path
         switch write {
-        case .set(let json): sets = [(path, try Self.lastValuesWinning(json))]
+        case .set(let json): sets = [(path, try Self.lastValuesWinning(json, at: path))]
         case .remove: sets = [(path, "null")]
         case .push(let json):
             reportedPath.append(PushIDGenerator.shared.next())
-            sets = [(reportedPath, try Self.lastValuesWinning(json))]
+            sets = [(reportedPath, try Self.lastValuesWinning(json, at: reportedPath))]
         case .update(let json):
-            let children = try Self.updatedPaths(json: json)
+            let children = try Self.updatedPaths(json: json, under: path)
             if children.allSatisfy({ $0.path.count == 1 }) {
                 // One merge of the node's children, as `import --mode merge` does it.
                 var writer = JSONTextWriter(options: .init(rendersArrays: false))
@@ -118,9 +118,20 @@ extension TreeImport {
     }
 
     /// `json` with each object's repeated keys reduced to the last one's value, as `JSON.parse` (and so Firebase)
-    /// reads it: a bad key in an earlier occurrence was never written.
-    static func lastValuesWinning(_ json: String) throws -> String {
-        Self.json(try TreeValue.parse(json: json, normalizing: false))
+    /// reads it: a bad key in an earlier occurrence was never written. A `.value` beside other children, or a
+    /// `.priority` that is no leaf, is refused as import refuses it (written out, the children would vanish).
+    static func lastValuesWinning(_ json: String, at path: [String]) throws -> String {
+        let value = try TreeValue.parse(json: json, normalizing: false)
+        try refusePseudoChildProblems(in: value, at: path)
+        return Self.json(value)
+    }
+
+    /// Throws import's reject, as a write's error, for the first misplaced `.value` or `.priority` in `value`
+    /// (the node at `path`).
+    static func refusePseudoChildProblems(in value: TreeValue?, at path: [String]) throws {
+        guard let (place, problem) = value?.pseudoChildProblem(at: path) else { return }
+        let shown = FirebaseKey.describe(path: place)
+        throw StorageError(.invalidValue, "rejected \(shown): \(problem)", context: "reading \(shown)")
     }
 
     /// Rows in the tree's tables.
@@ -131,8 +142,9 @@ extension TreeImport {
 
     /// The children an update's JSON object names, each by its path below the node (a key may be a path, as
     /// in Firebase's `update`: `{"alice/username": "al"}`), with its value as JSON. Refused as Firebase refuses
-    /// them: not an object, a key naming no child or holding a bad one, one path below another.
-    static func updatedPaths(json text: String) throws -> [(path: [String], value: TreeValue?)] {
+    /// them: not an object, a key naming no child or holding a bad one, one path below another, a misplaced
+    /// `.value` or `.priority` in a value (named by its path under `node`, the updated node).
+    static func updatedPaths(json text: String, under node: [String] = []) throws -> [(path: [String], value: TreeValue?)] {
         guard let children = try TreeValue.membersKeepingNulls(json: text) else {
             throw StorageError(
                 .invalidValue, "an update takes a JSON object of the children to write",
@@ -147,6 +159,7 @@ extension TreeImport {
                     throw StorageError(.invalidValue, "the update's key \"\(key)\" is not a Firebase path: \(problem)")
                 }
             }
+            try refusePseudoChildProblems(in: value, at: node + path)
             updates.append((path, value))
         }
         let sorted = updates.map(\.path).sorted { FirebaseKey.pathPrecedes($0, $1) }

@@ -113,6 +113,30 @@ struct WriteTests {
         try expect(store, after: .remove, at: ["chats", "U", "C", "members", "U", "x"], exports: tree)
     }
 
+    /// A `.value` beside other children, or a priority that is no leaf, is refused by every write verb as import
+    /// refuses it, naming the child's whole path; nothing changes (the children were dropped silently before).
+    @Test(arguments: [
+        (TreeWrite.set(json: #"{".value": 1, "a": 2}"#), ["x", "y"], "/x/y/a", "cannot have children"),
+        (.set(json: #"{"n": {"a": 2, ".value": 1}}"#), ["x"], "/x/n/a", "cannot have children"),
+        (.set(json: #"{".value": {"a": 1}}"#), ["x", "y"], "/x/y/.value", "must be a leaf"),
+        (.update(json: #"{"y": {".value": 1, "a": 2}}"#), ["x"], "/x/y/a", "cannot have children"),
+        (.update(json: #"{"y/z": {".priority": {"p": 1}, "a": 2}}"#), ["x"], "/x/y/z/.priority", "string or a number"),
+        (.push(json: #"{".value": "v", ".priority": 1, "b": true}"#), ["x"], "/b", "cannot have children"),
+    ])
+    func aValueBesideChildrenIsRefusedByEveryVerb(write: TreeWrite, at path: [String], named: String, reason: String)
+        throws
+    {
+        let tree = #"{"x":{"y":"kept"}}"#
+        let store = try store(holding: tree)
+        let error = #expect(throws: StorageError.self) { try store.write(write, at: path) }
+        #expect(error?.message.contains(named) == true, "\(String(describing: error))")
+        #expect(error?.message.contains(reason) == true, "\(String(describing: error))")
+        expectSameText(try exportJSON(store), tree)
+        // A leaf with its priority, which import keeps too, is written.
+        _ = try store.write(.set(json: #"{".value": 1, ".priority": 2}"#), at: ["x", "y"])
+        expectSameText(try exportJSON(store), #"{"x":{"y":{".value":1,".priority":2}}}"#)
+    }
+
     @Test func aDryRunOfAWriteBelowALeafKeepsTheLeaf() throws {
         let store = try store(holding: #"{"q":{"dark":false}}"#)
         _ = try store.importTree(
