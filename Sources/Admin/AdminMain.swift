@@ -96,10 +96,11 @@ struct AdminMain: ParsableCommand {
         if !command.isEmpty {
             status = loop.run(arguments: command)
         } else if !options.commands.isEmpty || options.file != nil {
-            var lines = options.commands.map { SourceLine(text: $0, location: nil) }
+            let commands = AnySequence(options.commands.map { SourceLine(text: $0, location: nil) })
+            var lines = commands
             if let file = options.file {
                 do {
-                    lines += try SourceLine.lines(ofFile: file)
+                    lines = AnySequence([commands, AnySequence(try SourceLine.lines(ofFile: file))].joined())
                 } catch {
                     session.diagnostics.line("admin: \(error)")
                     session.diagnostics.flush()
@@ -111,7 +112,7 @@ struct AdminMain: ParsableCommand {
             status = loop.runInteractive(
                 historyFile: MainLoop.historyFile(environment: ProcessInfo.processInfo.environment))
         } else {
-            status = loop.run(lines: SourceLine.standardInput())
+            status = loop.run(lines: try SourceLine.lines(ofFile: "-"))
         }
         session.close()
         if status != .success {

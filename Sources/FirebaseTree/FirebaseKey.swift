@@ -25,12 +25,7 @@ public enum FirebaseKey {
     public static func describe(path keys: some Collection<String>) -> String {
         let whole = "/" + keys.joined(separator: "/")
         guard whole.utf8.count > describedPathBytes else { return whole }
-        let cut = keys.map { key -> String in
-            guard key.utf8.count > describedKeyBytes else { return key }
-            var end = key.utf8.index(key.utf8.startIndex, offsetBy: describedKeyBytes)
-            while end > key.utf8.startIndex, UTF8.isContinuation(key.utf8[end]) { end = key.utf8.index(before: end) }
-            return String(key[..<end]) + "…"
-        }
+        let cut = keys.map { shortened($0, toBytes: describedKeyBytes) }
         let joined = "/" + cut.joined(separator: "/")
         guard joined.utf8.count > describedPathBytes else { return joined }
         // Keys from both ends while they fit; the middle is counted.
@@ -67,6 +62,15 @@ public enum FirebaseKey {
             bytes += key.utf8.count + 1
         }
         return bytes > maximumPathBytes ? pathTooLong : nil
+    }
+
+    /// `text` as it is when it has at most `bytes` bytes of UTF-8, else its first bytes up to a character's
+    /// boundary and "…".
+    public static func shortened(_ text: String, toBytes bytes: Int) -> String {
+        guard text.utf8.count > bytes else { return text }
+        var end = text.utf8.index(text.utf8.startIndex, offsetBy: bytes)
+        while end > text.utf8.startIndex, UTF8.isContinuation(text.utf8[end]) { end = text.utf8.index(before: end) }
+        return String(text[..<end]) + "…"
     }
 
     /// Why a path over `maximumPathBytes` cannot exist.

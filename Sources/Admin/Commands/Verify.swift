@@ -114,19 +114,35 @@ struct Verify: ConsoleCommand {
             "the store differs from \(file) in \(DomainViews.count(report.differenceCount, "place")) "
             + "\(Self.whereDifferent(report)); \(compared) (\(timing))."
         if report.differences.count < report.differenceCount {
-            text += " The first \(report.differences.count) are listed (--max-differences)."
+            text +=
+                " The first \(report.differences.count) are listed ("
+                + (report.isListCutForMemory ? "all the list's memory holds" : "--max-differences") + ")."
         }
         return text + sorted
     }
 
-    /// "(3 missing, 2 extra) under /chats: 2, /messages: 3".
+    /// "(3 missing, 2 extra) under /chats: 2, /messages: 3", the first `namedChildren` children named and the
+    /// rest counted ("and 1,999,990 more under 1,999,990 other nodes").
     private static func whereDifferent(_ report: VerifyReport) -> String {
         let kinds = TreeDifference.Kind.allCases.compactMap { kind in
             report.counts[kind].map { "\($0) \(kind.rawValue)" }
         }
-        let nodes = countsByChild(report).map { "\($0.path): \($0.count)" }
+        let children = countsByChild(report)
+        var nodes = children.prefix(namedChildren).map { "\($0.path): \($0.count)" }
+        let others = (
+            differences: children.dropFirst(namedChildren).reduce(report.otherChildren.differences) { $0 + $1.count },
+            children: max(0, children.count - namedChildren) + report.otherChildren.children
+        )
+        if others.children > 0 {
+            nodes.append(
+                "and \(others.differences) more under "
+                    + DomainViews.count(others.children, "other node"))
+        }
         return "(\(kinds.joined(separator: ", "))) under \(nodes.joined(separator: ", "))"
     }
+
+    /// Children the summary names; the JSON's `by_node` names up to a thousand.
+    private static let namedChildren = 10
 
     /// The differences under each child of the verified node, in RTDB order of its path.
     private static func countsByChild(_ report: VerifyReport) -> [(path: String, count: Int)] {
@@ -145,6 +161,13 @@ struct Verify: ConsoleCommand {
                 JSONWriter.object(TreeDifference.Kind.allCases.map { ($0.rawValue, String(report.counts[$0] ?? 0)) })
             ),
             ("by_node", JSONWriter.object(countsByChild(report).map { ($0.path, String($0.count)) })),
+            (
+                "other_nodes",
+                JSONWriter.object([
+                    ("nodes", String(report.otherChildren.children)),
+                    ("differences", String(report.otherChildren.differences)),
+                ])
+            ),
             ("listed", String(report.differences.count)),
             ("source_bytes", String(report.sourceBytes)),
             ("seconds", JSONWriter.seconds(report.seconds)),

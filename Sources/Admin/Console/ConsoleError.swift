@@ -14,6 +14,23 @@ struct ConsoleError: Error, CustomStringConvertible {
 
     var description: String { message }
 
+    /// Bytes of a message shown at most: a message longer than this (a value quoted whole, a list of a million
+    /// places) keeps its start and its end, so that no error buries a terminal or a cron mail.
+    static let maximumMessageBytes = 4000
+
+    /// `message` in at most `maximumMessageBytes` bytes: its first bytes and its last, around what was left out.
+    static func bounded(_ message: String) -> String {
+        let count = message.utf8.count
+        guard count > maximumMessageBytes else { return message }
+        let head = maximumMessageBytes * 3 / 5, tail = maximumMessageBytes / 4
+        var start = message.utf8.index(message.utf8.startIndex, offsetBy: head)
+        while UTF8.isContinuation(message.utf8[start]) { start = message.utf8.index(before: start) }
+        var end = message.utf8.index(message.utf8.endIndex, offsetBy: -tail)
+        while UTF8.isContinuation(message.utf8[end]) { end = message.utf8.index(after: end) }
+        let omitted = message.utf8.distance(from: start, to: end)
+        return String(message[..<start]) + "…(\(omitted) bytes of this message left out)…" + String(message[end...])
+    }
+
     /// The error with one more line of explanation, when there is one.
     func appending(_ line: String?) -> ConsoleError {
         guard let line else { return self }

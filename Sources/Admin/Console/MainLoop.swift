@@ -6,6 +6,8 @@ struct SourceLine {
     var text: String
     /// `file:line` for scripts, nil for argv and `-c`.
     var location: String?
+    /// Why the line cannot run (too long to keep, unreadable); reported at its place, as a usage error.
+    var problem: String?
 }
 
 /// Runs commands however they are given (argv, `-c`, `-f`, piped stdin, the terminal's prompt): a loop over script
@@ -27,7 +29,22 @@ struct MainLoop {
         var worst = ExitStatus.success
         var pending: SourceLine?
         for line in lines {
+            if let problem = line.problem {
+                report(ConsoleError(.usage, problem), command: nil, location: line.location)
+                worst = max(worst, .usage)
+                pending = nil
+                if errorPolicy == .stop { break }
+                continue
+            }
             let statement = pending.map { SourceLine(text: $0.text + "\n" + line.text, location: $0.location) } ?? line
+            guard statement.text.utf8.count <= ScriptLines.maximumLineBytes else {
+                let reason = "a command of more than \(ScriptLines.maximumLineBytes >> 20) MB (\(Self.incompleteness(of: statement.text)))"
+                report(ConsoleError(.usage, reason), command: nil, location: statement.location)
+                worst = max(worst, .usage)
+                pending = nil
+                if errorPolicy == .stop { break }
+                continue
+            }
             guard Self.isComplete(statement.text) else {
                 pending = statement
                 continue
@@ -207,33 +224,15 @@ struct MainLoop {
         if let command { prefix += " \(command):" }
         session.diagnostics.line(
             session.colored(TerminalText.escaped(prefix), .red) + " "
-                + TerminalText.escaped(error.message, keepingNewlines: true))
+                + ConsoleError.bounded(TerminalText.escaped(error.message, keepingNewlines: true)))
         session.diagnostics.flush()
     }
 }
 
 extension SourceLine {
-    /// The lines of a script file (`-` for stdin), numbered for error messages.
-    static func lines(ofFile path: String) throws -> [SourceLine] {
-        // As psql: a missing file is named with the system's reason, and bytes that are not UTF-8 reach the
-        // parser as U+FFFD instead of refusing the whole script.
-        let file = try InputFile(path: path)
-        defer { file.close() }
-        let text = String(decoding: try file.readAll(), as: UTF8.self)
-        let name = path == "-" ? "<stdin>" : path
-        return text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().map { index, line in
-            SourceLine(text: String(line), location: "\(name):\(index + 1)")
-        }
-    }
-
-    /// Lines read from a non-terminal standard input as they arrive (a pipe from cron, a heredoc).
-    static func standardInput() -> AnySequence<SourceLine> {
-        var number = 0
-        return AnySequence(
-            AnyIterator {
-                guard let text = readLine(strippingNewline: true) else { return nil }
-                number += 1
-                return SourceLine(text: text, location: "<stdin>:\(number)")
-            })
+    /// The lines of a script file (`-` for stdin), numbered for error messages, read as they are run.
+    static func lines(ofFile path: String) throws -> ScriptLines {
+        // As psql: a missing file is named with the system's reason.
+        try ScriptLines(path: path)
     }
 }

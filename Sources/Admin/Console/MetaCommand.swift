@@ -52,7 +52,7 @@ enum MetaCommand {
             session.usesPager = try SettingsCommand.onOff(value)
         case "i", "include":
             guard let file = arguments.first else { throw ConsoleError(.usage, "\\i needs a file") }
-            let lines: [SourceLine]
+            let lines: ScriptLines
             do {
                 lines = try SourceLine.lines(ofFile: file)
             } catch {

@@ -59,7 +59,9 @@ struct SyncReportView {
                 + "\(DomainViews.count(report.rowsWritten, "row")) written and \(report.rowsDeleted) deleted; "
                 + "\(compared) in \(timing)."
             if report.differences.count < report.differenceCount, report.isDryRun {
-                text += " The first \(report.differences.count) differences are listed (--max-differences)."
+                text +=
+                    " The first \(report.differences.count) differences are listed ("
+                    + (report.isListCutForMemory ? "all the list's memory holds" : "--max-differences") + ")."
             }
         }
         if sortedFirst {

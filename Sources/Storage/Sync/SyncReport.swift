@@ -59,6 +59,9 @@ public struct SyncReport: Sendable {
     public var nodes: [Node] = []
     /// The first differences, in RTDB order of path (as many as were asked for).
     public var differences: [TreeDifference] = []
+    /// Whether fewer differences are listed than were asked for because the list reached its memory budget
+    /// (48 MB; values are cut to a kilobyte past 16 MB).
+    public var isListCutForMemory = false
     /// How many differences of each kind there are, listed or not.
     public var counts: [TreeDifference.Kind: Int] = [:]
     /// Nodes written whole or removed: records, leaves, and the shallowest nodes on one side only.

@@ -174,13 +174,14 @@ struct TreeSync {
             opening: open, sortingFirst: options.sortingFirst, temporaryDirectory: options.temporaryDirectory
         ) { source in
             var found = SyncReport()
+            var listing = DifferenceListing(limit: options.maxListed)
             let plan = try SyncPlan(temporaryDirectory: options.temporaryDirectory)
             let rewrites = TreeComparison.Rewrites(
                 isRecord: { TreeImporter.storesRecord(at: $0, firstKey: $1, firstIsObject: $2) },
                 isRecordPath: { TreeImporter.storesRecord(at: $0) }, temporaryDirectory: options.temporaryDirectory,
                 onRewrite: { path, json in try plan.rewrite(path, json: json) })
             var comparison = TreeComparison(rewrites: rewrites) { difference in
-                try Self.count(difference, in: &found, options: options, rejects: rejects)
+                try Self.count(difference, in: &found, listing: &listing, options: options, rejects: rejects)
             }
             // A savepoint: a pass given up for a source out of order leaves its export's statement failed. The
             // tree error comes out as it is, for the caller to sort the source.
@@ -199,6 +200,8 @@ struct TreeSync {
                 throw treeError ?? error
             }
             try plan.finish()
+            found.differences = listing.differences
+            found.isListCutForMemory = listing.isCutForMemory
             found.nodesCompared = comparison.nodesCompared
             found.sourceBytes = bytes.source
             found.rewrites = plan.pathCount
@@ -213,7 +216,8 @@ struct TreeSync {
     /// Counts a difference under its node, lists it if there is room, and hands a reject over
     /// (aborting once more than allowed were met).
     private static func count(
-        _ difference: TreeDifference, in report: inout SyncReport, options: SyncOptions, rejects: RejectLedger
+        _ difference: TreeDifference, in report: inout SyncReport, listing: inout DifferenceListing,
+        options: SyncOptions, rejects: RejectLedger
     ) throws {
         report.counts[difference.kind, default: 0] += 1
         let node = report.node(nodeName(of: difference.path))
@@ -223,15 +227,13 @@ struct TreeSync {
         case .extra: report.nodes[node].removed += 1
         case .rejected: report.nodes[node].rejected += 1
         }
-        if report.differences.count < options.maxListed {
-            var listed = difference
-            // A missing node's value is whole (it is what is written): the list keeps what verify's keeps.
-            if let source = listed.source, source.utf8.count > valueLimit {
-                listed.source = String(decoding: source.utf8.prefix(valueLimit), as: UTF8.self) + "…"
-                listed.isCut = true
-            }
-            report.differences.append(listed)
+        var listed = difference
+        // A missing node's value is whole (it is what is written): the list keeps what verify's keeps.
+        if let source = listed.source, source.utf8.count > valueLimit {
+            listed.source = FirebaseKey.shortened(source, toBytes: valueLimit)
+            listed.isCut = true
         }
+        listing.add(listed, under: Array(difference.path.prefix(options.at.count + 1)))
         guard difference.kind == .rejected else { return }
         let reject = ImportReject(
             path: "/" + difference.path.joined(separator: "/"), reason: difference.reason ?? "refused by import",

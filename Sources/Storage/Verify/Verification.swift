@@ -8,8 +8,13 @@ public struct VerifyReport: Sendable {
     /// How many differences of each kind there are, listed or not.
     public var counts: [TreeDifference.Kind: Int] = [:]
     /// How many differences lie under each child of the verified node, by the child's path from the root (the
-    /// node's own path for a difference at the node itself).
+    /// node's own path for a difference at the node itself): the first thousand children that differ.
     public var countsByChild: [[String]: Int] = [:]
+    /// Differences under the children `countsByChild` leaves out, and how many such children there are.
+    public var otherChildren = (differences: 0, children: 0)
+    /// Whether fewer differences are listed than were asked for because the list reached its memory budget
+    /// (48 MB; values are cut to a kilobyte past 16 MB).
+    public var isListCutForMemory = false
     /// Nodes (leaves and objects) compared.
     public var nodesCompared = 0
     /// Bytes read from the source, and written by the store's export.
@@ -42,12 +47,16 @@ struct Verification {
             opening: open, sortingFirst: sortingFirst, temporaryDirectory: temporaryDirectory
         ) { source in
             var report = VerifyReport()
+            var listing = DifferenceListing(limit: maxListed)
             var comparison = TreeComparison(ignoringPriorities: ignoringPriorities) { difference in
                 report.counts[difference.kind, default: 0] += 1
-                report.countsByChild[Array(difference.path.prefix(path.count + 1)), default: 0] += 1
-                if report.differences.count < maxListed { report.differences.append(difference) }
+                listing.add(difference, under: Array(difference.path.prefix(path.count + 1)))
             }
             let bytes = try compare(source, with: &comparison, at: path)
+            report.differences = listing.differences
+            report.countsByChild = listing.countsByChild
+            report.otherChildren = listing.otherChildren
+            report.isListCutForMemory = listing.isCutForMemory
             report.nodesCompared = comparison.nodesCompared
             (report.sourceBytes, report.storeBytes) = bytes
             return report
