@@ -154,6 +154,8 @@ public struct TreeComparison {
         }
         var body: Body
         var priority: TreeValue?
+        /// Whether the object is written as an array (its children have no keys in the text).
+        var isArray = false
     }
 
     /// Reads the start of the node at the reader's token: a leaf whole, an object up to its first child, a leaf
@@ -163,6 +165,7 @@ public struct TreeComparison {
         case .null:
             return Head(body: .absent)
         case .objectStart, .arrayStart:
+            let isArray = reader.token == .arrayStart
             var priority: TreeValue?
             var key = try nextKey(&reader)
             if key == FirebaseKey.priority {
@@ -170,7 +173,9 @@ public struct TreeComparison {
                 key = try nextKey(&reader)
             }
             guard let key else { return Head(body: .absent, priority: priority) }
-            guard key == FirebaseKey.value else { return Head(body: .object(firstKey: key), priority: priority) }
+            guard key == FirebaseKey.value else {
+                return Head(body: .object(firstKey: key), priority: priority, isArray: isArray)
+            }
             let value = try scalar(&reader)
             if let next = try nextKey(&reader) {
                 guard next == FirebaseKey.priority, priority == nil else {
@@ -283,7 +288,7 @@ public struct TreeComparison {
                     || sourceHead.priority != storeHead.priority
             {
                 // Rewritten whole: a record is one row, and an object's priority is only stored beside a child.
-                return try compareWhole(sourceHead, &source, storeHead, &store, rewrites: rewrites)
+                return try compareWritten(sourceHead, &source, storeHead, &store)
             }
             try comparePriorities(sourceHead.priority, storeHead.priority)
             try compareChildren(&source, firstKey: a, &store, firstKey: b)
@@ -295,6 +300,10 @@ public struct TreeComparison {
                 // The store's leaf goes and the source's object comes child by child, as if nothing were there.
                 try reportOnlyInStore(storeHead, &store)
                 return try reportOnlyInSource(sourceHead, &source)
+            }
+            if rewrites != nil, recordDiffers == nil {
+                // A record where the store has a leaf, or a leaf where it has an object: written whole.
+                return try compareWritten(sourceHead, &source, storeHead, &store)
             }
             var rejects: [TreeDifference]? = []
             let sourceValue = try capture(sourceHead, &source, rejects: &rejects, limit: sourceLimit)
@@ -311,6 +320,7 @@ public struct TreeComparison {
                         isCut: sourceValue.isCut || storeValue.isCut))
             }
             for reject in rejects ?? [] { try report(reject) }
+            // Inside a node compared as text: marks it as differing.
             if rewrites != nil { try rewrite(path, sourceValue.isEmpty ? nil : sourceValue.json) }
             return
         }
@@ -397,6 +407,12 @@ public struct TreeComparison {
             }
             return
         }
+        if rewrites != nil, recordDiffers == nil, reason == nil, case .object = head.body {
+            // A record the store lacks, read as text (of any size) and compared with nothing.
+            var nothing = JSONReader(source: MemorySource("null"))
+            try nothing.next()
+            return try compareWritten(head, &source, Head(body: .absent), &nothing)
+        }
         var rejects: [TreeDifference]?
         if reason == nil { rejects = [] }
         let value = try capture(head, &source, rejects: &rejects, limit: reason == nil ? sourceLimit : valueLimit)
@@ -449,6 +465,31 @@ public struct TreeComparison {
             &source, into: &sourceText, nodes: &nodesCompared, stack: &openObjects, spillingIn: directory)
         var storeNodes = 0
         try Self.canonicalText(&store, into: &storeText, nodes: &storeNodes, stack: &openObjects, spillingIn: directory)
+        try rewriteIfTextsDiffer()
+    }
+
+    /// Compares two nodes whose heads were read and that are written whole when they differ (a record, an object
+    /// with a new priority, a record where the other side has a leaf): as `compareRecord` compares records, each
+    /// read to its end as canonical text, in a temporary file past a megabyte, so that a node of any size costs
+    /// bounded memory.
+    private mutating func compareWritten(
+        _ sourceHead: Head, _ source: inout JSONReader, _ storeHead: Head, _ store: inout JSONReader
+    ) throws {
+        let directory = rewrites?.temporaryDirectory ?? TreeSorter.defaultTemporaryDirectory
+        var sourceNodes = 0, storeNodes = 0
+        try Self.canonicalText(
+            after: sourceHead, &source, into: &sourceText, nodes: &sourceNodes, stack: &openObjects,
+            spillingIn: directory)
+        try Self.canonicalText(
+            after: storeHead, &store, into: &storeText, nodes: &storeNodes, stack: &openObjects, spillingIn: directory)
+        nodesCompared += sourceNodes - 1
+        try rewriteIfTextsDiffer()
+    }
+
+    /// Compares `sourceText` with `storeText`, the node at `path` on each side: equal texts are equal trees (one
+    /// writer wrote both, from values read in RTDB order); otherwise they are compared as trees, the differences
+    /// reported, and the source's text written when they differ as trees.
+    private mutating func rewriteIfTextsDiffer() throws {
         guard try !sourceText.equals(storeText) else { return }
         let (differs, _) = try compareInside(
             sourceText.source, count: sourceText.count, storeText.source, count: storeText.count)
@@ -476,17 +517,72 @@ public struct TreeComparison {
         return (recordDiffers == true, nodesCompared)
     }
 
-    /// The value at the reader's token as compact JSON, read to its end: keys and strings quoted and numbers
-    /// written as `JSONTextWriter` writes them, so that two equal texts are two equal trees; a number beyond a
-    /// double as it was written. Adds the values read to `nodes`; `needsComma` is scratch space.
+    /// The node whose head was read as `canonicalText` writes a whole node: the head's own part first (a leaf
+    /// whole, an object's `{`, priority and first key), then the rest of the object from the reader.
     private static func canonicalText(
-        _ reader: inout JSONReader, into text: inout NodeText, nodes: inout Int, stack needsComma: inout [Bool],
-        spillingIn directory: String
+        after head: Head, _ reader: inout JSONReader, into text: inout NodeText, nodes: inout Int,
+        stack needsComma: inout [Bool], spillingIn directory: String
     ) throws {
         text.reset()
+        switch head.body {
+        case .absent:
+            text.bytes.append(contentsOf: "null".utf8)
+        case .leaf(let value):
+            text.bytes.append(contentsOf: json(leaf: value, priority: head.priority).utf8)
+        case .rejected(let json, _):
+            text.bytes.append(contentsOf: json.utf8)
+        case .object(let firstKey) where head.isArray:
+            // The elements before the first were nulls (an array has no keys to say where its first element is).
+            text.bytes.append(UInt8(ascii: "["))
+            for _ in 0..<(Int(firstKey) ?? 0) { text.bytes.append(contentsOf: "null,".utf8) }
+            try resume()
+            return
+        case .object(let firstKey):
+            text.bytes.append(UInt8(ascii: "{"))
+            if let priority = head.priority {
+                Self.appendQuoted(FirebaseKey.priority, to: &text.bytes)
+                text.bytes.append(UInt8(ascii: ":"))
+                text.bytes.append(contentsOf: json(priority).utf8)
+                text.bytes.append(UInt8(ascii: ","))
+            }
+            Self.appendQuoted(firstKey, to: &text.bytes)
+            text.bytes.append(UInt8(ascii: ":"))
+            try resume()
+            return
+        }
+        nodes += 1
+
+        /// The rest of the object, the reader on its first child's value.
+        func resume() throws {
+            let objectDepth = reader.depth - (isObject(reader) ? 1 : 0)
+            try canonicalText(
+                &reader, into: &text, nodes: &nodes, stack: &needsComma, spillingIn: directory,
+                resumingIn: objectDepth)
+        }
+    }
+
+    private static func appendQuoted(_ key: String, to bytes: inout [UInt8]) {
+        var key = key
+        key.withUTF8 { JSONTextWriter.appendQuoted($0, to: &bytes) }
+    }
+
+    /// The value at the reader's token as compact JSON, read to its end: keys and strings quoted and numbers
+    /// written as `JSONTextWriter` writes them, so that two equal texts are two equal trees; a number beyond a
+    /// double as it was written. Adds the values read to `nodes`; `needsComma` is scratch space. With
+    /// `objectDepth`, the reader is on the first child's value of the object open at that depth, whose start and
+    /// first key `text` already holds, and the text goes on to the object's end.
+    private static func canonicalText(
+        _ reader: inout JSONReader, into text: inout NodeText, nodes: inout Int, stack needsComma: inout [Bool],
+        spillingIn directory: String, resumingIn objectDepth: Int? = nil
+    ) throws {
+        if objectDepth == nil { text.reset() }
         needsComma.removeAll(keepingCapacity: true)
-        let startDepth = reader.depth - (isObject(reader) ? 1 : 0)
-        var afterKey = false
+        let startDepth = objectDepth.map { $0 - 1 } ?? reader.depth - (isObject(reader) ? 1 : 0)
+        var afterKey = objectDepth != nil
+        if objectDepth != nil {
+            nodes += 1
+            needsComma.append(true)
+        }
         while true {
             let token = reader.token
             if token != .key, token != .objectEnd, token != .arrayEnd {
@@ -530,26 +626,6 @@ public struct TreeComparison {
         }
     }
 
-    /// Compares two nodes (objects or leaves with their priorities) that are rewritten whole when they differ:
-    /// each is read into memory (a record is small) and compared there, the differences reported as usual.
-    private mutating func compareWhole(
-        _ sourceHead: Head, _ source: inout JSONReader, _ storeHead: Head, _ store: inout JSONReader,
-        rewrites: Rewrites
-    ) throws {
-        var rejects: [TreeDifference]? = []
-        let sourceValue = try capture(sourceHead, &source, rejects: &rejects, limit: .max)
-        var noRejects: [TreeDifference]?
-        let storeValue = try capture(storeHead, &store, rejects: &noRejects, isSource: false, limit: .max)
-        for reject in rejects ?? [] { try report(reject) }
-        // Both were written by one writer from values read, keys in RTDB order: equal trees are equal texts.
-        guard sourceValue.json != storeValue.json else { return }
-        let (differs, nodes) = try compareInside(
-            MemorySource(sourceValue.json), count: sourceValue.json.utf8.count, MemorySource(storeValue.json),
-            count: storeValue.json.utf8.count)
-        nodesCompared += nodes - 1
-        if differs { try rewrite(path, sourceValue.isEmpty ? nil : sourceValue.json) }
-    }
-
     /// Reports the store's node at `path`, which the source lacks.
     private mutating func reportOnlyInStore(_ head: Head, _ store: inout JSONReader) throws {
         if case .absent = head.body { return }
@@ -560,7 +636,9 @@ public struct TreeComparison {
 
     // MARK: Values as JSON
 
-    private func json(_ value: TreeValue) -> String {
+    private func json(_ value: TreeValue) -> String { Self.json(value) }
+
+    private static func json(_ value: TreeValue) -> String {
         var writer = JSONTextWriter()
         writer.value(value)
         writer.finish()
@@ -568,7 +646,9 @@ public struct TreeComparison {
     }
 
     /// A leaf as JSON, with its priority when it has one.
-    private func json(leaf value: TreeValue, priority: TreeValue?) -> String {
+    private func json(leaf value: TreeValue, priority: TreeValue?) -> String { Self.json(leaf: value, priority: priority) }
+
+    private static func json(leaf value: TreeValue, priority: TreeValue?) -> String {
         guard let priority else { return json(value) }
         return json(.object([TreeKey(FirebaseKey.priority): priority, TreeKey(FirebaseKey.value): value]))
     }
