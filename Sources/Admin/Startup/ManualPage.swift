@@ -115,13 +115,29 @@ enum ManualPage {
     }
 
     /// `text` safe in troff: backslashes as `\e`, hyphens as ASCII minus signs (options are typed as written),
-    /// and a line that would start a request protected.
+    /// characters beyond ASCII as troff's own names for them (which render in the C locale too, where `man` has
+    /// only ASCII to draw with), and a line that would start a request protected.
     private static func escaped(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\e").replacingOccurrences(of: "-", with: "\\-")
-            .split(separator: "\n", omittingEmptySubsequences: false)
+        var result = ""
+        for character in text.replacingOccurrences(of: "\\", with: "\\e").replacingOccurrences(of: "-", with: "\\-")
+            .unicodeScalars
+        {
+            if character.isASCII {
+                result.unicodeScalars.append(character)
+            } else {
+                result += troffNames[character] ?? "\\[u\(String(character.value, radix: 16, uppercase: true))]"
+            }
+        }
+        return result.split(separator: "\n", omittingEmptySubsequences: false)
             .map { line in line.hasPrefix(".") || line.hasPrefix("'") ? "\\&" + line : String(line) }
             .joined(separator: "\n")
     }
+
+    /// Characters beyond ASCII by the names troff renders in any locale (groff_char(7)).
+    private static let troffNames: [Unicode.Scalar: String] = [
+        "…": "...", "—": "\\(em", "–": "\\(en", "‘": "\\(oq", "’": "\\(cq", "“": "\\(lq", "”": "\\(rq",
+        "→": "\\(->", "×": "\\(mu", "≤": "\\(<=", "≥": "\\(>=", "é": "\\['e]", "·": "\\(pc",
+    ]
 }
 
 extension String {

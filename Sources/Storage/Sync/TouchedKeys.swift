@@ -16,19 +16,25 @@ struct TouchedKeys {
 
     private var scopes: [String: Scope] = [:]
 
+    /// Keys and holders a table's scope names at most; past them it is touched whole (every key is settled),
+    /// so that what a sync holds does not grow with the number of records it rewrites.
+    static let namedLimit = 50_000
+
     /// Notes a path whose rows go (and that may be written again).
     mutating func note(_ path: [String]) {
         for records in HeldRecords.all where path.first == nil || path.first == records.table {
-            let scope = scopes[records.table] ?? .none
-            guard scope != .all else { continue }
-            guard path.count >= 2 else {
+            // Taken out of the dictionary, so that the sets are changed in place rather than copied at each note.
+            var scope = scopes.removeValue(forKey: records.table) ?? .none
+            guard scope != .all, path.count >= 2 else {
                 scopes[records.table] = .all
                 continue
             }
             var (keys, holders): (Set<TreeKey>, Set<TreeKey>) = ([], [])
             if case .some(let known, let knownHolders) = scope { (keys, holders) = (known, knownHolders) }
+            scope = .none
             if path.count == 2 { holders.insert(TreeKey(path[1])) } else { keys.insert(TreeKey(path[2])) }
-            scopes[records.table] = .some(keys: keys, holders: holders)
+            scopes[records.table] =
+                keys.count + holders.count > Self.namedLimit ? .all : .some(keys: keys, holders: holders)
         }
     }
 

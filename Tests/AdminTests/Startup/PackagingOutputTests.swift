@@ -31,6 +31,28 @@ struct PackagingOutputTests {
         }
     }
 
+    /// The manual is ASCII (characters beyond it by troff's names), so that `man` renders it without a warning
+    /// in the C locale (a server with LANG unset) as in a UTF-8 one.
+    @Test func theManualPageRendersCleanlyInTheCAndAUTF8Locale() throws {
+        let run = try AdminProcess.run(["--generate-manual"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.unicodeScalars.allSatisfy { $0.isASCII })
+        #expect(run.stdout.contains("\\(em") || run.stdout.contains("..."), "the text's own … and — are still there")
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/man") else { return }
+        let directory = try makeTemporaryDirectory("admin-manual")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let page = directory + "/admin.1"
+        try run.stdout.write(toFile: page, atomically: true, encoding: .utf8)
+        for locale in ["C", "C.UTF-8"] {
+            let rendered = try AdminProcess.runShell(
+                "man --warnings -l \(page) > /dev/null", input: "",
+                environment: ["LANG": locale, "LC_ALL": locale, "PATH": "/usr/bin:/bin", "MANWIDTH": "80"],
+                directory: directory)
+            #expect(rendered.status == 0, "\(locale): \(rendered.stderr)")
+            #expect(rendered.stderr.isEmpty, "\(locale): \(rendered.stderr)")
+        }
+    }
+
     @Test(arguments: ["bash", "zsh", "fish"])
     func completionKnowsTheCommandsAndTheirOptions(shell: String) throws {
         let run = try AdminProcess.run(["--generate-completion-script", shell])
