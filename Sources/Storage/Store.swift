@@ -58,7 +58,7 @@ public final class Store {
             checking: checking, distribution: distribution)
     }
     /// VACUUM.
-    var vacuuming: Vacuum { Vacuum(connection: connection, distribution: distribution) }
+    var vacuuming: Vacuum { Vacuum(connection: connection, distribution: distribution, maintenance: maintenance) }
 
     /// A store on an open connection (tests hand it theirs; the console connects by conninfo).
     init(connection: Connection) {

@@ -24,6 +24,7 @@ struct Status: ConsoleCommand {
         let connection = connectionDescription(status.endpoint, session: session)
         let schema = schemaDescription(status)
         let distribution = Self.describe(status.distribution) + Self.describeReads(status.readsHoldDistributedCommits)
+        let leftovers = Self.describe(status.importLeftovers, isImportRunning: status.isImportRunning)
         // In the plan's order; empty on plain PostgreSQL and before `distribute`.
         let placements = status.distribution.tables.map { (table: $0.name, placement: Self.describe($0)) }
         switch format {
@@ -39,6 +40,14 @@ struct Status: ConsoleCommand {
                     ("distribution", JSONWriter.string(distribution)),
                     ("placements", JSONWriter.object(placements.map { ($0.table, JSONWriter.string($0.placement)) })),
                     ("tables", JSONWriter.object(tables)),
+                    (
+                        "import_schemas",
+                        JSONWriter.array(
+                            status.importLeftovers.map {
+                                JSONWriter.object([("name", JSONWriter.string($0.name)), ("bytes", String($0.bytes))])
+                            })
+                    ),
+                    ("import_running", status.isImportRunning ? "true" : "false"),
                 ]))
         case .csv:
             // One document: each setting, then each table's rows.
@@ -48,7 +57,8 @@ struct Status: ConsoleCommand {
                     [.text("setting"), .text("connection"), .text(connection)],
                     [.text("setting"), .text("schema"), .text(schema)],
                     [.text("setting"), .text("distribution"), .text(distribution)],
-                ] + status.tableRows.map { [.text("rows"), .text($0.table), .integer($0.rows)] }
+                ] + (leftovers.map { [[.text("setting"), .text("import schemas"), .text($0)]] } ?? [])
+                + status.tableRows.map { [.text("rows"), .text($0.table), .integer($0.rows)] }
                 + placements.map { [.text("placement"), .text($0.table), .text($0.placement)] }
             session.show(ResultTable(columns: ["kind", "name", "value"], rows: rows), as: .csv)
         case .table, .expanded:
@@ -59,7 +69,7 @@ struct Status: ConsoleCommand {
                     [.text("connection"), .text(connection)],
                     [.text("schema"), .text(schema)],
                     [.text("distribution"), .text(distribution)],
-                ])
+                ] + (leftovers.map { [[.text("import schemas"), .text($0)]] } ?? []))
             let tables =
                 placements.isEmpty
                 ? ResultTable(
@@ -75,6 +85,15 @@ struct Status: ConsoleCommand {
             session.output.line()
             session.show(tables, as: format)
         }
+    }
+
+    /// The schemas of parallel imports' sessions, when there are any: a running import's, or leftovers that
+    /// `vacuum` drops.
+    static func describe(_ leftovers: [ImportLeftover], isImportRunning: Bool) -> String? {
+        guard !leftovers.isEmpty else { return nil }
+        return Vacuum.describe(leftovers)
+            + (isImportRunning
+                ? ", loaded by the running import" : ", left by an import that never finished: vacuum drops them")
     }
 
     private func connectionDescription(_ endpoint: Endpoint, session: Session) -> String {

@@ -7,6 +7,10 @@ struct Vacuum: ConsoleCommand {
         commandName: "vacuum",
         abstract: "VACUUM the tree's tables: give back the space of deleted and rolled-back rows.",
         discussion: """
+            First it drops the schemas a parallel import that never finished (killed, or its server stopped) left \
+            behind, as the next whole-tree import would; not while the maintenance lock is held, since a running \
+            import loads into such schemas (status lists them).
+
             Rows a failed or rolled-back import wrote, and rows replaced or deleted since, keep their disk space \
             until VACUUM gives it back (to PostgreSQL for new rows, and to the system where a table's end is \
             free). After a disk-full failure: free a little space, run this, then CHECKPOINT as a superuser so \
@@ -28,7 +32,20 @@ struct Vacuum: ConsoleCommand {
     var format: OutputFormat?
 
     func run(in session: Session) throws {
-        let tables = try session.store().vacuum(full: full)
+        let report = try session.store().vacuum(full: full)
+        let tables = report.tables
+        if !report.droppedLeftovers.isEmpty {
+            session.inform(
+                "Dropped \(Self.describe(report.droppedLeftovers)) that a parallel import which never finished left "
+                    + "behind.")
+        }
+        if !report.keptLeftovers.isEmpty {
+            let holder = report.lockHolder.map { $0.isImport ? "an import (pid \($0.pid))" : "pid \($0.pid)" }
+            session.warn(
+                "kept \(Self.describe(report.keptLeftovers)) of parallel imports: \(holder ?? "another session") "
+                    + "holds the maintenance lock, and a running import loads into such schemas. Run vacuum again "
+                    + "once it has finished.")
+        }
         session.show(
             ResultTable(
                 columns: ["table", "bytes before", "bytes after"],
@@ -47,5 +64,12 @@ struct Vacuum: ConsoleCommand {
                 + "written meanwhile)"
         }
         session.inform(summary + ".")
+    }
+
+    /// "2 schemas (admin_import_3f_1, admin_import_3f_2; 12.4 MB)".
+    static func describe(_ leftovers: [ImportLeftover]) -> String {
+        let bytes = leftovers.reduce(0) { $0 + $1.bytes }
+        return "\(DomainViews.count(leftovers.count, "schema")) (\(leftovers.map(\.name).joined(separator: ", ")); "
+            + "\(DomainViews.megabytes(bytes)))"
     }
 }

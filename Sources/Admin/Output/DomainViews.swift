@@ -88,6 +88,11 @@ enum DomainViews {
         "\(number) \(singular)\(number == 1 ? "" : "s")"
     }
 
+    /// Bytes as megabytes for a summary line: "12.4 MB".
+    static func megabytes(_ bytes: Int) -> String {
+        String(format: "%.1f MB", Double(bytes) / 1_000_000)
+    }
+
     /// A duration for a summary line: "1.329 s", "3.8 ms", "0.41 ms"; never "0.000 s" for work that was fast.
     static func duration(_ seconds: Double) -> String {
         switch seconds {

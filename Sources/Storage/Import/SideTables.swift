@@ -241,18 +241,26 @@ final class SideTables {
     }
 
     /// Drops what parallel imports that never finished left behind (their helpers' schemas, marked by
-    /// `helperComment`); returns their names. Run by a whole-tree import holding the maintenance lock, so that no
-    /// other import is running.
+    /// `helperComment`); returns their names. Run by a whole-tree import, or `vacuum`, holding the maintenance
+    /// lock, so that no import is running.
     static func dropLeftovers(on connection: StoreConnection) throws -> [String] {
-        let rows = try connection.query(
-            """
-            SELECT nspname FROM pg_namespace
-            WHERE starts_with(nspname, \(helperSchemaPrefix)) AND obj_description(oid, 'pg_namespace') = \(helperComment)
-            ORDER BY 1
-            """)
-        let names = try rows.map { try $0.decode(String.self, at: 0) }
+        let names = try leftovers(on: connection).map(\.name)
         for name in names { try dropHelper(name, on: connection) }
         return names
+    }
+
+    /// The helpers' schemas that exist (committed), with the bytes their tables take: a running parallel
+    /// import's, or what one that never finished left behind.
+    static func leftovers(on connection: StoreConnection) throws -> [ImportLeftover] {
+        let rows = try connection.query(
+            """
+            SELECT n.nspname, coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+            FROM pg_namespace n LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relkind = 'r'
+            WHERE starts_with(n.nspname, \(helperSchemaPrefix))
+                AND obj_description(n.oid, 'pg_namespace') = \(helperComment)
+            GROUP BY n.nspname ORDER BY 1
+            """)
+        return try rows.map { ImportLeftover(name: try $0.decode(String.self, at: 0), bytes: try $0.decode(Int.self, at: 1)) }
     }
 
     /// Puts the twins in the store tables' places and drops the tables they replace; returns the sessions whose

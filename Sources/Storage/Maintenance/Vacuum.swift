@@ -11,15 +11,40 @@ public struct VacuumedTable: Sendable {
     public var bytesAfter: Int
 }
 
-/// VACUUM (or VACUUM FULL) of the store's tables, reporting what each gave back.
+/// A schema a parallel import's session loaded into, committed: the running import's, or what one that never
+/// finished (a `kill -9`, a server stop) left behind until an import or `vacuum` drops it.
+public struct ImportLeftover: Sendable, Equatable {
+    /// The schema's name (`admin_import_…`).
+    public var name: String
+    /// Bytes its tables take on disk.
+    public var bytes: Int
+}
+
+/// What `vacuum` did.
+public struct VacuumReport: Sendable {
+    /// Each table's size around its VACUUM.
+    public var tables: [VacuumedTable] = []
+    /// Leftovers of parallel imports that never finished, dropped first.
+    public var droppedLeftovers: [ImportLeftover] = []
+    /// Leftovers kept because the maintenance lock was held (an import may be loading into them), and by whom.
+    public var keptLeftovers: [ImportLeftover] = []
+    /// Who held the maintenance lock when leftovers were kept.
+    public var lockHolder: LockHolder?
+}
+
+/// VACUUM (or VACUUM FULL) of the store's tables, reporting what each gave back; first it drops what parallel
+/// imports that never finished left behind.
 struct Vacuum {
     /// The connection that runs it.
     let connection: StoreConnection
     /// Which tables are on Citus, whose sizes are their shards'.
     let distribution: Distribution
+    /// Held while leftovers are dropped: an import holds it for as long as its sessions' schemas are in use.
+    let maintenance: MaintenanceLock
 
     /// `Store.vacuum`: see there.
-    func vacuum(full: Bool = false) throws -> [VacuumedTable] {
+    func vacuum(full: Bool = false) throws -> VacuumReport {
+        var report = try dropLeftovers()
         let placed = Set(try distribution.distributionState().tables.map(\.name))
         var tables: [VacuumedTable] = []
         for table in Store.treeTables + Store.lookupTables {
@@ -30,7 +55,30 @@ struct Vacuum {
             tables.append(
                 VacuumedTable(table: table, bytesBefore: before, bytesAfter: try size(of: table, isPlaced: isPlaced)))
         }
-        return tables
+        report.tables = tables
+        return report
+    }
+
+    /// Drops the leftovers of parallel imports when nothing holds the maintenance lock; otherwise keeps them
+    /// (a running import's sessions may still load into them) and says who holds it.
+    private func dropLeftovers() throws -> VacuumReport {
+        var report = VacuumReport()
+        try connection.withTransaction {
+            let leftovers = try SideTables.leftovers(on: connection)
+            guard !leftovers.isEmpty else { return }
+            do {
+                try maintenance.take()
+            } catch let error as StorageError where error.sqlState == .lockNotAvailable {
+                report.keptLeftovers = leftovers
+                report.lockHolder = try maintenance.holder()
+                return
+            }
+            // Listed again under the lock: an import that finished meanwhile took its own away.
+            let dropped = try SideTables.leftovers(on: connection)
+            for leftover in dropped { try SideTables.dropHelper(leftover.name, on: connection) }
+            report.droppedLeftovers = dropped
+        }
+        return report
     }
 
     /// A local table's size, or a Citus table's over all its shards (the coordinator's own table is empty).

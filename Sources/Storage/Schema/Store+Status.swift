@@ -21,6 +21,11 @@ public struct StoreStatus: Sendable {
     /// snapshot (a superuser, or a role granted EXECUTE on `hold_distributed_commits()`), so that each read is one
     /// instant; nil on one server, or when the schema is behind this binary's (the counts read without it).
     public var readsHoldDistributedCommits: Bool?
+    /// Schemas parallel imports' sessions loaded into: a running import's, or leftovers of one that never finished,
+    /// which `vacuum` (or the next whole-tree import) drops.
+    public var importLeftovers: [ImportLeftover] = []
+    /// Whether an import holds the maintenance lock (its sessions' schemas are in use).
+    public var isImportRunning = false
 }
 
 extension Store {
@@ -50,11 +55,13 @@ extension Store {
             if state.pending.isEmpty { try reads.readingSnapshot(count) } else { try count() }
         }
         let distribution = try distribution.distributionState()
+        let leftovers = try SideTables.leftovers(on: connection)
+        let isImportRunning = try !leftovers.isEmpty && maintenance.holder()?.isImport == true
         return StoreStatus(
             serverVersion: connection.serverVersion, endpoint: connection.endpoint,
             schemaVersion: state.schemaVersion, schemaFile: state.applied.last?.fileName,
             pendingMigrations: state.pending.map(\.fileName), tableRows: tableRows, distribution: distribution,
             readsHoldDistributedCommits: distribution.isDistributed && state.schemaVersion > 0 && state.pending.isEmpty
-                ? !connection.commitBarrier.isRefused : nil)
+                ? !connection.commitBarrier.isRefused : nil, importLeftovers: leftovers, isImportRunning: isImportRunning)
     }
 }
