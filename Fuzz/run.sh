@@ -1,7 +1,9 @@
 #!/bin/sh
-# Fuzzes the streaming JSON reader and the import mapping with libFuzzer (AddressSanitizer on).
+# Fuzzes every reader of bytes the console has (see Fuzz/Targets/FuzzTargets.swift) with libFuzzer, AddressSanitizer
+# on, inputs up to a megabyte; the structural seeds (deep, wide, bombs) join the committed corpus.
 #
-#   Fuzz/run.sh [SECONDS] [libFuzzer flags…]      default 60 s; e.g. Fuzz/run.sh 3600 -jobs=2
+#   Fuzz/run.sh [SECONDS] [libFuzzer flags…]      default 60 s; e.g. Fuzz/run.sh 1800 -jobs=2 -workers=2
+#   FUZZ_TARGET=sync Fuzz/run.sh 600              one target only
 #
 # The build goes to .build-fuzz; new interesting inputs to .build-fuzz/corpus, crashes to .build-fuzz/crashes/.
 # Reproduce a crash with: swift run Fuzz .build-fuzz/crashes/crash-…  (then make it a regression test).
@@ -11,6 +13,7 @@ seconds=${1:-60}
 [ $# -gt 0 ] && shift
 swift build -c release --product Fuzz --scratch-path .build-fuzz \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING -Xswiftc -use-ld=lld
-mkdir -p .build-fuzz/corpus .build-fuzz/crashes
-exec .build-fuzz/release/Fuzz .build-fuzz/corpus Fuzz/corpus -max_total_time="$seconds" -max_len=65536 \
-    -artifact_prefix=.build-fuzz/crashes/ -print_final_stats=1 "$@"
+mkdir -p .build-fuzz/corpus .build-fuzz/crashes .build-fuzz/seeds
+FUZZ_SEEDS=.build-fuzz/seeds .build-fuzz/release/Fuzz -runs=0 .build-fuzz/seeds >/dev/null 2>&1 || true
+exec .build-fuzz/release/Fuzz .build-fuzz/corpus Fuzz/corpus .build-fuzz/seeds -max_total_time="$seconds" \
+    -max_len=1048576 -rss_limit_mb=2048 -artifact_prefix=.build-fuzz/crashes/ -print_final_stats=1 "$@"

@@ -19,4 +19,15 @@ public enum ImportMapping {
         try importer.load()
         return importer.report
     }
+
+    /// Whether import stores the object at `path`, whose first child is `firstKey` (an object when
+    /// `firstIsObject`), as one record: what `sync` rewrites whole when it differs.
+    public static func storesRecord(at path: [String], firstKey: String, firstIsObject: Bool) -> Bool {
+        TreeImporter.storesRecord(at: path, firstKey: firstKey, firstIsObject: firstIsObject)
+    }
+
+    /// Whether import stores every object at `path` as one record, whatever its children.
+    public static func storesRecord(at path: [String]) -> Bool {
+        TreeImporter.storesRecord(at: path)
+    }
 }

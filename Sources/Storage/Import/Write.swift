@@ -25,40 +25,63 @@ public struct WriteReport: Sendable {
     public var rowsRemoved: Int
 }
 
-extension TreeImport {
-    /// `Store.write`: see there.
-    func write(_ write: TreeWrite, at path: [String], allowsEmptying: Bool = false) throws -> WriteReport {
+/// What a write verb stores: each node's path and JSON, in the mode import stores them with, and the path the
+/// write reports (a push's new child).
+package struct PlannedWrite {
+    /// The nodes to store, each by its path and JSON.
+    package var sets: [(path: [String], json: String)]
+    /// How import stores them (an update's children merge into their node).
+    package var mode: ImportOptions.Mode
+    /// The path the write reports.
+    package var reportedPath: [String]
+}
+
+extension TreeWrite {
+    /// Reads the write's JSON as Firebase reads it, without a database: the nodes it stores, or the error import's
+    /// rules give (a bad key or value, an update that is no object or whose keys overlap, a misplaced `.value`).
+    package func plan(at path: [String]) throws -> PlannedWrite {
         for key in path {
             if let problem = FirebaseKey.problem(withNodeKey: key) {
                 throw StorageError(.invalidValue, "\"\(key)\" cannot be a Firebase key: \(problem)")
             }
         }
-        var sets: [(path: [String], json: String)]
-        var mode = ImportOptions.Mode.replace
-        var reportedPath = path
-        switch write {
-        case .set(let json): sets = [(path, try Self.lastValuesWinning(json, at: path))]
-        case .remove: sets = [(path, "null")]
+        switch self {
+        case .set(let json):
+            return PlannedWrite(
+                sets: [(path, try TreeImport.lastValuesWinning(json, at: path))], mode: .replace, reportedPath: path)
+        case .remove:
+            return PlannedWrite(sets: [(path, "null")], mode: .replace, reportedPath: path)
         case .push(let json):
-            reportedPath.append(PushIDGenerator.shared.next())
-            sets = [(reportedPath, try Self.lastValuesWinning(json, at: reportedPath))]
+            let child = path + [PushIDGenerator.shared.next()]
+            return PlannedWrite(
+                sets: [(child, try TreeImport.lastValuesWinning(json, at: child))], mode: .replace, reportedPath: child)
         case .update(let json):
-            let children = try Self.updatedPaths(json: json, under: path)
-            if children.allSatisfy({ $0.path.count == 1 }) {
-                // One merge of the node's children, as `import --mode merge` does it.
-                var writer = JSONTextWriter(options: .init(rendersArrays: false))
-                writer.beginObject()
-                for (path, value) in children {
-                    writer.key(path[0])
-                    if let value { writer.value(value) } else { writer.null() }
-                }
-                writer.endObject()
-                sets = children.isEmpty ? [] : [(path, String(decoding: writer.bytes, as: UTF8.self))]
-                mode = .merge
-            } else {
-                sets = children.map { (path + $0.path, Self.json($0.value)) }
+            let children = try TreeImport.updatedPaths(json: json, under: path)
+            guard children.allSatisfy({ $0.path.count == 1 }) else {
+                return PlannedWrite(
+                    sets: children.map { (path + $0.path, TreeImport.json($0.value)) }, mode: .replace,
+                    reportedPath: path)
             }
+            // One merge of the node's children, as `import --mode merge` does it.
+            var writer = JSONTextWriter(options: .init(rendersArrays: false))
+            writer.beginObject()
+            for (path, value) in children {
+                writer.key(path[0])
+                if let value { writer.value(value) } else { writer.null() }
+            }
+            writer.endObject()
+            return PlannedWrite(
+                sets: children.isEmpty ? [] : [(path, String(decoding: writer.bytes, as: UTF8.self))], mode: .merge,
+                reportedPath: path)
         }
+    }
+}
+
+extension TreeImport {
+    /// `Store.write`: see there.
+    func write(_ write: TreeWrite, at path: [String], allowsEmptying: Bool = false) throws -> WriteReport {
+        let plan = try write.plan(at: path)
+        let (sets, mode, reportedPath) = (plan.sets, plan.mode, plan.reportedPath)
         return try StorageError.converting {
             try connection.withTransaction {
                 // Before the record is read: two writes into one record must not both start from its old value.

@@ -29,7 +29,7 @@ extension Checks {
             FROM check_runs ORDER BY started_at DESC, run_id LIMIT \(max(limit, 0))
             """)
         return try rows.map { row in
-            let (entries, odd) = Self.entries(ofRecorded: try row.decode([String].self, at: 9))
+            let (entries, odd) = CheckRun.entries(ofRecorded: try row.decode([String].self, at: 9))
             var run = CheckRun(
                 id: UUID(uuidString: try row.decode(String.self, at: 0)) ?? UUID(),
                 startedAt: Date(timeIntervalSince1970: try row.decode(Double.self, at: 1)),
@@ -41,22 +41,6 @@ extension Checks {
             run.oddEntries = odd
             return run
         }
-    }
-
-    /// The well-formed entries of a recorded `checks` array, element by element as JSON
-    /// (`{"check", "violations", "seconds", "tripped"}`), and how many others it holds.
-    static func entries(ofRecorded elements: [String]) -> ([CheckRun.Entry], odd: Int) {
-        var entries: [CheckRun.Entry] = []
-        for element in elements {
-            guard case .object(let fields)? = try? TreeValue.parse(json: element, normalizing: false),
-                case .string(let check)? = fields["check"], case .number(let violations)? = fields["violations"],
-                violations >= 0, violations < 9e18, violations == violations.rounded(),
-                case .number(let seconds)? = fields["seconds"], case .bool(let tripped)? = fields["tripped"]
-            else { continue }
-            entries.append(
-                CheckRun.Entry(check: check, violations: Int(violations), seconds: seconds, tripped: tripped))
-        }
-        return (entries, elements.count - entries.count)
     }
 
     /// `Store.lastRecordedCounts`: see there.
@@ -81,5 +65,23 @@ extension Checks {
             counts[check] = count
         }
         return counts
+    }
+}
+
+extension CheckRun {
+    /// The well-formed entries of a recorded `checks` array, element by element as JSON
+    /// (`{"check", "violations", "seconds", "tripped"}`), and how many others it holds.
+    package static func entries(ofRecorded elements: [String]) -> ([CheckRun.Entry], odd: Int) {
+        var entries: [CheckRun.Entry] = []
+        for element in elements {
+            guard case .object(let fields)? = try? TreeValue.parse(json: element, normalizing: false),
+                case .string(let check)? = fields["check"], case .number(let violations)? = fields["violations"],
+                violations >= 0, violations < 9e18, violations == violations.rounded(),
+                case .number(let seconds)? = fields["seconds"], case .bool(let tripped)? = fields["tripped"]
+            else { continue }
+            entries.append(
+                CheckRun.Entry(check: check, violations: Int(violations), seconds: seconds, tripped: tripped))
+        }
+        return (entries, elements.count - entries.count)
     }
 }
