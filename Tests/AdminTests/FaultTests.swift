@@ -129,7 +129,8 @@ struct FaultTests {
     }
 
     /// A parallel import's sessions commit their tables before they build the indexes: a console killed then
-    /// leaves them in schemas nothing reads, its orphaned builds stop, and the next import drops them.
+    /// leaves them in schemas nothing reads, which `status` lists; its orphaned builds stop, and `vacuum` (or the
+    /// next import) drops them, though never while an import runs.
     @Test func killingTheConsoleWhileItsSessionsBuildIndexesLeavesWhatTheNextImportDrops() throws {
         let database = try TestPostgres.makeDatabase()
         let directory = try makeTemporaryDirectory("admin-kill-builds")
@@ -158,18 +159,36 @@ struct FaultTests {
         try waitUntil("a session builds the slow index") {
             try someoneIsRunning("CREATE INDEX users_slow ON \(SideTables.helperSchemaPrefix)", on: observer)
         }
+        // While the import runs, its sessions' schemas are its own: status says so, vacuum keeps them.
+        let running = try AdminProcess.run(db + ["status"])
+        #expect(running.stdout.contains("loaded by the running import"), "\(running.stdout)")
+        // (Its VACUUM then waits for the import's tables, which it holds: a lock timeout, as before.)
+        let vacuumBeside = try AdminProcess.run(db + ["vacuum"])
+        #expect(vacuumBeside.stderr.contains("WARNING:  kept "), "\(vacuumBeside.stderr)")
+        #expect(vacuumBeside.stderr.contains("an import (pid"), "\(vacuumBeside.stderr)")
+        #expect(try sideTables(on: observer).contains { $0.hasPrefix(SideTables.helperSchemaPrefix) })
         kill(importing.processIdentifier, SIGKILL)
         importing.waitUntilExit()
         let left = try sideTables(on: observer).filter { $0.hasPrefix(SideTables.helperSchemaPrefix) }
         #expect(!left.isEmpty, "the sessions had committed their tables")
         #expect(try export(db) == before)
-        #expect(try AdminProcess.run(db + ["-q", "status", "--format", "json"]).stdout == statusBefore)
+
         let check = try AdminProcess.run(db + ["-q", "check", "--format", "json"])
         #expect(!check.stdout.contains("admin_import"), "\(check.stdout)")
         try waitUntil("the orphaned build stops") {
             try !someoneIsRunning("CREATE INDEX users_slow", on: observer)
         }
+        let status = try AdminProcess.run(db + ["status"])
+        for schema in left { #expect(status.stdout.contains(schema), "\(status.stdout)") }
+        #expect(status.stdout.contains("left by an import that never finished: vacuum drops them"), "\(status.stdout)")
+        let json = try AdminProcess.run(db + ["-q", "status", "--format", "json"]).stdout
+        #expect(json.contains(#""import_running": false"#) && json.contains(SideTables.helperSchemaPrefix), "\(json)")
         try observer.execute("DELETE FROM slow_builds")
+        let vacuum = try AdminProcess.run(db + ["vacuum"])
+        #expect(vacuum.status == 0, "\(vacuum.stderr)")
+        #expect(vacuum.stderr.contains("that a parallel import which never finished left behind"), "\(vacuum.stderr)")
+        #expect(try sideTables(on: observer) == [])
+        #expect(try AdminProcess.run(db + ["-q", "status", "--format", "json"]).stdout == statusBefore)
         let next = try AdminProcess.run(db + ["-q", "import", directory + "/small.json", "--jobs", "2"])
         #expect(next.status == 0, "\(next.stderr)")
         #expect(try sideTables(on: observer) == [])

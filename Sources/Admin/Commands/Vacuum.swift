@@ -32,20 +32,21 @@ struct Vacuum: ConsoleCommand {
     var format: OutputFormat?
 
     func run(in session: Session) throws {
-        let report = try session.store().vacuum(full: full)
-        let tables = report.tables
-        if !report.droppedLeftovers.isEmpty {
+        let store = try session.store()
+        let leftovers = try store.dropImportLeftovers()
+        if !leftovers.dropped.isEmpty {
             session.inform(
-                "Dropped \(Self.describe(report.droppedLeftovers)) that a parallel import which never finished left "
+                "Dropped \(Self.describe(leftovers.dropped)) that a parallel import which never finished left "
                     + "behind.")
         }
-        if !report.keptLeftovers.isEmpty {
-            let holder = report.lockHolder.map { $0.isImport ? "an import (pid \($0.pid))" : "pid \($0.pid)" }
+        if !leftovers.kept.isEmpty {
+            let holder = leftovers.lockHolder.map { $0.isImport ? "an import (pid \($0.pid))" : "pid \($0.pid)" }
             session.warn(
-                "kept \(Self.describe(report.keptLeftovers)) of parallel imports: \(holder ?? "another session") "
+                "kept \(Self.describe(leftovers.kept)) of parallel imports: \(holder ?? "another session") "
                     + "holds the maintenance lock, and a running import loads into such schemas. Run vacuum again "
                     + "once it has finished.")
         }
+        let tables = try store.vacuum(full: full)
         session.show(
             ResultTable(
                 columns: ["table", "bytes before", "bytes after"],

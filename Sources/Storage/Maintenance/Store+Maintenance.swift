@@ -95,10 +95,15 @@ extension Store {
     /// `VACUUM (ANALYZE)` of each of the tree's tables, or `VACUUM FULL` (which rewrites each table, needs room
     /// for the copy, and locks it meanwhile): gives back the space of deleted and rolled-back rows, such as a
     /// failed import's, and refreshes the planner's statistics. Runs outside any transaction, table by table.
-    /// On a distributed store Citus vacuums every shard, and the sizes are the shards' on every node. First it
-    /// drops the schemas parallel imports that never finished left behind, unless the maintenance lock is held
-    /// (a running import loads into such schemas), which the report then names.
-    public func vacuum(full: Bool = false) throws -> VacuumReport {
+    /// On a distributed store Citus vacuums every shard, and the sizes are the shards' on every node.
+    public func vacuum(full: Bool = false) throws -> [VacuumedTable] {
         try vacuuming.vacuum(full: full)
+    }
+
+    /// Drops the schemas parallel imports that never finished (killed, or their server stopped) left behind, as
+    /// the next whole-tree import would; unless the maintenance lock is held, since a running import loads into
+    /// such schemas: they are then kept, and the report names who holds it.
+    public func dropImportLeftovers() throws -> LeftoverDrop {
+        try vacuuming.dropLeftovers()
     }
 }

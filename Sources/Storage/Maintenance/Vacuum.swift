@@ -20,19 +20,17 @@ public struct ImportLeftover: Sendable, Equatable {
     public var bytes: Int
 }
 
-/// What `vacuum` did.
-public struct VacuumReport: Sendable {
-    /// Each table's size around its VACUUM.
-    public var tables: [VacuumedTable] = []
-    /// Leftovers of parallel imports that never finished, dropped first.
-    public var droppedLeftovers: [ImportLeftover] = []
-    /// Leftovers kept because the maintenance lock was held (an import may be loading into them), and by whom.
-    public var keptLeftovers: [ImportLeftover] = []
+/// What `Store.dropImportLeftovers` did.
+public struct LeftoverDrop: Sendable {
+    /// Leftovers of parallel imports that never finished, dropped.
+    public var dropped: [ImportLeftover] = []
+    /// Leftovers kept because the maintenance lock was held (an import may be loading into them).
+    public var kept: [ImportLeftover] = []
     /// Who held the maintenance lock when leftovers were kept.
     public var lockHolder: LockHolder?
 }
 
-/// VACUUM (or VACUUM FULL) of the store's tables, reporting what each gave back; first it drops what parallel
+/// VACUUM (or VACUUM FULL) of the store's tables, reporting what each gave back; and the drop of what parallel
 /// imports that never finished left behind.
 struct Vacuum {
     /// The connection that runs it.
@@ -43,8 +41,7 @@ struct Vacuum {
     let maintenance: MaintenanceLock
 
     /// `Store.vacuum`: see there.
-    func vacuum(full: Bool = false) throws -> VacuumReport {
-        var report = try dropLeftovers()
+    func vacuum(full: Bool = false) throws -> [VacuumedTable] {
         let placed = Set(try distribution.distributionState().tables.map(\.name))
         var tables: [VacuumedTable] = []
         for table in Store.treeTables + Store.lookupTables {
@@ -55,28 +52,26 @@ struct Vacuum {
             tables.append(
                 VacuumedTable(table: table, bytesBefore: before, bytesAfter: try size(of: table, isPlaced: isPlaced)))
         }
-        report.tables = tables
-        return report
+        return tables
     }
 
-    /// Drops the leftovers of parallel imports when nothing holds the maintenance lock; otherwise keeps them
-    /// (a running import's sessions may still load into them) and says who holds it.
-    private func dropLeftovers() throws -> VacuumReport {
-        var report = VacuumReport()
+    /// `Store.dropImportLeftovers`: see there.
+    func dropLeftovers() throws -> LeftoverDrop {
+        var report = LeftoverDrop()
         try connection.withTransaction {
             let leftovers = try SideTables.leftovers(on: connection)
             guard !leftovers.isEmpty else { return }
             do {
                 try maintenance.take()
             } catch let error as StorageError where error.sqlState == .lockNotAvailable {
-                report.keptLeftovers = leftovers
+                report.kept = leftovers
                 report.lockHolder = try maintenance.holder()
                 return
             }
             // Listed again under the lock: an import that finished meanwhile took its own away.
             let dropped = try SideTables.leftovers(on: connection)
             for leftover in dropped { try SideTables.dropHelper(leftover.name, on: connection) }
-            report.droppedLeftovers = dropped
+            report.dropped = dropped
         }
         return report
     }

@@ -115,6 +115,59 @@ enum AdminProcess {
     }
 }
 
+/// A run of admin measured by `AdminProcess.runMeasured`: what it printed, and its peak resident memory.
+struct MeasuredRun {
+    var run: AdminRun
+    /// The process's peak resident set size (wait4's `ru_maxrss`), in megabytes.
+    var peakMegabytes: Double
+}
+
+extension AdminProcess {
+    /// Runs admin as `run` does, in `directory`, with stdin from `inputFile` (else nothing) and the environment
+    /// `run` gives it, and measures its peak resident memory as the kernel counts it for that process alone
+    /// (wait4): the other memory figures of the suite and BENCHMARKS are measured so too.
+    static func runMeasured(
+        _ arguments: [String], inputFile: String? = nil, environment extra: [String: String] = [:],
+        directory: String, timeout: TimeInterval = 120
+    ) throws -> MeasuredRun {
+        let out = directory + "/measured.out", err = directory + "/measured.err"
+        let quoted = ([executable.path] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        let command = "cd '\(directory)' && exec " + quoted.joined(separator: " ") + " < '\(inputFile ?? "/dev/null")'"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, err, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let words: [String] = ["/bin/sh", "-c", command]
+        let settings: [String] = environment(extra).map { "\($0.key)=\($0.value)" }
+        let argv = words.map { strdup($0) } + [nil]
+        let env = settings.map { strdup($0) } + [nil]
+        defer { (argv + env).forEach { free($0) } }
+        var pid: pid_t = 0
+        guard posix_spawn(&pid, "/bin/sh", &actions, nil, argv, env) == 0 else {
+            throw CocoaError(.executableLoad)
+        }
+        let finished = Mutex(false)
+        let child = pid
+        let watchdog = Thread {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline, !finished.withLock({ $0 }) { Thread.sleep(forTimeInterval: 0.05) }
+            if !finished.withLock({ $0 }) { kill(child, SIGKILL) }
+        }
+        watchdog.start()
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0, errno == EINTR {}
+        finished.withLock { $0 = true }
+        // A signal's death reads as 128 + its number, as a shell reports it.
+        let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let run = AdminRun(
+            status: exit, stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+        return MeasuredRun(run: run, peakMegabytes: Double(usage.ru_maxrss) / 1024)
+    }
+}
+
 /// A fresh directory under /tmp (short, so a Unix socket path inside it fits), removed by the caller.
 /// A new migrated database holding `tree`, imported as a user would (`admin import -`).
 func databaseHolding(_ tree: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> TestDatabase {

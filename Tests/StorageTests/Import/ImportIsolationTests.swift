@@ -193,6 +193,6 @@ struct ImportIsolationTests {
             #expect(error.remedy == .reclaimSpace)
         }
         let vacuumed = try store.vacuum()
-        #expect(vacuumed.tables.map(\.table) == Store.treeTables + Store.lookupTables)
+        #expect(vacuumed.map(\.table) == Store.treeTables + Store.lookupTables)
     }
 }
