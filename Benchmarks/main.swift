@@ -15,6 +15,13 @@
 //
 //   swift build -c release && .build/release/AdminBenchmarks hostile-import [--record-mb MB] [--rejects N]
 //
+//   swift build -c release && .build/release/AdminBenchmarks hostile-readers [--mb MB]
+//
+// hostile-readers runs every command that reads JSON (import on one and two sessions, import from stdin, verify,
+// sync, set) on the shapes that crashed or bloated them (deep nesting, a gzip bomb, --mb MB tokens, wide
+// objects, a record of --mb / 2 MB), with each run's exit status, seconds, peak RSS and error bytes
+// (see HostileReadersBenchmark).
+//
 // hostile-import imports what one hostile or careless file can hold (one record of --record-mb MB in three
 // layouts, --rejects rejected values of 1 MB, a storm of one repeated key) with admin's peak RSS beside Python's
 // json.load of the same file, the memory a hand-written migration script needs (see HostileImportBenchmark).
@@ -92,10 +99,11 @@ func skipNodes(_ path: String) throws -> Int {
 }
 
 /// Runs this benchmark binary with `arguments` and returns its single output line.
-func runChild(_ childArguments: [String]) throws -> String {
+func runChild(_ childArguments: [String], environment: [String: String]? = nil) throws -> String {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
     process.arguments = childArguments
+    if let environment { process.environment = environment }
     let output = Pipe()
     process.standardOutput = output
     try process.run()
@@ -157,6 +165,8 @@ struct Measurement {
     var peakMB: Double
     var processCPU: Double = 0
     var machineCPU: Double = 0
+    /// How it exited (128 + the signal's number when a signal ended it).
+    var status: Int32 = 0
 }
 
 /// CPU seconds the whole machine has spent busy since boot (user, nice, system, irq, softirq; /proc/stat).
@@ -171,13 +181,15 @@ func machineBusySeconds() -> Double {
 
 /// Runs a program, waits for it and measures its wall time and peak RSS (wait4's rusage).
 func spawn(
-    _ program: String, _ arguments: [String], environment: [String] = [], stdout: String? = nil, stderr: String? = nil
+    _ program: String, _ arguments: [String], environment: [String] = [], stdout: String? = nil, stderr: String? = nil,
+    stdin: String? = nil, status expected: Int32? = 0
 ) throws -> Measurement {
     var actions: posix_spawn_file_actions_t = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
     if let stdout { posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644) }
     if let stderr { posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_TRUNC, 0o644) }
+    if let stdin { posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0) }
     let argv = ([program] + arguments).map { strdup($0) } + [nil]
     let env =
         (ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }.map { "\($0.key)=\($0.value)" }
@@ -194,12 +206,16 @@ func spawn(
     wait4(pid, &status, 0, &usage)
     let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     let machineCPU = machineBusySeconds() - busy
-    guard status == 0 else { throw StorageError(.invalidValue, "\(program) \(arguments) exited with \(status)") }
+    let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    if let expected, exit != expected {
+        throw StorageError(.invalidValue, "\(program) \(arguments) exited with \(exit)")
+    }
     let processCPU =
         Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
         / 1e6
     return Measurement(
-        seconds: seconds, peakMB: Double(usage.ru_maxrss) / 1024, processCPU: processCPU, machineCPU: machineCPU)
+        seconds: seconds, peakMB: Double(usage.ru_maxrss) / 1024, processCPU: processCPU, machineCPU: machineCPU,
+        status: exit)
 }
 
 /// The release `admin` binary built beside this one.
@@ -366,6 +382,15 @@ case "hostile-import":
         work: option("--work", default: "/tmp/admin-bench-hostile")
     ).run()
 
+case "hostile-readers-write":
+    HostileReadersBenchmark.write(shape: arguments[1], to: arguments[2])
+
+case "hostile-readers":
+    try HostileReadersBenchmark(
+        megabytes: Int(option("--mb", default: "200")) ?? 200,
+        work: option("--work", default: "/tmp/admin-bench-hostile-readers")
+    ).run()
+
 case "suite":
     // Everything BENCHMARKS.md reports, in one run on one machine: per size, generation, the reader, import and
     // export beside their peers; then checks and repairs, and the app's operations.
@@ -413,7 +438,8 @@ case "suite":
 
 default:
     print(
-        "usage: AdminBenchmarks suite|reader|import-export|maintenance|operations|export-shapes|hostile-import [--size MB] [--runs N] [--file PATH]"
+        "usage: AdminBenchmarks suite|reader|import-export|maintenance|operations|export-shapes|hostile-import|"
+            + "hostile-readers [--size MB] [--runs N] [--file PATH]"
     )
     exit(64)
 }

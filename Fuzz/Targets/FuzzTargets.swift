@@ -319,7 +319,7 @@ public enum FuzzTargets {
     }
 
     static func gzip(_ bytes: [UInt8]) {
-        guard var source = try? GzipSource(MemorySource(bytes), name: "fuzz.json.gz") else { return }
+        guard let source = try? GzipSource(MemorySource(bytes), name: "fuzz.json.gz") else { return }
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         var total = 0
         while total < 4 << 20,
