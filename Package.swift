@@ -54,7 +54,7 @@ let package = Package(
             path: "Benchmarks",
             exclude: [
                 "python_peer_import.py", "evolve_export.py", "reader_wait.sh", "import_rounds.sh", "citus_commands.sh",
-                "export_rounds.sh", "measure.sh",
+                "export_rounds.sh", "measure.sh", "read_commands.sh", "citus_cluster.sh",
             ]
         ),
         // What the fuzzers run (Fuzz/run.sh with libFuzzer; a smoke run in the tests), and libFuzzer's entry

@@ -14,6 +14,8 @@ seconds=${1:-60}
 swift build -c release --product Fuzz --scratch-path .build-fuzz \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING -Xswiftc -use-ld=lld
 mkdir -p .build-fuzz/corpus .build-fuzz/crashes .build-fuzz/seeds
-FUZZ_SEEDS=.build-fuzz/seeds .build-fuzz/release/Fuzz -runs=0 .build-fuzz/seeds >/dev/null 2>&1 || true
-exec .build-fuzz/release/Fuzz .build-fuzz/corpus Fuzz/corpus .build-fuzz/seeds -max_total_time="$seconds" \
-    -max_len=1048576 -rss_limit_mb=2048 -artifact_prefix=.build-fuzz/crashes/ -print_final_stats=1 "$@"
+# From .build-fuzz, where libFuzzer's -jobs write their fuzz-N.log files.
+cd .build-fuzz
+FUZZ_SEEDS=seeds ./release/Fuzz -runs=0 seeds >/dev/null 2>&1 || true
+exec ./release/Fuzz corpus ../Fuzz/corpus seeds -max_total_time="$seconds" -max_len=1048576 -rss_limit_mb=2048 \
+    -artifact_prefix=crashes/ -print_final_stats=1 "$@"
