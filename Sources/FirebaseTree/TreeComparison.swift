@@ -55,12 +55,14 @@ public struct TreeDifference: Sendable, Equatable {
 public struct TreeComparison {
     /// What a comparison that brings the store to the source (`sync`) is told, and tells: the nodes to write.
     public struct Rewrites {
-        /// Whether the store keeps the node at `path`, whose first child is `firstKey` (an object when
-        /// `firstIsObject`), as one record: a record that differs anywhere is rewritten whole.
-        public var isRecord: (_ path: [String], _ firstKey: String, _ firstIsObject: Bool) -> Bool
-        /// Whether every node at `path` that both sides hold is one record, whatever its children (the path
-        /// alone tells): such a node is read whole, as text, and compared as a tree only when the texts differ.
+        /// Whether every node at `path` is one record, whatever its children (the path alone tells): such a node
+        /// is read whole, as text, compared as a tree only when the texts differ, and written whole.
         public var isRecordPath: (_ path: [String]) -> Bool
+        /// For a path whose nodes are one record or not by their children (`/posts/{id}`: an AppCoda feed post, or
+        /// a Makestagram owner's posts), the rule: a node is one record when some child (its key, and whether its
+        /// value is an object) makes it so. Nil for any other path. Such a node is read whole as text on both
+        /// sides; where both are no record, their children are compared as usual.
+        public var recordRule: (_ path: [String]) -> ((_ key: String, _ isObject: Bool) -> Bool)?
         /// Hears each node to write, in RTDB order of path, none at or below an earlier one: the source's node
         /// there as compact JSON (import reads it as it reads the file: what it refuses, reported as rejects,
         /// may be in a record's text), or nil when the store's node goes. Every difference inside it was
@@ -69,14 +71,15 @@ public struct TreeComparison {
         /// Where a record's text goes once it is larger than a megabyte.
         public var temporaryDirectory: String
 
-        /// Rewrites asking `isRecord` and telling `onRewrite`.
+        /// Rewrites asking `isRecordPath` and `recordRule` and telling `onRewrite`.
         public init(
-            isRecord: @escaping ([String], String, Bool) -> Bool, isRecordPath: @escaping ([String]) -> Bool,
+            isRecordPath: @escaping ([String]) -> Bool,
+            recordRule: @escaping ([String]) -> ((String, Bool) -> Bool)? = { _ in nil },
             temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory,
             onRewrite: @escaping ([String], NodeText?) throws -> Void
         ) {
-            self.isRecord = isRecord
             self.isRecordPath = isRecordPath
+            self.recordRule = recordRule
             self.temporaryDirectory = temporaryDirectory
             self.onRewrite = onRewrite
         }
@@ -101,6 +104,9 @@ public struct TreeComparison {
     private var recordDiffers: Bool?
     /// The records' texts (`compareRecord`), kept from record to record so that their buffers are reused.
     private var sourceText = NodeText(), storeText = NodeText(), openObjects: [Bool] = []
+    /// The texts of a node whose children tell whether it is one record (`Rewrites.recordRule`), which its
+    /// records' comparisons read from.
+    private var shapedSource = NodeText(), shapedStore = NodeText()
 
     /// A comparison that hands each difference to `onDifference` in RTDB order of path, as it is found.
     public init(
@@ -283,9 +289,10 @@ public struct TreeComparison {
                 return try rewrite(path, json(leaf: a, priority: sourceHead.priority))
             }
         case (.object(let a), .object(let b)):
-            if let rewrites, recordDiffers == nil,
-                rewrites.isRecord(path, a, Self.isObject(source)) || rewrites.isRecord(path, b, Self.isObject(store))
-                    || sourceHead.priority != storeHead.priority
+            if let rewrites, recordDiffers == nil, let rule = rewrites.recordRule(path) {
+                return try compareShaped(sourceHead, &source, storeHead, &store, by: rule)
+            }
+            if let rewrites, recordDiffers == nil, rewrites.isRecordPath(path) || sourceHead.priority != storeHead.priority
             {
                 // Rewritten whole: a record is one row, and an object's priority is only stored beside a child.
                 return try compareWritten(sourceHead, &source, storeHead, &store)
@@ -294,8 +301,7 @@ public struct TreeComparison {
             try compareChildren(&source, firstKey: a, &store, firstKey: b)
             return
         default:
-            if let rewrites, recordDiffers == nil, case .object(let first) = sourceHead.body,
-                !rewrites.isRecord(path, first, Self.isObject(source))
+            if let rewrites, recordDiffers == nil, case .object = sourceHead.body, !Self.isWrittenWhole(path, rewrites)
             {
                 // The store's leaf goes and the source's object comes child by child, as if nothing were there.
                 try reportOnlyInStore(storeHead, &store)
@@ -389,7 +395,7 @@ public struct TreeComparison {
             reason = FirebaseKey.problem(withString: text)
         }
         if let rewrites, recordDiffers == nil, reason == nil, case .object(let first) = head.body,
-            !rewrites.isRecord(path, first, Self.isObject(source))
+            !Self.isWrittenWhole(path, rewrites)
         {
             // Child by child, so that what is held at once is one record or leaf, not a whole new subtree. The
             // priority is written before the first child that is, if one is (a node of nothing has none).
@@ -455,6 +461,72 @@ public struct TreeComparison {
     /// Bytes of the source's values kept: all of them when they are to be written, except inside a record,
     /// which is written from its text.
     private var sourceLimit: Int { rewrites == nil || recordDiffers != nil ? valueLimit : .max }
+
+    /// Whether a node at `path` that only one side holds is written whole: a record, or a node whose children tell
+    /// (which import then tells by them).
+    private static func isWrittenWhole(_ path: [String], _ rewrites: Rewrites) -> Bool {
+        rewrites.isRecordPath(path) || rewrites.recordRule(path) != nil
+    }
+
+    /// Compares two objects whose children tell whether each is one record (`Rewrites.recordRule`), their heads
+    /// read: both are read to their ends as text (in temporary files past a megabyte); equal texts are equal
+    /// nodes; where neither is a record by the rule, their children are compared from the texts as usual
+    /// (records there written one by one); otherwise the node is compared whole and written whole.
+    private mutating func compareShaped(
+        _ sourceHead: Head, _ source: inout JSONReader, _ storeHead: Head, _ store: inout JSONReader,
+        by rule: (String, Bool) -> Bool
+    ) throws {
+        let directory = rewrites?.temporaryDirectory ?? TreeSorter.defaultTemporaryDirectory
+        var sourceNodes = 0, storeNodes = 0
+        try Self.canonicalText(
+            after: sourceHead, &source, into: &shapedSource, nodes: &sourceNodes, stack: &openObjects,
+            spillingIn: directory)
+        try Self.canonicalText(
+            after: storeHead, &store, into: &shapedStore, nodes: &storeNodes, stack: &openObjects,
+            spillingIn: directory)
+        guard try !shapedSource.equals(shapedStore) else {
+            nodesCompared += sourceNodes - 1
+            return
+        }
+        let isRecord =
+            try Self.anyChild(of: shapedSource, satisfies: rule) || Self.anyChild(of: shapedStore, satisfies: rule)
+            || sourceHead.priority != storeHead.priority
+        var sourceReader = JSONReader(source: shapedSource.source, bufferSize: min(shapedSource.count + 1, NodeText.memoryLimit))
+        var storeReader = JSONReader(source: shapedStore.source, bufferSize: min(shapedStore.count + 1, NodeText.memoryLimit))
+        try sourceReader.next()
+        try storeReader.next()
+        guard isRecord else {
+            // Their children, compared as any children are (a record's text read into `sourceText` as usual).
+            let sourceHead = try head(&sourceReader), storeHead = try head(&storeReader)
+            guard case .object(let a) = sourceHead.body, case .object(let b) = storeHead.body else {
+                preconditionFailure("two objects read again from their texts")
+            }
+            try comparePriorities(sourceHead.priority, storeHead.priority)
+            try compareChildren(&sourceReader, firstKey: a, &storeReader, firstKey: b)
+            return
+        }
+        nodesCompared += sourceNodes - 1
+        let (differs, _) = try compareInside(
+            shapedSource.source, count: shapedSource.count, shapedStore.source, count: shapedStore.count)
+        if differs { try rewrite(path, text: shapedSource) }
+    }
+
+    /// Whether some child of the object `text` holds satisfies `rule` (its key, and whether its value is an
+    /// object); `.priority` is no child.
+    private static func anyChild(of text: NodeText, satisfies rule: (String, Bool) -> Bool) throws -> Bool {
+        var reader = JSONReader(source: text.source, bufferSize: min(text.count + 1, NodeText.memoryLimit))
+        guard try reader.next() == .objectStart || reader.token == .arrayStart else { return false }
+        while let key = try reader.nextChild() {
+            if reader.token == .null || key == FirebaseKey.priority {
+                if isObject(reader) { try reader.skipContainerUnchecked() }
+                continue
+            }
+            let isObject = isObject(reader)
+            if rule(key, isObject) { return true }
+            if isObject { try reader.skipContainerUnchecked() }
+        }
+        return false
+    }
 
     /// Compares the record at the readers' tokens (the path alone says it is one): both are read whole as
     /// canonical text, and when the texts differ, compared as trees (the differences reported) and the record

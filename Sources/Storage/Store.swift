@@ -55,7 +55,7 @@ public final class Store {
     var repairs: Repairs {
         Repairs(
             connection: connection, copies: copies, maintenance: maintenance, treeRows: treeRows,
-            checking: checking, distribution: distribution)
+            checking: checking, distribution: distribution, restorePosts: { [imports] in try imports.restorePosts($0) })
     }
     /// VACUUM.
     var vacuuming: Vacuum { Vacuum(connection: connection, distribution: distribution, maintenance: maintenance) }

@@ -4,22 +4,26 @@ import Storage
 extension FollowPreference: ExpressibleByArgument {}
 extension ChatToKeep: ExpressibleByArgument {}
 
-/// `repair follows|chats|orphans|hidden-values`.
+/// `repair follows|chats|orphans|hidden-values|posts-shape`.
 struct RepairCommand: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "repair",
-        abstract: "Repair follows, chat copies, orphans or hidden values.",
+        abstract: "Repair follows, chat copies, orphans, hidden values or the shape of /posts's children.",
         discussion: """
             Examples:
               repair follows --prefer following
               repair chats
               repair orphans --dry-run
               repair hidden-values --dry-run
+              repair posts-shape
             """,
-        subcommands: [RepairFollows.self, RepairChats.self, RepairOrphans.self, RepairHiddenValues.self])
+        subcommands: [
+            RepairFollows.self, RepairChats.self, RepairOrphans.self, RepairHiddenValues.self, RepairPostsShape.self,
+        ])
 
     func run(in session: Session) throws {
-        throw ConsoleError(.usage, "repair what? follows, chats, orphans or hidden-values (see help repair)")
+        throw ConsoleError(
+            .usage, "repair what? follows, chats, orphans, hidden-values or posts-shape (see help repair)")
     }
 }
 
@@ -127,9 +131,36 @@ struct RepairHiddenValues: ConsoleCommand {
     }
 }
 
+/// `repair posts-shape`: shows the misshapen children of /posts, then stores each again.
+struct RepairPostsShape: ConsoleCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "posts-shape",
+        abstract: "Store again the children of /posts stored as a feed post or an owner's posts against their children.",
+        discussion: """
+            A child of /posts is an AppCoda feed post when some child of it is a leaf or an AppCoda field \
+            (imageFileURL, user, votes, timestamp), and a Makestagram owner's posts when every child is an object \
+            under another key, whatever order a file writes them in. Versions before schema 23 decided by the \
+            first child in the file, so a sync could not bring such a node to its file. Shows them (as check --only \
+            posts_shape does), then stores each again from its own export, in one transaction: the tree stays the \
+            same, its rows move. Fixes the posts_shape check.
+
+            Examples:
+              repair posts-shape --dry-run
+            """)
+
+    @Option(help: "How many paths to show before storing them again.")
+    var examples = 10
+
+    @OptionGroup var options: RepairRunOptions
+
+    func run(in session: Session) throws {
+        try options.run(.postsShape, showingFirst: examples, in: session, options: RepairOptions())
+    }
+}
+
 extension RepairRunOptions {
     /// Runs `repair` after showing the first `examples` paths its check lists (not in JSON, which reports the
-    /// repair alone): what `repair orphans` and `repair hidden-values` remove.
+    /// repair alone): what `repair orphans` and `repair hidden-values` remove, `repair posts-shape` stores again.
     func run(_ repair: Repair, showingFirst examples: Int, in session: Session, options: RepairOptions) throws {
         let format = self.format ?? session.format
         if format != .json, let check = IntegrityCheck.allCases.first(where: { $0.repair == repair }) {

@@ -99,6 +99,7 @@ extension Repair {
         case .chats: "repair chats"
         case .orphans: "repair orphans"
         case .hiddenValues: "repair hidden-values"
+        case .postsShape: "repair posts-shape"
         case .chatMerge: "chat merge"
         }
     }

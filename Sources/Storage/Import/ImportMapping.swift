@@ -20,10 +20,10 @@ public enum ImportMapping {
         return importer.report
     }
 
-    /// Whether import stores the object at `path`, whose first child is `firstKey` (an object when
-    /// `firstIsObject`), as one record: what `sync` rewrites whole when it differs.
-    public static func storesRecord(at path: [String], firstKey: String, firstIsObject: Bool) -> Bool {
-        TreeImporter.storesRecord(at: path, firstKey: firstKey, firstIsObject: firstIsObject)
+    /// For `/posts/{id}`, whose children tell whether import stores it as one record (an AppCoda feed post), the
+    /// rule, as `sync` asks it (`TreeComparison.Rewrites.recordRule`); nil for any other path.
+    public static func recordRule(at path: [String]) -> ((String, Bool) -> Bool)? {
+        TreeImporter.recordRule(at: path)
     }
 
     /// Whether import stores every object at `path` as one record, whatever its children.

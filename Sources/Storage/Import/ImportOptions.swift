@@ -40,9 +40,10 @@ public struct ImportOptions: Sendable {
     /// Whether a merge deletes what the store holds under each child the file names (Firebase's update); a sync,
     /// which deleted what it rewrites before, loads its document without.
     var replacesNamedChildren = true
-    /// Children of /posts read as an owner's Makestagram posts whatever their first child: a sync's document
-    /// names only the posts that changed, and the first of them may look like an AppCoda field.
-    var postOwners: Set<TreeKey> = []
+    /// Children of /posts whose shape a first reading found (`ImportFinding.reshaped`: true for an AppCoda feed
+    /// post, false for an owner's posts), which a second reading of them takes as it is rather than finding it
+    /// again.
+    var knownPostShapes: [TreeKey: Bool] = [:]
 
     /// Options; the defaults replace the store and abort on the first reject.
     public init(

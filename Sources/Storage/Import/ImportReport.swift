@@ -1,5 +1,6 @@
 /// What an import did, per top-level node and table, in the spirit of pgloader's summary.
 public struct ImportReport: Sendable {
+
     /// One line of the summary: rows a node put into one table.
     public struct Line: Sendable, Equatable {
         /// The top-level node (`posts`), or `(other nodes)` for all unknown ones together.
@@ -94,6 +95,23 @@ public struct ImportReport: Sendable {
         warnings.append(warning)
         warningCount += 1
     }
+    /// Counts `stored` rows in place of `deleted` ones (per table) in the lines of `node`: rows stored again
+    /// otherwise (`PostsReshape`).
+    mutating func replaceRows(_ deleted: [TreeTable: Int], with stored: [TreeTable: Int], node: String) {
+        for table in TreeTable.allCases {
+            let change = (stored[table] ?? 0) - (deleted[table] ?? 0)
+            guard change != 0 else { continue }
+            if let index = lines.firstIndex(where: { $0.node == node && $0.table == table.name }) {
+                lines[index].rowsRead += change
+                lines[index].rowsImported += change
+            } else {
+                lines.append(.init(node: node, table: table.name, rowsRead: change, rowsImported: change, bytes: 0))
+            }
+        }
+        lines.removeAll { $0.rowsRead == 0 && $0.rowsImported == 0 }
+        groupLinesByNode()
+    }
+
 
     /// Puts the lines in the order of their nodes, each node's in the order they were met: a top-level key
     /// written twice, holding different tables, has its lines together.

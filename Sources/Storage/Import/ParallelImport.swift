@@ -220,17 +220,26 @@ final class HelperImport: @unchecked Sendable {
         let treeRows = TreeRows(connection: connection)
         let copies = DerivedCopies(connection: connection)
         let loader = TableLoader(connection: connection, usesFreeze: true)
+        let deleteRows = { (path: [String]) in
+            try TreeImport.deleteRows(
+                under: path, loader: loader, indexes: deferredIndexes, treeRows: treeRows, copies: copies,
+                onStep: { _ in })
+        }
+        let reshape = PostsReshape(
+            export: TreeExport(
+                connection: connection,
+                reads: Reads(connection: connection, lock: MaintenanceLock(connection: connection), onReadWait: nil),
+                treeRows: treeRows),
+            treeRows: treeRows)
         let importer = TreeImporter(
             source: try makeSource(), loader: loader, options: options,
-            onFinding: { finding in
-                try TreeImport.deleteRows(
-                    under: finding.path, loader: loader, indexes: deferredIndexes, treeRows: treeRows,
-                    copies: copies, onStep: { _ in })
-            },
+            onFinding: { finding in reshape.note(finding) ? [:] : try deleteRows(finding.path) },
             onReject: onReject)
         importer.shares = (shares, number)
         importer.deferredKey = LikesAfterPosts.key
         try read(importer, loader: loader, rowsBefore: 0, position: { [unowned importer] in importer.loadedThrough })
+        // Before the likes, whose owners are the posts' as they are stored.
+        try TreeImport.reshape(reshape, importer: importer, loader: loader, onReject: onReject, deleteRows: deleteRows)
         var report = importer.report
         var loaders = [loader]
         if let nodes = importer.deferred {

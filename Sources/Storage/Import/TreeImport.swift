@@ -83,6 +83,7 @@ struct TreeImport {
                         .postLikes: .init(
                             table: DerivedCopies.stagedLikesTable, create: { [copies] in try copies.stageLikes() })
                     ])
+                let reshape = PostsReshape(export: export, treeRows: treeRows)
                 // With other sessions loading the file, this one only takes their tables over.
                 let importer =
                     helpers != nil
@@ -90,6 +91,7 @@ struct TreeImport {
                     : TreeImporter(
                         source: source, loader: loader, options: options,
                         onFinding: { finding in
+                            if reshape.note(finding) { return [:] }
                             // A merge names each node it replaces, `null` ones included.
                             if let root = finding.path.first { deletedRoots.insert(root) }
                             defer { finishing.end() }
@@ -115,8 +117,9 @@ struct TreeImport {
                 do {
                     if let importer {
                         (report, stagedLikes) = try read(
-                            importer, loader: loader, likes: likes, indexes: deferredIndexes, onRows: onRows,
-                            isCancelled: isCancelled, onStep: timedStep, announce: onStep, reading: &reading)
+                            importer, loader: loader, likes: likes, indexes: deferredIndexes, reshape: reshape,
+                            onReject: onReject, onRows: onRows, isCancelled: isCancelled, onStep: timedStep,
+                            announce: onStep, reading: &reading)
                     } else if let helpers, let sideTables = start.sideTables {
                         var pacing = source
                         // Shown, not timed here: each session times its own steps.
@@ -170,6 +173,11 @@ struct TreeImport {
                     // Firebase replaced them; left here, they would come back once what hides them is removed.
                     let leaves = options.mode == .merge ? options.at : Array(options.at.dropLast())
                     replaced += try treeRows.deleteLeaves(atAndAbove: leaves)
+                }
+                // Written inside a child of /posts (or some of its children merged): its shape is its children's,
+                // which this import saw only some of.
+                if options.at.count >= (options.mode == .merge ? 2 : 3), options.at[0] == TreeTable.feedPosts.rootKey {
+                    try restoreMisshapenPosts(among: [options.at[1]])
                 }
                 report.rowsReplaced += replaced
                 report.finishing = finishing.steps
@@ -237,11 +245,17 @@ struct TreeImport {
     /// `reading` is the importer whose reading failed, when one did.
     private func read(
         _ importer: TreeImporter, loader: TableLoader, likes: LikesAfterPosts?, indexes: DeferredIndexes?,
-        onRows: @escaping (Int) -> Void, isCancelled: @escaping @Sendable () -> Bool,
-        onStep: @escaping (ImportStep) -> Void, announce: (ImportStep) -> Void, reading: inout TreeImporter?
+        reshape: PostsReshape, onReject: @escaping (ImportReject) throws -> Void, onRows: @escaping (Int) -> Void,
+        isCancelled: @escaping @Sendable () -> Bool, onStep: @escaping (ImportStep) -> Void,
+        announce: (ImportStep) -> Void, reading: inout TreeImporter?
     ) throws -> (report: ImportReport, stagedLikes: Bool) {
         do {
             try importer.load()
+            // Before the likes, whose owners are the posts' as they are stored.
+            try Self.reshape(reshape, importer: importer, loader: loader, onReject: onReject) { path in
+                try Self.deleteRows(
+                    under: path, loader: loader, indexes: indexes, treeRows: treeRows, copies: copies, onStep: onStep)
+            }
         } catch {
             // The likes it skipped come before where it failed: a failure of theirs is the import's.
             if let likes, let nodes = importer.deferred,
@@ -414,6 +428,17 @@ struct TreeImport {
         return deleted
     }
 
+    /// Stores the nodes `importer` found misshapen again (`PostsReshape`), and counts their rows in its report
+    /// in place of those they replace.
+    static func reshape(
+        _ reshape: PostsReshape, importer: TreeImporter, loader: TableLoader,
+        onReject: @escaping (ImportReject) throws -> Void, deleteRows: ([String]) throws -> [TreeTable: Int]
+    ) throws {
+        guard !reshape.nodes.isEmpty else { return }
+        let (deleted, stored) = try reshape.reshape(loader: loader, deleteRows: deleteRows, onReject: onReject)
+        importer.report.replaceRows(deleted, with: stored, node: TreeImporter.reportedNode(TreeTable.feedPosts.rootKey ?? ""))
+    }
+
     /// A warning when a merge of the whole tree wrote top-level nodes that look like an export of one node: none
     /// of the file's keys is one of the app's nodes, and each (of the first five) is already a child of one of
     /// them, as after `export users.json --path /users` then `import users.json --mode merge` without `--at`.
@@ -484,7 +509,7 @@ struct TreeImport {
     }
 
     /// The refusal of an import that would empty the store (or, with a path, that node) without leave.
-    private static func emptyingRefused(at path: [String], everyValueRejected: Bool) -> StorageError {
+    static func emptyingRefused(at path: [String], everyValueRejected: Bool) -> StorageError {
         let node = path.isEmpty ? "the store" : "the node at /" + path.joined(separator: "/")
         let holds = everyValueRejected ? "every value in the file was rejected" : "the file holds nothing (null or {})"
         let error = StorageError(

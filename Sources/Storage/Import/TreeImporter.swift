@@ -19,7 +19,8 @@ final class TreeImporter {
     private let onFinding: (ImportFinding) throws -> [TreeTable: Int]
     private let onReject: (ImportReject) throws -> Void
 
-    private(set) var report = ImportReport()
+    /// What it read and loaded so far (`TreeImport` counts a reshape's rows in it).
+    var report = ImportReport()
     /// The path being read; a record's or an edge's keys are its levels below the table's root.
     private let path = ImportPath()
     /// `.priority` values of streamed objects, held until the object turns out to have a child (a node with only
@@ -246,13 +247,19 @@ final class TreeImporter {
         }
     }
 
-    /// `/posts/{id}`: a Makestagram owner's posts when its first child is an object under a key that is not an
-    /// AppCoda field, otherwise an AppCoda feed post.
+    /// `/posts/{id}`: an AppCoda feed post when some child is a leaf, a `.value` or an AppCoda field; a Makestagram
+    /// owner's posts when every child is an object under another key (`recordRule(at:)`). That is a
+    /// property of the tree, not of the order the file writes the children in: the children are held, as a feed
+    /// post's fields are, until one decides. An owner's posts that outgrow the record budget before one does stream
+    /// from then on, and should a leaf still come (or a child have spilled while held), the node is told as
+    /// `reshaped`, for the import to store it again whole once its rows are in.
     private func postsChild() throws {
         guard isContainerToken else { return try unmapped() }
-        var isFeedPost: Bool?
+        var shape = options.knownPostShapes[TreeKey(path.key(1))].map { $0 ? PostsShape.feed : .owner } ?? .undecided
         var record = heldRecord(of: .feedPosts)
         var priority: TreeValue?
+        var isReshaped = false
+        var hasSpilledWhileHeld = false
         let rowsBefore = emittedRows
         try streamChildren(
             onDuplicate: { record.children[$0] = nil },
@@ -261,21 +268,41 @@ final class TreeImporter {
                 return true
             }
         ) { key in
-            if isFeedPost == nil {
-                isFeedPost =
-                    (self.options.postOwners.isEmpty || !self.options.postOwners.contains(TreeKey(self.path.key(1))))
-                    && Self.isFeedPost(
-                        firstKey: String(decoding: key, as: UTF8.self), firstIsObject: self.isContainerToken)
-            }
-            if isFeedPost == true {
+            let isPost = self.isContainerToken && !Self.isFeedField(key)
+            switch shape {
+            case .feed:
+                return try self.readField(key, of: .feedPosts, into: &record)
+            case .owner:
+                if isPost { return try self.record(.posts) }
+                // A leaf after the posts streamed: what was stored of the node is stored again once all of it is.
+                isReshaped = true
+                return try self.unmapped()
+            case .undecided:
+                guard isPost else {
+                    shape = .feed
+                    return try self.readField(key, of: .feedPosts, into: &record)
+                }
+                if record.bytes >= self.options.recordMemoryBudget {
+                    // Past the budget with posts only: an owner's posts, which stream.
+                    shape = .owner
+                    try self.emitHeldPosts(&record)
+                    // A repeat of this key right after it rolls back to here, not over the held posts.
+                    self.loader.mark(in: self.path.count - 1)
+                    return try self.record(.posts)
+                }
+                let rows = self.emittedRows
                 try self.readField(key, of: .feedPosts, into: &record)
-            } else if Self.pseudoChild(key) == .value {
-                try self.unmapped()
-            } else {
-                try self.record(.posts)
+                // A child larger than what is left of the budget went out as unmapped values, as a feed post's
+                // does; under an owner's posts it is a post's place.
+                if self.emittedRows > rows { hasSpilledWhileHeld = true }
             }
         }
-        if isFeedPost == true {
+        if shape == .undecided {
+            shape = .owner
+            try emitHeldPosts(&record)
+        }
+        if hasSpilledWhileHeld, shape == .owner { isReshaped = true }
+        if shape == .feed {
             record.children[FirebaseKey.priority] = priority
             try emitRecord(.feedPosts, record: &record, rowsBefore: rowsBefore)
         } else {
@@ -284,21 +311,54 @@ final class TreeImporter {
                 try emitUnmappedLeaf(path.keys() + [FirebaseKey.priority], priority)
             }
         }
+        if isReshaped { _ = try onFinding(.reshaped(path.keys(), isFeedPost: shape == .feed)) }
     }
 
-    /// Whether `/posts/{id}` is an AppCoda feed post, told by its first child: a leaf, a `.value`, or an AppCoda
-    /// field; else it is a Makestagram owner's posts.
-    static func isFeedPost(firstKey: String, firstIsObject: Bool) -> Bool {
-        firstKey == FirebaseKey.value || appCodaFields.contains(firstKey) || !firstIsObject
+    /// How `/posts/{id}` is stored, as far as its children read so far tell.
+    private enum PostsShape {
+        /// Every child so far an object under a key that is no AppCoda field: held.
+        case undecided
+        /// An AppCoda feed post: one record.
+        case feed
+        /// A Makestagram owner's posts: a record per child.
+        case owner
     }
 
-    /// Whether the import stores the object at `path`, whose first child is `firstKey` (an object when
-    /// `firstIsObject`), as one record: the path is as deep as a record table's keys under its root, and under
-    /// /posts the object is shaped as that table's records are.
-    static func storesRecord(at path: [String], firstKey: String, firstIsObject: Bool) -> Bool {
-        guard !storesRecord(at: path) else { return true }
-        return path.first == TreeTable.feedPosts.rootKey && path.count - 1 == TreeTable.feedPosts.keyDepth
-            && isFeedPost(firstKey: firstKey, firstIsObject: firstIsObject)
+    /// Whether a child of `/posts/{id}` under `key` makes it a feed post whatever its value: an AppCoda field or
+    /// `.value`.
+    private static func isFeedField(_ key: UnsafeBufferPointer<UInt8>) -> Bool {
+        if key.first == UInt8(ascii: ".") { return pseudoChild(key) == .value }
+        return appCodaFieldKeys.contains { FirebaseKey.same($0, key) }
+    }
+
+    private static let appCodaFieldKeys = Array(appCodaFields)
+
+    /// Emits the posts held in `record` (the children of an undecided `/posts/{id}`, all objects) as an owner's
+    /// posts, each a record of its own, and empties it.
+    private func emitHeldPosts(_ record: inout HeldRecord) throws {
+        let posts = record.children.object.sorted { FirebaseKey.exportPrecedes($0.key.string, $1.key.string) }
+        record.children.removeAll { spareSlots[TreeTable.feedPosts.rawValue].append($0) }
+        record.bytes = 0
+        for (key, value) in posts {
+            guard case .object(let fields) = value else { continue }
+            var post = heldRecord(of: .posts)
+            for (field, child) in fields { post.children[field.string] = child }
+            var text = key.string
+            text.withUTF8 { path.append($0) }
+            defer { path.removeLast() }
+            try emitRecord(.posts, record: &post, rowsBefore: emittedRows)
+        }
+    }
+
+    /// For the path of `/posts/{id}`, whose children tell how it is stored, the rule (`TreeComparison.Rewrites`):
+    /// it is an AppCoda feed post, one record, when some child is a leaf, `.value` or an AppCoda field (its key,
+    /// and whether its value is an object); a Makestagram owner's posts otherwise. The order of the children does
+    /// not matter. Nil for any other path.
+    static func recordRule(at path: [String]) -> ((String, Bool) -> Bool)? {
+        guard path.count - 1 == TreeTable.feedPosts.keyDepth, path.first == TreeTable.feedPosts.rootKey else {
+            return nil
+        }
+        return { key, isObject in !isObject || key == FirebaseKey.value || appCodaFields.contains(key) }
     }
 
     /// Whether the import stores every object at `path` as one record, whatever its children: the path is as
@@ -788,6 +848,9 @@ final class TreeImporter {
 
 /// What the importer found that changes rows it or the store already holds.
 enum ImportFinding: Equatable {
+    /// A `/posts/{id}` whose children, all read, say it is stored otherwise than it began to be (a leaf after its
+    /// posts streamed): once the rows are in, the node is read back and stored again whole, in its shape.
+    case reshaped([String], isFeedPost: Bool)
     /// A merge names this child of the node it merges into: it replaces the store's child whole (a `null`
     /// deletes it), so whatever is stored at or below it goes.
     case replacedChild([String])
@@ -798,7 +861,7 @@ enum ImportFinding: Equatable {
     /// The absolute path whose stored rows go.
     var path: [String] {
         switch self {
-        case .replacedChild(let path), .repeatedKey(let path): path
+        case .replacedChild(let path), .repeatedKey(let path), .reshaped(let path, _): path
         }
     }
 }

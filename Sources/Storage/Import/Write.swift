@@ -133,6 +133,43 @@ extension TreeImport {
         return (report.lines.reduce(0) { $0 + $1.rowsImported }, report.rowsReplaced)
     }
 
+    /// Stores the children of /posts `ids` again, each from its own export and as its children say (a node
+    /// import of it at its place, which reshapes it if it must), in the caller's transaction: the repair of the
+    /// `posts_shape` check, and what a write below a child of /posts does for it. The rows deleted and stored
+    /// per table.
+    func restorePosts(_ ids: [String]) throws -> (deleted: [TreeTable: Int], stored: [TreeTable: Int]) {
+        guard let root = TreeTable.feedPosts.rootKey else { return ([:], [:]) }
+        var deleted: [TreeTable: Int] = [:], stored: [TreeTable: Int] = [:]
+        for id in ids {
+            let file = try StorageError.converting { try TemporaryFile() }
+            _ = try export.exportTree(at: [root, id], options: .init(rendersArrays: false)) { bytes in
+                try file.append(UnsafeRawBufferPointer(bytes))
+            }
+            try file.flush()
+            let counts = try treeRows.rowCounts(under: [root, id])
+            let report = try importTree(
+                from: TemporaryFile.Reader(file),
+                options: ImportOptions(mode: .replace, maximumRejects: .max, at: [root, id], allowsEmptying: true))
+            deleted.merge(counts, uniquingKeysWith: +)
+            for line in report.lines {
+                if let table = TreeTable.allCases.first(where: { $0.name == line.table }) {
+                    stored[table, default: 0] += line.rowsImported
+                }
+            }
+        }
+        return (deleted, stored)
+    }
+
+    /// Stores again the children of /posts a write below them may have given another shape (`restorePosts`):
+    /// those among `ids` that `posts_misshapen` lists.
+    func restoreMisshapenPosts(among ids: [String]) throws {
+        guard !ids.isEmpty else { return }
+        let misshapen = try connection.query("SELECT post_id FROM posts_misshapen(\(ids)) ORDER BY 1").map {
+            try $0.decode(String.self, at: 0)
+        }
+        _ = try restorePosts(misshapen)
+    }
+
     /// `value` as JSON for the importer: `null` for nothing, integer-keyed objects as objects.
     static func json(_ value: TreeValue?) -> String {
         var writer = JSONTextWriter(options: .init(rendersArrays: false))

@@ -26,6 +26,10 @@ public enum IntegrityCheck: String, CaseIterable, Sendable {
     /// Leaves with something stored below them: values a write below them replaced in Firebase, which earlier
     /// versions kept hidden (migration 0016).
     case hiddenValues = "hidden_values"
+    /// Children of /posts stored otherwise than their children say (an AppCoda feed post when some child is a
+    /// leaf or an AppCoda field, an owner's posts otherwise), as earlier versions stored some by the order of
+    /// their file (migration 0023).
+    case postsShape = "posts_shape"
 
     /// The view that lists the violations.
     var viewName: String { "integrity_" + rawValue }
@@ -53,6 +57,7 @@ public enum IntegrityCheck: String, CaseIterable, Sendable {
         case .chatLastMessage: "chats whose lastMessage or lastMessageSent is not their newest message"
         case .orphans: "likes, messages and timeline entries of posts or chats that do not exist"
         case .hiddenValues: "leaves with something stored below them: values a later write replaced"
+        case .postsShape: "children of /posts stored as a feed post or as an owner's posts against their children"
         }
     }
 
@@ -67,6 +72,7 @@ public enum IntegrityCheck: String, CaseIterable, Sendable {
         case .chatHashLegacy: .chatHashes
         case .orphans: .orphans
         case .hiddenValues: .hiddenValues
+        case .postsShape: .postsShape
         // Which of two duplicate chats to keep is an operator's decision (`chat merge`).
         case .chatDuplicates: nil
         }

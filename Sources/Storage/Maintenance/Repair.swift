@@ -26,19 +26,22 @@ public enum Repair: CaseIterable, Sendable {
     case orphans
     /// Leaves with something stored below them are removed, as the write below them replaced them in Firebase.
     case hiddenValues
+    /// Children of /posts stored otherwise than their children say are stored again, each from its own export.
+    case postsShape
     /// Two chats of the same members become one: the messages of one move into the other, which an operator
     /// decides (`Store.mergeChats`); never part of `check --fix`.
     case chatMerge
 
     /// The order `check --fix` runs repairs in: removals first, so later repairs do not count what goes away
-    /// (hidden values first of all: a like or a follow that a later write replaced is no like or follow); chats
-    /// before their hashes, since making copies agree may pick a stale hash.
+    /// (hidden values first of all: a like or a follow that a later write replaced is no like or follow), then the
+    /// posts' shapes, which the repairs of posts read; chats before their hashes, since making copies agree may
+    /// pick a stale hash.
     public static let fixOrder: [Repair] = [
-        .hiddenValues, .orphans, .follows, .chats, .chatHashes, .posters, .likeCounts, .timelines,
+        .hiddenValues, .postsShape, .orphans, .follows, .chats, .chatHashes, .posters, .likeCounts, .timelines,
     ]
 
     /// Whether the repair can run as a series of transactions over ranges of keys (`RepairOptions.batchSize`).
-    public var isBatchable: Bool { self != .chatMerge && self != .hiddenValues }
+    public var isBatchable: Bool { self != .chatMerge && self != .hiddenValues && self != .postsShape }
 
     /// The table whose batch key (`TableDescription.batchKey`) the repair's batches divide (`orphans` has one
     /// per statement).
@@ -46,7 +49,7 @@ public enum Repair: CaseIterable, Sendable {
         switch self {
         case .likeCounts, .posters, .timelines, .follows: .users
         case .chats, .chatHashes: .chats
-        case .orphans, .hiddenValues, .chatMerge: nil
+        case .orphans, .hiddenValues, .postsShape, .chatMerge: nil
         }
     }
 }

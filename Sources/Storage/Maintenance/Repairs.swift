@@ -16,6 +16,9 @@ struct Repairs {
     let checking: Checks
     /// Whether the tables are on Citus, where shards are modified one at a time.
     let distribution: Distribution
+    /// Stores the children of /posts named by their ids again, each from its own export (the load pipeline's:
+    /// `TreeImport.restorePosts`), in the caller's transaction; the rows it deleted and stored per table.
+    let restorePosts: (_ ids: [String]) throws -> (deleted: [TreeTable: Int], stored: [TreeTable: Int])
 
     /// `Store.repair`: see there.
     func repair(
@@ -28,6 +31,11 @@ struct Repairs {
         let clock = ContinuousClock()
         let started = clock.now
         var report = RepairReport(repair: repair, isDryRun: options.isDryRun)
+        if repair == .postsShape {
+            try restoreMisshapenPosts(options: options, into: &report)
+            report.seconds = (clock.now - started).seconds
+            return report
+        }
         try run(
             isDryRun: options.isDryRun, waitSeconds: options.waitSeconds, onStep: onStep,
             record: { report.add($0) }
@@ -93,6 +101,25 @@ struct Repairs {
         }
         report.seconds = (clock.now - started).seconds
         return report
+    }
+
+    /// The repair of `posts_shape`, which imports rather than runs statements: the misshapen children of /posts
+    /// stored again, each from its own export, in one transaction under the maintenance lock.
+    private func restoreMisshapenPosts(options: RepairOptions, into report: inout RepairReport) throws {
+        try connection.withTransaction(rollback: options.isDryRun) {
+            try maintenance.take(wait: MaintenanceWait(seconds: options.waitSeconds))
+            try modifyShardsSequentially()
+            try treeRows.lockTree()
+            let ids = try connection.query("SELECT post_id FROM posts_misshapen(NULL) ORDER BY 1").map {
+                try $0.decode(String.self, at: 0)
+            }
+            guard !ids.isEmpty else { return }
+            let (deleted, stored) = try restorePosts(ids)
+            for table in TreeTable.allCases {
+                if let rows = deleted[table], rows > 0 { report.add(.init(table: table.name, action: .deleted, rows: rows)) }
+                if let rows = stored[table], rows > 0 { report.add(.init(table: table.name, action: .inserted, rows: rows)) }
+            }
+        }
     }
 
     /// `Store.checkAndFix`: see there.
@@ -176,6 +203,7 @@ struct Repairs {
         case .chats: Self.chatSteps(range)
         case .orphans: Self.orphanSteps(range)
         case .hiddenValues: Self.hiddenValueSteps
+        case .postsShape: preconditionFailure("posts_shape is repaired by imports (restoreMisshapenPosts)")
         case .chatMerge: try chatMergeSteps(options.mergedChats)
         }
     }

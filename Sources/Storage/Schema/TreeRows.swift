@@ -41,6 +41,22 @@ struct TreeRows {
         return deleted
     }
 
+    /// How many rows are stored at or below an absolute Firebase path, per table (what `deleteRows(under:)`
+    /// would delete).
+    func rowCounts(under path: [String]) throws -> [TreeTable: Int] {
+        guard let root = path.first else { return [:] }
+        let below = Array(path.dropFirst())
+        var counts: [TreeTable: Int] = [:]
+        for table in TreeTable.tables(under: root) where below.count <= table.keyDepth {
+            counts[table] = try connection.query(
+                "SELECT count(*) FROM \(identifier: table.name) WHERE \(table.keyConditions(below))")[0].decode(
+                    Int.self, at: 0)
+        }
+        counts[.unmappedValues] = try connection.query(
+            "SELECT count(*) FROM unmapped_values WHERE \(TreeTable.unmappedRange(at: path))")[0].decode(Int.self, at: 0)
+        return counts.filter { $0.value > 0 }
+    }
+
     /// Deletes every row stored at or below an absolute Firebase path; returns the counts per table.
     func deleteRows(under path: [String]) throws -> [TreeTable: Int] {
         guard let root = path.first else { return [:] }

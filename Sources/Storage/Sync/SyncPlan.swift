@@ -17,10 +17,11 @@ final class SyncPlan {
     /// Paths whose rows go.
     private(set) var pathCount = 0
     private var isFinished = false
-    /// Children of /posts the document names posts under: an owner's, whatever its first post's key looks like.
-    private(set) var postOwners: Set<TreeKey> = []
     /// The posts and chat copies the paths reach, noted as they come.
     private(set) var touched = TouchedKeys()
+    /// The children of /posts the paths go inside of (whose shape is their children's: `posts_misshapen`);
+    /// nil past `TouchedKeys.namedLimit` of them (every child is asked then).
+    private(set) var postsWrittenInside: Set<TreeKey>? = []
 
     /// An empty plan, with its files in `temporaryDirectory`.
     init(temporaryDirectory: String) throws {
@@ -29,10 +30,20 @@ final class SyncPlan {
         writer.beginObject()
     }
 
-    /// The node at `path` becomes `json` (compact JSON from the comparison), or goes when it is nil.
-    func rewrite(_ path: [String], json: NodeText?) throws {
+    /// Whether the plan removes the node the sync compares whole (the source holds nothing there).
+    private(set) var removesItsNode = false
+
+    /// The node at `path` becomes `json` (compact JSON from the comparison), or goes when it is nil;
+    /// `isItsNode` says that `path` is the node the sync compares.
+    func rewrite(_ path: [String], json: NodeText?, isItsNode: Bool = false) throws {
         precondition(!isFinished, "a finished plan takes no more nodes")
+        if isItsNode, json == nil { removesItsNode = true }
         try appendPath(path)
+        if path.count >= 3, path[0] == TreeTable.feedPosts.rootKey, var ids = postsWrittenInside {
+            postsWrittenInside = nil
+            ids.insert(TreeKey(path[1]))
+            postsWrittenInside = ids.count > TouchedKeys.namedLimit ? nil : ids
+        }
         guard let json else { return }
         guard let key = path.last else {
             // The whole tree: the document is that node.
@@ -42,7 +53,6 @@ final class SyncPlan {
             isFinished = true
             return try flush()
         }
-        if path.count > 2, path[0] == TreeTable.posts.rootKey { postOwners.insert(TreeKey(path[1])) }
         let parent = path.dropLast()
         var shared = 0
         // Keys compared by their bytes: "é" and "e\u{301}" are two children.

@@ -57,9 +57,7 @@ struct TreeSync {
             try syncInTransaction(
                 opening: open, options: options, into: &report, onReject: onReject,
                 isCancelled: isCancelled, onStep: onStep)
-        } catch let error as StorageError
-            where error.sqlState == .serializationFailure || error.sqlState == .uniqueViolation
-        {
+        } catch let error as StorageError where error.sqlState == .serializationFailure {
             // Its snapshot is older than another session's change to a row it rewrites: writing would lose it.
             throw StorageError(
                 .server, "another session changed rows this sync rewrites after the sync began",
@@ -134,9 +132,18 @@ struct TreeSync {
             let plan = try compare(opening: open, options: options, rejects: rejects, into: &report)
             report.comparingSeconds = (clock.now - started).seconds
             guard plan.pathCount > 0 else { return }
+            if plan.removesItsNode, !options.at.isEmpty, !options.allowsEmptying {
+                throw TreeImport.emptyingRefused(at: options.at, everyValueRejected: report.rejectCount > 0)
+            }
             let writing = clock.now
-            try write(
-                plan, options: options, into: &report, rejects: rejects, isCancelled: isCancelled, onStep: onStep)
+            if !options.at.isEmpty, try treeRows.recordPath(holding: options.at) != nil {
+                // Inside a record, which is one row: written as `import --at` writes there, the record read,
+                // changed and stored again.
+                try writeInsideRecord(opening: open, options: options, into: &report, onReject: onReject)
+            } else {
+                try write(
+                    plan, options: options, into: &report, rejects: rejects, isCancelled: isCancelled, onStep: onStep)
+            }
             if heldSomething, !options.allowsEmptying, try treeRows.isEmpty() {
                 let error = StorageError(
                     .refused, "the source holds nothing: syncing the store with it would delete everything there",
@@ -177,9 +184,9 @@ struct TreeSync {
             var listing = DifferenceListing(limit: options.maxListed)
             let plan = try SyncPlan(temporaryDirectory: options.temporaryDirectory)
             let rewrites = TreeComparison.Rewrites(
-                isRecord: { TreeImporter.storesRecord(at: $0, firstKey: $1, firstIsObject: $2) },
-                isRecordPath: { TreeImporter.storesRecord(at: $0) }, temporaryDirectory: options.temporaryDirectory,
-                onRewrite: { path, json in try plan.rewrite(path, json: json) })
+                isRecordPath: { TreeImporter.storesRecord(at: $0) }, recordRule: { TreeImporter.recordRule(at: $0) },
+                temporaryDirectory: options.temporaryDirectory,
+                onRewrite: { path, json in try plan.rewrite(path, json: json, isItsNode: path.count == options.at.count) })
             var comparison = TreeComparison(rewrites: rewrites) { difference in
                 try Self.count(difference, in: &found, listing: &listing, options: options, rejects: rejects)
             }
@@ -266,6 +273,26 @@ struct TreeSync {
 
     // MARK: Writing
 
+    /// Writes the source, the node at `options.at` inside a stored record, as `import --at` does (the record read,
+    /// changed in memory and stored again), in the sync's transaction.
+    private func writeInsideRecord(
+        opening open: () throws -> any ByteSource, options: SyncOptions, into report: inout SyncReport,
+        onReject: @escaping (ImportReject) throws -> Void
+    ) throws {
+        let imports = TreeImport(
+            connection: connection, copies: copies, maintenance: maintenance, distribution: distribution,
+            export: verification.export, treeRows: treeRows)
+        let imported = try imports.importTree(
+            from: try open(),
+            options: ImportOptions(
+                mode: .replace, maximumRejects: options.maximumRejects, at: options.at,
+                allowsEmptying: options.allowsEmptying),
+            onReject: onReject)
+        let node = report.node(Self.nodeName(of: options.at))
+        report.nodes[node].rowsWritten += imported.rowsImported
+        report.nodes[node].rowsDeleted += imported.rowsReplaced
+    }
+
     /// Deletes the rows of every planned path, loads the plan's document, and settles the kept copies.
     private func write(
         _ plan: SyncPlan, options: SyncOptions, into report: inout SyncReport, rejects: RejectLedger,
@@ -313,25 +340,31 @@ struct TreeSync {
         loader.isCancelled = isCancelled
         var importOptions = ImportOptions(mode: .merge, maximumRejects: .max, allowsEmptying: true)
         importOptions.replacesNamedChildren = false
-        importOptions.postOwners = plan.postOwners
         let rejectedBefore = report.rejectCount
         var rejected: [ImportReject] = []
+        let onReject = { (reject: ImportReject) in
+            // A record is written from its text, rejects and all: import leaves out what the comparison
+            // counted already, and anything it refuses besides is a reject too.
+            guard !rejects.wasHandedOver(reject) else { return }
+            rejected.append(reject)
+            try rejects.handOver(reject)
+            guard rejectedBefore + rejected.count > options.maximumRejects else { return }
+            throw Self.tooManyRejects(reject, allowed: options.maximumRejects)
+        }
+        let reshape = PostsReshape(export: verification.export, treeRows: treeRows)
         let importer = TreeImporter(
             source: plan.documentSource, loader: loader, options: importOptions,
             onFinding: { finding in
+                if reshape.note(finding) { return [:] }
                 // The plan names each node once, in order: a repeat is a bug, and deleting would lose rows.
                 preconditionFailure("a sync's plan names /\(finding.path.joined(separator: "/")) twice")
             },
-            onReject: { reject in
-                // A record is written from its text, rejects and all: import leaves out what the comparison
-                // counted already, and anything it refuses besides is a reject too.
-                guard !rejects.wasHandedOver(reject) else { return }
-                rejected.append(reject)
-                try rejects.handOver(reject)
-                guard rejectedBefore + rejected.count > options.maximumRejects else { return }
-                throw Self.tooManyRejects(reject, allowed: options.maximumRejects)
-            })
+            onReject: onReject)
         try importer.load()
+        try TreeImport.reshape(reshape, importer: importer, loader: loader, onReject: onReject) { path in
+            try loader.flush()
+            return try treeRows.deleteRows(under: path)
+        }
         report.rejectCount += rejected.count
         report.rejects += rejected.prefix(max(0, ImportReport.rejectsKept - report.rejects.count)).map {
             $0.cut(to: 4096)
@@ -340,6 +373,9 @@ struct TreeSync {
             report.nodes[report.node(line.node)].rowsWritten += line.rowsImported
         }
         onStep(.settling)
+        // A child of /posts written inside (records written one by one) is as its children say, which an earlier
+        // version may not have stored it as.
+        try restoreMisshapenPosts(plan.postsWrittenInside)
         if loader.redirected.contains(.postLikes) { try copies.storeStagedLikes(isDistributed: isDistributed) }
         for records in HeldRecords.all {
             let keys = try touched.changedKeys(of: records, before: holdersBefore, copies: copies)
@@ -347,6 +383,21 @@ struct TreeSync {
             try copies.settleLookup(of: records, ofKeys: keys)
             if records == .posts { try copies.settleLikeOwners(ofKeys: keys, isDistributed: isDistributed) }
         }
+    }
+}
+
+extension TreeSync {
+    /// Stores again the children of /posts among `ids` (nil: any) that `posts_misshapen` lists, as import would
+    /// store them (`TreeImport.restorePosts`).
+    fileprivate func restoreMisshapenPosts(_ ids: Set<TreeKey>?) throws {
+        if ids?.isEmpty == true { return }
+        let imports = TreeImport(
+            connection: connection, copies: copies, maintenance: maintenance, distribution: distribution,
+            export: verification.export, treeRows: treeRows)
+        let misshapen = try connection.query(
+            "SELECT post_id FROM posts_misshapen(\(ids.map { $0.map(\.string).sorted() })) ORDER BY 1"
+        ).map { try $0.decode(String.self, at: 0) }
+        _ = try imports.restorePosts(misshapen)
     }
 }
 
