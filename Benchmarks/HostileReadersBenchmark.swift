@@ -19,7 +19,7 @@ struct HostileReadersBenchmark {
     ]
 
     /// Writes shape `name` of `megabytes` MB to `path` (in a child process: see `HostileImportBenchmark`).
-    static func write(shape name: String, to path: String) {
+    static func write(shape name: String, to path: String) throws {
         let megabytes = Int(ProcessInfo.processInfo.environment["HOSTILE_MB"] ?? "200") ?? 200
         let chunk = 1 << 20
         func repeated(_ piece: String, bytes: Int) -> (((String) -> Void) -> Void) {
@@ -29,15 +29,13 @@ struct HostileReadersBenchmark {
             }
         }
         if name.hasSuffix(".gz") {
-            let handle = FileHandle(forWritingAtPath: path) ?? {
-                _ = FileManager.default.createFile(atPath: path, contents: nil)
-                return FileHandle(forWritingAtPath: path)!
-            }()
-            let writer = try! GzipWriter { handle.write(Data($0)) }
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+            guard let handle = FileHandle(forWritingAtPath: path) else { throw CocoaError(.fileWriteUnknown) }
+            let writer = try GzipWriter { handle.write(Data($0)) }
             let block = [UInt8](repeating: UInt8(ascii: "["), count: chunk)
-            for _ in 0..<16 { try! block.withUnsafeBufferPointer { try writer.write($0) } }
-            try! writer.finish()
-            try! handle.close()
+            for _ in 0..<16 { try block.withUnsafeBufferPointer { try writer.write($0) } }
+            try writer.finish()
+            try handle.close()
             return
         }
         writeFile(path) { out in

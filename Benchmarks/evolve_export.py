@@ -4,9 +4,10 @@
 
 For each chosen user: one of their posts edited (its like count and image height), a like added and one of
 theirs removed, a user followed and one unfollowed (both sides), and a message appended to one of their chats.
-Objects it changes are put back in RTDB order, so the file is read in one pass, as a Firebase export is.
+Objects it changes are put back in RTDB order, so the file is read in one pass, as a Firebase export is; with
+--appended, new keys go at the end of their objects instead, as a script's edit (Python's dict order) leaves them.
 
-    python3 Benchmarks/evolve_export.py IN.json OUT.json --percent 1 --seed 1
+    python3 Benchmarks/evolve_export.py IN.json OUT.json --percent 1 --seed 1 [--appended]
 """
 import argparse
 import json
@@ -22,9 +23,14 @@ def rtdb_key(key):
     return (1, 0, key)
 
 
+APPENDED = False
+
+
 def put(parent, key, value):
-    """Sets parent[key] and keeps parent's keys in RTDB order."""
+    """Sets parent[key] and keeps parent's keys in RTDB order (unless APPENDED: then a new key goes last)."""
     parent[key] = value
+    if APPENDED:
+        return
     ordered = sorted(parent.items(), key=lambda item: rtdb_key(item[0]))
     parent.clear()
     parent.update(ordered)
@@ -48,7 +54,10 @@ def main():
     parser.add_argument("output")
     parser.add_argument("--percent", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--appended", action="store_true", help="new keys at the end of their objects")
     args = parser.parse_args()
+    global APPENDED
+    APPENDED = args.appended
     rng = random.Random(args.seed)
     with open(args.input, encoding="utf-8") as file:
         tree = json.load(file)
@@ -84,7 +93,8 @@ def main():
             changes += 1
         following = tree.get("following", {}).get(uid)
         if following and len(following) > 1:
-            gone = next(iter(following))
+            # The first in RTDB order other than the one just followed, whatever order the object is in.
+            gone = next(key for key in sorted(following, key=rtdb_key) if key != other)
             del following[gone]
             followers = tree.get("followers", {}).get(gone, {})
             followers.pop(uid, None)

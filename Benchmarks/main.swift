@@ -15,6 +15,12 @@
 //
 //   swift build -c release && .build/release/AdminBenchmarks hostile-import [--record-mb MB] [--rejects N]
 //
+//   swift build -c release && .build/release/AdminBenchmarks sync-table [--sizes 200,1100] [--runs 3]
+//
+// sync-table compares reading the store with replacing it: import beside pg_restore -j2, export beside COPY TO,
+// verify, and sync with 0 %, 1 % (ordered and with keys appended) and 10 % changed, with peak RSS and WAL bytes
+// (see SyncBenchmark).
+//
 //   swift build -c release && .build/release/AdminBenchmarks hostile-readers [--mb MB]
 //
 // hostile-readers runs every command that reads JSON (import on one and two sessions, import from stdin, verify,
@@ -201,10 +207,12 @@ func spawn(
     guard posix_spawn(&pid, program, &actions, nil, argv, env) == 0 else {
         throw StorageError(.invalidValue, "cannot run \(program)")
     }
+    let watcher = HighWaterWatcher(pid: pid)
     var status: Int32 = 0
     var usage = rusage()
     wait4(pid, &status, 0, &usage)
     let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    let peakKilobytes = watcher.peakKilobytes(reported: Int(usage.ru_maxrss))
     let machineCPU = machineBusySeconds() - busy
     let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     if let expected, exit != expected {
@@ -214,8 +222,44 @@ func spawn(
         Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
         / 1e6
     return Measurement(
-        seconds: seconds, peakMB: Double(usage.ru_maxrss) / 1024, processCPU: processCPU, machineCPU: machineCPU,
+        seconds: seconds, peakMB: Double(peakKilobytes) / 1024, processCPU: processCPU, machineCPU: machineCPU,
         status: exit)
+}
+
+/// A spawned process's own peak resident memory. wait4's `ru_maxrss` alone is not the child's: posix_spawn's child
+/// shares this process's memory until it executes, and Linux carries that memory's high-water mark across exec, so
+/// every child reports at least this process's peak. The kernel's figure is the child's when it is above this
+/// process's peak; otherwise the child's is the high-water mark of its own memory (`VmHWM`, which exec starts
+/// afresh), read every 5 ms while it runs.
+final class HighWaterWatcher: @unchecked Sendable {
+    private let lock = NSLock()
+    private var highest = 0
+    private var finished = false
+
+    init(pid: pid_t) {
+        Thread.detachNewThread { [self] in
+            while !lock.withLock({ finished }) {
+                if let kilobytes = Self.highWater(of: "/proc/\(pid)/status") {
+                    lock.withLock { highest = max(highest, kilobytes) }
+                }
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+        }
+    }
+
+    /// The child's peak in kilobytes, given what wait4 `reported` once it ended; stops the watching.
+    func peakKilobytes(reported: Int) -> Int {
+        lock.withLock { finished = true }
+        return reported > (Self.highWater(of: "/proc/self/status") ?? 0) ? reported : lock.withLock { highest }
+    }
+
+    /// The `VmHWM` line of a `/proc/…/status` file, in kilobytes; nil once the process has gone.
+    static func highWater(of statusFile: String) -> Int? {
+        guard let text = try? String(contentsOfFile: statusFile, encoding: .utf8),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        else { return nil }
+        return line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap { Int($0) }
+    }
 }
 
 /// The release `admin` binary built beside this one.
@@ -383,13 +427,21 @@ case "hostile-import":
     ).run()
 
 case "hostile-readers-write":
-    HostileReadersBenchmark.write(shape: arguments[1], to: arguments[2])
+    try HostileReadersBenchmark.write(shape: arguments[1], to: arguments[2])
 
 case "hostile-readers":
     try HostileReadersBenchmark(
         megabytes: Int(option("--mb", default: "200")) ?? 200,
         work: option("--work", default: "/tmp/admin-bench-hostile-readers")
     ).run()
+
+case "sync-table":
+    for megabytes in option("--sizes", default: "200").split(separator: ",").compactMap({ Int($0) }) {
+        try SyncBenchmark(
+            file: try generatedExport(megabytes: megabytes), runs: Int(option("--runs", default: "3")) ?? 3,
+            work: "/tmp/admin-bench-sync-\(megabytes)mb"
+        ).run()
+    }
 
 case "suite":
     // Everything BENCHMARKS.md reports, in one run on one machine: per size, generation, the reader, import and
@@ -439,7 +491,7 @@ case "suite":
 default:
     print(
         "usage: AdminBenchmarks suite|reader|import-export|maintenance|operations|export-shapes|hostile-import|"
-            + "hostile-readers [--size MB] [--runs N] [--file PATH]"
+            + "hostile-readers|sync-table [--size MB] [--runs N] [--file PATH]"
     )
     exit(64)
 }

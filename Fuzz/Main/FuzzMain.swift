@@ -2,7 +2,7 @@ import Foundation
 import FuzzTargets
 
 #if FUZZING
-import CFuzzer
+    import CFuzzer
 #endif
 
 /// Built by Fuzz/run.sh (-sanitize=fuzzer, -DFUZZING): hands the targets to libFuzzer's driver, which takes
@@ -16,29 +16,29 @@ struct FuzzMain {
             try writeSeeds(to: directory)
         }
         #if FUZZING
-        var argc = CommandLine.argc
-        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-        exit(
-            LLVMFuzzerRunDriver(&argc, &argv) { data, size in
-                FuzzTargets.run(UnsafeBufferPointer(start: data, count: size))
-                return 0
-            })
+            var argc = CommandLine.argc
+            var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+            exit(
+                LLVMFuzzerRunDriver(&argc, &argv) { data, size in
+                    FuzzTargets.run(UnsafeBufferPointer(start: data, count: size))
+                    return 0
+                })
         #else
-        var count = 0
-        for argument in CommandLine.arguments.dropFirst() {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory) else { continue }
-            let files =
-                isDirectory.boolValue
-                ? try FileManager.default.contentsOfDirectory(atPath: argument).sorted().map { argument + "/" + $0 }
-                : [argument]
-            for file in files {
-                let data = try Data(contentsOf: URL(fileURLWithPath: file))
-                data.withUnsafeBytes { FuzzTargets.run($0.bindMemory(to: UInt8.self)) }
-                count += 1
+            var count = 0
+            for argument in CommandLine.arguments.dropFirst() {
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory) else { continue }
+                let files =
+                    isDirectory.boolValue
+                    ? try FileManager.default.contentsOfDirectory(atPath: argument).sorted().map { argument + "/" + $0 }
+                    : [argument]
+                for file in files {
+                    let data = try Data(contentsOf: URL(fileURLWithPath: file))
+                    data.withUnsafeBytes { FuzzTargets.run($0.bindMemory(to: UInt8.self)) }
+                    count += 1
+                }
             }
-        }
-        print("ran \(count) inputs without a failure")
+            print("ran \(count) inputs without a failure")
         #endif
     }
 

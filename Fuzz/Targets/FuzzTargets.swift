@@ -46,19 +46,27 @@ public enum FuzzTargets {
         func count(_ n: Int) -> Int { max(1, Int(Double(n) * scale)) }
         func text(_ string: String) -> [UInt8] { Array(string.utf8) }
         var wide = "{"
-        for index in stride(from: count(100_000), to: 0, by: -1) { wide += (wide.count > 1 ? "," : "") + "\"k\(index)\":\(index)" }
+        for index in stride(from: count(100_000), to: 0, by: -1) {
+            wide += (wide.count > 1 ? "," : "") + "\"k\(index)\":\(index)"
+        }
         wide += "}"
         var sortedWide = #"{"users":{"#
         for index in 0..<count(50_000) { sortedWide += (index > 0 ? "," : "") + #""u\#(index)":{"username":"n"}"# }
         sortedWide += "}}"
         let long = String(repeating: "x", count: (10 << 20) + 1000)
         return [
-            ("deep-closed", text(String(repeating: "[", count: count(300_000)) + "1" + String(repeating: "]", count: count(300_000)))),
+            (
+                "deep-closed",
+                text(
+                    String(repeating: "[", count: count(300_000)) + "1" + String(repeating: "]", count: count(300_000)))
+            ),
             ("deep-open", text(String(repeating: "[", count: count(1 << 20)))),
             ("deep-objects-open", text(String(repeating: #"{"a":"#, count: count(200_000)))),
             (
                 "deep-leaf",
-                text(String(repeating: #"{"a":"#, count: count(100_000)) + "1" + String(repeating: "}", count: count(100_000)))
+                text(
+                    String(repeating: #"{"a":"#, count: count(100_000)) + "1"
+                        + String(repeating: "}", count: count(100_000)))
             ),
             ("deep-under-posts", text(#"{"posts":{"u":{"p":"# + String(repeating: "[", count: count(50_000)))),
             ("wide-unsorted", text(wide)),
@@ -212,7 +220,8 @@ public enum FuzzTargets {
     }
 
     /// A store of a few records, typed and not, in RTDB order, for `sync`'s comparison to write against.
-    private static let store = #"{"chats":{"u":{"c":{"title":"t"}}},"posts":{"p":{"a":1},"u":{"k":{"image_url":"x"}}},"#
+    private static let store =
+        #"{"chats":{"u":{"c":{"title":"t"}}},"posts":{"p":{"a":1},"u":{"k":{"image_url":"x"}}},"#
         + #""users":{"u":{"username":"x"}},"x":[1,{"y":true}]}"#
 
     static func sync(_ bytes: [UInt8]) {

@@ -24,6 +24,18 @@ public struct TreeDifference: Sendable, Equatable {
     public var reason: String?
     /// Whether `source` or `store` was cut at `TreeComparison.valueLimit` bytes (no longer valid JSON then).
     public var isCut = false
+    /// For a part of a difference `sync` splits into writes (a node the source alone holds, written record by
+    /// record; a leaf the store holds where the source has an object, deleted before the object is written):
+    /// the one difference `verify` reports instead. Counted once per group, sync's differences are verify's.
+    public var group: Group?
+
+    /// One difference as `verify` reports it: its path, and its kind (the last part of a group says it).
+    public struct Group: Sendable, Equatable {
+        /// Where `verify` reports it.
+        public var path: [String]
+        /// What `verify` calls it.
+        public var kind: Kind
+    }
 
     /// A difference; `source` and `store` as compact JSON.
     public init(path: [String], kind: Kind, source: String?, store: String?, reason: String? = nil, isCut: Bool = false)
@@ -91,8 +103,10 @@ public struct TreeComparison {
     public var valueLimit: Int
     /// Nodes (leaves and objects) looked at on either side so far.
     public private(set) var nodesCompared = 0
-    private let report: (TreeDifference) throws -> Void
+    private let handOver: (TreeDifference) throws -> Void
     private var path: [String] = []
+    /// While a difference is split into writes: the one difference verify reports for it.
+    private var group: TreeDifference.Group?
     /// With rewrites, a node only the source holds is split down to records and leaves (so that what is held in
     /// memory at once is one of them), and each differing record, leaf or node the store alone holds is handed
     /// to `onRewrite`.
@@ -132,7 +146,7 @@ public struct TreeComparison {
         ignoresPriorities = ignoringPriorities
         self.valueLimit = valueLimit
         self.rewrites = rewrites
-        report = onDifference
+        handOver = onDifference
     }
 
     /// Compares the two documents the readers are about to read, which are the node at `path` on each side.
@@ -292,7 +306,8 @@ public struct TreeComparison {
             if let rewrites, recordDiffers == nil, let rule = rewrites.recordRule(path) {
                 return try compareShaped(sourceHead, &source, storeHead, &store, by: rule)
             }
-            if let rewrites, recordDiffers == nil, rewrites.isRecordPath(path) || sourceHead.priority != storeHead.priority
+            if let rewrites, recordDiffers == nil,
+                rewrites.isRecordPath(path) || sourceHead.priority != storeHead.priority
             {
                 // Rewritten whole: a record is one row, and an object's priority is only stored beside a child.
                 return try compareWritten(sourceHead, &source, storeHead, &store)
@@ -303,8 +318,13 @@ public struct TreeComparison {
         default:
             if let rewrites, recordDiffers == nil, case .object = sourceHead.body, !Self.isWrittenWhole(path, rewrites)
             {
-                // The store's leaf goes and the source's object comes child by child, as if nothing were there.
+                // The store's leaf goes and the source's object comes child by child, as if nothing were there:
+                // one difference, as verify counts it (changed, unless the object holds nothing).
+                let outerGroup = group
+                defer { group = outerGroup }
+                group = group ?? TreeDifference.Group(path: path, kind: .extra)
                 try reportOnlyInStore(storeHead, &store)
+                if outerGroup == nil { group = TreeDifference.Group(path: path, kind: .changed) }
                 return try reportOnlyInSource(sourceHead, &source)
             }
             if rewrites != nil, recordDiffers == nil {
@@ -381,6 +401,14 @@ public struct TreeComparison {
         }
     }
 
+    /// Hands `difference` over, with the difference being split around it (`group`).
+    private func report(_ difference: TreeDifference) throws {
+        guard let group, difference.kind != .rejected else { return try handOver(difference) }
+        var part = difference
+        part.group = group
+        try handOver(part)
+    }
+
     /// Reports the source's node at `path`, which the store lacks: rejected when import refuses it, else missing
     /// (what import would keep of it), followed by the rejects inside it. A node that holds nothing but empty
     /// objects and nulls is no node, as import reads it.
@@ -401,12 +429,17 @@ public struct TreeComparison {
             // priority is written before the first child that is, if one is (a node of nothing has none).
             let depth = pendingPriorities.count
             if let priority = head.priority { pendingPriorities.append((path, priority)) }
-            defer { pendingPriorities.removeLast(pendingPriorities.count - min(depth, pendingPriorities.count)) }
+            // Verify counts such a node once, at its path: so does this, whatever the split.
+            let (outerGroup, nodesBefore) = (group, nodesCompared)
+            group = group ?? TreeDifference.Group(path: path, kind: .missing)
+            defer {
+                pendingPriorities.removeLast(pendingPriorities.count - min(depth, pendingPriorities.count))
+                (group, nodesCompared) = (outerGroup, nodesBefore)
+            }
             var key: String? = first
             var previous: String? = first
             while let current = key {
                 path.append(current)
-                nodesCompared += 1
                 try reportOnlyInSource(try self.head(&source), &source)
                 path.removeLast()
                 key = try nextKey(&source, after: &previous, isSource: true)
@@ -414,7 +447,10 @@ public struct TreeComparison {
             return
         }
         if rewrites != nil, recordDiffers == nil, reason == nil, case .object = head.body {
-            // A record the store lacks, read as text (of any size) and compared with nothing.
+            // A record the store lacks, read as text (of any size) and compared with nothing: one node compared, as
+            // verify counts it.
+            let nodesBefore = nodesCompared
+            defer { nodesCompared = nodesBefore }
             var nothing = JSONReader(source: MemorySource("null"))
             try nothing.next()
             return try compareWritten(head, &source, Head(body: .absent), &nothing)
@@ -491,8 +527,10 @@ public struct TreeComparison {
         let isRecord =
             try Self.anyChild(of: shapedSource, satisfies: rule) || Self.anyChild(of: shapedStore, satisfies: rule)
             || sourceHead.priority != storeHead.priority
-        var sourceReader = JSONReader(source: shapedSource.source, bufferSize: min(shapedSource.count + 1, NodeText.memoryLimit))
-        var storeReader = JSONReader(source: shapedStore.source, bufferSize: min(shapedStore.count + 1, NodeText.memoryLimit))
+        var sourceReader = JSONReader(
+            source: shapedSource.source, bufferSize: min(shapedSource.count + 1, NodeText.memoryLimit))
+        var storeReader = JSONReader(
+            source: shapedStore.source, bufferSize: min(shapedStore.count + 1, NodeText.memoryLimit))
         try sourceReader.next()
         try storeReader.next()
         guard isRecord else {
@@ -718,7 +756,9 @@ public struct TreeComparison {
     }
 
     /// A leaf as JSON, with its priority when it has one.
-    private func json(leaf value: TreeValue, priority: TreeValue?) -> String { Self.json(leaf: value, priority: priority) }
+    private func json(leaf value: TreeValue, priority: TreeValue?) -> String {
+        Self.json(leaf: value, priority: priority)
+    }
 
     private static func json(leaf value: TreeValue, priority: TreeValue?) -> String {
         guard let priority else { return json(value) }

@@ -68,7 +68,10 @@ struct HostileShapeTests {
             ("deep-closed.json", String(repeating: "[", count: 300_000) + "1" + String(repeating: "]", count: 300_000)),
             ("deep-open.json", String(repeating: "[", count: 1 << 20)),
             ("deep-objects.json", String(repeating: #"{"a":"#, count: 200_000)),
-            ("deep-leaf.json", String(repeating: #"{"a":"#, count: 100_000) + "1" + String(repeating: "}", count: 100_000)),
+            (
+                "deep-leaf.json",
+                String(repeating: #"{"a":"#, count: 100_000) + "1" + String(repeating: "}", count: 100_000)
+            ),
         ]
         var files: [(String, String)] = []
         for (name, text) in shapes {
@@ -87,7 +90,8 @@ struct HostileShapeTests {
     /// The commands that read a file, as a user runs them.
     static func readers(of path: String) -> [(name: String, arguments: [String], stdin: String?)] {
         [
-            ("import", ["import", path, "--jobs", "1"], nil), ("import --jobs 2", ["import", path, "--jobs", "2"], nil),
+            ("import", ["import", path, "--jobs", "1"], nil),
+            ("import --jobs 2", ["import", path, "--jobs", "2"], nil),
             ("import -", ["import", "-"], path), ("verify", ["verify", path], nil),
             ("sync", ["sync", path, "--yes"], nil), ("sync --path", ["sync", path, "--path", "/x", "--yes"], nil),
         ]

@@ -1,6 +1,7 @@
 import Foundation
 import PostgresClient
 import PostgresTestSupport
+import Storage
 import Synchronization
 import Testing
 
@@ -125,7 +126,7 @@ struct ReadsBesideWritersTests {
         let quietMetrics = directory + "/quiet.prom"
         _ = try AdminProcess.run(["--db", database.conninfo, "check", "--metrics-file", quietMetrics])
         let expected = try violations(in: locksReadersOut ? quietMetrics : lastNight)
-        #expect(expected.count == 12)
+        #expect(expected.count == IntegrityCheck.allCases.count)
         #expect(try violations(in: metrics) == expected)
         #expect(try violations(in: quietMetrics) != (try violations(in: lastNight)))
         #expect(run.status == 0, "no count rose\n\(run.stdout)\(run.stderr)")
@@ -133,7 +134,7 @@ struct ReadsBesideWritersTests {
         let history = try AdminProcess.run(["--db", database.conninfo, "check", "--history", "--format", "json"])
         let listed = try #require(try JSONSerialization.jsonObject(with: Data(history.stdout.utf8)) as? [String: Any])
         let recorded = try #require((listed["runs"] as? [[String: Any]])?.first?["checks"] as? [[String: Any]])
-        #expect(recorded.count == 12)
+        #expect(recorded.count == IntegrityCheck.allCases.count)
         for entry in recorded {
             let name = try #require(entry["name"] as? String)
             #expect(

@@ -443,7 +443,8 @@ struct JSONReaderTests {
         let deepest = leafPath + #"{".value":1,".priority":2}"# + String(repeating: "}", count: 32)
         var fits = JSONReader(source: MemorySource(deepest))
         while try fits.next() != .end {}
-        var tooDeep = JSONReader(source: MemorySource(leafPath + #"{"k33":{"k34":1}}"# + String(repeating: "}", count: 32)))
+        var tooDeep = JSONReader(
+            source: MemorySource(leafPath + #"{"k33":{"k34":1}}"# + String(repeating: "}", count: 32)))
         #expect(throws: TreeError.self) { while try tooDeep.next() != .end {} }
     }
 
@@ -459,7 +460,8 @@ struct JSONReaderTests {
         #expect(try reader.next() == .objectEnd)
         // Beyond the reader's limit on strings, it keeps their first bytes only (more than the limit, at a
         // character's boundary), however they are escaped.
-        var cut = JSONReader(source: MemorySource(Array(data), chunkSize: 65536), bufferSize: 65536,
+        var cut = JSONReader(
+            source: MemorySource(Array(data), chunkSize: 65536), bufferSize: 65536,
             maximumStringBytes: 1 << 20)
         #expect(try cut.next() == .objectStart)
         #expect(try cut.next() == .key)

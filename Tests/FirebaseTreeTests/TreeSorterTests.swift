@@ -177,3 +177,54 @@ struct SpooledSourceTests {
         #expect(try readAll(&source) == bytes)
     }
 }
+
+/// A document with a few objects out of order is read with those objects sorted and the rest as it is
+/// (`PartlySortedSource`): the same tree as a whole sort gives, in RTDB order everywhere.
+@Suite("Sorting only what is out of order (no server)")
+struct PartlySortedSourceTests {
+    @Test func theOutermostObjectsOutOfOrderAreFoundAndSortedAlone() throws {
+        let json =
+            #"{"a":{"x":1,"y":{"b":2,"a":1}},"b":[{"z":1,"y":2}],"c":{".value":1,".priority":2},"d":{"k":1,"k":2}}"#
+        let ranges = try #require(
+            try PartlySortedSource.outOfOrderObjects(in: MemorySource(json), maximumShare: 1))
+        let texts = ranges.map { String(decoding: Array(json.utf8)[$0], as: UTF8.self) }
+        #expect(texts == [#"{"b":2,"a":1}"#, #"{"z":1,"y":2}"#, #"{".value":1,".priority":2}"#, #"{"k":1,"k":2}"#])
+        var source = PartlySortedSource(MemorySource(json, chunkSize: 7), sorting: ranges)
+        let read = String(decoding: try readAll(&source), as: UTF8.self)
+        try expectRTDBOrder(read)
+        #expect(
+            try TreeValue.parse(json: read, normalizing: false)
+                == TreeValue.parse(json: try sorted(json), normalizing: false))
+        #expect(read.hasPrefix(#"{"a":{"x":1,"y":{"a":1,"b":2}}"#), "the ordered parts pass as they are: \(read)")
+        // An object out of order around others: only the outermost is sorted, with them.
+        let nested = #"{"b":{"d":{"f":1,"e":2},"c":3},"a":1}"#
+        #expect(
+            try PartlySortedSource.outOfOrderObjects(in: MemorySource(nested), maximumShare: 1) == [
+                0..<nested.utf8.count
+            ])
+        // Most of the document out of order: the whole of it is sorted instead.
+        #expect(try PartlySortedSource.outOfOrderObjects(in: MemorySource(nested)) == nil)
+        #expect(try PartlySortedSource.outOfOrderObjects(in: MemorySource(json), maximumObjects: 2) == nil)
+    }
+
+    @Test(arguments: 0..<20)
+    func randomDocumentsWithSomeKeysAppendedReadAsTheirSortedSelves(seed: UInt64) throws {
+        var random = SeededGenerator(state: 4_400 + seed)
+        // Objects of ordered keys, a few with a key appended out of order, as a script's edit leaves them.
+        func object(_ depth: Int) -> String {
+            var keys = (0..<Int(random.next() % 6 + 1)).map { "k\($0)" }
+            if random.next() % 5 == 0 { keys.append("a\(random.next() % 9)") }
+            return "{"
+                + keys.map { key in
+                    "\"\(key)\":"
+                        + (depth < 3 && random.next() % 3 == 0 ? object(depth + 1) : String(random.next() % 100))
+                }.joined(separator: ",") + "}"
+        }
+        let json = "{" + (0..<30).map { "\"n\(String(format: "%02d", $0))\":\(object(1))" }.joined(separator: ",") + "}"
+        let ranges = try #require(try PartlySortedSource.outOfOrderObjects(in: MemorySource(json), maximumShare: 1))
+        var source = PartlySortedSource(MemorySource(json, chunkSize: 13), sorting: ranges)
+        let read = String(decoding: try readAll(&source), as: UTF8.self)
+        try expectRTDBOrder(read)
+        #expect(try TreeValue.parse(json: read, normalizing: false) == TreeValue.parse(json: json, normalizing: false))
+    }
+}

@@ -53,7 +53,8 @@ struct FuzzSmokeTests {
                 case 4:
                     // Nest what is there, past Firebase's levels now and then.
                     let levels = Int(random.next() % 40)
-                    input = Array(repeating: UInt8(ascii: "["), count: levels) + input
+                    input =
+                        Array(repeating: UInt8(ascii: "["), count: levels) + input
                         + Array(repeating: UInt8(ascii: "]"), count: levels)
                 default:
                     // Splice in a piece of another seed.

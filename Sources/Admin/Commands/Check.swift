@@ -65,7 +65,7 @@ struct Check: ConsoleCommand {
     @Option(help: "How many example paths to show per check.")
     var examples = 5
 
-    @Option(help: "Output format: table, expanded, json or csv (default: the session's).")
+    @Option(help: "Output format (default: the session's).")
     var format: OutputFormat?
 
     @Flag(help: "Run the repairs of the failing checks, then check again.")
@@ -175,14 +175,17 @@ struct Check: ConsoleCommand {
         do {
             let store = try session.store()
             let previous = policy.failOn == .new ? try store.lastRecordedCounts(of: checks) : [:]
-            if policy.failOn == .new, previous.isEmpty {
-                session.inform("No recorded run to compare with: every violation counts as new.")
+            if policy.failOn == .new, previous.isEmpty, !quiet {
+                session.inform(
+                    record
+                        ? "No recorded run to compare with: this run's counts are the baseline later runs are held to."
+                        : "No recorded run to compare with: every violation counts as new (--record keeps a baseline).")
             }
             guard let results = try runChecks(checks, on: store, in: session, finished: &finished) else { return }
             let verdicts = results.after.map { policy.verdict(for: $0, previous: previous[$0.check]) }
             let view = CheckReportView(
                 quiet: quiet || session.isQuiet, format: format ?? session.format,
-                showsStatus: policy != CheckPolicy())
+                showsStatus: policy.failOn != .any || !policy.allowed.isEmpty)
             view.print(results.after, verdicts: verdicts, before: results.before, repairs: results.repairs, to: session)
             let tripped = zip(results.after, verdicts).filter { $0.1.trips }
             let status: ExitStatus = tripped.isEmpty ? .success : .violationsFound
@@ -296,7 +299,7 @@ struct Check: ConsoleCommand {
             guard let check = try Self.parse(parts[0], option: "--allow")?.first else { continue }
             allowed[check] = limit
         }
-        return CheckPolicy(allowed: allowed, failOn: failOn)
+        return CheckPolicy(allowed: allowed, failOn: failOn, recordsBaseline: record)
     }
 
     private static func parse(_ list: String?, option: String) throws -> [IntegrityCheck]? {

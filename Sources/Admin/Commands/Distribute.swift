@@ -31,7 +31,7 @@ struct Distribute: ConsoleCommand {
 
     @OptionGroup var waiting: MaintenanceWaitOption
 
-    @Option(help: "Output format: table, expanded, json or csv (default: the session's).")
+    @Option(help: "Output format (default: the session's).")
     var format: OutputFormat?
 
     @OptionGroup var confirmation: Confirmation

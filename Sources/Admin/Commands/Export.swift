@@ -69,6 +69,8 @@ struct Export: ConsoleCommand {
         let options = JSONTextWriter.Options(
             isPretty: pretty, rendersArrays: !exportFormat, keepsPriorities: !noPriorities)
         let destination = file ?? Self.defaultPath()
+        // Said once written: an export with no FILE should not leave a directory behind unannounced.
+        let createsDirectory = file == nil && !FileManager.default.fileExists(atPath: "exports")
         // Not when the JSON itself goes to the terminal: the bar would be drawn into it.
         let toTerminal = destination == "-" && session.output.isTerminal
         let progress =
@@ -103,6 +105,11 @@ struct Export: ConsoleCommand {
         let compressed =
             destination.hasSuffix(".gz")
             ? (try? FileManager.default.attributesOfItem(atPath: destination)[.size] as? Int) : nil
+        if createsDirectory {
+            session.inform(
+                "Created the directory exports/ in \(FileManager.default.currentDirectoryPath) for it "
+                    + "(give a FILE to write elsewhere).")
+        }
         if let reason = report.shardReadsUnavailable {
             session.inform("The shards were read through the coordinator: \(reason)")
         }
@@ -114,10 +121,19 @@ struct Export: ConsoleCommand {
                 + " in \(DomainViews.duration(report.seconds)) (\(String(format: "%.1f", rate)) MB/s).")
     }
 
+    /// `exports/export-TIMESTAMP.json`, or with `-2`, `-3`… after the time where an export of the same second
+    /// is there (the file is created exclusively all the same).
     static func defaultPath() -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.dateFormat = "yyyyMMdd-HHmmss"
-        return "exports/export-\(formatter.string(from: Date())).json"
+        let stem = "exports/export-\(formatter.string(from: Date()))"
+        var path = stem + ".json"
+        var number = 2
+        while FileManager.default.fileExists(atPath: path), number < 1000 {
+            path = stem + "-\(number).json"
+            number += 1
+        }
+        return path
     }
 }

@@ -17,11 +17,8 @@ struct Help: ConsoleCommand {
     var command: [String] = []
 
     func run(in session: Session) throws {
-        guard command.isEmpty else {
-            session.output.write(try Self.helpText(for: command))
-            return
-        }
-        session.output.write(Self.overview)
+        // Longer than a screen: paged on a terminal, as a table is.
+        session.page(command.isEmpty ? Self.overview : try Self.helpText(for: command))
     }
 
     /// The same text `COMMAND --help` prints.

@@ -111,7 +111,7 @@ struct Import: ConsoleCommand {
     @Flag(help: "Replace an existing rejects file.")
     var force = false
 
-    @Option(help: "Output format of the report: table or json (default: the session's).")
+    @Option(help: "Output format of the report (default: the session's).")
     var format: OutputFormat?
 
     func validate() throws {
@@ -152,6 +152,11 @@ struct Import: ConsoleCommand {
             try rejectsFile.finish(committed: !dryRun)
         } catch let error as StorageError {
             try? rejectsFile.finish(committed: false)
+            var error = error
+            if error.sqlStateCode == "57014" {
+                // Ctrl-C, SIGTERM or a timeout: the server's words say only that a statement stopped.
+                error.hint = "The import was interrupted and rolled back: the store is as it was before it."
+            }
             throw ConsoleError.from(error.adding(context: "importing \(file)")).appending(rejectsFile.summary)
         } catch {
             try? rejectsFile.finish(committed: false)

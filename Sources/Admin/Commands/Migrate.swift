@@ -21,7 +21,7 @@ struct Migrate: ConsoleCommand {
     @Flag(help: "List applied and pending migrations instead of applying them.")
     var list = false
 
-    @Option(help: "Output format for --list: table, expanded, json or csv (default: the session's).")
+    @Option(help: "Output format for --list (default: the session's).")
     var format: OutputFormat?
 
     func run(in session: Session) throws {

@@ -135,7 +135,8 @@ struct RepairHiddenValues: ConsoleCommand {
 struct RepairPostsShape: ConsoleCommand {
     static let configuration = CommandConfiguration(
         commandName: "posts-shape",
-        abstract: "Store again the children of /posts stored as a feed post or an owner's posts against their children.",
+        abstract:
+            "Store again the children of /posts stored as a feed post or an owner's posts against their children.",
         discussion: """
             A child of /posts is an AppCoda feed post when some child of it is a leaf or an AppCoda field \
             (imageFileURL, user, votes, timestamp), and a Makestagram owner's posts when every child is an object \

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Storage
 
 /// `set PATH JSON`, as `firebase database:set`.
@@ -53,11 +54,37 @@ enum FirebaseWrite {
             return
         }
         let allowsEmptying = emptying.map { $0.allowEmpty || $0.confirmation.yes } ?? false
-        let report = try session.store().write(write, at: keys, allowsEmptying: allowsEmptying)
+        let report: WriteReport
+        do {
+            report = try session.store().write(write, at: keys, allowsEmptying: allowsEmptying)
+        } catch var error as StorageError where error.kind == .malformedInput {
+            let written: (verb: String, json: String)? =
+                switch write {
+                case .set(let json): ("set", json)
+                case .push(let json): ("push", json)
+                case .update, .remove: nil
+                }
+            if let written, let hint = quotingHint(for: written.json, writtenBy: written.verb, at: path) {
+                error.hint = hint
+            }
+            throw error
+        }
         let written = FirebasePath.string(of: report.path)
         if case .push = write { session.output.line(TerminalText.escaped(written)) }
         session.inform(
             "\(written): \(DomainViews.count(report.rowsWritten, "row")) written, "
                 + "\(DomainViews.count(report.rowsRemoved, "row")) removed.")
+    }
+
+    /// For a value that is no JSON because it is a bare word (`set /config/motd hello`): how to write it as a
+    /// string, quoted once for JSON and once for the shell.
+    static func quotingHint(for text: String, writtenBy verb: String, at path: String) -> String? {
+        let trimmed = text.drop { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+        guard let first = trimmed.first, !"{[\"-0123456789".contains(first),
+            !["true", "false", "null"].contains(where: { trimmed.hasPrefix($0) })
+        else { return nil }
+        let json = JSONWriter.string(String(trimmed.prefix(60)))
+        return
+            "a string is JSON in double quotes: \(verb) \(path) '\(json.replacingOccurrences(of: "'", with: "'\\''"))'"
     }
 }

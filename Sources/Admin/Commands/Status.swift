@@ -14,7 +14,7 @@ struct Status: ConsoleCommand {
               status --format json
             """)
 
-    @Option(help: "Output format: table, expanded, json or csv (default: the session's).")
+    @Option(help: "Output format (default: the session's).")
     var format: OutputFormat?
 
     func run(in session: Session) throws {
@@ -136,7 +136,16 @@ struct Status: ConsoleCommand {
         text +=
             status.pendingMigrations.isEmpty
             ? ", up to date"
-            : ", \(status.pendingMigrations.count) pending: " + status.pendingMigrations.joined(separator: ", ")
+            : ", \(status.pendingMigrations.count) pending: " + Self.pendingRange(status.pendingMigrations)
         return text
+    }
+
+    /// The pending migrations in a cell: three by name, more as the first and the last ("0001_schema.sql …
+    /// 0023_posts_shape.sql"); `migrate --list` lists them all.
+    static func pendingRange(_ files: [String]) -> String {
+        guard files.count > 3, let first = files.first, let last = files.last else {
+            return files.joined(separator: ", ")
+        }
+        return "\(first) … \(last) (migrate --list names them)"
     }
 }

@@ -30,7 +30,9 @@ struct Sync: ConsoleCommand {
             --path syncs the node at PATH with a SOURCE that is an export of that node alone (as import --at). \
             --dry-run lists the differences (as verify does) and what would be written, then rolls back. Values \
             import refuses are rejects, left out as import leaves them out: the first aborts unless --max-rejects \
-            lets some through; each is written to the rejects file as import writes it. A SOURCE holding nothing \
+            lets some through; each is written to the rejects file as import writes it (the default file, \
+            FILE.rejects.jsonl, is replaced by each sync that commits, which runs again and again; --rejects FILE \
+            is never replaced without --force), and verify --max-rejects accepts them. A SOURCE holding nothing \
             does not empty a store holding something unless --allow-empty or --yes.
 
             The report has a row per top-level node: paths added, changed and removed (the shallowest of each, \
@@ -77,7 +79,7 @@ struct Sync: ConsoleCommand {
 
     @OptionGroup var waiting: MaintenanceWaitOption
 
-    @Option(help: "Output format of the report: table or json (default: the session's).")
+    @Option(help: "Output format of the report (default: the session's).")
     var format: OutputFormat?
 
     @Flag(help: "Sort SOURCE first, without trying one pass (for an export known to be out of RTDB order).")
@@ -85,8 +87,13 @@ struct Sync: ConsoleCommand {
 
     @Option(
         name: .customLong("temp-dir"),
-        help: "Where to keep temporary files: the plan of what to write, and SOURCE sorted (default: $TMPDIR or /tmp).")
-    var temporaryDirectory = TreeSorter.defaultTemporaryDirectory
+        help: ArgumentHelp(
+            "Where to keep temporary files: the plan of what to write, and SOURCE sorted (default: $TMPDIR or /tmp).",
+            valueName: "dir"))
+    var temporaryDirectoryOption: String?
+
+    /// `--temp-dir`, else `$TMPDIR`, else /tmp (an optional, so that the help says so once).
+    private var temporaryDirectory: String { temporaryDirectoryOption ?? TreeSorter.defaultTemporaryDirectory }
 
     func validate() throws {
         guard maxRejects >= 0 else { throw ValidationError("--max-rejects must be 0 or more") }
@@ -107,9 +114,11 @@ struct Sync: ConsoleCommand {
                     in: session)
             else { return }
         }
+        // A sync runs again and again on the same file (the cut-over recipe, every night or hour): its default
+        // rejects file tells of the last sync that wrote, and each such sync replaces it.
         let rejectsFile = try RejectsFile(
-            path: rejects ?? Import.defaultRejectsPath(for: file), replacing: force,
-            keepsOnlyIfCommitted: rejects == nil)
+            path: rejects ?? Import.defaultRejectsPath(for: file), replacing: force || rejects == nil,
+            keepsOnlyIfCommitted: rejects == nil, command: "sync")
         let options = SyncOptions(
             at: keys, isDryRun: dryRun, maximumRejects: maxRejects, allowsEmptying: allowEmpty || confirmation.yes,
             maxListed: maxDifferences, sortingFirst: sort, temporaryDirectory: temporaryDirectory,

@@ -28,7 +28,7 @@ struct Vacuum: ConsoleCommand {
     @Flag(help: "VACUUM FULL: rewrite each table (needs room for a copy; locks it meanwhile).")
     var full = false
 
-    @Option(help: "Output format: table, expanded, json or csv (default: the session's).")
+    @Option(help: "Output format (default: the session's).")
     var format: OutputFormat?
 
     func run(in session: Session) throws {

@@ -35,13 +35,17 @@ struct Verify: ConsoleCommand {
             --max-differences lists at most N (the rest are counted). --format json prints one document:
               {"equal": false, "differences": [{"path", "kind", "source", "store"}...], "summary": {...}}
 
-            Exit status: 0 when equal, 3 when they differ, 1 on an error reading either side, 2 when the database \
-            cannot be reached.
+            --max-rejects N accepts up to N rejected values, as import and sync let them through: the recipe's \
+            verify after a sync --max-rejects 100 takes the same option.
+
+            Exit status: 0 when equal (or different only in the rejected values --max-rejects accepts), 3 when \
+            they differ, 1 on an error reading either side, 2 when the database cannot be reached.
 
             Examples:
               verify export.json
               verify export.json.gz --max-differences 20
               verify posts.json --path /posts
+              verify export.json --max-rejects 100
               verify scripted-export.json --sort --temp-dir /var/tmp
               gunzip -c export.json.gz | admin verify - --format json
             """)
@@ -58,19 +62,31 @@ struct Verify: ConsoleCommand {
     @Option(help: "List at most this many differences (all are counted).")
     var maxDifferences = 1000
 
-    @Option(help: "Output format: table, json or csv (default: the session's).")
+    @Option(help: "Output format (default: the session's).")
     var format: OutputFormat?
+
+    @Option(
+        help: ArgumentHelp(
+            "Accept up to N rejected values: listed, but not a difference that fails verify.",
+            discussion: "The values import and sync left out under the same --max-rejects (their rejects file).",
+            valueName: "n"))
+    var maxRejects = 0
 
     @Flag(help: "Sort SOURCE first, without trying one pass (for an export known to be out of RTDB order).")
     var sort = false
 
     @Option(
         name: .customLong("temp-dir"),
-        help: "Where to keep temporary files when SOURCE must be sorted (default: $TMPDIR or /tmp).")
-    var temporaryDirectory = TreeSorter.defaultTemporaryDirectory
+        help: ArgumentHelp(
+            "Where to keep temporary files when SOURCE must be sorted (default: $TMPDIR or /tmp).", valueName: "dir"))
+    var temporaryDirectoryOption: String?
+
+    /// `--temp-dir`, else `$TMPDIR`, else /tmp (an optional, so that the help says so once).
+    private var temporaryDirectory: String { temporaryDirectoryOption ?? TreeSorter.defaultTemporaryDirectory }
 
     func validate() throws {
         guard maxDifferences >= 0 else { throw ValidationError("--max-differences must be 0 or more") }
+        guard maxRejects >= 0 else { throw ValidationError("--max-rejects must be 0 or more") }
         _ = try FirebasePath.keys(of: path)
     }
 
@@ -88,17 +104,25 @@ struct Verify: ConsoleCommand {
             sortingFirst: sort, temporaryDirectory: temporaryDirectory)
         source.progress?.finish()
         let format = format ?? session.format
+        let isAccepted = isAccepted(report)
         if format == .json {
-            session.output.line(Self.json(report))
+            session.output.line(Self.json(report, isAccepted: isAccepted))
         } else {
             if !report.differences.isEmpty {
                 session.show(DifferenceViews.table(report.differences, format: format), as: format)
             }
-            // The summary names top-level keys, which may hold control characters: escaped as the table is.
-            // Differences are summed up by the error line, once.
-            if format != .csv, report.isEqual { session.output.line(TerminalText.escaped(summary(report))) }
+            // The summary is a diagnostic (stderr, escaped: it names top-level keys; none with --quiet), as
+            // import's and sync's are. Differences are summed up by the error line, once.
+            if format != .csv, isAccepted { session.inform(summary(report)) }
         }
-        guard report.isEqual else { throw ConsoleError(.violationsFound, summary(report)) }
+        guard isAccepted else { throw ConsoleError(.violationsFound, summary(report)) }
+    }
+
+    /// Whether the store holds what SOURCE does but for at most --max-rejects rejected values, which import and
+    /// sync left out (the cut-over recipe's nightly verify accepts what its sync accepted).
+    private func isAccepted(_ report: VerifyReport) -> Bool {
+        let rejected = report.counts[.rejected] ?? 0
+        return report.differenceCount == rejected && rejected <= maxRejects
     }
 
     private func summary(_ report: VerifyReport) -> String {
@@ -110,6 +134,11 @@ struct Verify: ConsoleCommand {
             ? " \(file) was sorted first (--sort)."
             : report.sortedBecause.map { " \(file) was sorted first, because \($0)." } ?? ""
         guard !report.isEqual else { return "The store and \(file) are equal: \(compared) (\(timing)).\(sorted)" }
+        if isAccepted(report) {
+            return
+                "The store and \(file) are equal but for \(DomainViews.count(report.differenceCount, "rejected value")) "
+                + "(--max-rejects \(maxRejects)): \(compared) (\(timing)).\(sorted)"
+        }
         var text =
             "the store differs from \(file) in \(DomainViews.count(report.differenceCount, "place")) "
             + "\(Self.whereDifferent(report)); \(compared) (\(timing))."
@@ -150,8 +179,9 @@ struct Verify: ConsoleCommand {
             .map { (FirebasePath.string(of: $0.key), $0.value) }
     }
 
-    /// The JSON contract: `equal`, `differences` (values whole, as JSON), `summary`.
-    static func json(_ report: VerifyReport) -> String {
+    /// The JSON contract: `equal`, `accepted` (equal, or different only in rejected values --max-rejects
+    /// accepts), `differences` (values whole, as JSON), `summary`.
+    static func json(_ report: VerifyReport, isAccepted: Bool) -> String {
         let differences = DifferenceViews.json(report.differences)
         let summary = JSONWriter.object([
             ("nodes_compared", String(report.nodesCompared)),
@@ -174,7 +204,8 @@ struct Verify: ConsoleCommand {
             ("sorted_because", report.sortedBecause.map(JSONWriter.string) ?? "null"),
         ])
         return JSONWriter.object([
-            ("equal", report.isEqual ? "true" : "false"), ("differences", JSONWriter.array(differences)),
+            ("equal", report.isEqual ? "true" : "false"), ("accepted", isAccepted ? "true" : "false"),
+            ("differences", JSONWriter.array(differences)),
             ("summary", summary),
         ])
     }

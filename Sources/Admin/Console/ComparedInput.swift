@@ -1,9 +1,10 @@
 import Foundation
 import Storage
 
-/// SOURCE as verify and sync read it: once, and when its keys turn out not to be in RTDB order, a second time to
-/// sort it (stdin is kept in the temporary directory as it is read the first time, in case). The progress bar
-/// starts over for the sorting, and the operator is told why.
+/// SOURCE as verify and sync read it: once, and when its keys turn out not to be in RTDB order, again, to find the
+/// objects out of order and to compare with those sorted (or the whole source sorted, where they are too many;
+/// stdin is kept in the temporary directory as it is read the first time, in case). The progress bar starts over
+/// for each reading, and the operator is told why.
 final class ComparedInput {
     private let input: InputFile
     private let name: String
@@ -11,7 +12,7 @@ final class ComparedInput {
     private let sortsFirst: Bool
     private let temporaryDirectory: String
     private let session: Session
-    private var isFirstPass = true
+    private var passes = 0
     /// The bar of the pass under way.
     private(set) var progress: ProgressBar?
 
@@ -32,13 +33,16 @@ final class ComparedInput {
     /// The source from its start: what the store's comparison calls for each pass.
     func open() throws -> any ByteSource {
         if sortsFirst { return try input.source(progress: progress) }
-        guard !isFirstPass else {
-            isFirstPass = false
-            return try input.source(progress: progress, keepingCopyIn: temporaryDirectory)
-        }
+        passes += 1
+        if passes == 1 { return try input.source(progress: progress, keepingCopyIn: temporaryDirectory) }
         progress?.finish()
-        session.inform("\(name): keys not in RTDB order; sorting it first (temporary files in \(temporaryDirectory))")
-        progress = ProgressBar("\(command): sorting", total: input.size, session: session)
+        if passes == 2 {
+            session.inform(
+                "\(name): keys not in RTDB order; sorting what is out of order (temporary files in \(temporaryDirectory))"
+            )
+        }
+        progress = ProgressBar(
+            passes == 2 ? "\(command): ordering" : "\(command): sorted", total: input.size, session: session)
         return try input.rewound(progress: progress)
     }
 }

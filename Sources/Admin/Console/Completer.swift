@@ -6,8 +6,8 @@ import Storage
 /// their fixed values (from the parser's own description, `CommandSpec`), check names for `--only`/`--skip`,
 /// uids from the store where a command expects one (at most `uidLimit`, and only once connected: Tab never
 /// starts a server), Firebase paths for `get`, the write verbs and `--path` (the children of the node typed so
-/// far, a node with children ending in `/`), backslash commands, and file names for `import`, `export`, `\i`,
-/// `\o`.
+/// far, a node with children ending in `/`), backslash commands, and file names for `import`, `export`, `sync`,
+/// `verify`, `\i`, `\o` (a directory ending in `/`, as a shell completes it).
 struct Completer {
     let session: Session
     var uidLimit = 100
@@ -65,10 +65,30 @@ struct Completer {
         if !spec.subcommands.isEmpty && words.count == path.count {
             return .words(spec.subcommands.map { $0.names[0] })
         }
-        if ["import", "export"].contains(name) { return .files }
+        if ["import", "export", "sync", "verify"].contains(name) { return .files }
         let key = path.joined(separator: " ")
         if let count = Self.uidArguments[key], positionals < count { return .words(uids(startingWith: word)) }
         return .words([])
+    }
+
+    /// The files and directories whose paths start with `word` (relative to the working directory, or from `~/`),
+    /// a directory with a `/` after it; names starting with `.` only where `word`'s last part does. At most
+    /// `limit`, in order.
+    static func fileNames(matching word: String, limit: Int = 1_000) -> [String] {
+        let slash = word.lastIndex(of: "/")
+        let typedDirectory = slash.map { String(word[...$0]) } ?? ""
+        let partial = slash.map { String(word[word.index(after: $0)...]) } ?? word
+        var directory = typedDirectory.isEmpty ? "." : typedDirectory
+        if directory == "~/" || directory.hasPrefix("~/") {
+            directory = NSHomeDirectory() + directory.dropFirst()
+        }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        return names.filter { $0.hasPrefix(partial) && (partial.hasPrefix(".") || !$0.hasPrefix(".")) }.sorted()
+            .prefix(limit).map { name in
+                var isDirectory: ObjCBool = false
+                let exists = FileManager.default.fileExists(atPath: directory + "/" + name, isDirectory: &isDirectory)
+                return typedDirectory + name + (exists && isDirectory.boolValue ? "/" : "")
+            }
     }
 
     /// Firebase paths: the children of the node before the last `/` whose keys start with what follows it, each

@@ -3,8 +3,14 @@ import ArgumentParser
 /// Parses one command's arguments with the shared parser and runs it.
 enum Dispatcher {
     /// Runs `arguments` (a command and its options) against `session`; throws `ConsoleError`.
-    static func run(_ arguments: [String], in session: Session) throws(ConsoleError) {
+    static func run(_ words: [String], in session: Session) throws(ConsoleError) {
+        let (arguments, isQuiet) = liftingQuiet(words)
         guard let name = arguments.first else { return }
+        if isQuiet, !session.isQuiet {
+            session.isQuiet = true
+            defer { session.isQuiet = false }
+            return try run(arguments, in: session)
+        }
         guard knownNames.contains(name) else {
             throw ConsoleError(
                 .usage,
@@ -16,20 +22,59 @@ enum Dispatcher {
             let parsed = try ConsoleCommands.parseAsRoot(try arrange(arguments))
             guard let console = parsed as? any ConsoleCommand else {
                 // --help and -h parse as the parser's own help command: the help of the (sub)command named.
-                session.output.write(try Help.helpText(for: commandPath(of: arguments)))
+                session.page(try Help.helpText(for: commandPath(of: arguments)))
                 return
             }
             command = console
         } catch let error as ConsoleError {
             throw error
         } catch {
-            throw ConsoleError(.usage, ConsoleCommands.fullMessage(for: error))
+            // The console names the command before the message ("admin: get: …"): the parser's own "Error: "
+            // would be a second prefix.
+            let message = ConsoleCommands.fullMessage(for: error)
+            throw ConsoleError(.usage, message.hasPrefix("Error: ") ? String(message.dropFirst(7)) : message)
         }
         do {
             try command.run(in: session)
         } catch {
             throw ConsoleError.from(error)
         }
+    }
+
+    /// `words` without a `-q` or `--quiet` written after a command that has no such option of its own, and whether
+    /// there was one: quiet for that command alone. On admin's command line `admin status -q` is admin's own
+    /// option lifted from after the command; a script line or stdin means the same. Words after `--` and a
+    /// `watch`'s command stay as written.
+    static func liftingQuiet(_ words: [String]) -> (words: [String], isQuiet: Bool) {
+        guard let name = words.first, var spec = CommandSpec.command(named: name),
+            words.contains(where: { $0 == "-q" || $0 == "--quiet" })
+        else { return (words, false) }
+        var index = 1
+        while index < words.count, let sub = spec.subcommand(named: words[index]) {
+            spec = sub
+            index += 1
+        }
+        var kept = Array(words[..<index])
+        var isQuiet = false
+        while index < words.count {
+            let word = words[index]
+            if word == "--" || (spec.passesRemainder && !word.hasPrefix("-")) {
+                kept += words[index...]
+                break
+            }
+            if word == "-q" || word == "--quiet", !spec.recognizes(word) {
+                isQuiet = true
+            } else {
+                kept.append(word)
+                // An option's value stays with it, whatever it reads.
+                if spec.recognizes(word), spec.takesValue(word), index + 1 < words.count {
+                    index += 1
+                    kept.append(words[index])
+                }
+            }
+            index += 1
+        }
+        return (kept, isQuiet)
     }
 
     /// Every command name and alias.

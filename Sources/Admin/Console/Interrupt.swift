@@ -11,6 +11,9 @@ import Synchronization
 /// close the session (stopping the embedded server if no other console uses it) and exit with 128 + the signal.
 enum Interrupt {
     private static let count = Atomic<Int>(0)
+    /// Whether Ctrl-C came since the current command began, consumed or not: the terminal echoed `^C` where
+    /// the cursor stood, and the console's next line must start on a line of its own.
+    private static let cameDuringCommand = Atomic<Bool>(false)
     private static let canceller = Mutex<(@Sendable () -> Void)?>(nil)
     private static let isCommandRunning = Atomic<Bool>(false)
     /// The pager owns the terminal: Ctrl-C is its key (less stops a search with it), not the console's.
@@ -57,6 +60,7 @@ enum Interrupt {
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { _ in
             if Interrupt.isPaging.load(ordering: .relaxed) { return }
+            Interrupt.cameDuringCommand.store(true, ordering: .relaxed)
             if Interrupt.count.add(1, ordering: .relaxed).newValue >= 3 { _exit(130) }
             var byte: UInt8 = 1
             _ = write(Interrupt.wakeDescriptor, &byte, 1)
@@ -88,6 +92,7 @@ enum Interrupt {
     /// A command begins: earlier Ctrl-Cs are forgotten, and new ones cancel what it runs.
     static func commandStarted() {
         count.store(0, ordering: .relaxed)
+        cameDuringCommand.store(false, ordering: .relaxed)
         isCommandRunning.store(true, ordering: .relaxed)
     }
 
@@ -95,6 +100,9 @@ enum Interrupt {
     static func consume() {
         canceller.withLock { _ in count.store(0, ordering: .relaxed) }
     }
+
+    /// Whether Ctrl-C came during the current (or last) command, even one that ended a watch or a follow.
+    static var cameDuringCommandOrSince: Bool { cameDuringCommand.load(ordering: .relaxed) }
 
     /// The command ended: Ctrl-C no longer has a statement to cancel.
     static func commandEnded() {

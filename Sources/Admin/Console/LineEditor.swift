@@ -104,9 +104,11 @@ final class LineEditor {
         let words: [String]
         switch completion {
         case .files:
-            completionOver?.pointee = 0
-            appendCharacter?.pointee = Int32(UInt8(ascii: " "))
-            return nil
+            // libedit's own file completion ends a directory with a space, as any word: Tab again would not
+            // go into it.
+            words = Completer.fileNames(matching: text)
+            let isFile = words.count == 1 && !words[0].hasSuffix("/")
+            appendCharacter?.pointee = isFile ? Int32(UInt8(ascii: " ")) : 0
         case .words(let list):
             words = list
             appendCharacter?.pointee = Int32(UInt8(ascii: " "))
@@ -121,7 +123,12 @@ final class LineEditor {
         for match in matches.dropFirst() {
             common = String(zip(common, match).prefix { $0 == $1 }.map(\.0))
         }
-        let entries = matches.count == 1 ? [first] : [common] + matches
+        // A single match ends with the character to append, written into it: libedit (as Debian builds it) does
+        // not append `rl_completion_append_character` itself, so a completed word was left open.
+        let append = appendCharacter?.pointee ?? 0
+        appendCharacter?.pointee = 0
+        let ending = append > 0 ? String(UnicodeScalar(UInt8(append))) : ""
+        let entries = matches.count == 1 ? [first + ending] : [common] + matches
         // readline frees the array and its strings with free().
         guard let memory = malloc(MemoryLayout<UnsafeMutablePointer<CChar>?>.stride * (entries.count + 1)) else {
             return nil

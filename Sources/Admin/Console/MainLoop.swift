@@ -38,7 +38,8 @@ struct MainLoop {
             }
             let statement = pending.map { SourceLine(text: $0.text + "\n" + line.text, location: $0.location) } ?? line
             guard statement.text.utf8.count <= ScriptLines.maximumLineBytes else {
-                let reason = "a command of more than \(ScriptLines.maximumLineBytes >> 20) MB (\(Self.incompleteness(of: statement.text)))"
+                let reason =
+                    "a command of more than \(ScriptLines.maximumLineBytes >> 20) MB (\(Self.incompleteness(of: statement.text)))"
                 report(ConsoleError(.usage, reason), command: nil, location: statement.location)
                 worst = max(worst, .usage)
                 pending = nil
@@ -209,12 +210,23 @@ struct MainLoop {
         }
         do {
             try Dispatcher.run(arguments, in: session)
+            endEchoedInterruptLine()
             return .success
         } catch {
             session.output.flush()
+            endEchoedInterruptLine()
             report(error, command: arguments[0], location: location)
             return error.status
         }
+    }
+
+    /// After Ctrl-C at a terminal, which echoed `^C` where the cursor stood (after a watch's or a follow's
+    /// output): a newline, so that what comes next, an error or the prompt, starts a line of its own.
+    private func endEchoedInterruptLine() {
+        guard Interrupt.cameDuringCommandOrSince, session.isInteractive, session.diagnostics.isTerminal else { return }
+        session.output.flush()
+        session.diagnostics.line()
+        session.diagnostics.flush()
     }
 
     /// `admin:FILE:LINE: COMMAND: message`, the way psql names the place of a script error.

@@ -12,7 +12,8 @@ enum MetaCommand {
           \\q                 quit
           \\x [on|off|auto]   records instead of columns (auto: when columns would not fit the terminal)
           \\timing [on|off]   print each command's duration
-          \\set [NAME VALUE]  show or change a setting (format, timing, quiet, pager, expanded); also: settings
+          \\set [NAME VALUE]  show or change a setting (format, timing, quiet, pager, expanded, lock_timeout);
+                             also: settings
           \\pset pager on|off page long tables through $PAGER on a terminal
           \\i FILE            run the commands in FILE
           \\o [FILE]          send command output to FILE (replacing it), or back to stdout

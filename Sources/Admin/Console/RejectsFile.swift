@@ -15,17 +15,22 @@ final class RejectsFile {
     /// The first rejects, for a summary when the file is not kept.
     private var first: [ImportReject] = []
     private var isKept = false
+    /// What the file's rejects came from ("import", "sync"), for messages.
+    private let command: String
 
-    /// Refuses an existing file at `path` unless `replacing`, before anything is imported.
-    init(path: String, replacing: Bool, keepsOnlyIfCommitted: Bool = false) throws {
+    /// Refuses an existing file at `path` unless `replacing`, before anything is imported; `command` is what
+    /// writes it.
+    init(path: String, replacing: Bool, keepsOnlyIfCommitted: Bool = false, command: String = "import") throws {
         self.path = path
+        self.command = command
         self.replacing = replacing
         self.keepsOnlyIfCommitted = keepsOnlyIfCommitted
         var info = stat()
         if !replacing, lstat(path, &info) == 0 {
             throw ConsoleError(
                 .commandFailed,
-                "the rejects file \(path) exists (from an earlier import?): --force replaces it, --rejects FILE writes another"
+                "the rejects file \(path) exists (from an earlier \(command)?): --force replaces it, --rejects FILE writes "
+                    + "another"
             )
         }
     }
@@ -59,7 +64,7 @@ final class RejectsFile {
             } else {
                 file.discard()
             }
-        } else if replacing {
+        } else if replacing, committed || !keepsOnlyIfCommitted {
             unlink(path)
         }
     }
@@ -71,6 +76,8 @@ final class RejectsFile {
         if isKept { return "\(rejected) written to \(path)" }
         let listed = first.map { "  \($0.path): \($0.reason): \($0.value)\($0.isTruncated ? "…" : "")" }
         let more = count > first.count ? ["  … and \(count - first.count) more; --rejects FILE writes them all"] : []
-        return (["\(rejected), not kept (nothing was imported):"] + listed + more).joined(separator: "\n")
+        return
+            (["\(rejected), not kept (nothing was \(command == "import" ? "imported" : "written")):"] + listed + more)
+            .joined(separator: "\n")
     }
 }

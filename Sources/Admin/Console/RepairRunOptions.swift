@@ -25,7 +25,7 @@ struct RepairRunOptions: ParsableArguments {
     @Flag(help: "Do the repair, report what it changed, then roll back.")
     var dryRun = false
 
-    @Option(help: "Output format of the report: table or json (default: the session's).")
+    @Option(help: "Output format of the report (default: the session's).")
     var format: OutputFormat?
 
     @OptionGroup var waiting: MaintenanceWaitOption

@@ -81,6 +81,7 @@ struct CheckReportView {
         case .exceeded(let limit): limit == 0 ? "tripped" : "tripped: over --allow \(limit)"
         case .rose(let previous?): "tripped: rose from \(previous)"
         case .rose(nil): "tripped: no recorded run"
+        case .baseline: "baseline (first recorded run)"
         }
     }
 

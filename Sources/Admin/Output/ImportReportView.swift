@@ -1,7 +1,7 @@
 import Foundation
 import Storage
 
-/// The import report as a table (pgloader's summary) or one JSON object.
+/// The import report as a table (pgloader's summary) on stdout and a summary line on stderr, or one JSON object.
 struct ImportReportView {
     var report: ImportReport
     var file: String
@@ -11,8 +11,10 @@ struct ImportReportView {
         case .json:
             session.output.line(json)
         case .table, .expanded, .csv:
-            session.show(table, as: format)
-            if format != .csv { session.output.line(summary) }
+            // The table is the command's result (psql's command tag), the summary a diagnostic beside it: a pipe
+            // reads only the table, and --quiet leaves neither (a cron job's import prints nothing).
+            if !session.isQuiet { session.show(table, as: format) }
+            if format != .csv { session.inform(summary) }
         }
     }
 

@@ -2,8 +2,8 @@ import FirebaseTree
 import Foundation
 import Storage
 
-/// The sync report: with --dry-run the differences first (as verify lists them), then a row per top-level node
-/// and a summary; or one JSON object.
+/// The sync report: with --dry-run the differences first (as verify lists them), then a row per top-level node,
+/// and a summary line on stderr; or one JSON object.
 struct SyncReportView {
     var report: SyncReport
     var file: String
@@ -18,9 +18,10 @@ struct SyncReportView {
             if report.isDryRun, !report.differences.isEmpty {
                 session.show(DifferenceViews.table(report.differences, format: format), as: format)
             }
-            if !report.nodes.isEmpty { session.show(table, as: format) }
-            // The node names are top-level keys, which may hold control characters: escaped as the table is.
-            if format != .csv { session.output.line(TerminalText.escaped(summary)) }
+            // The table is the command's result, the summary a diagnostic (escaped: it names top-level keys), as
+            // import prints them; --quiet leaves the differences of a dry run, which are data, and nothing else.
+            if !report.nodes.isEmpty, !session.isQuiet { session.show(table, as: format) }
+            if format != .csv { session.inform(summary) }
         }
     }
 

@@ -45,7 +45,7 @@ struct GlobalOptions: ParsableArguments {
     @Option(name: .customLong("on-error"), help: "What a script does after a failing command: stop or continue.")
     var onError: ErrorPolicy = .stop
 
-    @Option(name: .customLong("format"), help: "Output format: table, expanded, json or csv.")
+    @Option(name: .customLong("format"), help: "Output format.")
     var format: OutputFormat = .table
 
     @Flag(

@@ -87,13 +87,21 @@ enum ManualPage {
         03:15; journalctl -u admin-check shows its output.
         """
 
-    private static let environment = """
+    /// Every variable admin reads (a test finds each one the sources read here).
+    static let environment = """
         DATABASE_URL     the database, when --db is not given
         PGHOST, PGPORT, PGDATABASE, PGUSER, PGSERVICE, PGPASSFILE, PGPASSWORD
                          libpq's settings, as psql reads them
-        ADMIN_DATA_DIR   the embedded cluster's directory
+        ADMIN_DATA_DIR   the embedded cluster's directory (default: /var/lib/makestagram-admin for root,
+                         else $XDG_DATA_HOME/makestagram-admin, else ~/.local/share/makestagram-admin)
+        XDG_DATA_HOME    see ADMIN_DATA_DIR
         ADMINRC          the startup file (default ~/.adminrc)
-        PAGER            the pager for long output on a terminal (default less)
+        ADMIN_HISTORY    the console's history file (default ~/.admin_history)
+        ADMIN_PAGER      the pager for long output on a terminal (empty: none); else PAGER
+        PAGER            the pager when ADMIN_PAGER is not set (default less -FRSX, else more)
+        TMPDIR           where verify and sync sort a file and spill large values (default /tmp)
+        NO_COLOR         no color in messages on a terminal (https://no-color.org)
+
         """
 
     /// The lines of `help` after the one that is `heading`, to the end (OPTIONS is the help's last section).

@@ -44,6 +44,9 @@ public struct ImportOptions: Sendable {
     /// post, false for an owner's posts), which a second reading of them takes as it is rather than finding it
     /// again.
     var knownPostShapes: [TreeKey: Bool] = [:]
+    /// Whether a failure's context is a write verb's (whose value is imported too): "write rolled back", where
+    /// an import's says how far it read the file.
+    var isWrite = false
 
     /// Options; the defaults replace the store and abort on the first reject.
     public init(

@@ -112,7 +112,6 @@ public struct ImportReport: Sendable {
         groupLinesByNode()
     }
 
-
     /// Puts the lines in the order of their nodes, each node's in the order they were met: a top-level key
     /// written twice, holding different tables, has its lines together.
     mutating func groupLinesByNode() {

@@ -260,7 +260,9 @@ final class SideTables {
                 AND obj_description(n.oid, 'pg_namespace') = \(helperComment)
             GROUP BY n.nspname ORDER BY 1
             """)
-        return try rows.map { ImportLeftover(name: try $0.decode(String.self, at: 0), bytes: try $0.decode(Int.self, at: 1)) }
+        return try rows.map {
+            ImportLeftover(name: try $0.decode(String.self, at: 0), bytes: try $0.decode(Int.self, at: 1))
+        }
     }
 
     /// Puts the twins in the store tables' places and drops the tables they replace; returns the sessions whose

@@ -153,7 +153,9 @@ struct TreeImport {
                     loader.abort()
                     // A helper's failure says how far it read itself.
                     guard let reading else { throw error }
-                    throw error.adding(context: "import rolled back after reading \(reading.bytesRead) bytes")
+                    throw error.adding(
+                        context: options.isWrite
+                            ? "write rolled back" : "import rolled back after reading \(reading.bytesRead) bytes")
                 } catch {
                     loader.abort()
                     throw error
@@ -436,7 +438,8 @@ struct TreeImport {
     ) throws {
         guard !reshape.nodes.isEmpty else { return }
         let (deleted, stored) = try reshape.reshape(loader: loader, deleteRows: deleteRows, onReject: onReject)
-        importer.report.replaceRows(deleted, with: stored, node: TreeImporter.reportedNode(TreeTable.feedPosts.rootKey ?? ""))
+        importer.report.replaceRows(
+            deleted, with: stored, node: TreeImporter.reportedNode(TreeTable.feedPosts.rootKey ?? ""))
     }
 
     /// A warning when a merge of the whole tree wrote top-level nodes that look like an export of one node: none

@@ -80,7 +80,8 @@ extension TreeWrite {
 extension TreeImport {
     /// `Store.write`: see there.
     func write(_ write: TreeWrite, at path: [String], allowsEmptying: Bool = false) throws -> WriteReport {
-        let plan = try write.plan(at: path)
+        // Storage throws one error type: a value that is no JSON is a StorageError too.
+        let plan = try StorageError.converting { try write.plan(at: path) }
         let (sets, mode, reportedPath) = (plan.sets, plan.mode, plan.reportedPath)
         return try StorageError.converting {
             try connection.withTransaction {
@@ -122,8 +123,9 @@ extension TreeImport {
         }
         let report: ImportReport
         do {
-            report = try importTree(
-                from: MemorySource(json), options: ImportOptions(mode: mode, at: path, allowsEmptying: true))
+            var options = ImportOptions(mode: mode, at: path, allowsEmptying: true)
+            options.isWrite = true
+            report = try importTree(from: MemorySource(json), options: options)
         } catch var error as StorageError {
             // A write has no rejects to allow: the import's hint about letting some through does not apply.
             error.hint = nil
@@ -204,7 +206,9 @@ extension TreeImport {
     /// in Firebase's `update`: `{"alice/username": "al"}`), with its value as JSON. Refused as Firebase refuses
     /// them: not an object, a key naming no child or holding a bad one, one path below another, a misplaced
     /// `.value` or `.priority` in a value (named by its path under `node`, the updated node).
-    static func updatedPaths(json text: String, under node: [String] = []) throws -> [(path: [String], value: TreeValue?)] {
+    static func updatedPaths(json text: String, under node: [String] = []) throws -> [(
+        path: [String], value: TreeValue?
+    )] {
         guard let children = try TreeValue.membersKeepingNulls(json: text) else {
             throw StorageError(
                 .invalidValue, "an update takes a JSON object of the children to write",

@@ -94,10 +94,16 @@ public struct CheckPolicy: Sendable, Equatable {
     /// What makes a check trip.
     public var failOn: FailOn
 
+    /// With `.new`, whether this run is recorded and so is the baseline for a check no recorded run counted:
+    /// its violations pass, and later runs are held to its count (a first cron run does not mail the whole
+    /// backlog). Unrecorded, such a check's violations all count as new.
+    public var recordsBaseline: Bool
+
     /// A policy; the default trips on any violation.
-    public init(allowed: [IntegrityCheck: Int] = [:], failOn: FailOn = .any) {
+    public init(allowed: [IntegrityCheck: Int] = [:], failOn: FailOn = .any, recordsBaseline: Bool = false) {
         self.allowed = allowed
         self.failOn = failOn
+        self.recordsBaseline = recordsBaseline
     }
 
     /// What the policy says of `result`; `previous` is the count of the last recorded run that ran the check
@@ -107,6 +113,7 @@ public struct CheckPolicy: Sendable, Equatable {
         if let limit = allowed[result.check], result.violations <= limit { return .allowed(limit: limit) }
         guard failOn == .new else { return .exceeded(limit: allowed[result.check] ?? 0) }
         if let previous, result.violations <= previous { return .known(previous: previous) }
+        if previous == nil, recordsBaseline { return .baseline }
         return .rose(from: previous)
     }
 }
@@ -123,11 +130,13 @@ public enum CheckVerdict: Sendable, Equatable {
     case exceeded(limit: Int)
     /// With `--fail-on new`: more violations than the last recorded run had (nil: no run recorded it).
     case rose(from: Int?)
+    /// With `--fail-on new --record` and no recorded run of the check: this run's count is the baseline.
+    case baseline
 
     /// Whether the check fails the run.
     public var trips: Bool {
         switch self {
-        case .clean, .allowed, .known: false
+        case .clean, .allowed, .known, .baseline: false
         case .exceeded, .rose: true
         }
     }

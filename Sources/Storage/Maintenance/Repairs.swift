@@ -116,8 +116,12 @@ struct Repairs {
             guard !ids.isEmpty else { return }
             let (deleted, stored) = try restorePosts(ids)
             for table in TreeTable.allCases {
-                if let rows = deleted[table], rows > 0 { report.add(.init(table: table.name, action: .deleted, rows: rows)) }
-                if let rows = stored[table], rows > 0 { report.add(.init(table: table.name, action: .inserted, rows: rows)) }
+                if let rows = deleted[table], rows > 0 {
+                    report.add(.init(table: table.name, action: .deleted, rows: rows))
+                }
+                if let rows = stored[table], rows > 0 {
+                    report.add(.init(table: table.name, action: .inserted, rows: rows))
+                }
             }
         }
     }

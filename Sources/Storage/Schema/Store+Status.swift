@@ -62,6 +62,7 @@ extension Store {
             schemaVersion: state.schemaVersion, schemaFile: state.applied.last?.fileName,
             pendingMigrations: state.pending.map(\.fileName), tableRows: tableRows, distribution: distribution,
             readsHoldDistributedCommits: distribution.isDistributed && state.schemaVersion > 0 && state.pending.isEmpty
-                ? !connection.commitBarrier.isRefused : nil, importLeftovers: leftovers, isImportRunning: isImportRunning)
+                ? !connection.commitBarrier.isRefused : nil, importLeftovers: leftovers,
+            isImportRunning: isImportRunning)
     }
 }

@@ -53,7 +53,8 @@ struct TreeRows {
                     Int.self, at: 0)
         }
         counts[.unmappedValues] = try connection.query(
-            "SELECT count(*) FROM unmapped_values WHERE \(TreeTable.unmappedRange(at: path))")[0].decode(Int.self, at: 0)
+            "SELECT count(*) FROM unmapped_values WHERE \(TreeTable.unmappedRange(at: path))")[0].decode(
+                Int.self, at: 0)
         return counts.filter { $0.value > 0 }
     }
 

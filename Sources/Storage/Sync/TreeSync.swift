@@ -186,9 +186,12 @@ struct TreeSync {
             let rewrites = TreeComparison.Rewrites(
                 isRecordPath: { TreeImporter.storesRecord(at: $0) }, recordRule: { TreeImporter.recordRule(at: $0) },
                 temporaryDirectory: options.temporaryDirectory,
-                onRewrite: { path, json in try plan.rewrite(path, json: json, isItsNode: path.count == options.at.count) })
+                onRewrite: { path, json in try plan.rewrite(path, json: json, isItsNode: path.count == options.at.count)
+                })
+            var counted: TreeDifference.Group?
             var comparison = TreeComparison(rewrites: rewrites) { difference in
-                try Self.count(difference, in: &found, listing: &listing, options: options, rejects: rejects)
+                try Self.count(
+                    difference, in: &found, listing: &listing, counted: &counted, options: options, rejects: rejects)
             }
             // A savepoint: a pass given up for a source out of order leaves its export's statement failed. The
             // tree error comes out as it is, for the caller to sort the source.
@@ -221,18 +224,31 @@ struct TreeSync {
     }
 
     /// Counts a difference under its node, lists it if there is room, and hands a reject over
-    /// (aborting once more than allowed were met).
+    /// (aborting once more than allowed were met). The parts of one difference verify reports as one (`group`,
+    /// the last counted in `counted`) count once, as its last part names it; each is listed, being a write.
     private static func count(
         _ difference: TreeDifference, in report: inout SyncReport, listing: inout DifferenceListing,
-        options: SyncOptions, rejects: RejectLedger
+        counted: inout TreeDifference.Group?, options: SyncOptions, rejects: RejectLedger
     ) throws {
-        report.counts[difference.kind, default: 0] += 1
         let node = report.node(nodeName(of: difference.path))
-        switch difference.kind {
-        case .missing: report.nodes[node].added += 1
-        case .changed: report.nodes[node].changed += 1
-        case .extra: report.nodes[node].removed += 1
-        case .rejected: report.nodes[node].rejected += 1
+        func add(_ kind: TreeDifference.Kind, _ amount: Int) {
+            report.counts[kind, default: 0] += amount
+            switch kind {
+            case .missing: report.nodes[node].added += amount
+            case .changed: report.nodes[node].changed += amount
+            case .extra: report.nodes[node].removed += amount
+            case .rejected: report.nodes[node].rejected += amount
+            }
+        }
+        if let group = difference.group, let previous = counted, previous.path == group.path {
+            if previous.kind != group.kind {
+                add(previous.kind, -1)
+                add(group.kind, 1)
+                counted = group
+            }
+        } else {
+            add(difference.group?.kind ?? difference.kind, 1)
+            counted = difference.group ?? counted
         }
         var listed = difference
         // A missing node's value is whole (it is what is written): the list keeps what verify's keeps.

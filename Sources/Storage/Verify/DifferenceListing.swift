@@ -48,7 +48,8 @@ struct DifferenceListing {
             listed.store = listed.store.map { FirebaseKey.shortened($0, toBytes: Self.cutValueBytes) }
             if listed.source != difference.source || listed.store != difference.store { listed.isCut = true }
         }
-        let size = 64 + listed.path.reduce(0) { $0 + $1.utf8.count + 16 } + (listed.source?.utf8.count ?? 0)
+        let size =
+            64 + listed.path.reduce(0) { $0 + $1.utf8.count + 16 } + (listed.source?.utf8.count ?? 0)
             + (listed.store?.utf8.count ?? 0) + (listed.reason?.utf8.count ?? 0)
         guard bytes + size <= Self.maximumBytes else {
             isCutForMemory = true

@@ -104,7 +104,9 @@ struct Verification {
 
     /// Runs `pass` over the source `open` gives, which reads it in one pass while each object's keys come in RTDB
     /// order; at the first that does not (a `TreeError` of kind `.unordered`), `pass` runs again over the source
-    /// sorted (`TreeSorter`), with temporary files in `temporaryDirectory`: it must start afresh each time.
+    /// with its out-of-order objects sorted (`PartlySortedSource`: a script's edit leaves a few), or, where they
+    /// are too many or too large, over the source sorted whole (`TreeSorter`), with temporary files in
+    /// `temporaryDirectory`: it must start afresh each time.
     /// `sortingFirst` sorts without trying one pass. A tree error comes out as a `StorageError`.
     func comparing<Result>(
         opening open: () throws -> any ByteSource, sortingFirst: Bool, temporaryDirectory: String,
@@ -122,12 +124,26 @@ struct Verification {
                 throw error
             }
         }
+        /// The pass over the source with only its out-of-order objects sorted, when they are few enough for that
+        /// to pay (`PartlySortedSource`); nil otherwise.
+        func partlySortedPass(because reason: String) throws -> Pass<Result>? {
+            guard let ranges = try PartlySortedSource.outOfOrderObjects(in: try open()) else { return nil }
+            let source = PartlySortedSource(try open(), sorting: ranges, temporaryDirectory: temporaryDirectory)
+            do {
+                let result = try pass(source)
+                let objects = ranges.count == 1 ? "1 object" : "\(ranges.count) objects"
+                return Pass(result: result, sortedBytes: nil, sortedBecause: reason + " (\(objects) sorted)")
+            } catch var error as TreeError {
+                error.position = nil
+                throw error
+            }
+        }
         do {
             if sortingFirst { return try sortedPass(because: "sorting first was asked for") }
             do {
                 return Pass(result: try pass(try open()), sortedBytes: nil, sortedBecause: nil)
             } catch let error as TreeError where error.kind == .unordered {
-                return try sortedPass(because: error.message)
+                return try partlySortedPass(because: error.message) ?? sortedPass(because: error.message)
             }
         } catch let error as TreeError {
             throw StorageError(error)

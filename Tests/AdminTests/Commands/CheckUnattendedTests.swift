@@ -1,6 +1,7 @@
 import Foundation
 import PostgresClient
 import PostgresTestSupport
+import Storage
 import Synchronization
 import Testing
 
@@ -39,7 +40,7 @@ struct ScheduledCheckTests {
         let values = try samples(in: metrics)
         #expect(values["admin_check_up"] == 1)
         #expect(values["admin_check_exit_status"] == 3)
-        #expect(checks.count == 12)
+        #expect(checks.count == IntegrityCheck.allCases.count)
         for check in checks {
             let name = try #require(check["name"] as? String)
             #expect(values["admin_check_violations{check=\"\(name)\"}"] == (check["violations"] as? Double), "\(name)")
@@ -153,7 +154,29 @@ struct ScheduledCheckTests {
         let rose = try admin(database, "check", "--fail-on", "new")
         #expect(rose.status == 3)
         #expect(rose.stdout.contains(" like_count        |          2 | tripped: rose from 1 |"), "\(rose.stdout)")
-        #expect(rose.stderr == "admin: check: 1 of 12 checks found 2 violations: like_count (rose from 1)\n")
+        #expect(
+            rose.stderr
+                == "admin: check: 1 of \(IntegrityCheck.allCases.count) checks found 2 violations: like_count (rose from 1)\n"
+        )
+    }
+
+    /// The first cron run of `--fail-on new --record` has nothing to compare with: its counts are the baseline,
+    /// nothing trips and `--quiet` prints nothing; unrecorded, every violation is new.
+    @Test func aFirstRecordedRunIsTheBaseline() throws {
+        let database = try damagedDatabase()
+        let unrecorded = try admin(database, "check", "--fail-on", "new")
+        #expect(unrecorded.status == 3, "\(unrecorded.stdout)")
+        #expect(unrecorded.stderr.contains("every violation counts as new (--record keeps a baseline)"))
+        let first = try admin(database, "check", "--fail-on", "new", "--record", "--quiet")
+        #expect(first.status == 0, "\(first.stdout)\(first.stderr)")
+        #expect(first.stdout.isEmpty && first.stderr.isEmpty, "\(first.stdout)\(first.stderr)")
+        let shown = try admin(database, "check", "--fail-on", "new", "--only", "like_count", "--format", "json")
+        #expect(shown.status == 0 && shown.stdout.contains(#""status": "known (was 1)""#), "\(shown.stdout)")
+        let history = try admin(database, "check", "--history", "--format", "json")
+        #expect(history.stdout.contains(#""exit_status": 0"#), "\(history.stdout)")
+        // Later runs are held to it.
+        #expect(try admin(database, "set", "/posts/bob/-P2/like_count", "7", "-q").status == 0)
+        #expect(try admin(database, "check", "--fail-on", "new", "--record", "-q").status == 3)
     }
 
     @Test func allowLetsUpToNPass() throws {

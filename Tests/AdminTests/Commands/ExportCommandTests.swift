@@ -30,6 +30,20 @@ struct ExportCommandTests {
     /// without --force: renaming a file over them replaced `/dev/null` with a regular file when root ran
     /// `export /dev/null --force`. Reached here through a link in a directory of the test's own (and `/dev/fd/1`),
     /// so that a rename would replace the link, not the machine's device.
+    /// With no FILE, export writes under ./exports/, and says so the first time it creates that directory.
+    @Test func theDefaultDirectoryIsAnnouncedWhenCreated() throws {
+        let database = try databaseHolding(#"{"users": {"alice": {"username": "alice"}}}"#)
+        let directory = try makeTemporaryDirectory("admin-exports")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try AdminProcess.run(["--db", database.conninfo, "export"], directory: directory)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("Created the directory exports/ in \(directory)"), "\(first.stderr)")
+        let second = try AdminProcess.run(["--db", database.conninfo, "export"], directory: directory)
+        #expect(second.status == 0 && !second.stderr.contains("Created"), "\(second.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory + "/exports")
+        #expect(files.count == 2 && files.allSatisfy { $0.hasPrefix("export-") && $0.hasSuffix(".json") }, "\(files)")
+    }
+
     @Test func devicesPipesAndStreamsAreWrittenInPlace() throws {
         let database = try TestPostgres.makeDatabase()
         let db = ["--db", database.conninfo, "-q"]

@@ -16,7 +16,7 @@ struct ImportExportCommandTests {
         ])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains(" users           | users                 |       241 |      241 |"))
-        #expect(run.stdout.contains("Imported 1053 rows from \(fixture)"))
+        #expect(run.stderr.contains("Imported 1053 rows from \(fixture)"))
         // Below the nodes, what followed the reading: the lookups, the secondary indexes built after the rows, the
         // statistics of every table filled, the switch of the tables filled beside the store's, and the commit.
         let after = run.stdout.split(separator: "\n").filter { $0.hasPrefix(" (after reading) ") }
@@ -53,7 +53,7 @@ struct ImportExportCommandTests {
         gzip.waitUntilExit()
         let run = try AdminProcess.run(["--db", database.conninfo, "import", directory + "/backup.json.gz"])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stdout.contains("Imported 1053 rows"))
+        #expect(run.stderr.contains("Imported 1053 rows"))
         let cut = try AdminProcess.run(["--db", database.conninfo, "import", directory + "/cut.json.gz"])
         #expect(cut.status == 1)
         #expect(cut.stderr.contains("truncated"))

@@ -19,8 +19,8 @@ struct SyncCommandTests {
         #expect(dry.stdout.contains(" /users/bob            | extra   |"), "\(dry.stdout)")
         #expect(
             dry.stdout.contains(" users | 1 | 1 | 1 | 0 | 2 | 2".replacingOccurrences(of: " | ", with: "")) == false)
-        #expect(dry.stdout.contains("Dry run: would sync the store with -: 3 differences"), "\(dry.stdout)")
-        #expect(dry.stdout.contains("Rolled back; nothing was changed."))
+        #expect(dry.stderr.contains("Dry run: would sync the store with -: 3 differences"), "\(dry.stderr)")
+        #expect(dry.stderr.contains("Rolled back; nothing was changed."))
         #expect(try AdminProcess.run(db + ["-q", "verify", "-"], input: tree).status == 0)
 
         let synced = try AdminProcess.run(db + ["sync", "-"], input: newer)
@@ -30,7 +30,7 @@ struct SyncCommandTests {
         }
         // alice rewritten (one row out, one in), carol in, bob out.
         #expect(row == ["users", "1", "1", "1", "0", "2", "2"], "\(synced.stdout)")
-        #expect(synced.stdout.contains("Synced the store with -: 3 differences, 3 nodes rewritten or removed"))
+        #expect(synced.stderr.contains("Synced the store with -: 3 differences, 3 nodes rewritten or removed"))
         #expect(try AdminProcess.run(db + ["-q", "verify", "-"], input: newer).status == 0)
 
         let again = try AdminProcess.run(db + ["sync", "-", "--format", "json"], input: newer)
@@ -62,6 +62,66 @@ struct SyncCommandTests {
         let rejects = try String(contentsOfFile: directory + "/newer.json.rejects.jsonl", encoding: .utf8)
         #expect(rejects.contains(#""path": "/a$b""#), "\(rejects)")
         #expect(try AdminProcess.run(db + ["-q", "verify", "-"], input: newer).status == 0)
+    }
+
+    /// The cut-over recipe run twice the same day: each sync replaces its default rejects file, verify accepts
+    /// the rejected values the sync let through with the same --max-rejects, and -q leaves stdout to data.
+    @Test func theRecipeRunsTwiceADayAndVerifyAcceptsWhatSyncLetThrough() throws {
+        let database = try TestPostgres.makeDatabase()
+        let directory = try makeTemporaryDirectory("admin-recipe")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/backup.json"
+        try #"{"users": {"u1": {"username": "a", "bad.key": 1}, "u2": {"username": "b"}}}"#
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let db = ["--db", database.conninfo]
+        for run in 0..<2 {
+            // The default rejects file goes in the working directory, named after the file, as import's does.
+            let sync = try AdminProcess.run(
+                db + ["sync", file, "--yes", "--max-rejects", "100", "-q"], directory: directory)
+            #expect(sync.status == 0, "run \(run): \(sync.stderr)")
+            #expect(sync.stdout.isEmpty, "\(sync.stdout)")
+            #expect(sync.stderr.contains("1 rejected value written to backup.json.rejects.jsonl"), "\(sync.stderr)")
+        }
+        let rejects = try String(contentsOfFile: file + ".rejects.jsonl", encoding: .utf8)
+        #expect(rejects.split(separator: "\n").count == 1 && rejects.contains("/users/u1/bad.key"))
+        let strict = try AdminProcess.run(db + ["-q", "verify", file])
+        #expect(strict.status == 3, "\(strict.stderr)")
+        let accepting = try AdminProcess.run(db + ["verify", file, "--max-rejects", "100"])
+        #expect(accepting.status == 0, "\(accepting.stderr)")
+        #expect(accepting.stdout.contains("/users/u1/bad.key | rejected"), "\(accepting.stdout)")
+        #expect(accepting.stderr.contains("equal but for 1 rejected value (--max-rejects 100)"), "\(accepting.stderr)")
+        let json = try AdminProcess.run(db + ["-q", "verify", file, "--max-rejects", "1", "--format", "json"])
+        #expect(json.status == 0 && json.stdout.contains(#""equal": false, "accepted": true"#), "\(json.stdout)")
+        // A change beside the rejects is still a difference.
+        #expect(try AdminProcess.run(db + ["-q", "set", "/users/u2/username", #""c""#]).status == 0)
+        #expect(try AdminProcess.run(db + ["-q", "verify", file, "--max-rejects", "100"]).status == 3)
+        // A dry run keeps no rejects file and says so in sync's words; an explicit file is never replaced.
+        let dry = try AdminProcess.run(db + ["sync", file, "--dry-run", "--max-rejects", "100"], directory: directory)
+        #expect(dry.stderr.contains("1 rejected value, not kept (nothing was written):"), "\(dry.stderr)")
+        #expect(FileManager.default.fileExists(atPath: file + ".rejects.jsonl"), "a dry run removed the real file")
+        let named = directory + "/named.jsonl"
+        #expect(
+            try AdminProcess.run(db + ["-q", "sync", file, "--yes", "--max-rejects", "9", "--rejects", named]).status
+                == 0)
+        let again = try AdminProcess.run(db + ["-q", "sync", file, "--yes", "--max-rejects", "9", "--rejects", named])
+        #expect(again.status == 1 && again.stderr.contains("exists (from an earlier sync?)"), "\(again.stderr)")
+    }
+
+    /// -q leaves import, sync and verify silent on success: a cron job's mail stays empty, and a pipe reads data.
+    @Test func quietCommandsPrintNothingOnSuccess() throws {
+        let database = try TestPostgres.makeDatabase()
+        let tree = #"{"users": {"alice": {"username": "alice"}}}"#
+        for command in [["import", "-"], ["sync", "-", "--yes"], ["verify", "-"]] {
+            for words in [["-q"] + command, command + ["-q"]] {
+                let run = try AdminProcess.run(["--db", database.conninfo] + words, input: tree)
+                #expect(
+                    run.status == 0 && run.stdout.isEmpty && run.stderr.isEmpty, "\(words): \(run.stdout)\(run.stderr)")
+            }
+        }
+        // Without -q, the report is on stdout and the summary on stderr.
+        let loud = try AdminProcess.run(["--db", database.conninfo, "import", "-"], input: tree)
+        #expect(loud.stdout.contains(" users ") && !loud.stdout.contains("Imported"), "\(loud.stdout)")
+        #expect(loud.stderr.contains("Imported 1 row from -"), "\(loud.stderr)")
     }
 
     @Test func aSourceHoldingNothingIsRefusedAndAPathSyncsOneNode() throws {

@@ -44,6 +44,24 @@ struct CompleterTests {
         #expect(words(completer.complete(wordsBefore: "chat merge ", word: "--k")).contains("--keep"))
     }
 
+    @Test func fileNamesEndADirectoryWithASlash() throws {
+        let directory = try makeTemporaryDirectory("admin-complete")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory + "/exports", withIntermediateDirectories: true)
+        for file in ["export.json", ".hidden.json", "exports/a.json"] {
+            FileManager.default.createFile(atPath: directory + "/" + file, contents: Data())
+        }
+        #expect(
+            Completer.fileNames(matching: directory + "/exp") == [directory + "/export.json", directory + "/exports/"])
+        #expect(Completer.fileNames(matching: directory + "/exports/") == [directory + "/exports/a.json"])
+        #expect(
+            Completer.fileNames(matching: directory + "/") == [directory + "/export.json", directory + "/exports/"])
+        #expect(Completer.fileNames(matching: directory + "/.h") == [directory + "/.hidden.json"])
+        #expect(Completer.fileNames(matching: directory + "/nothing/x").isEmpty)
+        #expect(Completer.fileNames(matching: directory + "/exp", limit: 1) == [directory + "/export.json"])
+        #expect(try completer().complete(wordsBefore: "sync ", word: "x") == .files)
+    }
+
     @Test func uidsAndPathsFromTheStore() throws {
         let completer = try completer()
         #expect(words(completer.complete(wordsBefore: "user show ", word: "al")) == ["albert", "alice"])

@@ -150,6 +150,38 @@ struct TerminalTests {
         try terminal.send("C-d")
     }
 
+    /// Ctrl-C that ends a `watch` (the terminal echoes `^C` after its output) leaves the next prompt on a line
+    /// of its own; `help`, longer than the window, goes through the pager; `status -q` typed at the prompt
+    /// is quiet for that command, as on admin's command line.
+    @Test func aWatchEndsOnItsOwnLineHelpIsPagedAndQuietIsTakenAfterACommand() throws {
+        let database = try TestPostgres.makeDatabase()
+        let directory = try makeTemporaryDirectory("admin-watch")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let paged = directory + "/paged.txt"
+        let environment = ["ADMIN_HISTORY": directory + "/history", "TERM": "xterm", "ADMIN_PAGER": "cat > \(paged)"]
+        let command = "\(shellQuoted(AdminProcess.executable.path)) --db \(shellQuoted(database.conninfo))"
+        let terminal = try Terminal(command, environment: environment, columns: 100, rows: 50)
+        try expectScreen(terminal, "=>")
+        try terminal.send("watch 1 settings", "Enter")
+        try expectScreen(terminal, "Every 1 s: settings")
+        try terminal.send("C-c")
+        try expectScreen(terminal, "^C")
+        try terminal.send("status -q", "Enter")
+        try expectScreen(terminal, "schema")
+        let lines = try terminal.screen().split(separator: "\n")
+        #expect(!lines.contains { $0.contains("^C") && $0.contains("=>") }, "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("admin@") && $0.hasSuffix("=> status -q") }, "\(lines)")
+        #expect(!lines.contains { $0.contains("Unexpected argument") }, "\(lines)")
+
+        try terminal.send("help", "Enter")
+        let deadline = Date().addingTimeInterval(10)
+        while (try? String(contentsOfFile: paged, encoding: .utf8))?.contains("Integrity") != true, Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(try String(contentsOfFile: paged, encoding: .utf8).contains("Integrity"))
+        try terminal.send("C-d")
+    }
+
     @Test func historyCompletionConfirmationCancelAndProgress() throws {
         let database = try TestPostgres.makeDatabase()
         let seed = #"{"users": {"alice": {"username": "alice"}, "bob": {"username": "bob"}}}"#
@@ -188,6 +220,15 @@ struct TerminalTests {
         try terminal.send("C-u")
         try terminal.send("\\tim", "Tab")
         try expectScreen(terminal, "=> \\timing")
+        try terminal.send("C-u")
+        // A directory completes with a `/` after it, so that what follows goes inside; a file with a space.
+        try FileManager.default.createDirectory(atPath: directory + "/exports-dir", withIntermediateDirectories: true)
+        try terminal.send("import \(directory)/exports-d", "Tab")
+        try terminal.send("x")
+        try expectScreen(terminal, "=> import \(directory)/exports-dir/x")
+        try terminal.send("C-u", "import \(directory)/bi", "Tab")
+        try terminal.send("x")
+        try expectScreen(terminal, "=> import \(big) x")
         try terminal.send("C-u")
 
         // A backslash command's output shows at once, not with the next command's.

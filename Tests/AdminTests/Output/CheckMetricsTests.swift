@@ -1,5 +1,6 @@
 import Foundation
 import PostgresTestSupport
+import Storage
 import Testing
 
 /// The samples of a metrics file as `name{labels}` → value, read line by line (HELP and TYPE lines skipped).
@@ -80,7 +81,7 @@ struct CheckMetricsFormatTests {
         let parsed = try PrometheusClient.parse(metrics)
         #expect(parsed == (try samples(in: metrics)))
         #expect(parsed["admin_check_violations{check=\"like_count\"}"] == 1)
-        #expect(parsed.count == 3 + 3 * 12)
+        #expect(parsed.count == 3 + 3 * IntegrityCheck.allCases.count)
 
         let down = try AdminProcess.run([
             "--db", "host=\(directory) port=1", "check", "--metrics-file", metrics,

@@ -50,7 +50,8 @@ struct GeneratorTests {
         // how its posts are stored).
         for result in generated.report.violations {
             #expect(
-                (result.violations > 0) == ![.hiddenValues, .postsShape].contains(result.check), "\(result.check.rawValue)")
+                (result.violations > 0) == ![.hiddenValues, .postsShape].contains(result.check),
+                "\(result.check.rawValue)")
         }
         let store = try makeStore()
         try importJSON(generated.json, into: store)

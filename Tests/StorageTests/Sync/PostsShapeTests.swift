@@ -114,7 +114,8 @@ struct PostsShapeTests {
             let context = "seed \(seed), order \(order): \(json)"
             let shapes = try Self.shapes(reference)
             func expectSame(
-                _ store: Store, _ writer: String, budgeted: Bool = false, sourceLocation: SourceLocation = #_sourceLocation
+                _ store: Store, _ writer: String, budgeted: Bool = false,
+                sourceLocation: SourceLocation = #_sourceLocation
             ) throws {
                 if budgeted {
                     // The records are where they are in the reference; their fields past 64 bytes elsewhere.
@@ -123,7 +124,8 @@ struct PostsShapeTests {
                     #expect(try Self.rows(store) == expected, "\(writer): \(context)", sourceLocation: sourceLocation)
                 }
                 expectSameText(try exportJSON(store), exported, sourceLocation: sourceLocation)
-                #expect(try store.check([.postsShape]).allSatisfy(\.isClean), "\(writer)", sourceLocation: sourceLocation)
+                #expect(
+                    try store.check([.postsShape]).allSatisfy(\.isClean), "\(writer)", sourceLocation: sourceLocation)
             }
             let imported = try makeStore()
             try importJSON(json, into: imported)
@@ -166,7 +168,9 @@ struct PostsShapeTests {
     /// An owner's posts past the record budget stream as posts; a leaf after them makes the node a feed post,
     /// which the import stores again whole once its rows are in, and counts so.
     @Test func anOwnersPostsThatALateLeafMakesAFeedPostAreStoredAgainWhole() throws {
-        var posts = (0..<40).map { #""-N\#(String(format: "%03d", $0))":{"image_url":"u\#($0)","image_height":\#($0)}"# }
+        var posts = (0..<40).map {
+            #""-N\#(String(format: "%03d", $0))":{"image_url":"u\#($0)","image_height":\#($0)}"#
+        }
         posts.append(#""votes":7"#)
         let json = #"{"posts":{"alice":{"# + posts.joined(separator: ",") + "}}}"
         var options = ImportOptions()
@@ -211,11 +215,11 @@ struct PostsShapeTests {
         // As an earlier version stored them: a feed post of objects only, and an owner's posts with a leaf.
         try store.connection.execute(
             script: """
-            INSERT INTO feed_posts (post_id, extra) VALUES ('f1', '{"loc": {"lat": 1}}');
-            INSERT INTO posts (owner_uid, post_key, image_url) VALUES ('o1', '-Nz', 'z');
-            INSERT INTO unmapped_values (root, path, number_value, sort_key)
-                VALUES ('posts', ARRAY['o1', 'n'], 3, rtdb_path_order('posts', ARRAY['o1', 'n']))
-            """)
+                INSERT INTO feed_posts (post_id, extra) VALUES ('f1', '{"loc": {"lat": 1}}');
+                INSERT INTO posts (owner_uid, post_key, image_url) VALUES ('o1', '-Nz', 'z');
+                INSERT INTO unmapped_values (root, path, number_value, sort_key)
+                    VALUES ('posts', ARRAY['o1', 'n'], 3, rtdb_path_order('posts', ARRAY['o1', 'n']))
+                """)
         let before = try exportJSON(store)
         let found = try store.check([.postsShape], examples: 5)
         #expect(found.first?.violations == 2)

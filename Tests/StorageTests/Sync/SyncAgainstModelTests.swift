@@ -59,6 +59,16 @@ struct SyncAgainstModelTests {
                 expected = model.root.map { if case .leaf = $0 { "null" } else { newer } } ?? newer
             }
             let context = "seed \(seed)\nfirst: \(first.text)\nthen: \(steps)\nnewer: \(newer)"
+            // verify and a dry run count in the same units: the same differences of each kind, the same nodes.
+            let verified = try store.verify(opening: { MemorySource(newer) })
+            var dryRun = syncing
+            dryRun.isDryRun = true
+            let planned = try store.sync(opening: { MemorySource(newer) }, options: dryRun)
+            #expect(
+                planned.counts.filter { $0.value > 0 } == verified.counts.filter { $0.value > 0 }
+                    && planned.nodesCompared == verified.nodesCompared,
+                "\(context)\nverify: \(verified.counts) \(verified.nodesCompared)\nsync: \(planned.counts) \(planned.nodesCompared)"
+            )
             let report = try store.sync(opening: { MemorySource(newer) }, options: syncing)
             try importJSON(newer, into: reference, options: lenient)
             let synced = try exportJSON(store)
@@ -99,7 +109,9 @@ struct SyncAgainstModelTests {
                 while let (path, value) = pending.popLast() {
                     if !path.isEmpty { paths.append(path) }
                     guard path.count < 4, let children = value.children else { continue }
-                    for (key, child) in children where key.string != ".priority" { pending.append((path + [key.string], child)) }
+                    for (key, child) in children where key.string != ".priority" {
+                        pending.append((path + [key.string], child))
+                    }
                 }
             }
             for path in paths.shuffled(using: &random).prefix(4) {
@@ -108,7 +120,8 @@ struct SyncAgainstModelTests {
                 try importJSON(RealtimeDatabaseModel.render(firstNode), into: reference, options: lenient)
                 let text = RealtimeDatabaseModel(root: secondNode).exportText(at: path)
                 let json = try TreeValue.parse(json: text).map { PostsShapeTests.shuffledJSON($0, &random) } ?? text
-                let context = "seed \(seed), /\(path.joined(separator: "/")): \(json)\nfirst: \(RealtimeDatabaseModel.render(firstNode))"
+                let context =
+                    "seed \(seed), /\(path.joined(separator: "/")): \(json)\nfirst: \(RealtimeDatabaseModel.render(firstNode))"
                 var atPath = lenient
                 atPath.at = path
                 try importJSON(json, into: reference, options: atPath)
@@ -126,15 +139,19 @@ struct SyncAgainstModelTests {
     /// (blamed on another session), and a file of nothing emptied the node without leave.
     @Test func aPathInsideARecordIsWrittenAsImportWritesItAndNothingIsRefused() throws {
         let store = try makeStore()
-        let tree = #"{"h4cfg":{"a":1},"posts":{"U":{"K":{"image_url":"a","poster":{"uid":"U","username":"x"}}}},"users":{"u1":{"username":"a"}}}"#
+        let tree =
+            #"{"h4cfg":{"a":1},"posts":{"U":{"K":{"image_url":"a","poster":{"uid":"U","username":"x"}}}},"users":{"u1":{"username":"a"}}}"#
         try importJSON(tree, into: store)
         let poster = #"{"username":"NEW","uid":"U"}"#
-        let report = try store.sync(opening: { MemorySource(poster) }, options: SyncOptions(at: ["posts", "U", "K", "poster"]))
+        let report = try store.sync(
+            opening: { MemorySource(poster) }, options: SyncOptions(at: ["posts", "U", "K", "poster"]))
         #expect(report.rowsWritten == 1 && report.rowsDeleted == 1)
         expectSameText(
             try exportJSON(store),
-            #"{"h4cfg":{"a":1},"posts":{"U":{"K":{"image_url":"a","poster":{"uid":"U","username":"NEW"}}}},"users":{"u1":{"username":"a"}}}"#)
-        _ = try store.sync(opening: { MemorySource(#""ana""#) }, options: SyncOptions(at: ["posts", "U", "K", "poster", "username"]))
+            #"{"h4cfg":{"a":1},"posts":{"U":{"K":{"image_url":"a","poster":{"uid":"U","username":"NEW"}}}},"users":{"u1":{"username":"a"}}}"#
+        )
+        _ = try store.sync(
+            opening: { MemorySource(#""ana""#) }, options: SyncOptions(at: ["posts", "U", "K", "poster", "username"]))
         #expect(try exportJSON(store, at: ["posts", "U", "K", "poster", "username"]) == #""ana""#)
         for (file, path) in [("null", ["h4cfg"]), ("{}", ["users"]), (#"{"x":null}"#, ["posts", "U", "K", "poster"])] {
             let before = try exportJSON(store)
