@@ -55,6 +55,12 @@ struct EmbeddedClusterTests {
         let again = try AdminProcess.run(["status", "--format", "json"], environment: ["ADMIN_DATA_DIR": directory])
         #expect(again.status == 0)
         #expect(again.stdout.contains("\"embedded\": true"))
+
+        // psql opens on the same cluster, through its socket; the server stops after it as after any command.
+        let psql = try AdminProcess.run(
+            ["--data-dir", directory, "psql", "-X", "-tA", "-c", "SELECT current_database(), count(*) FROM users"])
+        #expect(psql.status == 0 && psql.stdout == "admin|0\n", "\(psql.stdout)\(psql.stderr)")
+        #expect(!serverIsRunning(in: directory))
     }
 
     /// `timeout`, `systemctl stop` and a closed terminal end a console with SIGTERM or SIGHUP: it closes its

@@ -56,10 +56,14 @@ struct Check: ConsoleCommand {
               check --history --limit 10
             """)
 
-    @Option(help: ArgumentHelp("Run only these checks (comma-separated).", valueName: "name,…"))
+    @Option(
+        help: ArgumentHelp("Run only these checks (comma-separated).", valueName: "name,…"),
+        completion: .list(IntegrityCheck.allCases.map(\.rawValue)))
     var only: String?
 
-    @Option(help: ArgumentHelp("Skip these checks (comma-separated).", valueName: "name,…"))
+    @Option(
+        help: ArgumentHelp("Skip these checks (comma-separated).", valueName: "name,…"),
+        completion: .list(IntegrityCheck.allCases.map(\.rawValue)))
     var skip: String?
 
     @Option(help: "How many example paths to show per check.")
@@ -98,7 +102,7 @@ struct Check: ConsoleCommand {
     @Option(
         help: ArgumentHelp(
             "Write Prometheus metrics to this file (atomically), whatever the outcome.",
-            valueName: "path"))
+            valueName: "path"), completion: .file())
     var metricsFile: String?
 
     @Option(

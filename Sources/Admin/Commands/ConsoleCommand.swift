@@ -22,7 +22,7 @@ struct CommandGroup {
         CommandGroup(title: "Status and schema", commands: [Status.self, Migrate.self, Vacuum.self, Distribute.self]),
         CommandGroup(
             title: "Import and export",
-            commands: [Import.self, Sync.self, Export.self, Verify.self, Get.self, Generate.self]),
+            commands: [Import.self, Sync.self, Export.self, Verify.self, Inspect.self, Get.self, Generate.self]),
         CommandGroup(title: "Firebase's writes", commands: [SetCommand.self, Update.self, Push.self, Remove.self]),
         CommandGroup(
             title: "Users, posts and follows",
@@ -37,6 +37,7 @@ struct CommandGroup {
                 Check.self, Backfill.self, Denormalize.self, Rehash.self, RepairCommand.self,
             ]),
         CommandGroup(
-            title: "Console", commands: [Help.self, SettingsCommand.self, Timing.self, WatchCommand.self, Quit.self]),
+            title: "Console",
+            commands: [Help.self, SettingsCommand.self, Timing.self, WatchCommand.self, Psql.self, Quit.self]),
     ]
 }

@@ -37,7 +37,8 @@ struct Export: ConsoleCommand {
               export - --no-priorities | gzip > backup.json.gz
             """)
 
-    @Argument(help: "Where to write: a file, - for stdout (default: exports/export-TIMESTAMP.json).")
+    @Argument(
+        help: "Where to write: a file, - for stdout (default: exports/export-TIMESTAMP.json).", completion: .file())
     var file: String?
 
     @Option(help: "Export only the node at this Firebase path.")

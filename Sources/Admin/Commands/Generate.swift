@@ -35,7 +35,7 @@ struct Generate: ConsoleCommand {
               generate feed.json --users 500 --dialect appcoda
             """)
 
-    @Argument(help: "Where to write: a file (.gz compresses) or - for stdout.")
+    @Argument(help: "Where to write: a file (.gz compresses) or - for stdout.", completion: .file())
     var file: String
 
     @Option(help: "How many users; everything else scales with it.")

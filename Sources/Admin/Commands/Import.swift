@@ -73,7 +73,7 @@ struct Import: ConsoleCommand {
               import - --format json < backup.json
             """)
 
-    @Argument(help: "The export to read, or - for stdin.")
+    @Argument(help: "The export to read, or - for stdin.", completion: .file())
     var file: String
 
     @Option(help: "replace (the store becomes the file) or merge (like Firebase's update).")
@@ -105,7 +105,7 @@ struct Import: ConsoleCommand {
             discussion: "Each reads the file and loads the top-level nodes it reaches first. A plain file only."))
     var jobs: Int?
 
-    @Option(help: "Where to write rejected values as JSON lines (default: FILE.rejects.jsonl).")
+    @Option(help: "Where to write rejected values as JSON lines (default: FILE.rejects.jsonl).", completion: .file())
     var rejects: String?
 
     @Flag(help: "Replace an existing rejects file.")

@@ -51,7 +51,7 @@ struct Sync: ConsoleCommand {
               sync backup.json --wait 600 --yes --format json
             """)
 
-    @Argument(help: "The newer Firebase export: a file, a .gz file, or - for stdin.")
+    @Argument(help: "The newer Firebase export: a file, a .gz file, or - for stdin.", completion: .file())
     var file: String
 
     @Option(help: "Sync the node at this Firebase path (SOURCE is an export of that node).")
@@ -66,7 +66,7 @@ struct Sync: ConsoleCommand {
     @Option(help: "Let up to N rejected values through instead of aborting on the first.")
     var maxRejects = 0
 
-    @Option(help: "Where to write rejected values as JSON lines (default: FILE.rejects.jsonl).")
+    @Option(help: "Where to write rejected values as JSON lines (default: FILE.rejects.jsonl).", completion: .file())
     var rejects: String?
 
     @Flag(help: "Replace an existing rejects file.")
@@ -89,7 +89,7 @@ struct Sync: ConsoleCommand {
         name: .customLong("temp-dir"),
         help: ArgumentHelp(
             "Where to keep temporary files: the plan of what to write, and SOURCE sorted (default: $TMPDIR or /tmp).",
-            valueName: "dir"))
+            valueName: "dir"), completion: .directory)
     var temporaryDirectoryOption: String?
 
     /// `--temp-dir`, else `$TMPDIR`, else /tmp (an optional, so that the help says so once).

@@ -50,7 +50,8 @@ struct Verify: ConsoleCommand {
               gunzip -c export.json.gz | admin verify - --format json
             """)
 
-    @Argument(help: "The Firebase export to compare with: a file, a .gz file, or - for stdin.")
+    @Argument(
+        help: "The Firebase export to compare with: a file, a .gz file, or - for stdin.", completion: .file())
     var file: String
 
     @Option(help: "Compare the node at this Firebase path (SOURCE is an export of that node).")
@@ -78,7 +79,8 @@ struct Verify: ConsoleCommand {
     @Option(
         name: .customLong("temp-dir"),
         help: ArgumentHelp(
-            "Where to keep temporary files when SOURCE must be sorted (default: $TMPDIR or /tmp).", valueName: "dir"))
+            "Where to keep temporary files when SOURCE must be sorted (default: $TMPDIR or /tmp).", valueName: "dir"),
+        completion: .directory)
     var temporaryDirectoryOption: String?
 
     /// `--temp-dir`, else `$TMPDIR`, else /tmp (an optional, so that the help says so once).

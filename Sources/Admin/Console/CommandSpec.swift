@@ -103,7 +103,8 @@ struct CommandSpec: Equatable {
 
     /// `admin`'s own arguments with its options moved before the command where they were written after it
     /// (`admin check --db X -q`, as psql takes them): an option of `admin` that the command does not have itself
-    /// goes first. The command's own options, `--` and all that follows, and a `watch`'s command stay as written.
+    /// goes first. The command's own options, `--` and all that follows, and the rest of a command that takes
+    /// it (`watch`, `psql`) stay as written.
     static func liftingGlobalOptions(_ arguments: [String]) -> [String] {
         // With no option after the first word that is none (a command, or an option's value), nothing can be
         // lifted, and the parser's description, which every process would otherwise read first, is not needed.
@@ -126,7 +127,7 @@ struct CommandSpec: Equatable {
         }
         while index < arguments.count {
             let word = arguments[index]
-            if word == "--" || (command.passesRemainder && !word.hasPrefix("-")) {
+            if word == "--" || command.passesRemainder {
                 kept += arguments[index...]
                 break
             }

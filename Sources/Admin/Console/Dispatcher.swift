@@ -43,8 +43,8 @@ enum Dispatcher {
 
     /// `words` without a `-q` or `--quiet` written after a command that has no such option of its own, and whether
     /// there was one: quiet for that command alone. On admin's command line `admin status -q` is admin's own
-    /// option lifted from after the command; a script line or stdin means the same. Words after `--` and a
-    /// `watch`'s command stay as written.
+    /// option lifted from after the command; a script line or stdin means the same. Words after `--`, and after
+    /// a command that takes the rest of the line (`watch`, `psql`), stay as written.
     static func liftingQuiet(_ words: [String]) -> (words: [String], isQuiet: Bool) {
         guard let name = words.first, var spec = CommandSpec.command(named: name),
             words.contains(where: { $0 == "-q" || $0 == "--quiet" })
@@ -58,7 +58,8 @@ enum Dispatcher {
         var isQuiet = false
         while index < words.count {
             let word = words[index]
-            if word == "--" || (spec.passesRemainder && !word.hasPrefix("-")) {
+            // A command that takes the rest of the line (watch's command, psql's options) has it as written.
+            if word == "--" || spec.passesRemainder {
                 kept += words[index...]
                 break
             }

@@ -18,12 +18,18 @@ enum MetaCommand {
           \\i FILE            run the commands in FILE
           \\o [FILE]          send command output to FILE (replacing it), or back to stdout
           \\c                 reconnect to the database
+          \\! [COMMAND]       run COMMAND in the shell (a shell without one), on this database (\\! psql)
 
         """
 
     /// Runs one backslash command line; returns the status it ends with.
     static func run(_ line: String, loop: MainLoop, location: String?) throws(ConsoleError) -> ExitStatus {
         let session = loop.session
+        // psql's \!: the rest of the line as the shell reads it (a shell without one), before the tokenizer.
+        if line.dropFirst().hasPrefix("!") {
+            try runInShell(String(line.dropFirst(2)).trimmingCharacters(in: .whitespaces), session: session)
+            return .success
+        }
         let words: [String]
         do {
             words = try Tokenizer.split(String(line.dropFirst()))
@@ -77,7 +83,8 @@ enum MetaCommand {
             throw ConsoleError(
                 .usage,
                 "unknown command \\\(name)"
-                    + Dispatcher.suggestion(for: name, among: ["?", "q", "x", "timing", "set", "pset", "i", "o", "c"])
+                    + Dispatcher.suggestion(
+                        for: name, among: ["?", "q", "x", "timing", "set", "pset", "i", "o", "c", "!"])
                     + " (\\? lists them)")
         }
         return .success
@@ -99,5 +106,20 @@ enum MetaCommand {
         }
         let state = session.expandedMode == .auto ? "auto" : session.format == .expanded ? "on" : "off"
         session.inform("Expanded display is \(state).")
+    }
+
+    /// `\! COMMAND`: COMMAND run by /bin/sh (the user's shell without one), with this session's connection in
+    /// libpq's environment, so that `\! psql` or `\! pg_dump` reach the same database; a failing status fails it.
+    private static func runInShell(_ command: String, session: Session) throws(ConsoleError) {
+        let variables: [String: String]
+        do {
+            variables = try session.clientEnvironment()
+        } catch {
+            throw ConsoleError.from(error)
+        }
+        session.output.flush()
+        let shell = ProcessInfo.processInfo.environment["SHELL"].flatMap { $0.isEmpty ? nil : $0 } ?? "/bin/sh"
+        let status = try ChildProcess.run(command.isEmpty ? [shell] : ["/bin/sh", "-c", command], settings: variables)
+        if status != 0 { throw ConsoleError(.commandFailed, "\\! exited with status \(status)") }
     }
 }

@@ -152,6 +152,29 @@ final class Session {
         }
     }
 
+    /// This session's connection as libpq's environment variables (PGHOST, PGPORT, …), for a program it starts
+    /// (`psql`, `\!`): the embedded cluster's socket, or the settings `--db` spells out, with a password typed for
+    /// this session. Connects first, so that the embedded server is up and a password is asked for once. What
+    /// libpq's environment already says is inherited, not repeated.
+    func clientEnvironment() throws -> [String: String] {
+        _ = try store(requiringSchema: false)
+        var settings: [String: String] = [:]
+        switch target {
+        case .embedded:
+            for (key, value) in cluster?.connectionParameters ?? [] { settings[key] = value }
+        case .conninfo(let conninfo):
+            settings = Store.settings(ofConninfo: conninfo) ?? [:]
+        case .environment:
+            break
+        }
+        if let password { settings["password"] = password }
+        var variables: [String: String] = [:]
+        for (key, value) in settings {
+            if let variable = ChildProcess.libpqVariables[key] { variables[variable] = value }
+        }
+        return variables
+    }
+
     /// Connects as libpq would, asking for the password on the terminal when the server wants one and none was
     /// given (psql's behaviour), or before connecting with `-W`. A password typed once is kept for reconnects.
     private func connect(conninfo: String) throws -> Store {

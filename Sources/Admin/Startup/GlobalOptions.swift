@@ -22,7 +22,8 @@ struct GlobalOptions: ParsableArguments {
         name: .customLong("data-dir"),
         help: ArgumentHelp(
             "Directory of the embedded cluster (default: $ADMIN_DATA_DIR, then a per-user data directory).",
-            valueName: "dir"))
+            valueName: "dir"),
+        completion: .directory)
     var dataDirectory: String?
 
     @Flag(
@@ -39,7 +40,8 @@ struct GlobalOptions: ParsableArguments {
     @Option(
         name: .customShort("f"),
         help: ArgumentHelp(
-            "Run the commands in this file (- for standard input), then exit.", valueName: "file"))
+            "Run the commands in this file (- for standard input), then exit.", valueName: "file"),
+        completion: .file())
     var file: String?
 
     @Option(name: .customLong("on-error"), help: "What a script does after a failing command: stop or continue.")

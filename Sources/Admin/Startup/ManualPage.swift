@@ -82,9 +82,12 @@ enum ManualPage {
         trip the run; errors go to standard error.
 
         The package installs admin-check.service and admin-check.timer, disabled: set DATABASE_URL (without a \
-        password) and the check's options in /etc/default/admin-check, put the password in the PGPASSFILE that \
-        file names, then run systemctl enable --now admin-check.timer. The timer runs the check nightly at \
-        03:15; journalctl -u admin-check shows its output.
+        password) and the check's options in /etc/default/admin-check, put the password in \
+        /etc/admin-check/pgpass (owner root, mode 0600, one line host:port:database:user:password; the service \
+        reads it as a credential), then run systemctl enable --now admin-check.timer. The timer runs the check \
+        nightly at 03:15 as the system user admin-check; its metrics go to /var/lib/admin-check/admin_check.prom, \
+        which any user (node_exporter's) can read; journalctl -u admin-check shows its output. Purging the \
+        package stops and disables the timer and removes /var/lib/admin-check.
         """
 
     /// Every variable admin reads (a test finds each one the sources read here).
@@ -101,6 +104,7 @@ enum ManualPage {
         PAGER            the pager when ADMIN_PAGER is not set (default less -FRSX, else more)
         TMPDIR           where verify and sync sort a file and spill large values (default /tmp)
         NO_COLOR         no color in messages on a terminal (https://no-color.org)
+        SHELL            the shell \\! starts when given no command (default /bin/sh)
 
         """
 

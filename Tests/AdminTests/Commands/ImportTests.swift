@@ -6,6 +6,26 @@ private let fixture = Repository.url("Tests/StorageTests/Fixtures/friendlypix-co
 
 @Suite("import and export commands")
 struct ImportExportCommandTests {
+    /// inspect reads a file as import would and needs no database: the rows it lists are the rows an import
+    /// loads, its rejects import's.
+    @Test func inspectListsWhatAnImportWouldLoadWithoutADatabase() throws {
+        let nowhere = ["--db", "host=/nonexistent dbname=none connect_timeout=1"]
+        let run = try AdminProcess.run(nowhere + ["inspect", fixture, "--format", "json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        #expect(document["rows"] as? Int == 1053 && document["rejected"] as? Int == 0, "\(run.stdout)")
+        let table = try AdminProcess.run(nowhere + ["inspect", fixture])
+        #expect(table.stdout.contains(" users ") && table.stdout.contains(" total "), "\(table.stdout)")
+        #expect(table.stderr.contains("an import would load 1053 rows and reject 0 values"), "\(table.stderr)")
+
+        let bad = #"{"users": {"u1": {"username": "a", "b.c": 1}}, "cfg": {"x": {"y.z": 2}}}"#
+        let rejects = try AdminProcess.run(nowhere + ["inspect", "-", "--format", "json"], input: bad)
+        #expect(rejects.status == 0 && rejects.stdout.contains(#""rejected": 2"#), "\(rejects.stdout)")
+        #expect(rejects.stdout.contains(#""path": "/users/u1/b.c""#), "\(rejects.stdout)")
+        let malformed = try AdminProcess.run(nowhere + ["inspect", "-"], input: #"{"users": {"#)
+        #expect(malformed.status == 1, "\(malformed.stderr)")
+    }
+
     @Test func importThenExportGivesTheFileBack() throws {
         let database = try TestPostgres.makeDatabase()
         let directory = try makeTemporaryDirectory("admin-ie")

@@ -39,5 +39,21 @@ struct CommandSpecTests {
         #expect(lifted(["get", "/posts/-NxQ3bH0Jb2Sc5HWq5nQ"]) == ["get", "/posts/-NxQ3bH0Jb2Sc5HWq5nQ"])
         #expect(lifted(["set", "/a", "--", "-q"]) == ["set", "/a", "--", "-q"])
         #expect(lifted(["no-such-command", "-q"]) == ["no-such-command", "-q"])
+        // psql's own -q and -c, and a watched command's options, are theirs.
+        #expect(lifted(["psql", "-q", "-c", "SELECT 1"]) == ["psql", "-q", "-c", "SELECT 1"])
+        #expect(lifted(["watch", "5", "status", "-q"]) == ["watch", "5", "status", "-q"])
+    }
+
+    /// The same on a script line: `-q` after a command is quiet for it, except where the rest of the line is
+    /// another program's (psql) or another command's (watch, which lifts its command's own).
+    @Test func quietAfterACommandOnAScriptLine() {
+        #expect(Dispatcher.liftingQuiet(["status", "-q"]) == (["status"], true))
+        #expect(Dispatcher.liftingQuiet(["check", "--quiet"]) == (["check", "--quiet"], false))
+        #expect(Dispatcher.liftingQuiet(["set", "/a", "--", "-q"]) == (["set", "/a", "--", "-q"], false))
+        #expect(Dispatcher.liftingQuiet(["psql", "-q", "-c", "x"]) == (["psql", "-q", "-c", "x"], false))
+        #expect(
+            Dispatcher.liftingQuiet(["get", "/a", "--order-by", "-q", "-q"]) == (
+                ["get", "/a", "--order-by", "-q"], true
+            ))
     }
 }

@@ -30,6 +30,33 @@ struct PackageTests {
         return String(path[..<range.lowerBound])
     }
 
+    /// Installs the package into a scratch root with dpkg and its maintainer scripts (chrootless, as DPKG_ROOT
+    /// installs run), enables the timer as an operator would, and purges it: the system user is made, and the
+    /// purge leaves no unit link (dangling before the package had maintainer scripts) and no state behind.
+    static func installAndPurge(_ deb: String, in root: String) throws {
+        let r = shellQuoted(root)
+        let setUp = try shell(
+            "mkdir -p \(r)/var/lib/dpkg/info \(r)/var/lib/dpkg/updates \(r)/etc && "
+                + "touch \(r)/var/lib/dpkg/status \(r)/var/lib/dpkg/available")
+        #expect(setUp.status == 0, "\(setUp.stderr)")
+        let dpkg = "dpkg --root=\(r) --force-script-chrootless --force-depends --force-not-root"
+        let install = try shell("\(dpkg) --install \(shellQuoted(deb))")
+        #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
+        let passwd = (try? String(contentsOfFile: root + "/etc/passwd", encoding: .utf8)) ?? ""
+        #expect(passwd.contains("admin-check:"), "no system user: \(passwd)")
+        let link = root + "/etc/systemd/system/timers.target.wants/admin-check.timer"
+        let enable = try shell("systemctl --root=\(r) enable admin-check.timer")
+        #expect(enable.status == 0, "\(enable.stderr)")
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: link)) != nil, "enabling made no link")
+        try FileManager.default.createDirectory(
+            atPath: root + "/var/lib/admin-check", withIntermediateDirectories: true)
+        let purge = try shell("\(dpkg) --purge admin")
+        #expect(purge.status == 0, "\(purge.stdout)\(purge.stderr)")
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == nil, "a dangling timer link")
+        #expect(!FileManager.default.fileExists(atPath: root + "/var/lib/admin-check"))
+        #expect(!FileManager.default.fileExists(atPath: root + "/usr/bin/admin"))
+    }
+
     @Test func thePackageInstallsAndRunsWithoutTheToolchain() throws {
         let directory = try makeTemporaryDirectory("admin-deb")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -44,7 +71,7 @@ struct PackageTests {
         let fields = try Self.shell("dpkg-deb -f \(shellQuoted(deb)) Version Depends Recommends").stdout
         #expect(fields.contains("Version: \(version)"), "\(fields)")
         #expect(fields.contains("libpq5") && fields.contains("libedit2"), "\(fields)")
-        #expect(fields.contains("Recommends: postgresql-15"), "\(fields)")
+        #expect(fields.contains("Recommends: postgresql-15, bash-completion"), "\(fields)")
         #expect(!fields.lowercased().contains("swift"), "\(fields)")
 
         let root = directory + "/root"
@@ -60,6 +87,19 @@ struct PackageTests {
         }
         let unit = try String(contentsOfFile: root + "/lib/systemd/system/admin-check.service", encoding: .utf8)
         #expect(!unit.lowercased().contains("password="), "a password in the unit")
+        // A dynamic user's state directory would be under /var/lib/private, which node_exporter cannot read.
+        #expect(unit.contains("User=admin-check") && !unit.contains("\nDynamicUser="), "\(unit)")
+
+        // The same commit gives the same bytes: packaged again from the same build, and with no path of this
+        // checkout or its build in the binary (which is what a build in another clone would change).
+        let again = directory + "/again"
+        #expect(try Self.shell("scripts/package-deb \(shellQuoted(again))", timeout: 1500).status == 0)
+        #expect(FileManager.default.contentsEqual(atPath: deb, andPath: again + "/" + (debs.first ?? "")))
+        let paths = try Self.shell(
+            "grep -c -a -F -e \(shellQuoted(Repository.root.path)) \(shellQuoted(root + "/usr/bin/admin")) || true")
+        #expect(paths.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "build paths in the binary")
+
+        try Self.installAndPurge(deb, in: directory + "/system")
 
         // Runs `arguments` of the unpacked binary where the toolchain cannot be reached: as root, in a mount
         // namespace with an empty directory over it; otherwise with nothing but the system's paths.
@@ -121,6 +161,10 @@ struct PackageTests {
         }
         #expect(try complete(["admin", "sta"]) == ["status"])
         #expect(try complete(["admin", "check", "--fa"]) == ["--fail-on"])
+        // Check names, and file names where a command takes a file.
+        #expect(try complete(["admin", "check", "--only", "like_"]) == ["like_count"])
+        let partial = Repository.url("exports/sample-makestagram.js").path
+        #expect(try complete(["admin", "import", partial]).contains(partial + "on"))
 
         // lintian, Debian's package checker, where it is installed: no error (and, today, no warning).
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/lintian") {
