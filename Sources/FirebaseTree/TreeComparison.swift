@@ -97,6 +97,9 @@ public struct TreeComparison {
         }
     }
 
+    /// The top-level nodes compared (`--only`, `--exclude`), when not all: the others are skipped on both
+    /// sides. Only for a comparison of the whole tree (at the root).
+    public var topLevel: TopLevelSelection?
     /// Whether priorities are left out of the comparison.
     public var ignoresPriorities: Bool
     /// How many bytes of JSON a difference's value keeps; beyond them it is cut (and marked `isCut`).
@@ -261,6 +264,13 @@ public struct TreeComparison {
             }
             if key != FirebaseKey.priority, key != FirebaseKey.value { previous = key }
             if reader.token == .null { continue }
+            if path.isEmpty, let topLevel, key != FirebaseKey.priority, key != FirebaseKey.value,
+                !topLevel.contains(key)
+            {
+                // Left out on both sides, as if neither held it (--only, --exclude).
+                try skipCurrent(&reader)
+                continue
+            }
             if ignoresPriorities, key == FirebaseKey.priority {
                 try skipCurrent(&reader)
                 continue
@@ -280,6 +290,12 @@ public struct TreeComparison {
                 body: .rejected(json: json(leaf: value, priority: sourceHead.priority), reason: Self.leafAtRoot))
         }
         let storeHead = try head(&store)
+        if path.isEmpty, topLevel != nil, let sourceFirst = Self.firstKey(of: sourceHead),
+            let storeFirst = Self.firstKey(of: storeHead)
+        {
+            // A selection of the root's children: those left out do not make either side a leaf or nothing.
+            return try compareChildren(&source, firstKey: sourceFirst, &store, firstKey: storeFirst)
+        }
         switch (sourceHead.body, storeHead.body) {
         case (.absent, .absent):
             return
@@ -361,9 +377,18 @@ public struct TreeComparison {
                 path: path + [FirebaseKey.priority], kind: kind, source: source.map(json), store: store.map(json)))
     }
 
-    /// Merges two objects' children by key, from the first keys their heads read.
+    /// An object's first child's key, nil inside for no node; nil for a leaf or a reject.
+    private static func firstKey(of head: Head) -> String?? {
+        switch head.body {
+        case .object(let key): .some(key)
+        case .absent: .some(nil)
+        case .leaf, .rejected: nil
+        }
+    }
+
+    /// Merges two objects' children by key, from the first keys their heads read (nil: a side holds none).
     private mutating func compareChildren(
-        _ source: inout JSONReader, firstKey: String, _ store: inout JSONReader, firstKey storeFirst: String
+        _ source: inout JSONReader, firstKey: String?, _ store: inout JSONReader, firstKey storeFirst: String?
     ) throws {
         var sourceKey: String? = firstKey
         var storeKey: String? = storeFirst

@@ -27,7 +27,8 @@ struct Sync: ConsoleCommand {
             superuser and the server compresses no WAL, the sync's transaction compresses its full-page images \
             (wal_compression = lz4): they are most of a small sync's WAL, and of what replicas are sent.
 
-            --path syncs the node at PATH with a SOURCE that is an export of that node alone (as import --at). \
+            --only NODE,… syncs only those top-level nodes, --exclude NODE,… all but those: the others stay as \
+            they are, whatever SOURCE holds for them (not with --path). --path syncs the node at PATH with a SOURCE that is an export of that node alone (as import --at). \
             --dry-run lists the differences (as verify does) and what would be written, then rolls back. Values \
             import refuses are rejects, left out as import leaves them out: the first aborts unless --max-rejects \
             lets some through; each is written to the rejects file as import writes it (the default file, \
@@ -48,6 +49,7 @@ struct Sync: ConsoleCommand {
               sync backup-2026-11-26.json.gz
               sync backup.json --dry-run --max-differences 20
               sync posts.json --path /posts
+              sync backup.json --only users,posts --yes
               sync backup.json --wait 600 --yes --format json
             """)
 
@@ -79,6 +81,8 @@ struct Sync: ConsoleCommand {
 
     @OptionGroup var waiting: MaintenanceWaitOption
 
+    @OptionGroup var nodes: TopLevelOptions
+
     @Option(help: "Output format of the report (default: the session's).")
     var format: OutputFormat?
 
@@ -99,6 +103,7 @@ struct Sync: ConsoleCommand {
         guard maxRejects >= 0 else { throw ValidationError("--max-rejects must be 0 or more") }
         guard maxDifferences >= 0 else { throw ValidationError("--max-differences must be 0 or more") }
         _ = try FirebasePath.keys(of: path)
+        try nodes.validate(path: path)
     }
 
     func run(in session: Session) throws {
@@ -119,10 +124,11 @@ struct Sync: ConsoleCommand {
         let rejectsFile = try RejectsFile(
             path: rejects ?? Import.defaultRejectsPath(for: file), replacing: force || rejects == nil,
             keepsOnlyIfCommitted: rejects == nil, command: "sync")
-        let options = SyncOptions(
+        var options = SyncOptions(
             at: keys, isDryRun: dryRun, maximumRejects: maxRejects, allowsEmptying: allowEmpty || confirmation.yes,
             maxListed: maxDifferences, sortingFirst: sort, temporaryDirectory: temporaryDirectory,
             wait: waiting.maintenanceWait(in: session))
+        options.topLevel = nodes.selection
         let source = ComparedInput(
             input, name: file, command: "sync", sortsFirst: sort, temporaryDirectory: temporaryDirectory,
             session: session)

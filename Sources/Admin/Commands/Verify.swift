@@ -35,6 +35,9 @@ struct Verify: ConsoleCommand {
             --max-differences lists at most N (the rest are counted). --format json prints one document:
               {"equal": false, "differences": [{"path", "kind", "source", "store"}...], "summary": {...}}
 
+            --only NODE,… compares only those top-level nodes, --exclude NODE,… all but those (as pg_restore -t \
+            selects tables): the others are left out on both sides. Not with --path.
+
             --max-rejects N accepts up to N rejected values, as import and sync let them through: the recipe's \
             verify after a sync --max-rejects 100 takes the same option.
 
@@ -46,6 +49,7 @@ struct Verify: ConsoleCommand {
               verify export.json.gz --max-differences 20
               verify posts.json --path /posts
               verify export.json --max-rejects 100
+              verify export.json --only users,posts
               verify scripted-export.json --sort --temp-dir /var/tmp
               gunzip -c export.json.gz | admin verify - --format json
             """)
@@ -65,6 +69,8 @@ struct Verify: ConsoleCommand {
 
     @Option(help: "Output format (default: the session's).")
     var format: OutputFormat?
+
+    @OptionGroup var nodes: TopLevelOptions
 
     @Option(
         help: ArgumentHelp(
@@ -90,6 +96,7 @@ struct Verify: ConsoleCommand {
         guard maxDifferences >= 0 else { throw ValidationError("--max-differences must be 0 or more") }
         guard maxRejects >= 0 else { throw ValidationError("--max-rejects must be 0 or more") }
         _ = try FirebasePath.keys(of: path)
+        try nodes.validate(path: path)
     }
 
     func run(in session: Session) throws {
@@ -103,7 +110,7 @@ struct Verify: ConsoleCommand {
         defer { source.progress?.finish() }
         let report = try store.verify(
             opening: source.open, at: keys, ignoringPriorities: ignorePriorities, maxListed: maxDifferences,
-            sortingFirst: sort, temporaryDirectory: temporaryDirectory)
+            sortingFirst: sort, temporaryDirectory: temporaryDirectory, selecting: nodes.selection)
         source.progress?.finish()
         let format = format ?? session.format
         let isAccepted = isAccepted(report)

@@ -19,6 +19,9 @@ public struct SyncOptions {
     public var temporaryDirectory: String
     /// How long to queue behind a check, repair, import or sync holding the maintenance lock.
     public var wait: MaintenanceWait
+    /// The top-level nodes synced (`--only`, `--exclude`); the others are left as they are. nil: all. Only for
+    /// a sync of the whole tree.
+    public var topLevel: TopLevelSelection?
 
     /// Options; the defaults sync the whole tree, abort on the first reject and fail at once when another
     /// maintenance command runs.

@@ -193,6 +193,7 @@ struct TreeSync {
                 try Self.count(
                     difference, in: &found, listing: &listing, counted: &counted, options: options, rejects: rejects)
             }
+            comparison.topLevel = options.topLevel
             // A savepoint: a pass given up for a source out of order leaves its export's statement failed. The
             // tree error comes out as it is, for the caller to sort the source.
             var bytes = (source: 0, store: 0)

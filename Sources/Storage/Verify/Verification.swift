@@ -40,7 +40,7 @@ struct Verification {
     func verify(
         opening open: () throws -> any ByteSource, at path: [String] = [], ignoringPriorities: Bool = false,
         maxListed: Int = 1000, sortingFirst: Bool = false,
-        temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory
+        temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory, selecting topLevel: TopLevelSelection? = nil
     ) throws -> VerifyReport {
         let started = ContinuousClock.now
         let pass = try comparing(
@@ -52,6 +52,7 @@ struct Verification {
                 report.counts[difference.kind, default: 0] += 1
                 listing.add(difference, under: Array(difference.path.prefix(path.count + 1)))
             }
+            comparison.topLevel = topLevel
             let bytes = try compare(source, with: &comparison, at: path)
             report.differences = listing.differences
             report.countsByChild = listing.countsByChild
@@ -71,12 +72,12 @@ struct Verification {
     /// `Store.verify`: see there.
     func verify(
         source: some ByteSource, at path: [String] = [], ignoringPriorities: Bool = false, maxListed: Int = 1000,
-        temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory
+        temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory, selecting topLevel: TopLevelSelection? = nil
     ) throws -> VerifyReport {
         let spool = try Self.spooled(source, temporaryDirectory: temporaryDirectory)
         return try verify(
             opening: spool, at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed,
-            temporaryDirectory: temporaryDirectory)
+            temporaryDirectory: temporaryDirectory, selecting: topLevel)
     }
 
     /// A source that can be read only once (stdin, a pipe) as one that can be opened again: what is read is kept
