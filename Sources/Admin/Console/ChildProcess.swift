@@ -13,7 +13,22 @@ enum ChildProcess {
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { (argv + envp).forEach { free($0) } }
-        // Its signals as a program started from a shell has them, not the console's handlers or mask.
+        var pid: pid_t = 0
+        let result = withShellSignals { posix_spawnp(&pid, program, nil, &$0, argv, envp) }
+        guard result == 0 else {
+            throw ConsoleError(.commandFailed, "cannot run \(program): \(String(cString: strerror(result)))")
+        }
+        var status: Int32 = 0
+        Interrupt.whilePaging {
+            while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        }
+        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+
+    /// Runs `body` with spawn attributes that start a program with its signals as a shell starts it (default
+    /// handlers for Ctrl-C, quit, a closed pipe, SIGTERM and SIGHUP, nothing blocked), not with the console's
+    /// handlers or mask: the pager and the programs `psql` and `\!` run handle their keys and signals their own way.
+    static func withShellSignals<Result>(_ body: (inout posix_spawnattr_t) throws -> Result) rethrows -> Result {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -25,16 +40,7 @@ enum ChildProcess {
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setsigmask(&attributes, &empty)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        var pid: pid_t = 0
-        let result = posix_spawnp(&pid, program, nil, &attributes, argv, envp)
-        guard result == 0 else {
-            throw ConsoleError(.commandFailed, "cannot run \(program): \(String(cString: strerror(result)))")
-        }
-        var status: Int32 = 0
-        Interrupt.whilePaging {
-            while waitpid(pid, &status, 0) < 0, errno == EINTR {}
-        }
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return try body(&attributes)
     }
 
     /// libpq's environment variable for each connection setting a child may be given.

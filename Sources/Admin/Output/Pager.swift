@@ -27,23 +27,12 @@ final class Pager {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, descriptors[0], STDIN_FILENO)
-        // The pager handles its keys and signals its own way, not with the console's handlers or mask.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        sigemptyset(&defaults)
-        for signal in [SIGINT, SIGQUIT, SIGPIPE, SIGTERM, SIGHUP] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         let words: [String] = ["/bin/sh", "-c", command]
         let arguments = words.map { strdup($0) } + [nil]
         defer { arguments.forEach { free($0) } }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, "/bin/sh", &actions, &attributes, arguments, environ)
+        // The pager handles its keys and signals its own way.
+        let result = ChildProcess.withShellSignals { posix_spawn(&pid, "/bin/sh", &actions, &$0, arguments, environ) }
         close(descriptors[0])
         guard result == 0 else {
             close(descriptors[1])
