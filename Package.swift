@@ -25,6 +25,8 @@ let package = Package(
             dependencies: ["EmbedSQL"]
         ),
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        // OpenSSL's libcrypto, for Firebase Auth's scrypt password hashes; libpq links it already.
+        .systemLibrary(name: "CCrypto", path: "Sources/CCrypto"),
         // PostgreSQL through libpq: connections, statements with bind parameters, COPY, transactions,
         // notifications, results, and DatabaseError with the server's SQLSTATE.
         .target(name: "PostgresClient", dependencies: ["CLibPQ"], swiftSettings: hotPathSettings),
@@ -33,7 +35,7 @@ let package = Package(
         .target(name: "FirebaseTree", dependencies: ["CZlib"], swiftSettings: hotPathSettings),
         .target(
             name: "Storage",
-            dependencies: ["PostgresClient", "FirebaseTree"],
+            dependencies: ["PostgresClient", "FirebaseTree", "CCrypto"],
             swiftSettings: hotPathSettings,
             plugins: ["EmbedMigrations"]
         ),

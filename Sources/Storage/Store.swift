@@ -58,6 +58,7 @@ public final class Store {
             checking: checking, distribution: distribution, restorePosts: { [imports] in try imports.restorePosts($0) })
     }
     /// VACUUM.
+    var accounts: Accounts { Accounts(connection: connection) }
     var vacuuming: Vacuum { Vacuum(connection: connection, distribution: distribution, maintenance: maintenance) }
 
     /// A store on an open connection (tests hand it theirs; the console connects by conninfo).

@@ -36,6 +36,7 @@ struct CommandGroup {
             commands: [
                 Check.self, Backfill.self, Denormalize.self, Rehash.self, RepairCommand.self,
             ]),
+        CommandGroup(title: "Auth accounts", commands: [Auth.self]),
         CommandGroup(
             title: "Console",
             commands: [Help.self, SettingsCommand.self, Timing.self, WatchCommand.self, Psql.self, Quit.self]),

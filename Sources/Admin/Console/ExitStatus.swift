@@ -6,7 +6,8 @@ enum ExitStatus: Int32, Comparable {
     case commandFailed = 1
     /// The database could not be reached (or the connection was lost).
     case cannotConnect = 2
-    /// `check` found integrity violations, or `verify` found the store and an export different.
+    /// `check` found integrity violations, `verify` found the store and an export different, or `auth verify` was
+    /// given a password that is not the account's.
     case violationsFound = 3
     /// The command line or a command was malformed (BSD's EX_USAGE).
     case usage = 64
@@ -32,7 +33,7 @@ enum ExitStatus: Int32, Comparable {
           0   success
           1   a command failed
           2   cannot connect to the database (or the connection was lost)
-          3   check found integrity violations, or verify found differences
+          3   check found integrity violations, verify found differences, or auth verify a wrong password
           64  usage error: unknown command, bad option or argument
         """
 }

@@ -30,6 +30,10 @@ public enum IntegrityCheck: String, CaseIterable, Sendable {
     /// leaf or an AppCoda field, an owner's posts otherwise), as earlier versions stored some by the order of
     /// their file (migration 0023).
     case postsShape = "posts_shape"
+    /// Profiles under /users that no Firebase Auth account owns, once accounts are imported (migration 0024).
+    case accountMissing = "account_missing"
+    /// Firebase Auth accounts with no profile under /users.
+    case profileMissing = "profile_missing"
 
     /// The view that lists the violations.
     var viewName: String { "integrity_" + rawValue }
@@ -58,6 +62,8 @@ public enum IntegrityCheck: String, CaseIterable, Sendable {
         case .orphans: "likes, messages and timeline entries of posts or chats that do not exist"
         case .hiddenValues: "leaves with something stored below them: values a later write replaced"
         case .postsShape: "children of /posts stored as a feed post or as an owner's posts against their children"
+        case .accountMissing: "profiles under /users that no imported Auth account owns"
+        case .profileMissing: "imported Auth accounts with no profile under /users"
         }
     }
 
@@ -73,8 +79,9 @@ public enum IntegrityCheck: String, CaseIterable, Sendable {
         case .orphans: .orphans
         case .hiddenValues: .hiddenValues
         case .postsShape: .postsShape
-        // Which of two duplicate chats to keep is an operator's decision (`chat merge`).
-        case .chatDuplicates: nil
+        // Which of two duplicate chats to keep is an operator's decision (`chat merge`); whether an account or a
+        // profile is the one missing, too.
+        case .chatDuplicates, .accountMissing, .profileMissing: nil
         }
     }
 }

@@ -13,7 +13,8 @@ public struct StoreStatus: Sendable {
     public var schemaFile: String?
     /// Migrations of this binary the database does not have yet.
     public var pendingMigrations: [String]
-    /// Rows per tree table, in `Store.treeTables` order; empty until the schema exists.
+    /// Rows per table: the tree's in `Store.treeTables` order, their lookups, the Auth accounts and providers;
+    /// empty until the schema exists.
     public var tableRows: [(table: String, rows: Int)]
     /// Whether the server is plain PostgreSQL or a Citus coordinator, and how the tables are placed.
     public var distribution: DistributionState
@@ -39,9 +40,12 @@ extension Store {
         let state = try migrationState()
         var tableRows: [(table: String, rows: Int)] = []
         if state.schemaVersion > 0 {
-            // The lookups kept beside the tree's tables too, once the schema has them (migration 0015); in this
-            // order whatever order the server answers in.
-            let tables = Store.treeTables + (state.pending.isEmpty ? Store.lookupTables : [])
+            // The lookups kept beside the tree's tables too, once the schema has them (migration 0015), and the
+            // Auth accounts (0024) but their secrets, which a reader may not see; in this order whatever order the
+            // server answers in.
+            let tables =
+                Store.treeTables
+                + (state.pending.isEmpty ? Store.lookupTables + ["auth_accounts", "auth_providers"] : [])
             let counts = tables.map { "SELECT \($0), count(*) FROM \(identifier: $0)" as Query }
             let count = {
                 var counted: [String: Int] = [:]

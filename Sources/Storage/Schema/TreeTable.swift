@@ -139,12 +139,24 @@ extension Store {
 
     /// The distribution plan: the user group (everything keyed by a user's uid: a user's posts and their likes,
     /// follow lists, timeline and chat copies), the chat group (messages and who holds each chat, by chat key),
-    /// AppCoda's feed and the post-key lookup (`post_keys`) by post key, and the leftover values copied to every
-    /// node; a table comes after the one it is co-located with. `schema_migrations` and `check_runs` stay on the
+    /// AppCoda's feed and the post-key lookup (`post_keys`) by post key, the leftover values copied to every
+    /// node, and the Auth accounts (`authTables`); a table comes after the one it is co-located with. `schema_migrations` and `check_runs` stay on the
     /// coordinator, which is the only node the console runs against.
     public static let distributionPlan: [PlannedTable] =
         TreeTable.allCases.map { PlannedTable(name: $0.name, placement: $0.description.placement) }
         + TreeTable.allCases.compactMap { table in
             table.description.lookup.map { PlannedTable(name: $0.name, placement: $0.placement) }
         }
+        + authTables.map { name in
+            PlannedTable(
+                name: name,
+                placement: name == "auth_secrets.hash_config"
+                    ? .reference : .distributed(column: "uid", colocateWith: "users"))
+        }
+
+    /// Firebase Auth's accounts (migration 0024), kept beside the users they sign in as: their providers and
+    /// password hashes by uid, the project's hash parameters (one row) on every node. Not part of the tree.
+    public static let authTables = [
+        "auth_accounts", "auth_providers", "auth_secrets.password_hashes", "auth_secrets.hash_config",
+    ]
 }

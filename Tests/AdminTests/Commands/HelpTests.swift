@@ -67,7 +67,12 @@ struct DocumentationDriftTests {
         for (path, text) in try Self.sources() where path.hasPrefix("Admin/Commands/") && !path.hasSuffix("Watch.swift")
         {
             guard text.contains("(.violationsFound") else { continue }
-            let command = String(path.dropFirst("Admin/Commands/".count).dropLast(".swift".count)).lowercased()
+            // AuthVerify.swift is `auth verify`.
+            let name = String(path.dropFirst("Admin/Commands/".count).dropLast(".swift".count))
+            let command = name.reduce(into: "") { words, character in
+                if character.isUppercase, !words.isEmpty { words += " " }
+                words += character.lowercased()
+            }
             #expect(line.contains(command), "\(path) exits 3, but the exit codes say: \(line)")
         }
         // The README's table says the same, code by code.

@@ -88,7 +88,7 @@ private func writeUsersExport(_ path: String, users: Int) throws {
 }
 
 /// Waits for `text` on the terminal's screen; on failure, records what the screen shows instead.
-private func expectScreen(
+func expectScreen(
     _ terminal: Terminal, _ text: String, within timeout: TimeInterval = 20,
     sourceLocation: SourceLocation = #_sourceLocation
 ) throws {

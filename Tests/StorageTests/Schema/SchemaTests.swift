@@ -14,7 +14,7 @@ struct SchemaTests {
         "users": "uid", "posts": "owner_uid", "feed_posts": "post_id", "post_likes": "post_owner_uid",
         "followers": "uid", "following": "uid", "timeline": "uid", "chats": "uid", "messages": "chat_key",
         "unmapped_values": "root", "post_keys": "post_key",
-        "chat_holders": "chat_key",
+        "chat_holders": "chat_key", "auth_accounts": "uid", "auth_providers": "uid",
     ]
 
     /// Tables whose key leads with the tree's order rather than the distribution column (migration 0015: likes
@@ -23,7 +23,9 @@ struct SchemaTests {
 
     @Test func everyTreeTableIsPlannedAndHasAPrimaryKeyLedByItsDistributionColumn() throws {
         let connection = try TestPostgres.makeDatabase().connect()
-        #expect(Set(Store.treeTables + Store.lookupTables) == Set(Self.distributionColumns.keys))
+        #expect(
+            Set(Store.treeTables + Store.lookupTables + Store.authTables.filter { !$0.contains(".") })
+                == Set(Self.distributionColumns.keys))
         let rows = try connection.query(
             """
             SELECT c.relname::text, array_agg(a.attname::text ORDER BY k.position)
@@ -89,7 +91,7 @@ struct SchemaTests {
                 #expect(existing.contains(batchKey))
             }
         }
-        #expect(Store.distributionPlan.map(\.name) == Store.treeTables + Store.lookupTables)
+        #expect(Store.distributionPlan.map(\.name) == Store.treeTables + Store.lookupTables + Store.authTables)
         for (index, planned) in Store.distributionPlan.enumerated() {
             guard case .distributed(_, let group?) = planned.placement else { continue }
             let leader = Store.distributionPlan.firstIndex { $0.name == group }
