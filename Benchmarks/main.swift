@@ -23,6 +23,11 @@
 //
 //   swift build -c release && .build/release/AdminBenchmarks hostile-readers [--mb MB]
 //
+//   swift build -c release && .build/release/AdminBenchmarks auth [--accounts N] [--runs N]
+//
+// auth imports N Firebase Auth accounts beside psql \copy of the same rows, imports them again, merges 1 % changed,
+// exports them, and verifies one password (see AuthBenchmark).
+//
 // hostile-readers runs every command that reads JSON (import on one and two sessions, import from stdin, verify,
 // sync, set) on the shapes that crashed or bloated them (deep nesting, a gzip bomb, --mb MB tokens, wide
 // objects, a record of --mb / 2 MB), with each run's exit status, seconds, peak RSS and error bytes
@@ -443,6 +448,12 @@ case "sync-table":
         ).run()
     }
 
+case "auth":
+    try AuthBenchmark(
+        accounts: Int(option("--accounts", default: "100000")) ?? 100_000,
+        runs: Int(option("--runs", default: "3")) ?? 3, work: "/tmp/admin-bench-auth"
+    ).run()
+
 case "suite":
     // Everything BENCHMARKS.md reports, in one run on one machine: per size, generation, the reader, import and
     // export beside their peers; then checks and repairs, and the app's operations.
@@ -491,7 +502,7 @@ case "suite":
 default:
     print(
         "usage: AdminBenchmarks suite|reader|import-export|maintenance|operations|export-shapes|hostile-import|"
-            + "hostile-readers|sync-table [--size MB] [--runs N] [--file PATH]"
+            + "hostile-readers|sync-table|auth [--size MB] [--runs N] [--file PATH]"
     )
     exit(64)
 }
