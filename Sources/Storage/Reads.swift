@@ -120,6 +120,8 @@ public struct LockHolder: Sendable, Equatable {
     public var isImport: Bool { application == StoreConnection.importApplicationName }
     /// Whether the holder is a sync (which names itself so in `pg_stat_activity`).
     public var isSync: Bool { application == StoreConnection.syncApplicationName }
+    /// Whether the holder is a mirror (which names itself so in `pg_stat_activity`).
+    public var isMirror: Bool { application == StoreConnection.mirrorApplicationName }
 
     /// Creates a holder from its parts.
     public init(pid: Int, role: String, application: String, since: Date?) {

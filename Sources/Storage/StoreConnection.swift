@@ -11,6 +11,8 @@ final class StoreConnection {
     static let importApplicationName = "admin import"
     /// How a sync names itself in `pg_stat_activity`.
     static let syncApplicationName = "admin sync"
+    /// What a mirror names its session in `pg_stat_activity`, so that others can tell whom they wait for.
+    static let mirrorApplicationName = "admin mirror"
     /// Names a sync for the rest of its transaction: a utility statement, which takes no snapshot.
     static let namingSync: Query = "SET LOCAL application_name = 'admin sync'"
 

@@ -22,7 +22,10 @@ struct CommandGroup {
         CommandGroup(title: "Status and schema", commands: [Status.self, Migrate.self, Vacuum.self, Distribute.self]),
         CommandGroup(
             title: "Import and export",
-            commands: [Import.self, Sync.self, Export.self, Verify.self, Inspect.self, Get.self, Generate.self]),
+            commands: [
+                Import.self, Sync.self, MirrorCommand.self, Export.self, Verify.self, Inspect.self, Get.self,
+                Generate.self,
+            ]),
         CommandGroup(title: "Firebase's writes", commands: [SetCommand.self, Update.self, Push.self, Remove.self]),
         CommandGroup(
             title: "Users, posts and follows",

@@ -9,8 +9,14 @@ enum ExitStatus: Int32, Comparable {
     /// `check` found integrity violations, `verify` found the store and an export different, or `auth verify` was
     /// given a password that is not the account's.
     case violationsFound = 3
+    /// `mirror`'s stream was cancelled by the database (its rules no longer allow the read).
+    case streamCancelled = 5
+    /// `mirror`'s stream ended with `auth_revoked`: the credential expired.
+    case credentialRevoked = 6
     /// The command line or a command was malformed (BSD's EX_USAGE).
     case usage = 64
+    /// `mirror`'s stream was malformed, or held an event the store refuses (BSD's EX_DATAERR).
+    case malformedStream = 65
 
     /// The more serious of two outcomes wins when a script continues past errors.
     static func < (lhs: ExitStatus, rhs: ExitStatus) -> Bool {
@@ -21,9 +27,12 @@ enum ExitStatus: Int32, Comparable {
         switch self {
         case .success: 0
         case .violationsFound: 1
-        case .commandFailed: 2
-        case .usage: 3
-        case .cannotConnect: 4
+        case .credentialRevoked: 2
+        case .streamCancelled: 3
+        case .commandFailed: 4
+        case .malformedStream: 5
+        case .usage: 6
+        case .cannotConnect: 7
         }
     }
 
@@ -34,6 +43,9 @@ enum ExitStatus: Int32, Comparable {
           1   a command failed
           2   cannot connect to the database (or the connection was lost)
           3   check found integrity violations, verify found differences, or auth verify a wrong password
+          5   mirror: the database cancelled the stream (its rules no longer allow the read)
+          6   mirror: the stream's credential was revoked (auth_revoked): reconnect with a new one
           64  usage error: unknown command, bad option or argument
+          65  mirror: the stream is malformed, or holds an event the store refuses
         """
 }

@@ -86,6 +86,12 @@ final class InputFile {
     }
 
     /// The file's size in bytes, when it is a regular file.
+    /// Whether reading now would not wait: bytes are there, or the input ended (a regular file always).
+    var hasInputReady: Bool {
+        var descriptor = pollfd(fd: self.descriptor, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, 0) > 0
+    }
+
     var size: Int? {
         var info = stat()
         guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }

@@ -91,7 +91,9 @@ struct MaintenanceLock {
         }
         let holder = try holder()
         let what =
-            holder?.isImport == true ? "an import" : holder?.isSync == true ? "a sync" : "another check or repair"
+            holder?.isImport == true
+            ? "an import"
+            : holder?.isSync == true ? "a sync" : holder?.isMirror == true ? "a mirror" : "another check or repair"
         throw StorageError(
             .server, "\(what) is running on this database\(holder.map { " (pid \($0.pid))" } ?? "")",
             sqlState: .lockNotAvailable,

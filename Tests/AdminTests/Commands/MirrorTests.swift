@@ -1,0 +1,136 @@
+import Foundation
+import PostgresTestSupport
+import Testing
+
+/// `admin mirror` as the README's recipe runs it: a stream on stdin, exit statuses a supervisor acts on, the
+/// metrics file, the maintenance lock, and curl reconnecting to a server that drops, redirects and revokes.
+struct MirrorTests {
+    static func event(_ name: String, _ path: String, _ data: String) -> String {
+        "event: \(name)\ndata: {\"path\": \"\(path)\", \"data\": \(data)}\n\n"
+    }
+
+    @Test func exitStatusesSayWhatEndedTheStream() throws {
+        let database = try databaseHolding(#"{"users": {"old": {"username": "gone"}}}"#)
+        let db = ["--db", database.conninfo]
+        let directory = try makeTemporaryDirectory("admin-mirror")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let stream =
+            Self.event("put", "/", #"{"users": {"u1": {"username": "ana"}}}"#) + "event: keep-alive\ndata: null\n\n"
+            + Self.event("patch", "/users", #"{"u2": {"username": "bo"}, "u1/username": "ann"}"#)
+        let metrics = directory + "/mirror.prom"
+        let ended = try AdminProcess.run(db + ["mirror", "-", "--metrics-file", metrics], input: stream)
+        #expect(ended.status == 0, "\(ended.stderr)")
+        #expect(ended.stderr.hasPrefix("The stream ended: 2 events applied in 2 transactions"), "\(ended.stderr)")
+        let exported = try AdminProcess.run(db + ["export", "-"])
+        #expect(exported.stdout == #"{"users":{"u1":{"username":"ann"},"u2":{"username":"bo"}}}"#)
+        let text = try String(contentsOfFile: metrics, encoding: .utf8)
+        #expect(text.contains("admin_mirror_events_applied_total 2\n") && text.contains("admin_mirror_connected 0\n"))
+
+        let cancelled = try AdminProcess.run(db + ["mirror", "-"], input: "event: cancel\ndata: null\n\n")
+        #expect(cancelled.status == 5 && cancelled.stderr.contains("cancelled the stream"), "\(cancelled.stderr)")
+        let revoked = try AdminProcess.run(db + ["mirror", "-"], input: "event: auth_revoked\ndata: null\n\n")
+        #expect(revoked.status == 6 && revoked.stderr.contains("credential"), "\(revoked.stderr)")
+        let malformed = try AdminProcess.run(
+            db + ["mirror", "-"],
+            input: Self.event("put", "/users/u3", #"{"username": "cy"}"#) + "event: put\ndata: {\n\n")
+        #expect(malformed.status == 65 && malformed.stderr.contains("line 4"), "\(malformed.stderr)")
+        #expect(try AdminProcess.run(db + ["get", "/users/u3/username"]).stdout == "\"cy\"\n")
+    }
+
+    @Test func whileAMirrorRunsOtherMaintenanceIsRefusedNamingIt() throws {
+        let database = try databaseHolding(#"{"users": {"u1": {"username": "ana"}}}"#)
+        let db = ["--db", database.conninfo]
+        let (process, input, _, errors) = try AdminProcess.start(db + ["mirror", "-"])
+        input.fileHandleForWriting.write(Data(Self.event("put", "/", #"{"users": {"u1": {"username": "ana"}}}"#).utf8))
+        // The mirror holds the lock from its start (its first put is a sync, which names itself so meanwhile).
+        var refused: AdminRun?
+        for _ in 0..<100 {
+            let run = try AdminProcess.run(db + ["check", "--fix", "--yes"])
+            if run.status != 0 { refused = run }
+            if run.stderr.contains("a mirror is running") { break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(refused?.stderr.contains("a mirror is running") == true, "\(refused?.stderr ?? "never refused")")
+        // The app's writes go on beside it.
+        #expect(try AdminProcess.run(db + ["set", "/users/u9/username", "\"zed\""]).status == 0)
+        input.fileHandleForWriting.closeFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        _ = errors.fileHandleForReading.readDataToEndOfFile()
+    }
+
+    /// The recipe's loop against a server on loopback that serves a stream, drops the connection, answers 307,
+    /// and revokes the credential: each connection's first put brings the store to the server's tree.
+    @Test func curlReconnectingToALocalServerEndsEqualToItsTree() throws {
+        let database = try databaseHolding("null")
+        let directory = try makeTemporaryDirectory("admin-mirror-server")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = """
+            import http.server, json, sys
+            streams = [
+                [("put", "/", {"users": {"u1": {"username": "ana"}}}), ("patch", "/users", {"u2": {"username": "bo"}})],
+                "redirect",
+                [("put", "/", {"users": {"u1": {"username": "ana"}, "u2": {"username": "bo"}, "u3": {"username": "cy"}}}),
+                 ("put", "/users/u1", None), ("auth_revoked", None, None)],
+                [("put", "/", {"users": {"u2": {"username": "bo"}, "u3": {"username": "cy"}}, "q": [1, 2]}),
+                 ("patch", "/", {"users/u4": {"username": "di"}, "q/1": 3})],
+            ]
+            class Handler(http.server.BaseHTTPRequestHandler):
+                count = 0
+                def do_GET(self):
+                    stream = streams[min(Handler.count, len(streams) - 1)]
+                    Handler.count += 1
+                    if stream == "redirect":
+                        self.send_response(307)
+                        self.send_header("Location", "/moved.json")
+                        self.end_headers()
+                        return
+                    assert self.headers["Accept"] == "text/event-stream"
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.end_headers()
+                    for name, path, data in stream:
+                        body = "null" if path is None else json.dumps({"path": path, "data": data})
+                        self.wfile.write(("event: %s\\ndata: %s\\n\\n" % (name, body)).encode())
+                        self.wfile.write(b"event: keep-alive\\ndata: null\\n\\n")
+                        self.wfile.flush()
+                def log_message(self, *args): pass
+            server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+            print(server.server_address[1], flush=True)
+            server.serve_forever()
+            """
+        try server.write(toFile: directory + "/server.py", atomically: true, encoding: .utf8)
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        python.arguments = [directory + "/server.py"]
+        let portPipe = Pipe()
+        python.standardOutput = portPipe
+        // Not the test's own stderr: a server left running would keep the test runner waiting on it.
+        python.standardError = FileHandle.nullDevice
+        try python.run()
+        defer { python.terminate() }
+        var buffer = Data()
+        let port = portPipe.fileHandleForReading.read(until: "\n", into: &buffer)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        // The README's loop, bounded to four connections; the token comes from a file, never the command line.
+        try "secret-token".write(toFile: directory + "/token", atomically: true, encoding: .utf8)
+        let loop = """
+            for attempt in 1 2 3 4; do
+              printf 'url = "http://127.0.0.1:\(port)/.json?auth=%s"\\n' "$(cat token)" \\
+                | curl -sN -L -H 'Accept: text/event-stream' -K - | admin --db "$DB" mirror -
+              echo "exit $?"
+            done
+            """
+        let run = try AdminProcess.runShell(
+            loop, input: "",
+            environment: AdminProcess.environment([
+                "DB": database.conninfo,
+                "PATH": AdminProcess.executable.deletingLastPathComponent().path + ":/usr/bin:/bin",
+            ]), directory: directory)
+        #expect(run.stdout == "exit 0\nexit 6\nexit 0\nexit 0\n", "\(run.stdout)\(run.stderr)")
+        let exported = try AdminProcess.run(["--db", database.conninfo, "export", "-"])
+        #expect(
+            exported.stdout
+                == #"{"q":[1,3],"users":{"u2":{"username":"bo"},"u3":{"username":"cy"},"u4":{"username":"di"}}}"#)
+    }
+}
