@@ -25,6 +25,11 @@
 //
 //   swift build -c release && .build/release/AdminBenchmarks auth [--accounts N] [--runs N]
 //
+//   swift build -c release && .build/release/AdminBenchmarks mirror [--size MB] [--patches N] [--runs N]
+//
+// mirror times the first put of a stream (the whole export as one event, on a store holding it) beside sync and
+// import of the file, and N one-leaf patches on a plain node and on typed records (see MirrorBenchmark).
+//
 // auth imports N Firebase Auth accounts beside psql \copy of the same rows, imports them again, merges 1 % changed,
 // exports them, and verifies one password (see AuthBenchmark).
 //
@@ -454,6 +459,13 @@ case "auth":
         runs: Int(option("--runs", default: "3")) ?? 3, work: "/tmp/admin-bench-auth"
     ).run()
 
+case "mirror":
+    var benchmark = MirrorBenchmark(
+        file: try generatedExport(megabytes: Int(option("--size", default: "10")) ?? 10),
+        patches: Int(option("--patches", default: "20000")) ?? 20_000, runs: Int(option("--runs", default: "3")) ?? 3,
+        work: "/tmp/admin-bench-mirror")
+    try benchmark.run()
+
 case "suite":
     // Everything BENCHMARKS.md reports, in one run on one machine: per size, generation, the reader, import and
     // export beside their peers; then checks and repairs, and the app's operations.
@@ -502,7 +514,7 @@ case "suite":
 default:
     print(
         "usage: AdminBenchmarks suite|reader|import-export|maintenance|operations|export-shapes|hostile-import|"
-            + "hostile-readers|sync-table|auth [--size MB] [--runs N] [--file PATH]"
+            + "hostile-readers|sync-table|auth|mirror [--size MB] [--runs N] [--file PATH]"
     )
     exit(64)
 }

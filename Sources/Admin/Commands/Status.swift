@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Storage
 
 /// `status`: the server, the connection, the schema version and rows per table.
@@ -25,6 +26,7 @@ struct Status: ConsoleCommand {
         let schema = schemaDescription(status)
         let distribution = Self.describe(status.distribution) + Self.describeReads(status.readsHoldDistributedCommits)
         let leftovers = Self.describe(status.importLeftovers, isImportRunning: status.isImportRunning)
+        let mirror = status.mirror.map(Self.describe)
         // In the plan's order; empty on plain PostgreSQL and before `distribute`.
         let placements = status.distribution.tables.map { (table: $0.name, placement: Self.describe($0)) }
         switch format {
@@ -48,6 +50,7 @@ struct Status: ConsoleCommand {
                             })
                     ),
                     ("import_running", status.isImportRunning ? "true" : "false"),
+                    ("mirror", status.mirror.map(Self.json) ?? "null"),
                 ]))
         case .csv:
             // One document: each setting, then each table's rows.
@@ -58,6 +61,7 @@ struct Status: ConsoleCommand {
                     [.text("setting"), .text("schema"), .text(schema)],
                     [.text("setting"), .text("distribution"), .text(distribution)],
                 ] + (leftovers.map { [[.text("setting"), .text("import schemas"), .text($0)]] } ?? [])
+                + (mirror.map { [[.text("setting"), .text("mirror"), .text($0)]] } ?? [])
                 + status.tableRows.map { [.text("rows"), .text($0.table), .integer($0.rows)] }
                 + placements.map { [.text("placement"), .text($0.table), .text($0.placement)] }
             session.show(ResultTable(columns: ["kind", "name", "value"], rows: rows), as: .csv)
@@ -69,7 +73,8 @@ struct Status: ConsoleCommand {
                     [.text("connection"), .text(connection)],
                     [.text("schema"), .text(schema)],
                     [.text("distribution"), .text(distribution)],
-                ] + (leftovers.map { [[.text("import schemas"), .text($0)]] } ?? []))
+                ] + (leftovers.map { [[.text("import schemas"), .text($0)]] } ?? [])
+                    + (mirror.map { [[.text("mirror"), .text($0)]] } ?? []))
             let tables =
                 placements.isEmpty
                 ? ResultTable(
@@ -85,6 +90,49 @@ struct Status: ConsoleCommand {
             session.output.line()
             session.show(tables, as: format)
         }
+    }
+
+    /// The last mirror in a line: running (and how far behind), or how it ended.
+    static func describe(_ mirror: MirrorStatus) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        let applied =
+            "\(DomainViews.count(mirror.eventsApplied, "event")) in "
+            + DomainViews.count(mirror.transactions, "transaction")
+        switch (mirror.state, mirror.isAlive) {
+        case ("running", true):
+            let last = mirror.lastEventAt.map {
+                "the last read \(DomainViews.duration(Date().timeIntervalSince($0))) ago"
+            }
+            return "running since \(formatter.string(from: mirror.startedAt)) (pid \(mirror.pid)) at \(mirror.at): "
+                + applied + (last.map { ", \($0)" } ?? "")
+                + (mirror.secondsBehind.map { String(format: ", %.3f s behind", $0) } ?? "")
+        case ("running", false):
+            return "stopped without ending (its session, pid \(mirror.pid), is gone) after \(applied); last written "
+                + formatter.string(from: mirror.updatedAt)
+        case (let state, _):
+            let how =
+                switch state {
+                case "ended": "the stream ended"
+                case "cancelled": "the database cancelled the stream"
+                case "auth_revoked": "its credential was revoked"
+                default: "it failed"
+                }
+            return "not running: \(how) at \(formatter.string(from: mirror.updatedAt)) after \(applied)"
+        }
+    }
+
+    /// The last mirror as a JSON object.
+    static func json(_ mirror: MirrorStatus) -> String {
+        JSONWriter.object([
+            ("state", JSONWriter.string(mirror.isAlive || mirror.state != "running" ? mirror.state : "stopped")),
+            ("pid", String(mirror.pid)), ("at", JSONWriter.string(mirror.at)),
+            ("started_at", JSONWriter.seconds(mirror.startedAt.timeIntervalSince1970)),
+            ("events_applied", String(mirror.eventsApplied)), ("transactions", String(mirror.transactions)),
+            ("last_event_at", mirror.lastEventAt.map { JSONWriter.seconds($0.timeIntervalSince1970) } ?? "null"),
+            ("seconds_behind", mirror.secondsBehind.map(JSONWriter.seconds) ?? "null"),
+        ])
     }
 
     /// The schemas of parallel imports' sessions, when there are any: a running import's, or leftovers that

@@ -148,13 +148,31 @@ struct Mirroring {
                 _ = try? connection.execute("SELECT set_config('application_name', 'admin', false)")
             }
         }
+        let row = MirrorProgressRow(connection: connection)
+        try row.start(at: options.at)
         var progress = MirrorProgress()
+        do {
+            let end = try mirror(
+                &reader, options: options, progress: &progress, row: row, isInputReady: isInputReady, onCommit: onCommit
+            )
+            try row.update(progress, state: end.state)
+            return MirrorReport(progress: progress, end: end)
+        } catch {
+            if connection.isConnected, !connection.isInTransaction { try? row.update(progress, state: "failed") }
+            throw error
+        }
+    }
+
+    private func mirror(
+        _ reader: inout EventStreamReader, options: MirrorOptions, progress: inout MirrorProgress,
+        row: MirrorProgressRow, isInputReady: () -> Bool, onCommit: (MirrorProgress) throws -> Void
+    ) throws -> MirrorEnd {
         var pending: ServerSentEvent?
         var hasSynced = false
         let clock = ContinuousClock()
         while true {
             guard let event = try pending ?? reader.next() else {
-                return MirrorReport(progress: progress, end: .endOfStream)
+                return .endOfStream
             }
             pending = nil
             progress.lastHeard = Date()
@@ -164,9 +182,9 @@ struct Mirroring {
                 continue
             case "cancel":
                 let reason = event.data.inMemory.map { String(decoding: $0, as: UTF8.self) } ?? ""
-                return MirrorReport(progress: progress, end: .cancelled(reason == "null" ? "" : reason))
+                return .cancelled(reason == "null" ? "" : reason)
             case "auth_revoked":
-                return MirrorReport(progress: progress, end: .authRevoked)
+                return .authRevoked
             case "put", "patch":
                 break
             default:
@@ -190,6 +208,7 @@ struct Mirroring {
                 progress.transactions += 1
                 progress.lastEventRead = read
                 progress.secondsBehind = Date().timeIntervalSince(read)
+                try row.update(progress)
                 try onCommit(progress)
                 continue
             }
@@ -233,6 +252,11 @@ struct Mirroring {
                         failure = error
                     }
                 }
+                // Written with the events: the row is exactly as new as what the store holds.
+                var committed = progress
+                committed.transactions += 1
+                committed.lastEventRead = newest
+                try row.update(committed)
             }
             progress.transactions += 1
             progress.lastEventRead = newest
@@ -273,5 +297,16 @@ extension StorageError {
         var error = (error as? StorageError) ?? StorageError(.malformedInput, "\(error)")
         error.message = "line \(line): " + error.message
         return error
+    }
+}
+
+extension MirrorEnd {
+    /// The end as `mirror_progress` says it.
+    var state: String {
+        switch self {
+        case .endOfStream: "ended"
+        case .cancelled: "cancelled"
+        case .authRevoked: "auth_revoked"
+        }
     }
 }

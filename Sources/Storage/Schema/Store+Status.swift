@@ -27,6 +27,8 @@ public struct StoreStatus: Sendable {
     public var importLeftovers: [ImportLeftover] = []
     /// Whether an import holds the maintenance lock (its sessions' schemas are in use).
     public var isImportRunning = false
+    /// The last mirror's progress (migration 0025), nil when none ever ran or the schema is behind.
+    public var mirror: MirrorStatus?
 }
 
 extension Store {
@@ -61,12 +63,15 @@ extension Store {
         let distribution = try distribution.distributionState()
         let leftovers = try SideTables.leftovers(on: connection)
         let isImportRunning = try !leftovers.isEmpty && maintenance.holder()?.isImport == true
+        let mirror =
+            state.pending.isEmpty && state.schemaVersion > 0
+            ? try MirrorProgressRow(connection: connection).read() : nil
         return StoreStatus(
             serverVersion: connection.serverVersion, endpoint: connection.endpoint,
             schemaVersion: state.schemaVersion, schemaFile: state.applied.last?.fileName,
             pendingMigrations: state.pending.map(\.fileName), tableRows: tableRows, distribution: distribution,
             readsHoldDistributedCommits: distribution.isDistributed && state.schemaVersion > 0 && state.pending.isEmpty
                 ? !connection.commitBarrier.isRefused : nil, importLeftovers: leftovers,
-            isImportRunning: isImportRunning)
+            isImportRunning: isImportRunning, mirror: mirror)
     }
 }

@@ -25,6 +25,10 @@ struct MirrorTests {
         #expect(exported.stdout == #"{"users":{"u1":{"username":"ann"},"u2":{"username":"bo"}}}"#)
         let text = try String(contentsOfFile: metrics, encoding: .utf8)
         #expect(text.contains("admin_mirror_events_applied_total 2\n") && text.contains("admin_mirror_connected 0\n"))
+        let status = try AdminProcess.run(db + ["status"])
+        #expect(
+            status.stdout.contains("| not running: the stream ended at ")
+                && status.stdout.contains(" after 2 events in 2 transactions"), "\(status.stdout)")
 
         let cancelled = try AdminProcess.run(db + ["mirror", "-"], input: "event: cancel\ndata: null\n\n")
         #expect(cancelled.status == 5 && cancelled.stderr.contains("cancelled the stream"), "\(cancelled.stderr)")
@@ -51,6 +55,8 @@ struct MirrorTests {
             Thread.sleep(forTimeInterval: 0.1)
         }
         #expect(refused?.stderr.contains("a mirror is running") == true, "\(refused?.stderr ?? "never refused")")
+        let status = try AdminProcess.run(db + ["status", "--format", "json"])
+        #expect(status.stdout.contains(#""mirror": {"state": "running""#), "\(status.stdout)")
         // The app's writes go on beside it.
         #expect(try AdminProcess.run(db + ["set", "/users/u9/username", "\"zed\""]).status == 0)
         input.fileHandleForWriting.closeFile()

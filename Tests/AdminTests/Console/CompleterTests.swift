@@ -49,7 +49,7 @@ struct CompleterTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: directory + "/exports", withIntermediateDirectories: true)
         for file in ["export.json", ".hidden.json", "exports/a.json"] {
-            FileManager.default.createFile(atPath: directory + "/" + file, contents: Data())
+            _ = FileManager.default.createFile(atPath: directory + "/" + file, contents: Data())
         }
         #expect(
             Completer.fileNames(matching: directory + "/exp") == [directory + "/export.json", directory + "/exports/"])

@@ -8,7 +8,7 @@ import Testing
 struct SchemaTests {
     /// Each tree table's distribution column under the co-location plan.
     /// The console's bookkeeping: local tables on the coordinator, never distributed.
-    static let localTables = ["schema_migrations", "check_runs"]
+    static let localTables = ["schema_migrations", "check_runs", "mirror_progress"]
 
     static let distributionColumns = [
         "users": "uid", "posts": "owner_uid", "feed_posts": "post_id", "post_likes": "post_owner_uid",
