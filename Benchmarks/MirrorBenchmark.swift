@@ -43,6 +43,7 @@ struct MirrorBenchmark {
         defer { cluster.close() }
         let admin = adminBinary()
         let db = ["--db", conninfo, "-q"]
+        _ = try spawn(admin, db + ["migrate"])
         _ = try spawn(admin, db + ["import", file, "--yes"])
         let connection = try Connection(conninfo: conninfo)
         let users = try connection.query("SELECT uid FROM users ORDER BY uid LIMIT 1000").map {

@@ -48,6 +48,11 @@ struct Import: ConsoleCommand {
             --force. The default file is kept by an import that commits; a dry run or a failed import names its \
             first rejects on stderr instead (--rejects FILE keeps the file in every case).
 
+            --only NODE,… and --exclude NODE,… import some top-level nodes of the file, as pg_restore's -t picks \
+            tables: the selected nodes are replaced whole (a selected node the file lacks is removed; with --mode \
+            merge it stays), every other node of the store is left as it is, and the file's other nodes are \
+            skipped without being checked. One session, the file read once; not with --at.
+
             A malformed byte, a lost connection or Ctrl-C leave the store exactly as it was.
 
             A replace of the whole store loads as pg_restore -j does: over --jobs sessions (default: one per \
@@ -70,6 +75,8 @@ struct Import: ConsoleCommand {
               import posts.json --at /posts
               import alice-posts.json --at /posts/alice --mode merge
               import backup.json --max-rejects 10 --rejects rejected.jsonl
+              import backup.json --only users,posts
+              import backup.json --exclude chats,messages
               import - --format json < backup.json
             """)
 
@@ -89,6 +96,8 @@ struct Import: ConsoleCommand {
     var at = "/"
 
     @OptionGroup var confirmation: Confirmation
+
+    @OptionGroup var topLevel: TopLevelOptions
 
     @Option(help: "Let up to N rejected values through instead of aborting on the first.")
     var maxRejects = 0
@@ -118,6 +127,7 @@ struct Import: ConsoleCommand {
         guard maxRejects >= 0 else { throw ValidationError("--max-rejects must be 0 or more") }
         if let jobs, jobs < 1 { throw ValidationError("--jobs must be 1 or more") }
         _ = try FirebasePath.keys(of: at)
+        try topLevel.validate(path: at, option: "--at")
     }
 
     func run(in session: Session) throws {
@@ -126,7 +136,9 @@ struct Import: ConsoleCommand {
         let store = try session.store()
         let keys = try FirebasePath.keys(of: at)
         if mode == .replace, !dryRun, try !store.isEmpty() {
-            let what = keys.isEmpty ? "everything the store holds" : "the node at \(at)"
+            let what =
+                topLevel.selection.map { Self.describe($0) }
+                ?? (keys.isEmpty ? "everything the store holds" : "the node at \(at)")
             guard
                 confirmation.confirm(
                     "import --mode replace deletes \(what) and loads \(file) instead. Go on?", in: session)
@@ -136,9 +148,13 @@ struct Import: ConsoleCommand {
         // make the next try, the one its hint suggests, fail on the existing file.
         let rejectsFile = try RejectsFile(
             path: rejects ?? Self.defaultRejectsPath(for: file), replacing: force, keepsOnlyIfCommitted: rejects == nil)
-        let options = ImportOptions(
+        var options = ImportOptions(
             mode: mode, isDryRun: dryRun, maximumRejects: maxRejects, at: keys,
             allowsEmptying: allowEmpty || confirmation.yes, keepsIndexes: keepIndexes, jobs: jobs)
+        options.topLevel = topLevel.selection
+        if options.topLevel != nil, let jobs, jobs > 1 {
+            session.warn("--only and --exclude load on one session: --jobs \(jobs) is not used")
+        }
         let report: ImportReport
         let progress = ProgressBar("import", total: input.size, session: session)
         defer { progress?.finish() }
@@ -168,6 +184,14 @@ struct Import: ConsoleCommand {
         }
         if let summary = rejectsFile.summary { session.warn(summary) }
         ImportReportView(report: report, file: file).print(to: session, format: format ?? session.format)
+    }
+
+    /// The nodes an `--only`/`--exclude` replace deletes and loads, for its question.
+    static func describe(_ selection: TopLevelSelection) -> String {
+        if let only = selection.only {
+            return "the top-level nodes " + only.subtracting(selection.excluded).sorted().joined(separator: ", ")
+        }
+        return "every top-level node but " + selection.excluded.sorted().joined(separator: ", ")
     }
 
     static func defaultRejectsPath(for file: String) -> String {

@@ -2,7 +2,7 @@ import ArgumentParser
 import FirebaseTree
 import Foundation
 
-/// `--only` and `--exclude`: the top-level nodes verify and sync read, as pg_restore's `-t` selects tables.
+/// `--only` and `--exclude`: the top-level nodes import, verify and sync read, as pg_restore's `-t` selects tables.
 struct TopLevelOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
@@ -21,9 +21,9 @@ struct TopLevelOptions: ParsableArguments {
         return TopLevelSelection(only: only.isEmpty ? nil : names(only), excluded: names(exclude))
     }
 
-    /// Refuses a selection beside `--path`: it picks among the root's children.
-    func validate(path: String) throws {
+    /// Refuses a selection beside `--path` (or `option`): it picks among the root's children.
+    func validate(path: String, option: String = "--path") throws {
         guard selection != nil, !(try FirebasePath.keys(of: path)).isEmpty else { return }
-        throw ValidationError("--only and --exclude pick top-level nodes of the whole tree: not with --path")
+        throw ValidationError("--only and --exclude pick top-level nodes of the whole tree: not with \(option)")
     }
 }

@@ -22,6 +22,10 @@ public struct ImportOptions: Sendable {
     /// nothing (`null`, `{}`) is refused otherwise, since a failed backup job that saved `null` must not wipe
     /// production.
     public var allowsEmptying = false
+    /// `--only`/`--exclude`: the top-level nodes imported, as pg_restore's `-t` selects tables; the others are
+    /// skipped in the file and left as they are in the store. With `replace`, a selected node the file lacks is
+    /// removed; with `merge`, it stays. Not with `at`. nil: every node.
+    public var topLevel: TopLevelSelection?
     /// Whether a whole-tree replace loads into the indexes as they stand instead of building them after the rows
     /// (`DeferredIndexes`): slower, but no DROP or CREATE INDEX reaches the server (for DDL audits, event
     /// triggers, or index statistics to keep).

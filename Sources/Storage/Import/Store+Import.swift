@@ -35,7 +35,23 @@ extension Store {
         onRows: @escaping (Int) -> Void = { _ in }, isCancelled: @escaping @Sendable () -> Bool = { false },
         onStep: @escaping (ImportStep) -> Void = { _ in }
     ) throws -> ImportReport {
-        try imports.importTree(
+        if let selection = options.topLevel {
+            // The selected nodes, merged whole into the root: a replace also names, as null, each selected node
+            // of the store the file lacks, so that it goes; on one session, the file read once.
+            guard options.at.isEmpty else {
+                throw StorageError(
+                    .refused, "--only and --exclude pick top-level nodes of the whole tree: not with --at")
+            }
+            var merge = options
+            merge.topLevel = nil
+            merge.mode = .merge
+            merge.jobs = 1
+            let removing = options.mode == .replace ? try treeRows.topLevelKeys() : []
+            return try imports.importTree(
+                from: TopLevelFilterSource(source, selection: selection, removing: removing), options: merge,
+                onReject: onReject, onRows: onRows, isCancelled: isCancelled, onStep: onStep)
+        }
+        return try imports.importTree(
             from: source, options: options, reopening: reopening, onReject: onReject, onRows: onRows,
             isCancelled: isCancelled, onStep: onStep)
     }

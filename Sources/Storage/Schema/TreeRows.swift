@@ -135,6 +135,20 @@ struct TreeRows {
         }
     }
 
+    /// The top-level keys the store holds: the roots of the typed tables that hold a row, and those of the
+    /// unmapped values.
+    func topLevelKeys() throws -> [String] {
+        var keys: Set<String> = []
+        for table in TreeTable.allCases {
+            guard let root = table.rootKey, !keys.contains(root) else { continue }
+            if try !connection.query("SELECT 1 FROM \(identifier: table.name) LIMIT 1").isEmpty { keys.insert(root) }
+        }
+        for row in try connection.query("SELECT DISTINCT root FROM unmapped_values") {
+            keys.insert(try row.decode(String.self, at: 0))
+        }
+        return keys.sorted()
+    }
+
     /// Whether no table of the tree holds a row; quick on any size. Asked table by table, stopping at the first
     /// that holds one (users, in a store that holds anything): on Citus each question is a statement to every
     /// shard, and one statement asking them all ran each (ten rounds of the shards, 100-240 ms). Outside a

@@ -431,3 +431,19 @@ struct MisplacedMergeTests {
         #expect(!other.stderr.contains("children of"), "\(other.stderr)")
     }
 }
+
+@Suite("import --only and --exclude")
+struct ImportSelectionCommandTests {
+    @Test func onlyReplacesTheNamedNodesAndKeepsTheRest() throws {
+        let database = try databaseHolding(
+            #"{"posts": {"u1": {"-P1": {"image_url": "a"}}}, "users": {"u1": {"username": "ana"}}}"#)
+        let db = ["--db", database.conninfo]
+        let file = #"{"posts": {}, "users": {"u2": {"username": "bo"}}, "q": 1}"#
+        let run = try AdminProcess.run(db + ["-q", "import", "-", "--only", "users", "--yes"], input: file)
+        #expect(run.status == 0, "\(run.stderr)")
+        let exported = try AdminProcess.run(db + ["export", "-"])
+        #expect(exported.stdout == #"{"posts":{"u1":{"-P1":{"image_url":"a"}}},"users":{"u2":{"username":"bo"}}}"#)
+        let refused = try AdminProcess.run(db + ["import", "-", "--only", "users", "--at", "/x"], input: "{}")
+        #expect(refused.status == 64 && refused.stderr.contains("not with --at"), "\(refused.stderr)")
+    }
+}
