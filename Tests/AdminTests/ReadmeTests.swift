@@ -2,7 +2,7 @@ import Foundation
 import PostgresTestSupport
 import Testing
 
-/// Every console example in README.md, run in order as a new user runs them from the repository's root: `admin`
+/// Every console example in README.md and in docs/, run in order as a new user runs them from the repository's root: `admin`
 /// on the PATH, the embedded cluster (its own, in a scratch directory), the sample exports. A `$` line runs in
 /// bash and must exit 0, or with the status its comment names ("exit status 3"); the lines below it, when the
 /// README shows any, must be what it printed (stdout and stderr as a terminal shows them, in one stream). An `admin@embedded=>` block is typed into one
@@ -13,6 +13,26 @@ struct ReadmeTests {
         let readme = try String(contentsOf: Repository.url("README.md"), encoding: .utf8)
         let blocks = ReadmeExample.blocks(in: readme)
         #expect(blocks.count >= 8)
+        try Self.run(blocks)
+    }
+
+    /// The pages of docs/, each from a fresh scratch directory and cluster of its own.
+    static let documents: [String] = {
+        let directory = Repository.url("docs")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.filter { $0.hasSuffix(".md") }.sorted()
+    }()
+
+    @Test(arguments: documents)
+    func everyConsoleExampleOfTheDocsRuns(_ name: String) throws {
+        let text = try String(contentsOf: Repository.url("docs/" + name), encoding: .utf8)
+        let blocks = ReadmeExample.blocks(in: text)
+        #expect(!blocks.isEmpty, "docs/\(name) has no console example")
+        try Self.run(blocks)
+    }
+
+    /// Runs `blocks` in order, in a scratch directory and embedded cluster of their own.
+    private static func run(_ blocks: [ReadmeExample.Block]) throws {
         let scratch = try ReadmeScratch()
         defer { scratch.remove() }
         var keys = PushIDBindings()

@@ -42,10 +42,10 @@ enum ExitStatus: Int32, Comparable {
           0   success
           1   a command failed
           2   cannot connect to the database (or the connection was lost)
-          3   check found integrity violations, verify found differences, or auth verify a wrong password
-          5   mirror: the database cancelled the stream (its rules no longer allow the read)
-          6   mirror: the stream's credential was revoked (auth_revoked): reconnect with a new one
+          3   violations (check), differences (verify), a wrong password (auth verify)
+          5   mirror: the database cancelled the stream (the rules deny the read)
+          6   mirror: the credential was revoked (auth_revoked): reconnect
           64  usage error: unknown command, bad option or argument
-          65  mirror: the stream is malformed, or holds an event the store refuses
+          65  mirror: a malformed stream, or an event the store refuses
         """
 }
