@@ -67,6 +67,12 @@ struct MirrorBenchmark {
             rows["mirror: \(patches) one-leaf patches, typed records", default: []].append(
                 try spawn(admin, db + ["mirror", work + "/typed.txt", "--at", "/users"]))
         }
+        for rate in [100, 200, 500] {
+            let latency = try mirrorLatency(conninfo: conninfo, rate: rate, seconds: 10)
+            print(
+                "latency at \(rate) events/s for 10 s (ms): p50 \(String(format: "%.1f", latency.p50)), "
+                    + "p99 \(String(format: "%.1f", latency.p99)), max \(String(format: "%.1f", latency.max))")
+        }
         print("input: \(file), \(format(Double(fileSize(file)) / 1_000_000)) MB; \(runs) runs each, the median")
         print("| work | seconds | ratio | events/s | peak RSS MB |")
         print("|---|---|---|---|---|")
@@ -86,6 +92,75 @@ struct MirrorBenchmark {
                     + "| \(format(rows[name]!.map(\.peakMB).max()!)) |")
         }
     }
+}
+
+/// Latency from writing an event into `admin mirror -`'s stdin to its commit, with events sent at `rate` a second
+/// for `seconds`: each a patch adding one leaf under /latency, so that the count of its leaves is the number of
+/// events committed, which a second connection reads every 2 ms. The milliseconds at the 50th, 99th percentile
+/// and the largest, and the events per second applied.
+func mirrorLatency(conninfo: String, rate: Int, seconds: Int) throws -> (p50: Double, p99: Double, max: Double) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: adminBinary())
+    let root = "latency\(rate)"
+    process.arguments = ["--db", conninfo, "-q", "mirror", "-", "--at", "/" + root, "--allow-empty"]
+    let input = Pipe()
+    process.standardInput = input
+    try process.run()
+    let writer = input.fileHandleForWriting
+    writer.write(Data("event: put\ndata: {\"path\": \"/\", \"data\": null}\n\n".utf8))
+    let total = rate * seconds
+    let clock = ContinuousClock()
+    let start = clock.now
+    var sent: [ContinuousClock.Instant] = []
+    sent.reserveCapacity(total)
+    let commits = CommitLog()
+    let watcher = Thread {
+        guard let connection = try? Connection(conninfo: conninfo) else { return }
+        var last = 0
+        while last < total {
+            let count =
+                (try? connection.query("SELECT count(*) FROM unmapped_values WHERE root = \(root)")[0].decode(
+                    Int.self, at: 0)) ?? last
+            if count > last {
+                commits.append(count, at: clock.now)
+                last = count
+            }
+            Thread.sleep(forTimeInterval: 0.002)
+        }
+    }
+    watcher.start()
+    for index in 0..<total {
+        let due = start + .seconds(Double(index) / Double(rate))
+        if clock.now < due { Thread.sleep(forTimeInterval: (due - clock.now).seconds) }
+        sent.append(clock.now)
+        writer.write(Data("event: patch\ndata: {\"path\": \"/\", \"data\": {\"k\(index)\": \(index)}}\n\n".utf8))
+    }
+    while commits.entries.last?.count ?? 0 < total { Thread.sleep(forTimeInterval: 0.01) }
+    writer.closeFile()
+    process.waitUntilExit()
+    var latencies: [Double] = []
+    let seen = commits.entries
+    var next = 0
+    for (index, at) in sent.enumerated() {
+        while next < seen.count, seen[next].count < index + 1 { next += 1 }
+        guard next < seen.count else { break }
+        latencies.append((seen[next].at - at).seconds * 1000)
+    }
+    latencies.sort()
+    func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+    return (percentile(0.5), percentile(0.99), latencies.last ?? 0)
+}
+
+/// Counts of committed events and when they were seen, shared between the watching thread and the sender.
+final class CommitLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var seen: [(count: Int, at: ContinuousClock.Instant)] = []
+
+    func append(_ count: Int, at instant: ContinuousClock.Instant) {
+        lock.withLock { seen.append((count, instant)) }
+    }
+
+    var entries: [(count: Int, at: ContinuousClock.Instant)] { lock.withLock { seen } }
 }
 
 /// What a program prints on stdout.
