@@ -131,7 +131,7 @@ func mirrorLatency(conninfo: String, rate: Int, seconds: Int) throws -> (p50: Do
     watcher.start()
     for index in 0..<total {
         let due = start + .seconds(Double(index) / Double(rate))
-        if clock.now < due { Thread.sleep(forTimeInterval: (due - clock.now).seconds) }
+        if clock.now < due { Thread.sleep(forTimeInterval: inSeconds(clock.now.duration(to: due))) }
         sent.append(clock.now)
         writer.write(Data("event: patch\ndata: {\"path\": \"/\", \"data\": {\"k\(index)\": \(index)}}\n\n".utf8))
     }
@@ -144,11 +144,16 @@ func mirrorLatency(conninfo: String, rate: Int, seconds: Int) throws -> (p50: Do
     for (index, at) in sent.enumerated() {
         while next < seen.count, seen[next].count < index + 1 { next += 1 }
         guard next < seen.count else { break }
-        latencies.append((seen[next].at - at).seconds * 1000)
+        latencies.append(inSeconds(at.duration(to: seen[next].at)) * 1000)
     }
     latencies.sort()
     func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
     return (percentile(0.5), percentile(0.99), latencies.last ?? 0)
+}
+
+/// A duration in seconds.
+private func inSeconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
 
 /// Counts of committed events and when they were seen, shared between the watching thread and the sender.
