@@ -46,15 +46,10 @@ struct AuthBenchmark {
             try (json + "\n]}\n").write(toFile: work + "/" + name, atomically: true, encoding: .utf8)
             if changedEvery == 0 { try rows.write(toFile: work + "/rows.tsv", atomically: true, encoding: .utf8) }
         }
-        try """
-        hash_config {
-          algorithm: SCRYPT,
-          base64_signer_key: jxspr8Ki0RYycVU8zykbdLGjFQ3McFUH0uiiTvC8pVMXAn210wjLNmdZJzxUECKbm0QsEmYUSDzZvpjeJ9WmXA==,
-          base64_salt_separator: Bw==,
-          rounds: 8,
-          mem_cost: 14,
-        }
-        """.write(toFile: work + "/hash-config.txt", atomically: true, encoding: .utf8)
+        // The sample's parameters: firebase/scrypt's published vector, whose hash of user1password u0 has.
+        let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("exports/sample-auth-hash-config.txt")
+        try FileManager.default.copyItem(at: sample, to: URL(fileURLWithPath: work + "/hash-config.txt"))
         try "user1password\n".write(toFile: work + "/password.txt", atomically: true, encoding: .utf8)
     }
 

@@ -15,15 +15,10 @@ struct AuthTests {
         ]}
         """
 
-    static let hashConfig = """
-        hash_config {
-          algorithm: SCRYPT,
-          base64_signer_key: jxspr8Ki0RYycVU8zykbdLGjFQ3McFUH0uiiTvC8pVMXAn210wjLNmdZJzxUECKbm0QsEmYUSDzZvpjeJ9WmXA==,
-          base64_salt_separator: Bw==,
-          rounds: 8,
-          mem_cost: 14,
-        }
-        """
+    /// The sample's hash parameters (firebase/scrypt's published vector).
+    static var hashConfig: String {
+        get throws { try String(contentsOf: Repository.url("exports/sample-auth-hash-config.txt"), encoding: .utf8) }
+    }
 
     private func prepared() throws -> (db: [String], directory: String) {
         let database = try databaseHolding(#"{"users": {"alice": {"username": "alice"}, "erin": {"username": "e"}}}"#)

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresTestSupport
 import Testing
 
 @testable import Storage
@@ -40,19 +41,14 @@ struct PasswordHashingTests {
         }
     }
 
-    static let firebaseConfig = """
-        hash_config {
-          algorithm: SCRYPT,
-          base64_signer_key: jxspr8Ki0RYycVU8zykbdLGjFQ3McFUH0uiiTvC8pVMXAn210wjLNmdZJzxUECKbm0QsEmYUSDzZvpjeJ9WmXA==,
-          base64_salt_separator: Bw==,
-          rounds: 8,
-          mem_cost: 14,
-        }
-        """
+    /// The parameters of firebase/scrypt's published vector, as the console shows such a block: the sample file.
+    static var firebaseConfig: String {
+        get throws { try String(contentsOf: Repository.url("exports/sample-auth-hash-config.txt"), encoding: .utf8) }
+    }
 
     /// The vector of firebase/scrypt's README.
     @Test func firebaseScryptMatchesFirebasesVector() throws {
-        let config = try HashConfig(parsing: Self.firebaseConfig)
+        let config = try HashConfig(parsing: try Self.firebaseConfig)
         let hash = try config.hash(
             password: Array("user1password".utf8), salt: try #require(Base64.decode("42xEC+ixf3L2lw==")))
         #expect(
@@ -61,7 +57,7 @@ struct PasswordHashingTests {
     }
 
     @Test func theParametersBlockReadsAsPastedWithOrWithoutItsWrapper() throws {
-        let wrapped = try HashConfig(parsing: Self.firebaseConfig)
+        let wrapped = try HashConfig(parsing: try Self.firebaseConfig)
         #expect(wrapped.algorithm == "SCRYPT" && wrapped.rounds == 8 && wrapped.memoryCost == 14)
         #expect(wrapped.saltSeparator == "Bw==")
         let bare = try HashConfig(

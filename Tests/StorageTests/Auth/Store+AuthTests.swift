@@ -26,7 +26,7 @@ struct AccountImportTests {
         """
 
     static var config: HashConfig {
-        get throws { try HashConfig(parsing: PasswordHashingTests.firebaseConfig) }
+        get throws { try HashConfig(parsing: try PasswordHashingTests.firebaseConfig) }
     }
 
     private func exported(_ store: Store, _ format: AccountFileFormat = .json) throws -> String {
