@@ -46,7 +46,14 @@ struct MirrorTests {
         let db = ["--db", database.conninfo]
         let (process, input, _, errors) = try AdminProcess.start(db + ["mirror", "-"])
         input.fileHandleForWriting.write(Data(Self.event("put", "/", #"{"users": {"u1": {"username": "ana"}}}"#).utf8))
-        // The mirror holds the lock from its start (its first put is a sync, which names itself so meanwhile).
+        // Once running (status says so: it took the lock first), the mirror holds the lock until it ends; during
+        // its first put, a sync, the refusal names the sync.
+        var status = try AdminProcess.run(db + ["status", "--format", "json"])
+        for _ in 0..<100 where !status.stdout.contains(#""mirror": {"state": "running""#) {
+            Thread.sleep(forTimeInterval: 0.1)
+            status = try AdminProcess.run(db + ["status", "--format", "json"])
+        }
+        #expect(status.stdout.contains(#""mirror": {"state": "running""#), "\(status.stdout)")
         var refused: AdminRun?
         for _ in 0..<100 {
             let run = try AdminProcess.run(db + ["check", "--fix", "--yes"])
@@ -55,14 +62,12 @@ struct MirrorTests {
             Thread.sleep(forTimeInterval: 0.1)
         }
         #expect(refused?.stderr.contains("a mirror is running") == true, "\(refused?.stderr ?? "never refused")")
-        let status = try AdminProcess.run(db + ["status", "--format", "json"])
-        #expect(status.stdout.contains(#""mirror": {"state": "running""#), "\(status.stdout)")
         // The app's writes go on beside it.
         #expect(try AdminProcess.run(db + ["set", "/users/u9/username", "\"zed\""]).status == 0)
         input.fileHandleForWriting.closeFile()
+        let messages = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        _ = errors.fileHandleForReading.readDataToEndOfFile()
+        #expect(process.terminationStatus == 0, "\(messages)")
     }
 
     /// The recipe's loop against a server on loopback that serves a stream, drops the connection, answers 307,
