@@ -60,10 +60,7 @@ struct AuthBenchmark {
         defer { cluster.close() }
         let admin = adminBinary()
         let psql = try cluster.binaries().directory + "/psql"
-        let environment = [
-            "PGHOST=\(parameters["host"]!)", "PGUSER=\(parameters["user"]!)", "PGPORT=\(parameters["port"] ?? "5432")",
-            "PGDATABASE=\(parameters["dbname"]!)",
-        ]
+        let environment = libpqEnvironment(parameters)
         _ = try spawn(admin, ["--db", conninfo, "-q", "migrate"])
         try writeFiles()
         let db = ["--db", conninfo, "-q"]

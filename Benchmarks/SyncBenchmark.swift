@@ -20,10 +20,7 @@ struct SyncBenchmark {
         defer { cluster.close() }
         let admin = adminBinary()
         let binaries = try cluster.binaries().directory
-        let environment = [
-            "PGHOST=\(parameters["host"]!)", "PGUSER=\(parameters["user"]!)", "PGPORT=\(parameters["port"] ?? "5432")",
-            "PGDATABASE=\(parameters["dbname"]!)",
-        ]
+        let environment = libpqEnvironment(parameters)
         _ = try spawn(admin, ["--db", conninfo, "-q", "migrate"])
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("evolve_export.py").path

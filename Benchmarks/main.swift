@@ -195,6 +195,14 @@ func machineBusySeconds() -> Double {
     return (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
+/// libpq's variables naming the benchmark server's database (for psql, pg_dump, pg_restore).
+func libpqEnvironment(_ parameters: [String: String]) -> [String] {
+    [
+        "PGHOST=\(parameters["host"]!)", "PGUSER=\(parameters["user"]!)", "PGPORT=\(parameters["port"] ?? "5432")",
+        "PGDATABASE=\(parameters["dbname"]!)",
+    ]
+}
+
 /// Runs a program, waits for it and measures its wall time and peak RSS (wait4's rusage).
 func spawn(
     _ program: String, _ arguments: [String], environment: [String] = [], stdout: String? = nil, stderr: String? = nil,

@@ -4,16 +4,12 @@
 /// left out are skipped by counting brackets outside strings, unchecked, as pg_restore skips what it does not
 /// restore; the members kept are passed through byte for byte, for the importer's reader to check.
 public struct TopLevelFilterSource: ByteSource {
-    private var base: any ByteSource
+    private var input: ByteCursor
     private let selection: TopLevelSelection
     private let removing: [String]
     /// The top-level keys met so far, selected or not.
     public private(set) var keysMet: Set<String> = []
 
-    private var input = [UInt8](repeating: 0, count: 1 << 16)
-    private var inputCount = 0
-    private var inputCursor = 0
-    private var isInputDone = false
     private var output: [UInt8] = []
     private var outputCursor = 0
     private var state = State.beforeRoot
@@ -35,23 +31,9 @@ public struct TopLevelFilterSource: ByteSource {
     /// `base` with only the members `selection` selects, then `"key": null` for each key of `removing` the
     /// document did not hold.
     public init(_ base: some ByteSource, selection: TopLevelSelection, removing: [String] = []) {
-        self.base = base
+        input = ByteCursor(base)
         self.selection = selection
         self.removing = removing
-    }
-
-    private mutating func nextByte() throws -> UInt8? {
-        if inputCursor == inputCount {
-            guard !isInputDone else { return nil }
-            inputCount = try input.withUnsafeMutableBytes { try base.read(into: $0) }
-            inputCursor = 0
-            if inputCount == 0 {
-                isInputDone = true
-                return nil
-            }
-        }
-        defer { inputCursor += 1 }
-        return input[inputCursor]
     }
 
     private static func isWhitespace(_ byte: UInt8) -> Bool {
@@ -81,7 +63,7 @@ public struct TopLevelFilterSource: ByteSource {
     /// Reads input until about `limit` bytes are ready to hand over, or the document ends.
     private mutating func produce(upTo limit: Int) throws {
         while output.count < limit {
-            guard let byte = try nextByte() else {
+            guard let byte = try input.next() else {
                 guard state == .finished else { throw malformed("the document ends early") }
                 return
             }

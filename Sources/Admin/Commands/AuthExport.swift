@@ -37,7 +37,7 @@ struct AuthExport: ConsoleCommand {
     func run(in session: Session) throws {
         let store = try session.store()
         let destination =
-            file ?? Export.defaultPath().replacingOccurrences(of: "exports/export-", with: "exports/auth-")
+            file ?? Export.defaultPath(named: "auth")
         let format = outputFormat ?? AccountFileFormat(fileName: destination)
         let createsDirectory = file == nil && !FileManager.default.fileExists(atPath: "exports")
         guard

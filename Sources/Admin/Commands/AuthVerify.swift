@@ -61,32 +61,15 @@ struct AuthVerify: ConsoleCommand {
                 session.diagnostics.line()
             }
         }
-        var bytes: [UInt8] = []
-        var sawEnd = false
-        let line = Interrupt.whileWaitingForInput { () -> [UInt8]? in
-            var byte: UInt8 = 0
-            while bytes.count <= maximumPasswordBytes {
-                let count = read(STDIN_FILENO, &byte, 1)
-                if count == 1 {
-                    if byte == UInt8(ascii: "\n") { return bytes }
-                    bytes.append(byte)
-                } else if count == 0 {
-                    sawEnd = true
-                    return bytes
-                } else if errno != EINTR || Interrupt.isPending {
-                    return nil
-                }
-            }
-            return nil
+        var password: [UInt8]
+        switch InputLine.read(maximumBytes: maximumPasswordBytes) {
+        case .line(let bytes): password = bytes
+        case .end(let bytes) where !bytes.isEmpty: password = bytes
+        case .end: throw ConsoleError(.commandFailed, "no password on stdin")
+        case .interrupted: throw ConsoleError(.commandFailed, "no password was given")
+        case .tooLong:
+            throw ConsoleError(.commandFailed, "the password on stdin is longer than \(maximumPasswordBytes) bytes")
         }
-        guard var password = line else {
-            if Interrupt.isPending { Interrupt.consume() }
-            throw ConsoleError(
-                .commandFailed,
-                bytes.count > maximumPasswordBytes
-                    ? "the password on stdin is longer than \(maximumPasswordBytes) bytes" : "no password was given")
-        }
-        if sawEnd, password.isEmpty { throw ConsoleError(.commandFailed, "no password on stdin") }
         if password.last == UInt8(ascii: "\r") { password.removeLast() }
         return password
     }

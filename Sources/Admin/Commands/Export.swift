@@ -122,13 +122,13 @@ struct Export: ConsoleCommand {
                 + " in \(DomainViews.duration(report.seconds)) (\(String(format: "%.1f", rate)) MB/s).")
     }
 
-    /// `exports/export-TIMESTAMP.json`, or with `-2`, `-3`… after the time where an export of the same second
-    /// is there (the file is created exclusively all the same).
-    static func defaultPath() -> String {
+    /// `exports/NAME-TIMESTAMP.json` (`export-` for the tree, `auth-` for the accounts), or with `-2`, `-3`… after
+    /// the time where an export of the same second is there (the file is created exclusively all the same).
+    static func defaultPath(named name: String = "export") -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.dateFormat = "yyyyMMdd-HHmmss"
-        let stem = "exports/export-\(formatter.string(from: Date()))"
+        let stem = "exports/\(name)-\(formatter.string(from: Date()))"
         var path = stem + ".json"
         var number = 2
         while FileManager.default.fileExists(atPath: path), number < 1000 {

@@ -68,11 +68,11 @@ struct MirrorCommand: ConsoleCommand {
         let input = try InputFile(path: source)
         defer { input.close() }
         let store = try session.store()
-        var reader = EventStreamReader(
-            source: try input.source(), temporaryDirectory: tempDir ?? TreeSorter.defaultTemporaryDirectory)
+        let temporaryDirectory = tempDir ?? TreeSorter.defaultTemporaryDirectory
+        var reader = EventStreamReader(source: try input.source(), temporaryDirectory: temporaryDirectory)
         let options = MirrorOptions(
             at: try FirebasePath.keys(of: at), batchEvents: batch, allowsEmptying: allowEmpty,
-            temporaryDirectory: tempDir ?? TreeSorter.defaultTemporaryDirectory,
+            temporaryDirectory: temporaryDirectory,
             wait: wait.maintenanceWait(in: session))
         var lastMetrics = Date.distantPast
         var lastShown = Date()
@@ -126,45 +126,5 @@ struct MirrorCommand: ConsoleCommand {
             + (progress.keepAlives > 0 ? ", \(DomainViews.count(progress.keepAlives, "keep-alive"))" : "")
             + (progress.unknownEvents > 0 ? ", \(progress.unknownEvents) events of unknown names skipped" : "")
             + "; \(String(format: "%.3f", progress.secondsBehind)) s behind at the last commit."
-    }
-}
-
-/// The mirror's state as Prometheus text, for node_exporter's textfile collector.
-struct MirrorMetrics {
-    var progress: MirrorProgress
-    var connected: Bool
-
-    var text: String {
-        var lines: [String] = []
-        func sample(_ name: String, _ type: String, _ help: String, _ value: String) {
-            lines += ["# HELP \(name) \(help)", "# TYPE \(name) \(type)", "\(name) \(value)"]
-        }
-        sample(
-            "admin_mirror_connected", "gauge", "Whether the mirror is reading a stream (1) or ended (0).",
-            connected ? "1" : "0")
-        sample(
-            "admin_mirror_events_applied_total", "counter", "Puts and patches applied since the mirror started.",
-            String(progress.eventsApplied))
-        sample("admin_mirror_transactions_total", "counter", "Transactions committed.", String(progress.transactions))
-        sample(
-            "admin_mirror_last_event_timestamp_seconds", "gauge", "When the newest applied event was read.",
-            progress.lastEventRead.map { String(format: "%.3f", $0.timeIntervalSince1970) } ?? "NaN")
-        sample(
-            "admin_mirror_last_heard_timestamp_seconds", "gauge",
-            "When the stream last sent anything (keep-alives too).",
-            progress.lastHeard.map { String(format: "%.3f", $0.timeIntervalSince1970) } ?? "NaN")
-        sample(
-            "admin_mirror_seconds_behind", "gauge",
-            "Seconds from reading the last committed transaction's newest event to its commit.",
-            String(format: "%.6f", progress.secondsBehind))
-        return lines.joined(separator: "\n") + "\n"
-    }
-
-    /// Writes the file atomically, readable by the collector's user.
-    func write(to path: String) throws {
-        try OutputFile.writing(to: path, replacing: true, permissions: 0o644) { write in
-            var bytes = Array(text.utf8)
-            try bytes.withUnsafeMutableBufferPointer { try write(UnsafeBufferPointer($0)) }
-        }
     }
 }

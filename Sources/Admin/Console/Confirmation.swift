@@ -22,30 +22,12 @@ struct Confirmation: ParsableArguments {
         return true
     }
 
-    /// A line from the terminal; nil at its end or when Ctrl-C answers the question (as "no"). Read with read(2)
-    /// rather than `readLine`, which retries after the signal and leaves the console deaf; meanwhile no statement
-    /// runs, so Ctrl-C has nothing to cancel on the server.
+    /// A line from the terminal; nil at its end or when Ctrl-C answers the question (as "no").
     private static func readAnswer() -> String? {
-        Interrupt.whileWaitingForInput {
-            // Ctrl-C pressed while the command got to its question is the answer too.
-            if Interrupt.isPending {
-                Interrupt.consume()
-                return nil
-            }
-            var bytes: [UInt8] = []
-            var byte: UInt8 = 0
-            while true {
-                let count = read(STDIN_FILENO, &byte, 1)
-                if count == 1 {
-                    if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
-                    bytes.append(byte)
-                } else if count == 0 {
-                    return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
-                } else if errno != EINTR || Interrupt.isPending {
-                    Interrupt.consume()
-                    return nil
-                }
-            }
+        switch InputLine.read() {
+        case .line(let bytes): String(decoding: bytes, as: UTF8.self)
+        case .end(let bytes): bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+        case .interrupted, .tooLong: nil
         }
     }
 }

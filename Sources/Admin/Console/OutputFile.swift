@@ -40,6 +40,15 @@ final class OutputFile {
         }
     }
 
+    /// Replaces the file at `path` with `text` atomically (a temporary file in its directory, renamed over it),
+    /// readable by every user: a metrics file, which the collector's user reads.
+    static func replace(_ path: String, withReadable text: String) throws {
+        try writing(to: path, replacing: true, permissions: 0o644) { write in
+            var bytes = Array(text.utf8)
+            try bytes.withUnsafeMutableBufferPointer { try write(UnsafeBufferPointer($0)) }
+        }
+    }
+
     /// Runs `body` with a writer to `destination`: stdout for `-` (nil when the reader closed the pipe), else the
     /// file, as `writing(to:replacing:createsDirectory:_:)` writes it.
     static func writing<Result>(

@@ -50,10 +50,7 @@ struct CheckMetrics {
     /// Writes the file atomically (a temporary file in its directory, renamed over it), readable by the
     /// collector's user.
     func write(to path: String) throws {
-        try OutputFile.writing(to: path, replacing: true, permissions: 0o644) { write in
-            var bytes = Array(text.utf8)
-            try bytes.withUnsafeMutableBufferPointer { try write(UnsafeBufferPointer($0)) }
-        }
+        try OutputFile.replace(path, withReadable: text)
     }
 
     /// A label value with backslash, double quote and line feed escaped, as the format requires.

@@ -426,7 +426,7 @@ struct JSONObjectText {
 
 /// The records of a CSV file read in chunks: fields split at commas, quoted fields with `""` for a quote and
 /// line breaks inside; a quote that does not end a field is kept, as Firebase writes some unescaped.
-struct CSVRecords<Source: ByteSource> {
+struct CSVRecords {
     /// One line's fields.
     struct Record {
         var fields: [String]
@@ -438,31 +438,13 @@ struct CSVRecords<Source: ByteSource> {
         var isTooLong: Bool
     }
 
-    private var source: Source
+    private var input: ByteCursor
     private let maximumBytes: Int
-    private var buffer = [UInt8](repeating: 0, count: 1 << 16)
-    private var count = 0
-    private var cursor = 0
-    private var isAtEnd = false
     private var line = 1
 
-    init(source: Source, maximumBytes: Int) {
-        self.source = source
+    init(source: some ByteSource, maximumBytes: Int) {
+        input = ByteCursor(source)
         self.maximumBytes = maximumBytes
-    }
-
-    private mutating func nextByte() throws -> UInt8? {
-        if cursor == count {
-            guard !isAtEnd else { return nil }
-            count = try buffer.withUnsafeMutableBytes { try source.read(into: $0) }
-            cursor = 0
-            if count == 0 {
-                isAtEnd = true
-                return nil
-            }
-        }
-        defer { cursor += 1 }
-        return buffer[cursor]
     }
 
     /// The next record, nil at the end of the file.
@@ -473,12 +455,12 @@ struct CSVRecords<Source: ByteSource> {
         var isQuoted = false
         var isTooLong = false
         let firstLine = line
-        guard var byte = try nextByte() else { return nil }
+        guard var byte = try input.next() else { return nil }
         if firstLine == 1, byte == 0xEF {
             // A byte-order mark.
-            _ = try nextByte()
-            _ = try nextByte()
-            guard let after = try nextByte() else { return nil }
+            _ = try input.next()
+            _ = try input.next()
+            guard let after = try input.next() else { return nil }
             byte = after
         }
         while true {
@@ -487,7 +469,7 @@ struct CSVRecords<Source: ByteSource> {
             if isQuoted {
                 if byte == UInt8(ascii: "\"") {
                     // `""` is a quote; a quote before a comma or line end closes the field; any other is kept.
-                    let following = try nextByte()
+                    let following = try input.next()
                     if following == UInt8(ascii: "\"") {
                         field.append(byte)
                         if text.count < maximumBytes { text.append(byte) }
@@ -495,10 +477,10 @@ struct CSVRecords<Source: ByteSource> {
                         || following == 13
                     {
                         isQuoted = false
-                        if following != nil { cursor -= 1 }
+                        if following != nil { input.unread() }
                     } else {
                         field.append(byte)
-                        cursor -= 1
+                        input.unread()
                     }
                 } else if !isTooLong {
                     field.append(byte)
@@ -519,7 +501,7 @@ struct CSVRecords<Source: ByteSource> {
                     if !isTooLong { field.append(byte) }
                 }
             }
-            guard let following = try nextByte() else {
+            guard let following = try input.next() else {
                 fields.append(String(decoding: field, as: UTF8.self))
                 return record(fields, firstLine, text, isTooLong)
             }

@@ -220,6 +220,7 @@ struct Mirroring {
             try connection.withTransaction {
                 var next: FeedEvent? = feed
                 var nextEvent = event
+                var nextRead = read
                 var count = 0
                 while let current = next {
                     do {
@@ -230,7 +231,7 @@ struct Mirroring {
                     }
                     count += 1
                     progress.eventsApplied += 1
-                    newest = Date()
+                    newest = nextRead
                     next = nil
                     guard count < options.batchEvents, (clock.now - started).seconds < options.batchSeconds,
                         reader.hasBufferedInput || isInputReady()
@@ -244,6 +245,7 @@ struct Mirroring {
                             if parsed.range == nil {
                                 next = parsed
                                 nextEvent = following
+                                nextRead = Date()
                                 continue
                             }
                         }
