@@ -135,11 +135,17 @@ struct RecordChildren {
         precondition(self.slots.fields.count == table.typedFieldCount, "slots of another table")
     }
 
-    /// Removes every child, and hands the typed slots, empty, to `body` (for the next record of the table).
-    mutating func removeAll(keepingSlots body: (RecordSlots) -> Void) {
+    /// Removes every child, keeping the typed slots' storage.
+    mutating func removeAll() {
         for step in slots.fields.indices where slots.fields[step] != nil { slots.fields[step] = nil }
         slots.bytes.removeAll()
         rest = FieldList()
+    }
+
+    /// Removes every child, and hands the typed slots, empty, to `body` (for the next record of the table). Call it
+    /// once per record: slots handed twice are two spares that share one storage, and the spares pile up.
+    mutating func removeAll(keepingSlots body: (RecordSlots) -> Void) {
+        removeAll()
         body(slots)
     }
 

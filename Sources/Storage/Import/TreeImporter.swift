@@ -39,6 +39,9 @@ final class TreeImporter {
     private var objectsBeingRead = 0
     /// Empty typed slots of records already written, for the records to come, by table.
     private var spareSlots: [[RecordSlots]] = TreeTable.allCases.map { _ in [] }
+    /// How many typed slots wait for a next record: one per table and level of records being read at once, not
+    /// more however many records were read.
+    var spareSlotCount: Int { spareSlots.reduce(0) { $0 + $1.count } }
 
     /// In a parallel import: the file's top-level nodes shared out among the sessions, and this session's number.
     var shares: (nodes: NodeShares, worker: Int)?
@@ -337,7 +340,8 @@ final class TreeImporter {
     /// posts, each a record of its own, and empties it.
     private func emitHeldPosts(_ record: inout HeldRecord) throws {
         let posts = record.children.object.sorted { FirebaseKey.exportPrecedes($0.key.string, $1.key.string) }
-        record.children.removeAll { spareSlots[TreeTable.feedPosts.rawValue].append($0) }
+        // The record is handed back once, when postsChild is done with it.
+        record.children.removeAll()
         record.bytes = 0
         for (key, value) in posts {
             guard case .object(let fields) = value else { continue }

@@ -209,3 +209,25 @@ struct HostileImportTests {
         #expect(set.count >= values.count)
     }
 }
+
+/// What the importer keeps from record to record.
+@Suite("Importer memory")
+struct ImporterMemoryTests {
+    /// Each `/posts/{uid}` of owners' posts is held as a possible feed post, then emitted post by post: its typed
+    /// slots went back to the spares twice, so the spares grew by one per owner (30 MB at 1.1 GB, past the
+    /// import's 128 MB bound). Only the loader's rows are counted: no database is needed.
+    @Test(arguments: [false, true])
+    func typedSlotsDoNotPileUpFromRecordToRecord(knownShapes: Bool) throws {
+        let owners = (0..<500).map { #""u\#($0)": {"-p\#($0)": {"imagesURL": "x", "imageHeight": 1}}"# }
+        let json = #"{"users": {"u0": {"username": "a"}}, "posts": {\#(owners.joined(separator: ","))}}"#
+        var options = ImportOptions()
+        if knownShapes { options.knownPostShapes = [TreeKey("u1"): false] }
+        let loader = TableLoader(connection: nil, usesFreeze: false)
+        let importer = TreeImporter(
+            source: MemorySource(json, chunkSize: 97), loader: loader, options: options, onFinding: { _ in [:] },
+            onReject: { _ in })
+        try importer.load()
+        #expect(loader.counts[TreeTable.posts.rawValue].rows == 500)
+        #expect(importer.spareSlotCount <= 3)
+    }
+}
