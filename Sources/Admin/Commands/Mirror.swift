@@ -19,7 +19,9 @@ struct MirrorCommand: ConsoleCommand {
             nothing and rewrites nothing that did not change. Each later put is Firebase's set at its path and \
             each patch its multi-path update, with every kept copy right; they are grouped into transactions of \
             at most --batch events, committed at the latest 100 ms after their first event and at once when the \
-            input has nothing more ready, never half an event. --at PATH says where the streamed location is in \
+            input has nothing more ready, never half an event. A transaction's events are written together, \
+            as the nodes they leave changed (a thousand patches of one leaf cost about one write); an event the \
+            store refuses is then found by writing them one by one. --at PATH says where the streamed location is in \
             the store (a stream of /posts.json is --at /posts).
 
             keep-alive events are heard and skipped, as are events of other names. The mirror holds the \
@@ -51,7 +53,11 @@ struct MirrorCommand: ConsoleCommand {
     @Option(help: "Write Prometheus metrics to this file after each transaction (at most once a second).")
     var metricsFile: String?
 
-    @Flag(help: "Let a put leave the store (or the node at --at) empty.")
+    @Flag(
+        help: """
+            Let a put leave the store (or the node at --at) empty (a put of null at the streamed location is \
+            judged by itself, other removals by what their transaction leaves).
+            """)
     var allowEmpty = false
 
     @Option(help: "Where a large first put is sorted, when its keys are out of order (default: $TMPDIR or /tmp).")

@@ -41,9 +41,17 @@ public struct ImportOptions: Sendable {
     /// Bytes a parallel import's session may take to hold the owner of every post (`PostOwners`), so that it
     /// sends the likes with their owners; past it the likes are staged and joined with the posts. Tests lower it.
     var likeOwnersMemoryBudget = 48 << 20
-    /// Whether a merge deletes what the store holds under each child the file names (Firebase's update); a sync,
-    /// which deleted what it rewrites before, loads its document without.
-    var replacesNamedChildren = true
+    /// How a merge deletes what the store holds under each child the file names (Firebase's update).
+    enum NamedChildren {
+        /// Each as the read meets it.
+        case deletedAsRead
+        /// All of them before the read, a statement per table: the caller knows them (the mirror's folded events).
+        case deletedFirst([String])
+        /// Not at all: the caller deleted them (a sync, which deleted what it rewrites before).
+        case deletedByCaller
+    }
+    /// How a merge deletes what the store holds under each child the file names.
+    var namedChildren = NamedChildren.deletedAsRead
     /// Children of /posts whose shape a first reading found (`ImportFinding.reshaped`: true for an AppCoda feed
     /// post, false for an owner's posts), which a second reading of them takes as it is rather than finding it
     /// again.

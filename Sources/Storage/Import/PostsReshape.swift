@@ -56,7 +56,7 @@ final class PostsReshape {
             deleted.merge(try deleteRows([root, id.string]), uniquingKeysWith: +)
         }
         var options = ImportOptions(mode: .merge, maximumRejects: .max, at: [root], allowsEmptying: true)
-        options.replacesNamedChildren = false
+        options.namedChildren = .deletedByCaller
         options.knownPostShapes = nodes
         let counts = loader.counts
         let importer = TreeImporter(

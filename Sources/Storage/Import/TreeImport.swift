@@ -74,6 +74,10 @@ struct TreeImport {
                         replaced = try treeRows.deleteRows(under: options.at).values.reduce(0, +)
                     }
                 }
+                if options.mode == .merge, case .deletedFirst(let children) = options.namedChildren {
+                    replaced = try treeRows.deleteRows(underAll: children.map { options.at + [$0] }).values.reduce(0, +)
+                    if options.at.isEmpty { deletedRoots.formUnion(children) }
+                }
                 // A like's owner is its post's, and in an export /postLikes comes before /posts: likes are staged
                 // until the whole file is read. COPY FREEZE needs tables truncated (or created) in the same
                 // transaction.

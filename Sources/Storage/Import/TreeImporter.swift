@@ -682,8 +682,10 @@ final class TreeImporter {
             keyTrackers[depth].reset()
         }
         // A merge's update names the children of the node it merges into (checked once for the object).
+        var deletesAsRead = false
+        if case .deletedAsRead = options.namedChildren { deletesAsRead = true }
         let replacesChildren =
-            options.mode == .merge && options.replacesNamedChildren && depth == options.at.count
+            options.mode == .merge && deletesAsRead && depth == options.at.count
             && FirebaseKey.samePath(path.keys(), options.at)
         var previousSibling: SiblingMark?
         var hasValue = false

@@ -82,37 +82,55 @@ extension TreeImport {
     func write(_ write: TreeWrite, at path: [String], allowsEmptying: Bool = false) throws -> WriteReport {
         // Storage throws one error type: a value that is no JSON is a StorageError too.
         let plan = try StorageError.converting { try write.plan(at: path) }
-        let (sets, mode, reportedPath) = (plan.sets, plan.mode, plan.reportedPath)
-        return try StorageError.converting {
+        let nodes = plan.sets.map { NodeWrite(path: $0.path, json: $0.json, mode: plan.mode) }
+        let (written, removed) = try store(nodes, allowsEmptying: allowsEmptying)
+        return WriteReport(path: plan.reportedPath, rowsWritten: written, rowsRemoved: removed)
+    }
+
+    /// One node a write stores: its path, its JSON (its children's, for a merge), and how.
+    struct NodeWrite {
+        var path: [String]
+        var json: String
+        var mode: ImportOptions.Mode
+        /// For a merge, the children its JSON names when the writer knows them: deleted together first.
+        var children: [String]?
+    }
+
+    /// Stores `nodes` (disjoint paths) in one transaction (a savepoint inside the caller's), with every kept copy
+    /// settled; the rows written and removed. Refused when it would empty the store, unless `allowsEmptying`.
+    func store(_ nodes: [NodeWrite], allowsEmptying: Bool) throws -> (written: Int, removed: Int) {
+        try StorageError.converting {
             try connection.withTransaction {
                 // Before the record is read: two writes into one record must not both start from its old value.
                 try treeRows.lockTree()
                 // A whole-tree replace truncates rather than counting what it deletes: counted first.
-                let replacesWholeTree = mode == .replace && sets.contains { $0.path.isEmpty }
+                let replacesWholeTree = nodes.contains { $0.mode == .replace && $0.path.isEmpty }
                 let rowsBefore = replacesWholeTree ? try treeRowCount() : 0
-                var report = WriteReport(path: reportedPath, rowsWritten: 0, rowsRemoved: 0)
-                for (path, json) in sets {
-                    let (written, removed) = try store(json, at: path, mode: mode)
-                    report.rowsWritten += written
-                    report.rowsRemoved += removed
+                var (written, removed) = (0, 0)
+                for node in nodes {
+                    let counts = try store(node.json, at: node.path, mode: node.mode, children: node.children)
+                    written += counts.0
+                    removed += counts.1
                 }
-                if replacesWholeTree { report.rowsRemoved = rowsBefore }
+                if replacesWholeTree { removed = rowsBefore }
                 // Only a write that removed rows can have emptied a store that held some; asking every table
                 // whether it is empty is a statement to every shard on Citus (100 ms for a first one there).
-                if report.rowsRemoved > 0, !allowsEmptying, try treeRows.isEmpty() {
+                if removed > 0, !allowsEmptying, try treeRows.isEmpty() {
                     let error = StorageError(
                         .refused, "this write would delete everything the store holds",
                         hint: "Nothing was changed. If emptying the store is what you want, allow it.")
                     throw error.remedied(.allowEmptying)
                 }
-                return report
+                return (written, removed)
             }
         }
     }
 
     /// Stores `json` at `path` (its children, for `.merge`), rewriting the record that holds the path if there
     /// is one; the rows written and removed.
-    private func store(_ json: String, at path: [String], mode: ImportOptions.Mode) throws -> (Int, Int) {
+    private func store(_ json: String, at path: [String], mode: ImportOptions.Mode, children: [String]? = nil) throws
+        -> (Int, Int)
+    {
         var path = path
         var json = json
         var mode = mode
@@ -125,6 +143,7 @@ extension TreeImport {
         do {
             var options = ImportOptions(mode: mode, at: path, allowsEmptying: true)
             options.isWrite = true
+            if mode == .merge, let children { options.namedChildren = .deletedFirst(children) }
             report = try importTree(from: MemorySource(json), options: options)
         } catch var error as StorageError {
             // A write has no rejects to allow: the import's hint about letting some through does not apply.

@@ -10,7 +10,8 @@ public struct MirrorOptions {
     public var batchEvents: Int
     /// A transaction commits at the latest this long after its first event.
     public var batchSeconds: Double
-    /// Whether a `put` may leave the store (or the node at `at`) empty.
+    /// Whether a `put` may leave the store (or the node at `at`) empty. A put of `null` at the streamed location is
+    /// judged by itself; other removals by what their transaction leaves (its events are written together).
     public var allowsEmptying: Bool
     /// Where large events and the first `put`'s sort go.
     public var temporaryDirectory: String
@@ -218,22 +219,19 @@ struct Mirroring {
             var newest = read
             let started = clock.now
             try connection.withTransaction {
-                var next: FeedEvent? = feed
-                var nextEvent = event
-                var nextRead = read
-                var count = 0
+                var batch: [(feed: FeedEvent, line: Int, read: Date)] = []
+                var fold = EventFold()
+                var next: (feed: FeedEvent, line: Int, read: Date)? = (feed, event.line, read)
                 while let current = next {
+                    next = nil
                     do {
-                        try apply(current, options: options)
+                        try StorageError.converting { try fold.add(current.feed, at: options.at) }
                     } catch {
-                        failure = StorageError.describing(error, line: nextEvent.line)
+                        failure = StorageError.describing(error, line: current.line)
                         break
                     }
-                    count += 1
-                    progress.eventsApplied += 1
-                    newest = nextRead
-                    next = nil
-                    guard count < options.batchEvents, (clock.now - started).seconds < options.batchSeconds,
+                    batch.append(current)
+                    guard batch.count < options.batchEvents, (clock.now - started).seconds < options.batchSeconds,
                         reader.hasBufferedInput || isInputReady()
                     else { break }
                     // What goes wrong with a later event ends the mirror after this transaction commits.
@@ -243,9 +241,7 @@ struct Mirroring {
                         if following.name == "patch" || following.name == "put" {
                             let parsed = try FeedEvent(following)
                             if parsed.range == nil {
-                                next = parsed
-                                nextEvent = following
-                                nextRead = Date()
+                                next = (parsed, following.line, Date())
                                 continue
                             }
                         }
@@ -254,6 +250,9 @@ struct Mirroring {
                         failure = error
                     }
                 }
+                let applied = try write(fold, of: batch, options: options, failure: &failure)
+                progress.eventsApplied += applied
+                if applied > 0 { newest = batch[applied - 1].read }
                 // Written with the events: the row is exactly as new as what the store holds.
                 var committed = progress
                 committed.transactions += 1
@@ -266,6 +265,42 @@ struct Mirroring {
             try onCommit(progress)
             if let failure { throw failure }
         }
+    }
+
+    /// Writes a transaction's events, folded into the nodes they change (`EventFold`). When the fold cannot say
+    /// what they did, or its write is refused, the events are written one by one (`apply`) up to the one refused,
+    /// which becomes `failure`. The events written.
+    private func write(
+        _ fold: EventFold, of batch: [(feed: FeedEvent, line: Int, read: Date)], options: MirrorOptions,
+        failure: inout (any Error)?
+    ) throws -> Int {
+        guard !fold.isEmpty else { return batch.count }
+        if !fold.needsEventByEvent {
+            do {
+                try connection.withTransaction {
+                    // Before the records are read: a write of the console's must not start from their old values.
+                    try imports.treeRows.lockTree()
+                    let lifted = try fold.liftedIntoRecords(
+                        recordPath: { try imports.treeRows.recordPath(holding: $0) }, read: imports.exportedValue)
+                    _ = try imports.store(lifted.nodeWrites, allowsEmptying: options.allowsEmptying)
+                }
+                return batch.count
+            } catch let error as StorageError where error.kind != .connectionLost {
+                // Which event is refused, and the store as of the one before it: found by writing them as they
+                // came (the fold's write was a savepoint, rolled back).
+            }
+        }
+        for (index, event) in batch.enumerated() {
+            do {
+                try apply(event.feed, options: options)
+            } catch let error as StorageError where error.kind == .connectionLost {
+                throw error
+            } catch {
+                failure = StorageError.describing(error, line: event.line)
+                return index
+            }
+        }
+        return batch.count
     }
 
     /// A put or patch in the open transaction, with Firebase's semantics: `set`, or a multi-path `update`.

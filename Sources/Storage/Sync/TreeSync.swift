@@ -356,7 +356,7 @@ struct TreeSync {
             ])
         loader.isCancelled = isCancelled
         var importOptions = ImportOptions(mode: .merge, maximumRejects: .max, allowsEmptying: true)
-        importOptions.replacesNamedChildren = false
+        importOptions.namedChildren = .deletedByCaller
         let rejectedBefore = report.rejectCount
         var rejected: [ImportReject] = []
         let onReject = { (reject: ImportReject) in

@@ -139,6 +139,27 @@ struct MirrorAgainstModelTests {
         #expect(throws: StorageError.self) { try store.mirror(&refused) }
     }
 
+    /// A transaction's events are written folded; one the store refuses (here: emptying it) stops the mirror
+    /// with its line, and the events before it in the same transaction are kept.
+    @Test func aRefusedEventInAFoldedTransactionKeepsTheOnesBeforeIt() throws {
+        let store = try makeStore()
+        let stream =
+            Self.event("put", path: [], data: #"{"users": {"u1": {"username": "ana"}}}"#)
+            + Self.event("patch", path: ["users"], data: #"{"u2/username": "bo", "u1/bio": "hi"}"#)
+            + Self.event("put", path: ["users", "u2"], data: "null")
+            + Self.event("put", path: [], data: "null")
+            + Self.event("put", path: ["users", "u3"], data: #"{"username": "cy"}"#)
+        var reader = EventStreamReader(source: MemorySource(stream))
+        var transactions: [Int] = []
+        let error = #expect(throws: StorageError.self) {
+            try store.mirror(
+                &reader, options: MirrorOptions(batchEvents: 1000), onCommit: { transactions.append($0.eventsApplied) })
+        }
+        #expect(error?.message.hasPrefix("line 10: this write would delete everything") == true, "\(String(describing: error))")
+        #expect(transactions == [1, 3])
+        expectSameText(try exportJSON(store), #"{"users":{"u1":{"bio":"hi","username":"ana"}}}"#)
+    }
+
     @Test func aFirstPutLargerThanMemoryStreamsThroughTheSync() throws {
         let store = try makeStore()
         let users = (0..<70_000).map { #""u\#($0)": {"username": "user number \#($0) with a long name"}"# }
