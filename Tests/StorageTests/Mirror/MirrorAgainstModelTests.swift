@@ -155,7 +155,9 @@ struct MirrorAgainstModelTests {
             try store.mirror(
                 &reader, options: MirrorOptions(batchEvents: 1000), onCommit: { transactions.append($0.eventsApplied) })
         }
-        #expect(error?.message.hasPrefix("line 10: this write would delete everything") == true, "\(String(describing: error))")
+        #expect(
+            error?.message.hasPrefix("line 10: this write would delete everything") == true,
+            "\(String(describing: error))")
         #expect(transactions == [1, 3])
         expectSameText(try exportJSON(store), #"{"users":{"u1":{"bio":"hi","username":"ana"}}}"#)
     }
