@@ -285,7 +285,7 @@ struct Mirroring {
                     _ = try imports.store(lifted.nodeWrites, allowsEmptying: options.allowsEmptying)
                 }
                 return batch.count
-            } catch let error as StorageError where error.kind != .connectionLost {
+            } catch  where (error as? StorageError)?.kind != .connectionLost {
                 // Which event is refused, and the store as of the one before it: found by writing them as they
                 // came (the fold's write was a savepoint, rolled back).
             }
