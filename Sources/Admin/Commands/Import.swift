@@ -63,8 +63,8 @@ struct Import: ConsoleCommand {
             store (Citus), --mode merge and --at load on one session (an explicit --jobs says so in a warning), \
             and no more sessions open than the server's connection limits leave room for (keeping one free). \
             The report times the steps after the reading on its "(after reading)" lines (adding up the sessions' \
-            seconds), the commit last: there the server releases the files of the tables replaced (1.0-1.3 s \
-            for a 3 GB store here), which readers no longer wait for.
+            seconds), the commit last: there the server releases the files of the tables replaced (a second or \
+            more for a store of gigabytes), which readers no longer wait for.
 
             Examples:
               import backup.json
