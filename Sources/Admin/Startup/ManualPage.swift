@@ -88,6 +88,14 @@ enum ManualPage {
         nightly at 03:15 as the system user admin-check; its metrics go to /var/lib/admin-check/admin_check.prom, \
         which any user (node_exporter's) can read; journalctl -u admin-check shows its output. Purging the \
         package stops and disables the timer and removes /var/lib/admin-check.
+
+        It installs admin-mirror.service too, disabled: admin mirror of the live database, reconnecting when the \
+        stream ends (exit 0) or the credential expired (6), stopping on a cancelled read (5) or a malformed \
+        stream (65). Set DATABASE_URL, FIREBASE_URL (without its credential) and the mirror's options in \
+        /etc/default/admin-mirror, put the credential in /etc/admin-mirror/firebase-token and the password in \
+        /etc/admin-mirror/pgpass (owner root, mode 0600; read as credentials), then run systemctl enable --now \
+        admin-mirror. It runs as the system user admin-mirror; its metrics go to \
+        /var/lib/admin-mirror/admin_mirror.prom.
         """
 
     /// Every variable admin reads (a test finds each one the sources read here).

@@ -72,7 +72,7 @@ struct MirrorTests {
 
     /// The recipe's loop against a server on loopback that serves a stream, drops the connection, answers 307,
     /// and revokes the credential: each connection's first put brings the store to the server's tree.
-    @Test func curlReconnectingToALocalServerEndsEqualToItsTree() throws {
+    @Test func thePackagedStreamReconnectingToALocalServerEndsEqualToItsTree() throws {
         let database = try databaseHolding("null")
         let directory = try makeTemporaryDirectory("admin-mirror-server")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -123,22 +123,27 @@ struct MirrorTests {
         var buffer = Data()
         let port = portPipe.fileHandleForReading.read(until: "\n", into: &buffer)
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        // The README's loop, bounded to four connections; the token comes from a file, never the command line.
-        try "secret-token".write(toFile: directory + "/token", atomically: true, encoding: .utf8)
+        // The packaged service's connection (packaging/admin-mirror-stream), run four times as systemd's
+        // Restart= would; the token comes from the credentials directory, never a command line.
+        try "secret-token".write(toFile: directory + "/firebase-token", atomically: true, encoding: .utf8)
         let loop = """
             for attempt in 1 2 3 4; do
-              printf 'url = "http://127.0.0.1:\(port)/.json?auth=%s"\\n' "$(cat token)" \\
-                | curl -sN -L -H 'Accept: text/event-stream' -K - | admin --db "$DB" mirror -
+              "$STREAM"
               echo "exit $?"
             done
             """
         let run = try AdminProcess.runShell(
             loop, input: "",
             environment: AdminProcess.environment([
-                "DB": database.conninfo,
+                "DATABASE_URL": database.conninfo, "CREDENTIALS_DIRECTORY": directory,
+                "FIREBASE_URL": "http://127.0.0.1:\(port)/.json",
+                "STREAM": Repository.url("packaging/admin-mirror-stream").path,
+                "ADMIN_MIRROR_METRICS_FILE": directory + "/admin_mirror.prom",
                 "PATH": AdminProcess.executable.deletingLastPathComponent().path + ":/usr/bin:/bin",
             ]), directory: directory)
         #expect(run.stdout == "exit 0\nexit 6\nexit 0\nexit 0\n", "\(run.stdout)\(run.stderr)")
+        let metrics = (try? String(contentsOfFile: directory + "/admin_mirror.prom", encoding: .utf8)) ?? ""
+        #expect(metrics.contains("admin_mirror_events_applied_total"), "\(metrics)")
         let exported = try AdminProcess.run(["--db", database.conninfo, "export", "-"])
         #expect(
             exported.stdout

@@ -46,7 +46,7 @@ struct PackageTests {
         let install = try shell("\(dpkg) --install \(shellQuoted(deb))")
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
         let passwd = (try? String(contentsOfFile: root + "/etc/passwd", encoding: .utf8)) ?? ""
-        #expect(passwd.contains("admin-check:"), "no system user: \(passwd)")
+        #expect(passwd.contains("admin-check:") && passwd.contains("admin-mirror:"), "no system user: \(passwd)")
         let link = root + "/etc/systemd/system/timers.target.wants/admin-check.timer"
         // As `systemctl enable` makes it, by hand where systemctl is not installed.
         let enable = try shell(
@@ -55,12 +55,15 @@ struct PackageTests {
                 + "\(r)/etc/systemd/system/timers.target.wants/admin-check.timer; fi")
         #expect(enable.status == 0, "\(enable.stderr)")
         #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: link)) != nil, "enabling made no link")
-        try FileManager.default.createDirectory(
-            atPath: root + "/var/lib/admin-check", withIntermediateDirectories: true)
+        for state in ["admin-check", "admin-mirror"] {
+            try FileManager.default.createDirectory(
+                atPath: root + "/var/lib/" + state, withIntermediateDirectories: true)
+        }
         let purge = try shell("\(dpkg) --purge admin")
         #expect(purge.status == 0, "\(purge.stdout)\(purge.stderr)")
         #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == nil, "a dangling timer link")
         #expect(!FileManager.default.fileExists(atPath: root + "/var/lib/admin-check"))
+        #expect(!FileManager.default.fileExists(atPath: root + "/var/lib/admin-mirror"))
         #expect(!FileManager.default.fileExists(atPath: root + "/usr/bin/admin"))
     }
 
@@ -88,7 +91,8 @@ struct PackageTests {
             "usr/share/man/man1/admin.1.gz", "usr/share/bash-completion/completions/admin",
             "usr/share/zsh/vendor-completions/_admin", "usr/share/fish/vendor_completions.d/admin.fish",
             "lib/systemd/system/admin-check.service", "lib/systemd/system/admin-check.timer",
-            "etc/default/admin-check", "usr/share/doc/admin/copyright",
+            "etc/default/admin-check", "usr/share/doc/admin/copyright", "lib/systemd/system/admin-mirror.service",
+            "etc/default/admin-mirror", "usr/lib/admin/admin-mirror-stream",
         ] {
             #expect(FileManager.default.fileExists(atPath: root + "/" + path), "\(path) is missing")
         }
@@ -96,6 +100,11 @@ struct PackageTests {
         #expect(!unit.lowercased().contains("password="), "a password in the unit")
         // A dynamic user's state directory would be under /var/lib/private, which node_exporter cannot read.
         #expect(unit.contains("User=admin-check") && !unit.contains("\nDynamicUser="), "\(unit)")
+        // The mirror's credential and password come as credentials; it reconnects but on 5 and 65.
+        let mirror = try String(contentsOfFile: root + "/lib/systemd/system/admin-mirror.service", encoding: .utf8)
+        #expect(!mirror.lowercased().contains("password=") && !mirror.contains("auth="), "\(mirror)")
+        #expect(mirror.contains("LoadCredential=firebase-token:") && mirror.contains("RestartPreventExitStatus=5 65"))
+        #expect(FileManager.default.isExecutableFile(atPath: root + "/usr/lib/admin/admin-mirror-stream"))
 
         // The same commit gives the same bytes: packaged again from the same build, and with no path of this
         // checkout or its build in the binary (which is what a build in another clone would change).
