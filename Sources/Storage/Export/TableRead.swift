@@ -22,6 +22,8 @@ struct ChildKeyRange: Equatable {
     var lower: String?
     /// The last child key (inclusive).
     var upper: String?
+    /// Only these children (by their bytes), when given: the records a transaction of the mirror rewrites.
+    var keys: [String]?
 
     /// No bound: every child.
     static let all = ChildKeyRange()
@@ -152,6 +154,7 @@ extension TreeTable {
             // At the root, the table's root key is the child that the bounds admit or not.
             if let lower = children.lower, FirebaseKey.exportPrecedes(root, lower) { return [] }
             if let upper = children.upper, FirebaseKey.exportPrecedes(upper, root) { return [] }
+            if let keys = children.keys, !keys.contains(where: { FirebaseKey.same($0, root) }) { return [] }
             fixed = []
         }
         // Bounds apply to the children of the node: the first free key column, when the node lies above the rows.
@@ -231,6 +234,7 @@ extension TreeTable {
             }
             if let lower { conditions.append("\(identifier: column) >= \(lower)") }
             if let upper = bounds.upper { conditions.append("\(identifier: column) <= \(upper)") }
+            if let keys = bounds.keys { conditions.append("\(identifier: column) = ANY(\(keys)::text[])") }
         }
         if filters { conditions += free.map { "NOT rtdb_key_needs_order(\(identifier: $0))" } }
         return select(where: conditions, orderedBy: free.map { "\(identifier: $0)" }, reversed: reversed)
@@ -245,6 +249,7 @@ extension TreeTable {
             if let upper = bounds.upper {
                 conditions.append("\(orderExpression(column)) <= \(FirebaseKey.order(of: upper))")
             }
+            if let keys = bounds.keys { conditions.append("\(identifier: column) = ANY(\(keys)::text[])") }
         }
         return select(where: conditions, orderedBy: free.map(orderExpression), reversed: reversed)
     }
@@ -281,8 +286,14 @@ extension TreeTable {
         var upper = path.isEmpty ? nil : FirebaseKey.pathOrderUpperBound(node)
         if let key = children.lower { lower = node + FirebaseKey.orderBytes(of: key) }
         if let key = children.upper { upper = node + FirebaseKey.orderBytes(of: key) + [2] }
-        let from: Query = "sort_key >= \(String(decoding: lower, as: UTF8.self))"
-        guard let upper else { return from }
-        return from + " AND sort_key < \(String(decoding: upper, as: UTF8.self))"
+        var range: Query = "sort_key >= \(String(decoding: lower, as: UTF8.self))"
+        if let upper { range = range + " AND sort_key < \(String(decoding: upper, as: UTF8.self))" }
+        guard let keys = children.keys else { return range }
+        // Each child's own range, as the bounds above make one.
+        let lowers = keys.map { String(decoding: node + FirebaseKey.orderBytes(of: $0), as: UTF8.self) }
+        let uppers = keys.map { String(decoding: node + FirebaseKey.orderBytes(of: $0) + [2], as: UTF8.self) }
+        return range
+            + " AND EXISTS (SELECT FROM unnest(\(lowers)::text[], \(uppers)::text[]) AS c(lower, upper)"
+            + " WHERE sort_key >= c.lower AND sort_key < c.upper)"
     }
 }

@@ -19,6 +19,23 @@ extension TreeExport {
         }
     }
 
+    /// The children `keys` of the node at `path` (those it holds), as one JSON object in export order: the records
+    /// a transaction of the mirror rewrites, read in a statement per table rather than one export each.
+    func exportChildren(
+        at path: [String], keys: [String], options: JSONTextWriter.Options = .init(),
+        to write: (UnsafeBufferPointer<UInt8>) throws -> Void
+    ) throws -> ExportReport {
+        try exporting(options: options, to: write) { emitter, tally in
+            let ordered = try tablesWithOrderedRows(under: path)
+            try forEachChildRow(
+                at: path, children: ChildKeyRange(keys: keys), ordered: ordered, tally: tally, emitter: emitter
+            ) { _, stream, mayGrow in
+                try Self.add(stream, below: path, shallow: false, mayGrow: mayGrow, to: emitter)
+                return true
+            }
+        }
+    }
+
     /// Key order: the bounds as a key range of every table's reads, the last N found backwards.
     private func selectByKey(
         at path: [String], query: TreeQuery, ordered: Set<TreeTable>, into emitter: TreeEmitter, tally: ExportTally

@@ -528,6 +528,16 @@ struct TreeImport {
     /// The largest file `importIntoRecord` reads: Firebase's SDKs refuse a single write of more than 16 MB.
     static let recordFileLimit = 16 << 20
 
+    /// The children `keys` of the node at `path`, each as its export holds it (those the node does not hold are
+    /// left out).
+    func exportedChildren(of path: [String], keys: [String]) throws -> [TreeKey: TreeValue] {
+        var bytes: [UInt8] = []
+        _ = try export.exportChildren(at: path, keys: keys, options: .init(rendersArrays: false)) {
+            bytes.append(contentsOf: $0)
+        }
+        return try TreeValue.parse(json: String(decoding: bytes, as: UTF8.self), normalizing: false)?.children ?? [:]
+    }
+
     /// The node at `path` as a tree, nil when nothing is there.
     func exportedValue(at path: [String]) throws -> TreeValue? {
         var bytes: [UInt8] = []

@@ -83,28 +83,35 @@ struct EventFold {
         }
     }
 
-    /// The fold with the nodes inside a record (`recordPath(holding:)` finds it) folded into the record's whole
-    /// value (`read` reads it once): records under one parent are then one merge, where each node would be a
-    /// read and a rewrite of its record.
+    /// The fold with the nodes inside a record (`recordPaths(holding:)` finds them all at once) folded into the
+    /// record's whole value, the records under one parent read together (`readChildren(parent, keys)`): they are
+    /// then one merge, where each node would be a read and a rewrite of its record.
     func liftedIntoRecords(
-        recordPath: ([String]) throws -> [String]?, read: ([String]) throws -> TreeValue?
+        recordPaths: ([[String]]) throws -> [[String]?],
+        readChildren: ([String], [String]) throws -> [TreeKey: TreeValue]
     ) throws -> EventFold {
         // What decides between the fold and event by event was asked of this fold: the lifted one only writes.
         var lifted = EventFold()
-        var records: [[TreeKey]: [(below: [String], value: TreeValue?)]] = [:]
-        for (keys, node) in nodes {
-            let path = keys.map(\.string)
-            guard path.count > 2, let record = try recordPath(path) else {
-                lifted.set(node.value, at: path)
+        var records: [[TreeKey]: [TreeKey: [(below: [String], value: TreeValue?)]]] = [:]
+        let changed = nodes.map { (path: $0.key.map(\.string), value: $0.value.value) }
+        let holders = try recordPaths(changed.map(\.path))
+        for ((path, value), record) in zip(changed, holders) {
+            guard path.count > 2, let record else {
+                lifted.set(value, at: path)
                 continue
             }
-            records[record.map { TreeKey($0) }, default: []].append((Array(path[record.count...]), node.value))
+            let parent = record.dropLast().map { TreeKey($0) }
+            records[parent, default: [:]][TreeKey(record[record.count - 1]), default: []].append(
+                (Array(path[record.count...]), value))
         }
-        for (record, changes) in records {
-            let path = record.map(\.string)
-            var value = try read(path)
-            for change in changes { value = TreeValue.setting(change.value, at: change.below, in: value) }
-            lifted.set(value, at: path)
+        for (parent, children) in records {
+            let path = parent.map(\.string)
+            let held = try readChildren(path, children.keys.map(\.string))
+            for (key, changes) in children {
+                var value = held[key]
+                for change in changes { value = TreeValue.setting(change.value, at: change.below, in: value) }
+                lifted.set(value, at: path + [key.string])
+            }
         }
         return lifted
     }

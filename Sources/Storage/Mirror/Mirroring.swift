@@ -281,7 +281,8 @@ struct Mirroring {
                     // Before the records are read: a write of the console's must not start from their old values.
                     try imports.treeRows.lockTree()
                     let lifted = try fold.liftedIntoRecords(
-                        recordPath: { try imports.treeRows.recordPath(holding: $0) }, read: imports.exportedValue)
+                        recordPaths: imports.treeRows.recordPaths(holding:),
+                        readChildren: imports.exportedChildren)
                     _ = try imports.store(lifted.nodeWrites, allowsEmptying: options.allowsEmptying)
                 }
                 return batch.count

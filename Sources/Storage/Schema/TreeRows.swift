@@ -20,6 +20,39 @@ struct TreeRows {
         return nil
     }
 
+    /// `recordPath(holding:)` of each of `paths`, in a statement per table that could hold some rather than one
+    /// per path and table: the mirror asks it of every node a transaction changes.
+    func recordPaths(holding paths: [[String]]) throws -> [[String]?] {
+        var found: [[String]?] = Array(repeating: nil, count: paths.count)
+        var byRoot: [TreeKey: [Int]] = [:]
+        for (index, path) in paths.enumerated() {
+            if let root = path.first { byRoot[TreeKey(root), default: []].append(index) }
+        }
+        for (root, indexes) in byRoot {
+            for table in TreeTable.tables(under: root.string) {
+                // The paths still unplaced that lie inside a record of this table, by the record's keys.
+                let inside = indexes.filter { found[$0] == nil && paths[$0].count - 1 > table.keyDepth }
+                guard !inside.isEmpty, table.keyDepth > 0 else { continue }
+                let columns = Array(table.keyColumns.prefix(table.keyDepth))
+                let keys = Query.identifiers(columns)
+                let arrays: Query = columns.indices.map { column in
+                    "\(inside.map { paths[$0][1 + column] })::text[]" as Query
+                }.joined(separator: ", ")
+                let rows = try connection.query(
+                    "SELECT \(keys) FROM \(identifier: table.name) WHERE (\(keys)) IN (SELECT * FROM unnest(\(arrays)))"
+                )
+                var held: Set<[TreeKey]> = []
+                for row in rows {
+                    held.insert(try columns.indices.map { TreeKey(try row.decode(String.self, at: $0)) })
+                }
+                for index in inside where held.contains(paths[index][1...table.keyDepth].map { TreeKey($0) }) {
+                    found[index] = Array(paths[index].prefix(table.keyDepth + 1))
+                }
+            }
+        }
+        return found
+    }
+
     /// Deletes the leaves stored at `path` and at each of its ancestors below the root: the values a write below
     /// them replaces. A leaf is an unmapped value or a typed row that holds `true` alone (a like, a follow);
     /// records are objects and stay. Returns the number of rows deleted.

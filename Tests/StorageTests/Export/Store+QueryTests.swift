@@ -323,3 +323,41 @@ struct QueryExportTests {
         #expect(try get(["users", "alice", "username"], TreeQuery(order: .key)) == #""alice""#)
     }
 }
+
+/// Reads the mirror batches for a transaction's nodes: each answers what its one-at-a-time twin answers.
+struct ChildrenByKeyTests {
+    @Test func theChildrenNamedAreTheirOwnExports() throws {
+        let store = try makeStore()
+        // Digit-led keys (read in RTDB order), a record with unmapped fields beside its typed ones and a priority,
+        // a leaf among records, posts of an owner and a feed post under one root.
+        let json = #"""
+            {"users": {"1": {"username": "one"}, "10": {"username": "ten", "bio": {"a": [1, 2]}, ".priority": 3},
+                       "2": "a leaf", "-x": {"username": "dash"}, "ab": {"username": "ab"}, "a": {"username": "a"}},
+             "posts": {"u1": {"-P1": {"imageURL": "x", "imageHeight": 1}},
+                       "f1": {"imageFileURL": "y", "votes": 2, "user": "u1", "timestamp": 5}},
+             "misc": {"k": {"deep": true}, "k2": 1}}
+            """#
+        try importJSON(json, into: store)
+        let cases: [([String], [String])] = [
+            (["users"], ["10", "2", "a", "missing", "1"]), (["users"], ["ab"]), (["users"], []),
+            (["posts"], ["u1", "f1"]), (["misc"], ["k", "k2"]), (["posts", "u1"], ["-P1"]),
+        ]
+        for (path, keys) in cases {
+            let children = try store.imports.exportedChildren(of: path, keys: keys)
+            var expected: [TreeKey: TreeValue] = [:]
+            for key in keys {
+                if let value = try store.imports.exportedValue(at: path + [key]) { expected[TreeKey(key)] = value }
+            }
+            #expect(children == expected, "\(path) \(keys)")
+        }
+        let paths: [[String]] = [
+            ["users", "10", "bio", "a"], ["users", "1", "username"], ["users", "2", "x"], ["users", "9", "x"],
+            ["posts", "u1", "-P1", "imageURL"], ["posts", "f1", "votes"], ["posts", "u1", "-P2", "x"],
+            ["misc", "k", "deep"], ["users", "10"], ["users"], [],
+        ]
+        let batched = try store.treeRows.recordPaths(holding: paths)
+        #expect(batched == (try paths.map { try store.treeRows.recordPath(holding: $0) }))
+        #expect(
+            batched[0] == ["users", "10"] && batched[4] == ["posts", "u1", "-P1"] && batched[5] == ["posts", "f1"])
+    }
+}
