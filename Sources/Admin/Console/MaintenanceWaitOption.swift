@@ -41,9 +41,17 @@ struct MaintenanceWaitOption: ParsableArguments {
     static func describe(_ holder: LockHolder?, tables: Bool = false) -> String {
         guard let holder else { return tables ? "the session holding the tables" : "another check, repair or import" }
         let what =
-            holder.isImport ? "an import" : holder.isSync ? "a sync" : tables ? "another session" : "a check or repair"
+            if holder.isImport {
+                "an import"
+            } else if holder.isSync {
+                "a sync"
+            } else if holder.isMirror {
+                "a mirror"
+            } else {
+                tables ? "another session" : "a check or repair"
+            }
         var parts = ["pid \(holder.pid)"]
-        if tables, !holder.isImport, !holder.isSync, !holder.application.isEmpty {
+        if tables, !holder.isImport, !holder.isSync, !holder.isMirror, !holder.application.isEmpty {
             parts.insert(holder.application, at: 0)
         }
         if !holder.role.isEmpty { parts.append("role \(holder.role)") }
