@@ -1,5 +1,6 @@
 import Foundation
 import PostgresTestSupport
+import Storage
 import Testing
 
 /// `admin mirror` as the README's recipe runs it: a stream on stdin, exit statuses a supervisor acts on, the
@@ -68,6 +69,41 @@ struct MirrorTests {
         let messages = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "\(messages)")
+    }
+
+    /// `kill -9` in the middle of a stream, events still coming: the store holds what the last committed
+    /// transaction left, status says the mirror stopped without ending, and the next connection's first put
+    /// brings the store to the database's tree.
+    @Test func killedMidStreamThenRestartedEndsEqualToTheTree() throws {
+        let database = try databaseHolding("null")
+        let db = ["--db", database.conninfo]
+        let (process, input, _, _) = try AdminProcess.start(db + ["mirror", "-", "--allow-empty"])
+        input.fileHandleForWriting.write(Data(Self.event("put", "/", #"{"users": {"u0": {"username": "a"}}}"#).utf8))
+        for index in 0..<3_000 {
+            let patch = Self.event(
+                "patch", "/", "{\"users/u\(index % 50)/username\": \"n\(index)\", \"log/e\(index)\": \(index)}")
+            input.fileHandleForWriting.write(Data(patch.utf8))
+        }
+        // Killed once some patches are in: mid-stream, or waiting for more (the stream never ends).
+        for _ in 0..<200 {
+            let status = try AdminProcess.run(db + ["status", "--format", "json"]).stdout
+            if status.contains(#""state": "running""#), !status.contains(#""events_applied": 1,"#) { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let stopped = try AdminProcess.run(db + ["status"])
+        #expect(stopped.stdout.contains("stopped without ending"), "\(stopped.stdout)")
+        // Whole transactions only: each user's name came in one event with its log entry.
+        let tree = try TreeValue.parse(json: try AdminProcess.run(db + ["export", "-"]).stdout)
+        for (key, user) in tree?["users"]?.children ?? [:] {
+            guard case .string(let name)? = user["username"], name != "a" else { continue }
+            #expect(tree?["log"]?["e" + name.dropFirst()] != nil, "\(key): \(name) without its log entry")
+        }
+        let final = #"{"log":{"e1":1},"users":{"u1":{"username":"final"}}}"#
+        let restarted = try AdminProcess.run(db + ["mirror", "-"], input: Self.event("put", "/", final))
+        #expect(restarted.status == 0, "\(restarted.stderr)")
+        #expect(try AdminProcess.run(db + ["export", "-"]).stdout == final)
     }
 
     /// The recipe's loop against a server on loopback that serves a stream, drops the connection, answers 307,
