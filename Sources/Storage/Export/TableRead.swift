@@ -293,7 +293,7 @@ extension TreeTable {
         let lowers = keys.map { String(decoding: node + FirebaseKey.orderBytes(of: $0), as: UTF8.self) }
         let uppers = keys.map { String(decoding: node + FirebaseKey.orderBytes(of: $0) + [2], as: UTF8.self) }
         return range
-            + " AND EXISTS (SELECT FROM unnest(\(lowers)::text[], \(uppers)::text[]) AS c(lower, upper)"
+            + " AND EXISTS (SELECT 1 FROM unnest(\(lowers)::text[], \(uppers)::text[]) AS c(lower, upper)"
             + " WHERE sort_key >= c.lower AND sort_key < c.upper)"
     }
 }
