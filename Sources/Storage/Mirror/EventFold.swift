@@ -41,6 +41,8 @@ struct EventFold {
             let ancestor = Array(keys[..<depth])
             guard let held = nodes[ancestor] else { continue }
             nodes[ancestor]?.value = TreeValue.setting(value, at: path[depth...], in: held.value)
+            // A value written inside it removed any leaf above it, whatever a later event leaves of it.
+            if value.flatMap(\.normalized) != nil { nodes[ancestor]?.clearsLeavesAbove = true }
             return
         }
         let value = value.flatMap(\.normalized)
