@@ -123,7 +123,7 @@ struct EventFold {
     var nodeWrites: [TreeImport.NodeWrite] {
         byParent.map { parent, children in
             guard let parent, children.count > 1 else {
-                let path = (parent ?? []) + (parent == nil ? [] : [children[0].key])
+                let path = parent.map { $0 + [children[0].key] } ?? []
                 return TreeImport.NodeWrite(path: path, json: TreeImport.json(children[0].value), mode: .replace)
             }
             var writer = JSONTextWriter(options: .init(rendersArrays: false))
@@ -151,12 +151,11 @@ struct EventFold {
             }
             groups[Array(path.dropLast()), default: []].append((last.string, node.value))
         }
-        var result: [(parent: [String]?, children: [(key: String, value: TreeValue?)])] = []
-        if let root { result.append((nil, [("", root)])) }
-        let parents = groups.keys.map { $0.map(\.string) }.sorted { FirebaseKey.pathPrecedes($0, $1) }
-        for parent in parents {
-            let children = groups[parent.map { TreeKey($0) }] ?? []
-            result.append((parent, children.sorted { FirebaseKey.precedes($0.key, $1.key) }))
+        var result: [(parent: [String]?, children: [(key: String, value: TreeValue?)])] =
+            root.map { [(nil, [("", $0)])] } ?? []
+        let parents = groups.sorted { FirebaseKey.pathPrecedes($0.key.map(\.string), $1.key.map(\.string)) }
+        for (parent, children) in parents {
+            result.append((parent.map(\.string), children.sorted { FirebaseKey.precedes($0.key, $1.key) }))
         }
         return result
     }

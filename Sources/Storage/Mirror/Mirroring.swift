@@ -286,8 +286,9 @@ struct Mirroring {
                     _ = try imports.store(lifted.nodeWrites, allowsEmptying: options.allowsEmptying)
                 }
                 return batch.count
+            } catch let error as StorageError where error.kind == .connectionLost {
+                throw error
             } catch {
-                if (error as? StorageError)?.kind == .connectionLost { throw error }
                 // Which event is refused, and the store as of the one before it: found by writing them as they
                 // came (the fold's write was a savepoint, rolled back).
             }
