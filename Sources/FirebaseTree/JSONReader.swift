@@ -366,6 +366,30 @@ public struct JSONReader: ~Copyable {
         }
     }
 
+    /// The bytes read from the input but not consumed yet: what follows the last token. Valid until the reader
+    /// moves or reads ahead.
+    var unconsumed: UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: buffer + cursor, count: limit - cursor)
+    }
+
+    /// Reads more of the input behind `unconsumed`, keeping its bytes (they may move in memory); false when nothing
+    /// came: at the end of the input, or when the buffer is full of unconsumed bytes (a look ahead does not grow it).
+    mutating func readAhead() throws -> Bool {
+        guard cursor > 0 || limit < capacity else { return false }
+        let before = limit - cursor
+        return try refill(keepingFrom: cursor) && limit - cursor > before
+    }
+
+    /// Consumes the rest of the object the last token opened, which is the first `count` bytes of `unconsumed`
+    /// (its closing brace the last of them), as `skipContainerUnchecked` does once it has found its end.
+    mutating func skipObject(spanning count: Int) {
+        precondition(token == .objectStart && count > 0 && count <= limit - cursor, "the object's bytes are read")
+        precondition(buffer[cursor + count - 1] == UInt8(ascii: "}"), "the object ends with its last byte")
+        cursor += count - 1
+        tokenOffset = discarded + cursor
+        _ = closeContainer(isObject: true)
+    }
+
     /// Marks each byte of `word` equal to the byte that fills `repeated`, with its high bit: exact up to the first
     /// such byte (above it a borrow may mark others), which is all `trailingZeroBitCount` reads.
     @inline(__always)
@@ -376,7 +400,7 @@ public struct JSONReader: ~Copyable {
 
     /// Marks the quotes and backslashes of `word` (little-endian: its lowest set bit is in its first one).
     @inline(__always)
-    private static func quotesOrBackslashes(in word: UInt64) -> UInt64 {
+    static func quotesOrBackslashes(in word: UInt64) -> UInt64 {
         bytes(of: word, equalTo: ones &* 0x22) | bytes(of: word, equalTo: ones &* 0x5C)
     }
 

@@ -1,0 +1,124 @@
+extension JSONReader {
+    /// Consumes on both readers, each on an object's opening brace, an object whose bytes are the same on both
+    /// but for whitespace between tokens on the first reader's side, and returns how many nodes it is (itself and
+    /// every value in it); nil, consuming nothing, where they differ, or where the object holds what a byte's
+    /// likeness does not settle: an array, a priority or `.value`, or more bytes than the readers' buffers hold.
+    ///
+    /// For a comparison with the store's own export (compact, in RTDB order, with no arrays, nulls or empty
+    /// objects), where an unchanged node is the same text: the tokens of the common case are not read, strings
+    /// are compared eight bytes at a time, and an object that parts is then read token by token as before,
+    /// from its start. The second reader's text is taken to be valid JSON; the first's is then the same text.
+    static func skipEqualObjects(_ first: inout JSONReader, _ second: inout JSONReader) throws -> Int? {
+        guard first.token == .objectStart, second.token == .objectStart else { return nil }
+        var lanes = (first: first.unconsumed, second: second.unconsumed)
+        var (i, j) = (0, 0)
+        /// Whether byte `i` (`j`) of the lane is read, reading ahead for it if need be.
+        func hasFirst(_ count: Int = 1) throws -> Bool {
+            while i + count > lanes.first.count {
+                guard try first.readAhead() else { return false }
+                lanes.first = first.unconsumed
+            }
+            return true
+        }
+        func hasSecond(_ count: Int = 1) throws -> Bool {
+            while j + count > lanes.second.count {
+                guard try second.readAhead() else { return false }
+                lanes.second = second.unconsumed
+            }
+            return true
+        }
+        /// Moves `i` and `j` past a string's closing quote, its bytes from them on equal on both lanes (eight at
+        /// a time where both lanes hold them); false where they differ or the bytes run out.
+        func skipEqualStringTails() throws -> Bool {
+            while true {
+                guard try hasFirst(), try hasSecond(), let a = lanes.first.baseAddress,
+                    let b = lanes.second.baseAddress
+                else { return false }
+                if i + 8 <= lanes.first.count, j + 8 <= lanes.second.count {
+                    let x = UnsafeRawPointer(a + i).loadUnaligned(as: UInt64.self)
+                    let y = UnsafeRawPointer(b + j).loadUnaligned(as: UInt64.self)
+                    let marks = quotesOrBackslashes(in: UInt64(littleEndian: x))
+                    let difference = UInt64(littleEndian: x ^ y)
+                    let firstMark = marks == 0 ? 8 : marks.trailingZeroBitCount >> 3
+                    let firstDifference = difference == 0 ? 8 : difference.trailingZeroBitCount >> 3
+                    // The bytes before the first quote or backslash are equal, and that one too.
+                    guard firstDifference > firstMark || firstDifference == 8 else { return false }
+                    i += firstMark
+                    j += firstMark
+                    guard firstMark < 8 else { continue }
+                } else {
+                    guard a[i] == b[j] else { return false }
+                    guard a[i] == UInt8(ascii: "\"") || a[i] == UInt8(ascii: "\\") else {
+                        i += 1
+                        j += 1
+                        continue
+                    }
+                }
+                if a[i] == UInt8(ascii: "\"") {
+                    i += 1
+                    j += 1
+                    return true
+                }
+                // A backslash and the byte it escapes, which may be a quote.
+                guard try hasFirst(2), try hasSecond(2), lanes.first[i + 1] == lanes.second[j + 1] else {
+                    return false
+                }
+                i += 2
+                j += 2
+            }
+        }
+        var depth = 1
+        var colons = 0
+        // After `{`, `,`, `:`, `}` or a string, whitespace lies between tokens; after a number's or a literal's
+        // byte only where the token ends there (the other side's next byte ends it).
+        var isBetweenTokens = true
+        var expectsKey = true
+        while true {
+            guard try hasFirst() else { return nil }
+            let byte = lanes.first[i]
+            if byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 {
+                if !isBetweenTokens {
+                    guard try hasSecond() else { return nil }
+                    let next = lanes.second[j]
+                    guard next == UInt8(ascii: ",") || next == UInt8(ascii: "}") || next == UInt8(ascii: ":") else {
+                        return nil
+                    }
+                }
+                i += 1
+                continue
+            }
+            guard try hasSecond(), lanes.second[j] == byte else { return nil }
+            i += 1
+            j += 1
+            isBetweenTokens = true
+            switch byte {
+            case UInt8(ascii: "\""):
+                if expectsKey {
+                    // Firebase keys hold no ".": one that starts with it is `.priority` or `.value`.
+                    guard try hasFirst(), lanes.first[i] != UInt8(ascii: ".") else { return nil }
+                }
+                guard try skipEqualStringTails() else { return nil }
+                expectsKey = false
+            case UInt8(ascii: "{"):
+                depth += 1
+                expectsKey = true
+            case UInt8(ascii: "}"):
+                depth -= 1
+                guard depth > 0 else {
+                    first.skipObject(spanning: i)
+                    second.skipObject(spanning: j)
+                    return 1 + colons
+                }
+            case UInt8(ascii: ":"):
+                colons += 1
+                expectsKey = false
+            case UInt8(ascii: ","):
+                expectsKey = true
+            case UInt8(ascii: "["), UInt8(ascii: "]"):
+                return nil
+            default:
+                isBetweenTokens = false
+            }
+        }
+    }
+}
