@@ -1,6 +1,7 @@
-@testable import FirebaseTree
 import Testing
 import TreeTestSupport
+
+@testable import FirebaseTree
 
 /// The comparison's pass over objects that are the same text on both sides (`JSONReader.skipEqualObjects`)
 /// changes nothing it finds: the same differences, nodes and errors as reading every token.
