@@ -1,3 +1,5 @@
+import Foundation
+
 extension JSONReader {
     /// Consumes on both readers, each on an object's opening brace, an object whose bytes are the same on both
     /// but for whitespace between tokens on the first reader's side, and returns how many nodes it is (itself and
@@ -9,7 +11,18 @@ extension JSONReader {
     /// are compared eight bytes at a time, and an object that parts is then read token by token as before,
     /// from its start. The second reader's text is taken to be valid JSON; the first's is then the same text.
     static func skipEqualObjects(_ first: inout JSONReader, _ second: inout JSONReader) throws -> Int? {
-        guard first.token == .objectStart, second.token == .objectStart else { return nil }
+        guard first.token == .objectStart, second.token == .objectStart,
+            let extent = try plainObjectExtent(&second)
+        else { return nil }
+        // The common case: the same bytes, compared as memory is.
+        while first.unconsumed.count < extent.bytes, try first.readAhead() {}
+        if first.unconsumed.count >= extent.bytes, let a = first.unconsumed.baseAddress,
+            let b = second.unconsumed.baseAddress, memcmp(a, b, extent.bytes) == 0
+        {
+            first.skipObject(spanning: extent.bytes)
+            second.skipObject(spanning: extent.bytes)
+            return extent.nodes
+        }
         var lanes = (first: first.unconsumed, second: second.unconsumed)
         var (i, j) = (0, 0)
         /// Whether byte `i` (`j`) of the lane is read, reading ahead for it if need be.
@@ -120,5 +133,65 @@ extension JSONReader {
                 isBetweenTokens = false
             }
         }
+    }
+
+    /// The bytes of the object the reader's last token opened, to its closing brace, and the nodes it is (itself
+    /// and every value in it), reading ahead as need be: what `skipEqualObjects` compares. Nil where the text
+    /// is not compact (whitespace before a string), or the object holds an array or a key starting with "."
+    /// (a priority, `.value`), or more bytes than the buffer holds. Eight bytes at a time to the next quote,
+    /// backslash or bracket, as `skipContainerUnchecked` reads.
+    private static func plainObjectExtent(_ reader: inout JSONReader) throws -> (bytes: Int, nodes: Int)? {
+        var lane = reader.unconsumed
+        var index = 0
+        var depth = 1
+        var keys = 0
+        var isInString = false
+        /// Whether byte `index + ahead` is read, reading ahead for it if need be.
+        func has(_ ahead: Int) throws -> Bool {
+            while index + ahead >= lane.count {
+                guard try reader.readAhead() else { return false }
+                lane = reader.unconsumed
+            }
+            return true
+        }
+        while try has(0) {
+            guard let base = lane.baseAddress else { return nil }
+            if index + 8 <= lane.count {
+                let word = UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+                let found = isInString ? quotesOrBackslashes(in: word) : quotesOrBrackets(in: word)
+                guard found != 0 else {
+                    index += 8
+                    continue
+                }
+                index += found.trailingZeroBitCount >> 3
+            }
+            let byte = base[index]
+            if isInString {
+                if byte == UInt8(ascii: "\\") {
+                    index += 2
+                    continue
+                }
+                if byte == UInt8(ascii: "\"") { isInString = false }
+            } else if byte == UInt8(ascii: "\"") {
+                isInString = true
+                // Compact text: a key's quote follows `{` or `,` (the object's own brace is before the lane).
+                let before = index == 0 ? UInt8(ascii: "{") : base[index - 1]
+                if before == UInt8(ascii: "{") || before == UInt8(ascii: ",") {
+                    keys += 1
+                    guard try has(1), lane[index + 1] != UInt8(ascii: ".") else { return nil }
+                } else if before != UInt8(ascii: ":") {
+                    return nil
+                }
+            } else if byte == UInt8(ascii: "{") {
+                depth += 1
+            } else if byte == UInt8(ascii: "}") {
+                depth -= 1
+                if depth == 0 { return (index + 1, 1 + keys) }
+            } else if byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]") {
+                return nil
+            }
+            index += 1
+        }
+        return nil
     }
 }

@@ -407,7 +407,7 @@ public struct JSONReader: ~Copyable {
     /// Marks the quotes and brackets of `word`: with bit 5 set, `[` and `]` read as `{` and `}`, and no other
     /// byte does.
     @inline(__always)
-    private static func quotesOrBrackets(in word: UInt64) -> UInt64 {
+    static func quotesOrBrackets(in word: UInt64) -> UInt64 {
         let folded = word | ones &* 0x20
         return bytes(of: word, equalTo: ones &* 0x22) | bytes(of: folded, equalTo: ones &* 0x7B)
             | bytes(of: folded, equalTo: ones &* 0x7D)
