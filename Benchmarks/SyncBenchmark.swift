@@ -13,7 +13,8 @@ struct SyncBenchmark {
     let runs: Int
     let work: String
 
-    func run() throws {
+    @discardableResult
+    func run() throws -> Result {
         try? FileManager.default.removeItem(atPath: work)
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         let (cluster, parameters, conninfo) = try openBenchmarkServer(work: work + "/server")
@@ -71,26 +72,122 @@ struct SyncBenchmark {
             }
         }
         let megabytes = Double(fileSize(file)) / 1_000_000
-        func seconds(_ name: String) -> Double { median(rows[name]!.map(\.0.seconds)) }
-        print("input: \(file), \(format(megabytes)) MB; \(runs) runs each, the median")
-        print("| work | seconds | ratio | yardstick | peak RSS MB | WAL MB |")
-        print("|---|---|---|---|---|---|")
-        func row(_ name: String, yardstick: String?) {
-            let values = rows[name]!
-            let ratio = yardstick.map { String(format: "%.2f×", seconds(name) / seconds($0)) } ?? ""
-            print(
-                "| \(name) | \(String(format: "%.2f", seconds(name))) | \(ratio) | \(yardstick ?? "") "
-                    + "| \(format(values.map(\.0.peakMB).max()!)) "
-                    + "| \(format(Double(median(values.map { Double($0.1) })) / 1_000_000)) |")
+        let result = Result(
+            megabytes: megabytes, runs: runs,
+            rows: rows.mapValues { values in
+                Row(
+                    seconds: median(values.map(\.0.seconds)), peakMB: values.map(\.0.peakMB).max() ?? 0,
+                    walMB: median(values.map { Double($0.1) }) / 1_000_000)
+            })
+        print(result.table)
+        return result
+    }
+}
+
+extension SyncBenchmark {
+    /// One operation's figures: the median seconds, the largest peak RSS and the median WAL of its runs.
+    struct Row {
+        var seconds: Double
+        var peakMB: Double
+        var walMB: Double
+    }
+
+    /// The figures of one file, by operation.
+    struct Result {
+        var megabytes: Double
+        var runs: Int
+        var rows: [String: Row]
+
+        /// The operations in the order the tables list them, each with its yardstick.
+        static let operations: [(name: String, yardstick: String?)] =
+            [
+                ("import", "pg_restore"), ("pg_restore", nil), ("export", "COPY TO"), ("COPY TO", nil),
+                ("verify", "export"),
+            ]
+            + [
+                "nothing changed", "1 % changed, RTDB order", "1 % changed, new keys appended", "10 % changed",
+            ].map { ("sync " + $0, "import") }
+
+        /// Seconds of `name` over seconds of its yardstick.
+        func ratio(_ name: String, to yardstick: String) -> Double? {
+            guard let row = rows[name], let base = rows[yardstick], base.seconds > 0 else { return nil }
+            return row.seconds / base.seconds
         }
-        row("import", yardstick: "pg_restore")
-        row("pg_restore", yardstick: nil)
-        row("export", yardstick: "COPY TO")
-        row("COPY TO", yardstick: nil)
-        row("verify", yardstick: "export")
-        for variant in variants { row("sync " + variant.name, yardstick: "import") }
-        let importWAL = median(rows["import"]!.map { Double($0.1) })
-        let tenWAL = median(rows["sync 10 % changed"]!.map { Double($0.1) })
-        print("sync 10 % changed wrote \(String(format: "%.1f", 100 * tenWAL / importWAL)) % of the import's WAL")
+
+        /// The WAL a sync of 10 % wrote, as a share of the import's.
+        var tenPercentWALShare: Double? {
+            guard let ten = rows["sync 10 % changed"], let whole = rows["import"], whole.walMB > 0 else { return nil }
+            return ten.walMB / whole.walMB
+        }
+
+        /// This file's table, as `sync-table` prints it.
+        var table: String {
+            var lines = [
+                "input: \(format(megabytes)) MB; \(runs) runs each, the median",
+                "| work | seconds | ratio | yardstick | peak RSS MB | WAL MB |", "|---|---|---|---|---|---|",
+            ]
+            for (name, yardstick) in Self.operations {
+                guard let row = rows[name] else { continue }
+                let shown = yardstick.flatMap { self.ratio(name, to: $0) }.map { String(format: "%.2f×", $0) } ?? ""
+                lines.append(
+                    "| \(name) | \(String(format: "%.2f", row.seconds)) | \(shown) | \(yardstick ?? "") "
+                        + "| \(format(row.peakMB)) | \(format(row.walMB)) |")
+            }
+            if let share = tenPercentWALShare {
+                lines.append("sync 10 % changed wrote \(String(format: "%.1f", 100 * share)) % of the import's WAL")
+            }
+            return lines.joined(separator: "\n")
+        }
+    }
+
+    /// The standing table: every operation at each size side by side (seconds, ratio to its yardstick, peak RSS),
+    /// with the date, the commit and the command, as BENCHMARKS.md shows it.
+    static func standingTable(_ results: [Result], command: String, commit: String) -> String {
+        let date = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withFullDate])
+        var lines = [
+            "Measured \(date) at commit \(commit), release build, on this machine (2 cores), one server for all, "
+                + "each figure the median of its runs (peak RSS: the largest):",
+            "",
+            "```sh",
+            command,
+            "```",
+            "",
+            "| work | yardstick | "
+                + results.map { "\(sizeName($0.megabytes)): s · ratio · RSS MB" }.joined(separator: " | ")
+                + " |",
+            "|---|---|" + results.map { _ in "---|" }.joined(),
+        ]
+        for (name, yardstick) in Result.operations {
+            let cells = results.map { result -> String in
+                guard let row = result.rows[name] else { return "" }
+                let ratio = yardstick.flatMap { result.ratio(name, to: $0) }.map { String(format: " · %.2f×", $0) }
+                return String(format: "%.2f", row.seconds) + (ratio ?? "") + " · " + format(row.peakMB)
+            }
+            lines.append("| \(name) | \(yardstick ?? "") | " + cells.joined(separator: " | ") + " |")
+        }
+        let wal = results.compactMap { result in
+            result.tenPercentWALShare.map { "\(sizeName(result.megabytes)) \(String(format: "%.1f", 100 * $0)) %" }
+        }
+        lines.append("")
+        lines.append("WAL of a sync of 10 % against the import's: " + wal.joined(separator: ", ") + ".")
+        return lines.joined(separator: "\n")
+    }
+
+    /// `232 MB`, `1.1 GB`.
+    private static func sizeName(_ megabytes: Double) -> String {
+        megabytes >= 1000 ? String(format: "%.1f GB", megabytes / 1000) : String(format: "%.0f MB", megabytes)
+    }
+
+    /// Puts `table` in `file` between its standing-table markers, in place of what was there.
+    static func writeStanding(_ table: String, into file: String) throws {
+        let begin = "<!-- standing table: AdminBenchmarks standing writes what follows -->"
+        let end = "<!-- end of the standing table -->"
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        guard let start = text.range(of: begin), let stop = text.range(of: end), start.upperBound <= stop.lowerBound
+        else {
+            throw StorageError(.invalidValue, "\(file) has no standing-table markers")
+        }
+        let updated = text[..<start.upperBound] + "\n" + table + "\n" + text[stop.lowerBound...]
+        try String(updated).write(toFile: file, atomically: true, encoding: .utf8)
     }
 }

@@ -1,5 +1,5 @@
 #!/bin/bash
-# A local Citus cluster and one plain server beside it, for Benchmarks/citus_commands.sh (BENCHMARKS.md, issue 42):
+# A local Citus cluster and one plain server beside it, for Benchmarks/citus_commands.sh (BENCHMARKS-LOG.md, issue 42):
 #   Benchmarks/citus_cluster.sh start DIR     # coordinator :5500, workers :5501 :5502, one server :5510
 #   Benchmarks/citus_cluster.sh database DIR NAME   # another Citus database on the running cluster
 #   Benchmarks/citus_cluster.sh stop DIR

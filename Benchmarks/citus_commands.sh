@@ -1,5 +1,5 @@
 #!/bin/bash
-# Every console command on a Citus coordinator against one server, as separate `admin` processes (BENCHMARKS.md,
+# Every console command on a Citus coordinator against one server, as separate `admin` processes (BENCHMARKS-LOG.md,
 # issue 42):
 #   Benchmarks/citus_commands.sh ADMIN CITUS_CONNINFO ONE_SERVER_CONNINFO FILE.json [RUNS]
 # Imports FILE into both stores (migrated; the Citus one distributed), picks a user with posts and followers, one

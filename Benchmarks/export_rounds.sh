@@ -1,5 +1,5 @@
 #!/bin/bash
-# Whole-tree export against psql's COPY TO of every table, both to /dev/null, rounds interleaved (BENCHMARKS.md,
+# Whole-tree export against psql's COPY TO of every table, both to /dev/null, rounds interleaved (BENCHMARKS-LOG.md,
 # issue 42):
 #   Benchmarks/export_rounds.sh ADMIN [ROUNDS]
 # On the embedded cluster in $ADMIN_DATA_DIR (its store imported before). Prints each command's wall seconds, the

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Whole-tree imports of two admin binaries against pg_restore -j2, rounds interleaved (BENCHMARKS.md, issue 42):
+# Whole-tree imports of two admin binaries against pg_restore -j2, rounds interleaved (BENCHMARKS-LOG.md, issue 42):
 #   Benchmarks/import_rounds.sh FILE.json OLD_ADMIN NEW_ADMIN [ROUNDS] [IMPORT OPTIONS...]
 # On the embedded cluster in $ADMIN_DATA_DIR: imports FILE once with NEW_ADMIN, dumps the store (pg_dump -Fd -j2),
 # then per round restores the dump into a new database with pg_restore -j 2 and imports FILE with OLD_ADMIN and

@@ -1,4 +1,9 @@
-// Benchmarks, run in release mode. The whole table of BENCHMARKS.md, in one run:
+// Benchmarks, run in release mode. BENCHMARKS.md's standing table, written into it, in one run:
+//
+//   swift build -c release && .build/release/AdminBenchmarks standing [--sizes 10,200,1100] [--runs 3] \
+//       [--write BENCHMARKS.md]
+//
+// The older whole-suite table (generation, the reader, checks, repairs, the app's operations):
 //
 //   swift build -c release && .build/release/AdminBenchmarks suite [--sizes 10,200,1000] [--runs 3]
 //
@@ -461,6 +466,35 @@ case "sync-table":
         ).run()
     }
 
+case "standing":
+    // BENCHMARKS.md's standing table: sync-table at each size, side by side, written into the file.
+    let sizes = option("--sizes", default: "10,200,1100")
+    let runs = option("--runs", default: "3")
+    var results: [SyncBenchmark.Result] = []
+    for megabytes in sizes.split(separator: ",").compactMap({ Int($0) }) {
+        results.append(
+            try SyncBenchmark(
+                file: try generatedExport(megabytes: megabytes), runs: Int(runs) ?? 3,
+                work: "/tmp/admin-bench-sync-\(megabytes)mb"
+            ).run())
+    }
+    let commit = try spawnOutput(
+        "/usr/bin/git",
+        [
+            "-C", URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().path,
+            "describe", "--always", "--dirty",
+        ]
+    )
+    .trimmingCharacters(in: .whitespacesAndNewlines)
+    let table = SyncBenchmark.standingTable(
+        results,
+        command: "swift build -c release && .build/release/AdminBenchmarks standing --sizes \(sizes) --runs \(runs)",
+        commit: commit)
+    print(table)
+    if let file = arguments.firstIndex(of: "--write").map({ arguments[$0 + 1] }) {
+        try SyncBenchmark.writeStanding(table, into: file)
+    }
+
 case "auth":
     try AuthBenchmark(
         accounts: Int(option("--accounts", default: "100000")) ?? 100_000,
@@ -475,8 +509,8 @@ case "mirror":
     try benchmark.run()
 
 case "suite":
-    // Everything BENCHMARKS.md reports, in one run on one machine: per size, generation, the reader, import and
-    // export beside their peers; then checks and repairs, and the app's operations.
+    // The older whole table (BENCHMARKS-LOG.md), in one run on one machine: per size, generation, the reader,
+    // import and export beside their peers; then checks and repairs, and the app's operations.
     let sizes = option("--sizes", default: "10,200,1000").split(separator: ",").compactMap { Int($0) }
     let runs = Int(option("--runs", default: "3")) ?? 3
     let python = pythonWithPsycopg()
@@ -522,7 +556,7 @@ case "suite":
 default:
     print(
         "usage: AdminBenchmarks suite|reader|import-export|maintenance|operations|export-shapes|hostile-import|"
-            + "hostile-readers|sync-table|auth|mirror [--size MB] [--runs N] [--file PATH]"
+            + "hostile-readers|sync-table|standing|auth|mirror [--size MB] [--runs N] [--file PATH]"
     )
     exit(64)
 }

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The console's reads, two or more admin binaries interleaved on one store (BENCHMARKS.md, issue 42):
+# The console's reads, two or more admin binaries interleaved on one store (BENCHMARKS-LOG.md, issue 42):
 #   Benchmarks/read_commands.sh CONNINFO UID FILE RUNS ADMIN...
 # Runs each read (status, a point get, a root get with a limit, a timeline, export, check, verify FILE) RUNS times
 # with each binary in turn, each an `admin` process of its own, and prints one line per read: the median wall

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The longest a reader waits while a whole-tree import runs (BENCHMARKS.md, issue 42):
+# The longest a reader waits while a whole-tree import runs (BENCHMARKS-LOG.md, issue 42):
 #   Benchmarks/reader_wait.sh FILE.json [IMPORT OPTIONS...]
 # Runs `admin import FILE --yes` on the embedded cluster in $ADMIN_DATA_DIR (or on the database of the conninfo
 # in $DB, a Citus coordinator's say) while two readers poll every 50 ms: psql reading one user (the app's point

@@ -158,7 +158,7 @@ public struct CopyRowEncoder {
         /// Tab-separated fields, backslash escapes, one row a line.
         case text
         /// Each field's length then its bytes in the column type's binary form: nothing for the server to
-        /// unescape or to parse as a number (BENCHMARKS.md, "Binary COPY").
+        /// unescape or to parse as a number (BENCHMARKS-LOG.md, "Binary COPY").
         case binary
     }
 

@@ -5,7 +5,7 @@ internal import PostgresClient
 /// transaction holds on that node: a whole-tree export reads the shards there, without the coordinator in the way.
 ///
 /// Through the coordinator, each row of a table's `COPY` is received, kept and sorted by the coordinator and then
-/// sent again: of the 1.38 s a 432,606-row timeline took, 1.3 s was that gathering (BENCHMARKS.md). A distributed
+/// sent again: of the 1.38 s a 432,606-row timeline took, 1.3 s was that gathering (BENCHMARKS-LOG.md). A distributed
 /// read's transaction holds one connection a worker, each with that worker's snapshot taken at one instant
 /// (`ClusterSnapshot`), and a query Citus routes to one shard runs on it: `pg_export_snapshot()` there names that
 /// snapshot, and a session opened on the node imports it (`SET TRANSACTION SNAPSHOT`), as `pg_dump -j`'s sessions

@@ -123,3 +123,13 @@ public struct SentMessage: Sendable, Equatable {
     /// Whether this message created the chat.
     public var createdChat: Bool
 }
+
+/// Which page of AppCoda's feed to read.
+public enum FeedPage: Sendable, Equatable {
+    /// The newest posts.
+    case recent
+    /// Infinite scroll: posts older than a timestamp (milliseconds), and than a post id at that timestamp.
+    case older(than: Double, id: String? = nil)
+    /// Pull to refresh: posts newer than a timestamp (milliseconds).
+    case newer(than: Double)
+}

@@ -38,7 +38,7 @@ extension AppOperations {
     }
 
     /// `Store.feed`: see there.
-    func feed(_ page: Store.FeedPage, limit: Int) throws -> [FeedPost] {
+    func feed(_ page: FeedPage, limit: Int) throws -> [FeedPost] {
         let columns: Query = "post_id, image_file_url, user_name, votes, timestamp_ms"
         let order: Query = "ORDER BY timestamp_ms DESC, post_id DESC"
         let query: Query =

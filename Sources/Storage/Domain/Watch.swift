@@ -71,7 +71,7 @@ extension AppOperations {
     /// `Store.watchMessages`: see there.
     func watchMessages(in chatKey: String) throws -> Watch<Message> {
         try reads.readingSnapshot { try requireChat(chatKey) }
-        return try Watch(connection: connection, channel: Store.messagesChannel, prefix: ["messages", chatKey]) {
+        return try Watch(connection: connection, channel: ChangeChannel.messages, prefix: ["messages", chatKey]) {
             keys, data in
             guard keys.count == 1 else { return nil }
             guard let data else {
@@ -91,7 +91,7 @@ extension AppOperations {
     /// `Store.watchChats`: see there.
     func watchChats(of uid: String) throws -> Watch<ChatChange> {
         try reads.readingSnapshot { try requireUser(uid, lock: .none) }
-        return try Watch(connection: connection, channel: Store.chatsChannel, prefix: ["chats", uid]) { keys, data in
+        return try Watch(connection: connection, channel: ChangeChannel.chats, prefix: ["chats", uid]) { keys, data in
             guard keys.count == 1 else { return nil }
             guard let data else {
                 let chat = try self.connection.query(
@@ -126,4 +126,12 @@ extension TreeValue {
         if case .number(let number) = self { return number }
         return nil
     }
+}
+
+/// The LISTEN/NOTIFY channels the store's triggers announce changes on (migration 0004 describes the events).
+enum ChangeChannel {
+    /// New messages (`/messages/{chat}/{key}`).
+    static let messages = "admin_messages"
+    /// Changed chat copies (`/chats/{uid}/{chat}`).
+    static let chats = "admin_chats"
 }

@@ -13,6 +13,9 @@ protocol ExportRow {
     func hasText(_ column: Int, equalTo text: String) -> Bool
 }
 
+/// A row of a query result reads as an export row.
+extension StoreRow: ExportRow {}
+
 extension ExportRow {
     /// The text of a column the schema declares NOT NULL (a key); NULL there is a decoding error.
     func text(_ column: Int) throws -> String {

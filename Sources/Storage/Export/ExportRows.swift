@@ -39,7 +39,7 @@ extension TreeExport {
 extension TreeExport {
     /// `Store.estimatedRowCount`: see there.
     func estimatedRowCount() throws -> Int {
-        let names = Store.treeTables
+        let names = TreeTable.names
         return try connection.query(
             """
             SELECT coalesce(sum(greatest(reltuples, 0)), 0)::bigint FROM pg_class

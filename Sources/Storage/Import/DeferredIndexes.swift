@@ -3,7 +3,7 @@ internal import PostgresClient
 /// The secondary indexes a whole-tree import drops after its TRUNCATE and builds again once every row is in, as
 /// pg_restore does: one sorted build per index costs the server less than an insertion per row, and the builds
 /// run at the end, while the console has nothing left to parse, instead of slowing every COPY it waits on
-/// (232 MB export, one server: median 9.6 s → 8.5 s; BENCHMARKS.md).
+/// (232 MB export, one server: median 9.6 s → 8.5 s; BENCHMARKS-LOG.md).
 ///
 /// It is all in the import's transaction: a rollback, a crash or a killed console leaves the indexes as they were.
 /// Unique indexes stay, and on one server primary keys but those of `Store.tablesFilledAfterReading` (this path
@@ -11,7 +11,7 @@ internal import PostgresClient
 /// loads, which overlaps its upkeep with parsing; the twins of a parallel import, `SideTables`, build theirs
 /// after). On Citus every primary key goes too: there the workers keep the indexes up row by row while the
 /// coordinator routes the rows, with no parsing to overlap, and one build per shard afterwards took a third less
-/// (BENCHMARKS.md, "Binary COPY"). Anything a `CREATE INDEX` or `ADD CONSTRAINT` from the catalog would not give
+/// (BENCHMARKS-LOG.md, "Binary COPY"). Anything a `CREATE INDEX` or `ADD CONSTRAINT` from the catalog would not give
 /// back whole stays: an index in another tablespace, with a comment, a statistics target, the CLUSTER mark, the
 /// replica identity, or anything that depends on it. Only indexes this role owns are dropped.
 final class DeferredIndexes {
@@ -65,14 +65,14 @@ extension TreeImport {
     /// likes it staged, the lookups derived from /posts and /chats): their primary keys are built after the rows
     /// too, since nothing overlaps with those inserts (1 GB export: the likes 5.9 s → 3.2–3.6 s and 1.6 s for the
     /// key).
-    static let tablesFilledAfterReading = [TreeTable.postLikes.name] + Store.lookupTables
+    static let tablesFilledAfterReading = [TreeTable.postLikes.name] + TreeTable.lookupNames
 
     /// Drops the secondary indexes of the tree's tables and lookups, and the primary keys of
     /// `tablesFilledAfterReading` (on Citus, `isDistributed`, of every one of those tables), that can be built
     /// again exactly, and returns them to build. The tables must be empty and locked (a whole-tree import, after
     /// its TRUNCATE).
     func deferIndexes(isDistributed: Bool) throws -> DeferredIndexes {
-        let keyTables = isDistributed ? Store.treeTables + Store.lookupTables : Self.tablesFilledAfterReading
+        let keyTables = isDistributed ? TreeTable.names + TreeTable.lookupNames : Self.tablesFilledAfterReading
         // Each: its name, the statement that drops it and the one that builds it again, all from the catalog.
         let rows = try connection.query(
             """
@@ -81,7 +81,7 @@ extension TreeImport {
             FROM pg_index i
             JOIN pg_class c ON c.oid = i.indexrelid
             JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE i.indrelid = ANY(\(Store.treeTables + Store.lookupTables)::regclass[])
+            WHERE i.indrelid = ANY(\(TreeTable.names + TreeTable.lookupNames)::regclass[])
                 AND i.indisvalid AND i.indisready AND i.indislive
                 AND NOT i.indisunique AND NOT i.indisclustered AND NOT i.indisreplident
                 AND c.reltablespace = 0 AND pg_has_role(c.relowner, 'USAGE')

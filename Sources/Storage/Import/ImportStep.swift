@@ -64,6 +64,14 @@ final class FinishingClock {
     private(set) var steps: [ImportReport.Finishing] = []
 
     /// Starts `step`, ending the one before.
+    /// `onStep`, each step begun here first.
+    func timing(_ onStep: @escaping (ImportStep) -> Void) -> (ImportStep) -> Void {
+        { step in
+            self.begin(step)
+            onStep(step)
+        }
+    }
+
     func begin(_ step: ImportStep) {
         end()
         current = clock.now

@@ -4,8 +4,8 @@ internal import PostgresClient
 /// A whole-tree import's likes, read after the rest of a file that can be read again: in an export /postLikes
 /// comes before /posts, and once the posts are loaded the console knows each like's owner (`PostOwners`) and
 /// sends the likes with theirs by one COPY, where staging them and joining them with the posts cost the server
-/// three to four times that COPY (BENCHMARKS.md, issue 42). The importer of the rest skips them
-/// (`TreeImporter.deferredKey`); these importers read them.
+/// three to four times that COPY (BENCHMARKS-LOG.md, issue 42). The importer of the rest skips them
+/// (`TopLevelNodes.deferredKey`); these importers read them.
 struct LikesAfterPosts {
     /// The key of the nodes read last.
     static let key = TreeTable.postLikes.rootKey ?? "postLikes"

@@ -235,21 +235,21 @@ final class HelperImport: @unchecked Sendable {
             source: try makeSource(), loader: loader, options: options,
             onFinding: { finding in reshape.note(finding) ? [:] : try deleteRows(finding.path) },
             onReject: onReject)
-        importer.shares = (shares, number)
-        importer.deferredKey = LikesAfterPosts.key
+        importer.topLevel.shares = (shares, number)
+        importer.topLevel.deferredKey = LikesAfterPosts.key
         try read(importer, loader: loader, rowsBefore: 0, position: { [unowned importer] in importer.loadedThrough })
         // Before the likes, whose owners are the posts' as they are stored.
         try TreeImport.reshape(reshape, importer: importer, loader: loader, onReject: onReject, deleteRows: deleteRows)
         var report = importer.report
         var loaders = [loader]
-        if let nodes = importer.deferred {
+        if let nodes = importer.topLevel.deferred {
             let (likesImporter, likesLoader) = try likes.loadingImporter(
                 of: nodes, posts: loader.counts[TreeTable.posts.rawValue].rows, on: connection,
                 indexes: deferredIndexes, treeRows: treeRows, copies: copies, onStep: { _ in })
             try read(
                 likesImporter, loader: likesLoader, rowsBefore: loader.totalRows,
                 position: { [unowned likesImporter] in likesImporter.bytesRead })
-            report = .combining([report, likesImporter.report], nodes: importer.reportedNodes)
+            report = .combining([report, likesImporter.report], nodes: importer.topLevel.reportedNodes)
             loaders.append(likesLoader)
         }
         shares.report(rows: loaders.reduce(0) { $0 + $1.totalRows }, position: .max, of: number)
@@ -329,19 +329,20 @@ final class HelperImport: @unchecked Sendable {
     ) throws {
         let (shares, number, isCancelled) = (shares, number, isCancelled)
         loader.onRows = { rows in shares.report(rows: rowsBefore + rows, position: position(), of: number) }
-        loader.isCancelled = { [unowned importer] in isCancelled() || shares.stops(at: importer.node.index) }
+        loader.isCancelled = { [unowned importer] in isCancelled() || shares.stops(at: importer.topLevel.current.index)
+        }
         do {
             try importer.load()
         } catch {
             isFailureShared = true
-            if !shares.stops(at: importer.node.index) {
+            if !shares.stops(at: importer.topLevel.current.index) {
                 let described =
                     (error as? StorageError)?.adding(
                         context: "import rolled back after reading \(importer.bytesRead) bytes") ?? error
-                shares.fail(described, at: importer.node.index, isOwned: importer.node.isOwned)
+                shares.fail(described, at: importer.topLevel.current.index, isOwned: importer.topLevel.current.isOwned)
             }
             // The likes it skipped come before where it failed: a failure of theirs is the import's.
-            if let nodes = importer.deferred, !shares.stops(at: nodes.first) {
+            if let nodes = importer.topLevel.deferred, !shares.stops(at: nodes.first) {
                 checkLikes(nodes, rowsBefore: loader.totalRows)
             }
             throw error
@@ -506,7 +507,7 @@ extension ImportReport {
                 } else {
                     // In the order one session takes the steps.
                     let order =
-                        [TreeTable.postLikes.name] + Store.lookupTables + [
+                        [TreeTable.postLikes.name] + TreeTable.lookupNames + [
                             Finishing.indexes, Finishing.statistics, Finishing.switch,
                         ]
                     let rank = { (target: String) in order.firstIndex(of: target) ?? order.count }

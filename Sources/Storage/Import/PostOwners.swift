@@ -3,7 +3,7 @@ internal import PostgresClient
 
 /// The owner of each post an import loaded, by post key, held in the console: the likes read after the posts are
 /// then sent with their owners by one COPY (`TreeImporter.likeOwners`), where staging them and joining with the
-/// posts cost the server three to four times the COPY (BENCHMARKS.md, issue 42).
+/// posts cost the server three to four times the COPY (BENCHMARKS-LOG.md, issue 42).
 ///
 /// Kept in a few flat arrays (keys' and owners' bytes, an entry per post, an open-addressing table), about 60
 /// bytes a post; a store whose posts would take more than a budget, or that has a post key with several owners

@@ -37,7 +37,7 @@ final class SideTables {
     private let connection: StoreConnection
     /// The schema of these twins.
     let schemaName: String
-    /// Each table's schema, name and object identifier, in `Store.treeTables + Store.lookupTables` order.
+    /// Each table's schema, name and object identifier, in `Store.treeTables + TreeTable.lookupNames` order.
     private let tables: [(schema: String, name: String, oid: Int)]
     /// The statements that make the twins, in order: tables, then the keys kept while loading, then the rest.
     private let statements: [(table: String, step: Int, name: String, statement: String)]
@@ -78,7 +78,7 @@ final class SideTables {
     static func plan(
         on connection: StoreConnection, schema: String = SideTables.schema, isDistributed: Bool = false
     ) throws -> Result<SideTables, Obstacle> {
-        let tableNames = Store.treeTables + Store.lookupTables
+        let tableNames = TreeTable.names + TreeTable.lookupNames
         if let row = try connection.query(Self.obstacleQuery(tableNames)).first {
             return .failure(Obstacle(reason: try row.decode(String.self, at: 0)))
         }

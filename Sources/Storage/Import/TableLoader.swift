@@ -4,7 +4,7 @@ internal import PostgresClient
 /// being written streams directly, the others buffer until they are large, so an export's sections (all of
 /// `posts`, then all of `postLikes`, …) load as long COPY runs while stray rows of other tables wait. The rows go
 /// in COPY's binary format, which spares the server unescaping every text byte and parsing every number (up to
-/// 45 % of a COPY's time on a table of long texts and numbers: BENCHMARKS.md, "Binary COPY").
+/// 45 % of a COPY's time on a table of long texts and numbers: BENCHMARKS-LOG.md, "Binary COPY").
 final class TableLoader {
     struct Counts {
         var rows = 0

@@ -217,7 +217,7 @@ extension TreeImport {
 
     /// Rows in the tree's tables.
     private func treeRowCount() throws -> Int {
-        let counts = Store.treeTables.map { "(SELECT count(*) FROM \(identifier: $0))" as Query }
+        let counts = TreeTable.names.map { "(SELECT count(*) FROM \(identifier: $0))" as Query }
         return try connection.query("SELECT \(counts.joined(separator: " + "))")[0].decode(Int.self, at: 0)
     }
 

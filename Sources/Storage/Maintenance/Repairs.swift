@@ -282,12 +282,12 @@ struct Repairs {
     /// their user, posts by their owner: each statement reads the posts' keys (and owners) through an OFFSET 0
     /// subquery, which Citus ships to the workers, and only in a top-level [NOT] EXISTS or a join, which one
     /// server turns into hash joins (inside an OR it would be a subplan scanning every post per entry). DML gets
-    /// no parallel workers on one server, so the shipped lists cost it nothing (measured: BENCHMARKS.md, Citus).
+    /// no parallel workers on one server, so the shipped lists cost it nothing (measured: BENCHMARKS-LOG.md, Citus).
     ///
     /// On Citus every shard of the timeline reads each list shipped to it and hashes or sorts it: there the posts
     /// go as one row a key with its owner (an array only for a key that several owners share), which serves where
     /// two lists did, and as one row an owner with its keys (grouped on the posts' shards), a quarter of the
-    /// rows (BENCHMARKS.md: 20,000 users at 32 shards, the repair 3.6 s -> 2.3 s). One server keeps the plain
+    /// rows (BENCHMARKS-LOG.md: 20,000 users at 32 shards, the repair 3.6 s -> 2.3 s). One server keeps the plain
     /// lists, which it hash-joins faster than it groups them.
     private static func timelineSteps(user: String?, _ range: KeyRange, isDistributed: Bool) -> [Step] {
         let postKeys = rows(of: ["post_key"], in: "posts")
@@ -342,7 +342,7 @@ struct Repairs {
             // the entry), behind OFFSET 0: neither PostgreSQL nor Citus can estimate how few entries fail, and
             // asked with the posts in one step they probe the follow list per entry (one server: 2.0 s instead
             // of 0.9 s on the 232 MB store) or loop over the posts per shard (Citus, 20k users: 266 s instead of
-            // 0.3 s; BENCHMARKS.md).
+            // 0.3 s; BENCHMARKS-LOG.md).
             Step(
                 table: "timeline", action: .deleted,
                 query: """

@@ -11,15 +11,6 @@ public struct VacuumedTable: Sendable {
     public var bytesAfter: Int
 }
 
-/// A schema a parallel import's session loaded into, committed: the running import's, or what one that never
-/// finished (a `kill -9`, a server stop) left behind until an import or `vacuum` drops it.
-public struct ImportLeftover: Sendable, Equatable {
-    /// The schema's name (`admin_import_…`).
-    public var name: String
-    /// Bytes its tables take on disk.
-    public var bytes: Int
-}
-
 /// What `Store.dropImportLeftovers` did.
 public struct LeftoverDrop: Sendable {
     /// Leftovers of parallel imports that never finished, dropped.
@@ -44,7 +35,7 @@ struct Vacuum {
     func vacuum(full: Bool = false) throws -> [VacuumedTable] {
         let placed = Set(try distribution.distributionState().tables.map(\.name))
         var tables: [VacuumedTable] = []
-        for table in Store.treeTables + Store.lookupTables {
+        for table in TreeTable.names + TreeTable.lookupNames {
             let isPlaced = placed.contains(table)
             let before = try size(of: table, isPlaced: isPlaced)
             let options: Query = full ? "FULL, ANALYZE" : "ANALYZE"

@@ -97,9 +97,9 @@ struct TreeSync {
     }
 
     /// Takes ROW EXCLUSIVE on the tree's tables: what the app's writes take, so that they go on.
-    private static let treeLock: Query = "LOCK TABLE \(Store.treeTableList) IN ROW EXCLUSIVE MODE"
+    private static let treeLock: Query = "LOCK TABLE \(TreeTable.lockList) IN ROW EXCLUSIVE MODE"
     /// `treeLock`, failing at once where a lock is held against it.
-    private static let treeLockNoWait: Query = "LOCK TABLE \(Store.treeTableList) IN ROW EXCLUSIVE MODE NOWAIT"
+    private static let treeLockNoWait: Query = "LOCK TABLE \(TreeTable.lockList) IN ROW EXCLUSIVE MODE NOWAIT"
 
     /// How far a transaction got with the lock on the tree's tables.
     private enum TableLock { case notYet, asked, held }

@@ -130,3 +130,27 @@ struct MaintenanceLock {
             """
     }
 }
+
+/// How long a maintenance run waits for another to finish before it gives up.
+public struct MaintenanceWait {
+    /// Seconds to wait; 0 fails at once.
+    public var seconds: Double
+    /// Hears who holds the lock (nil when the holder cannot be seen) before the wait begins.
+    public var onWait: (LockHolder?) -> Void
+    /// Hears that a check reads beside a whole-tree import instead of waiting (its holder, nil when it cannot be
+    /// seen): the check reads the store as it was before the import.
+    public var onReadBeside: (LockHolder?) -> Void
+
+    /// Waits up to `seconds`, telling `onWait` whom for, or `onReadBeside` whom a check reads beside.
+    public init(
+        seconds: Double, onWait: @escaping (LockHolder?) -> Void = { _ in },
+        onReadBeside: @escaping (LockHolder?) -> Void = { _ in }
+    ) {
+        self.seconds = seconds
+        self.onWait = onWait
+        self.onReadBeside = onReadBeside
+    }
+
+    /// Fail at once.
+    public static var none: MaintenanceWait { MaintenanceWait(seconds: 0) }
+}

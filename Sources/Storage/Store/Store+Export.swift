@@ -27,10 +27,6 @@ extension Store {
             to: write)
     }
 
-    /// Sessions a parallel command uses unless told: the machine's active cores, as `pg_restore -j` is usually
-    /// given.
-    public static var defaultJobs: Int { ProcessInfo.processInfo.activeProcessorCount }
-
     /// Streams the children of the node at `path` that `query` selects, as one JSON object in RTDB key order (as
     /// `firebase database:get` with query options prints them), from one snapshot. A leaf node is printed as it
     /// is, a missing one or no selected child as `null`.

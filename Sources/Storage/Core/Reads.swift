@@ -80,16 +80,16 @@ struct Reads {
     }
 
     /// Takes ACCESS SHARE on the tree's tables, waiting up to `lock_timeout`.
-    private static let readLock: Query = "LOCK TABLE \(Query.identifiers(Store.treeTables)) IN ACCESS SHARE MODE"
+    private static let readLock: Query = "LOCK TABLE \(Query.identifiers(TreeTable.names)) IN ACCESS SHARE MODE"
     /// `readLock`, failing at once where a lock is held against it.
     static let readLockNoWait: Query =
-        "LOCK TABLE \(Query.identifiers(Store.treeTables)) IN ACCESS SHARE MODE NOWAIT"
+        "LOCK TABLE \(Query.identifiers(TreeTable.names)) IN ACCESS SHARE MODE NOWAIT"
 
     /// Who holds a lock on the tree's tables that keeps reads waiting (ACCESS EXCLUSIVE: an import replacing the
     /// tree, `VACUUM FULL`, a migration), or else who queued for one (an import waiting for the app's
     /// transactions, which reads then queue behind), as `pg_stat_activity` tells it; nil when it cannot be seen.
     func tableLockHolder() throws -> LockHolder? {
-        let tables = Store.treeTables + Store.lookupTables
+        let tables = TreeTable.names + TreeTable.lookupNames
         let rows = try connection.query(
             """
             SELECT a.pid, coalesce(a.usename::text, ''), coalesce(a.application_name, ''),

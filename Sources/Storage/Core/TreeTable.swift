@@ -124,39 +124,37 @@ enum TreeTable: Int, CaseIterable {
     }
 }
 
-extension Store {
+extension TreeTable {
     /// The tables that hold the tree, in the order `status` lists them.
-    public static let treeTables = TreeTable.allCases.map(\.name)
+    static let names = allCases.map(\.name)
 
-    /// Tables the store keeps from the tree's tables, in the same transaction as every write, placed on Citus so
-    /// that a question by a key other than the tree's asks one shard: `post_keys`, each post's key and owner,
-    /// and `chat_holders`, who holds a copy of each chat (migration 0015). Never exported.
-    public static let lookupTables = HeldRecords.all.map(\.lookup)
+    /// Tables the store keeps from the tree's tables, in the same transaction as every write (`Store.lookupTables`).
+    static let lookupNames = HeldRecords.all.map(\.lookup)
 
     /// The tree's tables and the lookups kept from them, quoted and separated by commas, in the order every
     /// statement that locks several of them takes them (so that none waits for another in a cycle).
-    static let treeTableList = Query.identifiers(treeTables + lookupTables)
+    static let lockList = Query.identifiers(names + lookupNames)
+}
 
-    /// The distribution plan: the user group (everything keyed by a user's uid: a user's posts and their likes,
-    /// follow lists, timeline and chat copies), the chat group (messages and who holds each chat, by chat key),
-    /// AppCoda's feed and the post-key lookup (`post_keys`) by post key, the leftover values copied to every
-    /// node, and the Auth accounts (`authTables`); a table comes after the one it is co-located with. `schema_migrations` and `check_runs` stay on the
-    /// coordinator, which is the only node the console runs against.
-    public static let distributionPlan: [PlannedTable] =
+extension PlannedTable {
+    /// Firebase Auth's accounts (migration 0024), kept beside the users they sign in as: their providers and
+    /// password hashes by uid, the project's hash parameters (one row) on every node. Not part of the tree.
+    static let authTableNames = [
+        "auth_accounts", "auth_providers", "auth_secrets.password_hashes", "auth_secrets.hash_config",
+    ]
+
+    /// The distribution plan (`Store.distributionPlan`): the user group, the chat group, AppCoda's feed and the
+    /// post-key lookup, the leftover values on every node, and the Auth accounts; a table comes after the one it
+    /// is co-located with.
+    static let plan: [PlannedTable] =
         TreeTable.allCases.map { PlannedTable(name: $0.name, placement: $0.description.placement) }
         + TreeTable.allCases.compactMap { table in
             table.description.lookup.map { PlannedTable(name: $0.name, placement: $0.placement) }
         }
-        + authTables.map { name in
+        + authTableNames.map { name in
             PlannedTable(
                 name: name,
                 placement: name == "auth_secrets.hash_config"
                     ? .reference : .distributed(column: "uid", colocateWith: "users"))
         }
-
-    /// Firebase Auth's accounts (migration 0024), kept beside the users they sign in as: their providers and
-    /// password hashes by uid, the project's hash parameters (one row) on every node. Not part of the tree.
-    public static let authTables = [
-        "auth_accounts", "auth_providers", "auth_secrets.password_hashes", "auth_secrets.hash_config",
-    ]
 }

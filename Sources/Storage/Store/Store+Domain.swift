@@ -86,10 +86,10 @@ extension Store {
     }
 
     /// The LISTEN/NOTIFY channel of new messages (`/messages/{chat}/{key}`); migration 0004 describes the events.
-    public static let messagesChannel = "admin_messages"
+    public static let messagesChannel = ChangeChannel.messages
 
     /// The LISTEN/NOTIFY channel of changed chat copies (`/chats/{uid}/{chat}`).
-    public static let chatsChannel = "admin_chats"
+    public static let chatsChannel = ChangeChannel.chats
 
     /// The chats of the pair, best first: a two-member chat whose copy either user holds, those
     /// with the stable member hash first, then the most recently used. More than one means duplicates (the check
@@ -133,12 +133,5 @@ extension Store {
     }
 
     /// Which page of AppCoda's feed to read.
-    public enum FeedPage: Sendable, Equatable {
-        /// The newest posts.
-        case recent
-        /// Infinite scroll: posts older than a timestamp (milliseconds), and than a post id at that timestamp.
-        case older(than: Double, id: String? = nil)
-        /// Pull to refresh: posts newer than a timestamp (milliseconds).
-        case newer(than: Double)
-    }
+    public typealias FeedPage = Storage.FeedPage
 }

@@ -160,7 +160,7 @@ struct TreeRows {
         for attempt in 1... {
             do {
                 return try connection.withTransaction {
-                    try connection.execute("LOCK TABLE \(Store.treeTableList) IN SHARE ROW EXCLUSIVE MODE")
+                    try connection.execute("LOCK TABLE \(TreeTable.lockList) IN SHARE ROW EXCLUSIVE MODE")
                 }
             } catch let error as StorageError where error.sqlState == .deadlockDetected && attempt < 5 {
                 continue
@@ -188,7 +188,7 @@ struct TreeRows {
     /// transaction the questions share one snapshot.
     func isEmpty() throws -> Bool {
         let ask = { [connection] in
-            for table in Store.treeTables
+            for table in TreeTable.names
             where try connection.query("SELECT \(Query.anyRow(in: table))")[0].decode(Bool.self, at: 0) {
                 return false
             }

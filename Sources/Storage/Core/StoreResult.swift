@@ -15,7 +15,7 @@ struct StoreResult: RandomAccessCollection {
 }
 
 /// One row of a `StoreResult`.
-struct StoreRow: ExportRow {
+struct StoreRow {
     /// The row underneath.
     let base: Row
 

@@ -57,6 +57,6 @@ public struct DistributionState: Sendable {
 
     /// Whether every table of the plan is placed.
     public var isDistributed: Bool {
-        Store.distributionPlan.allSatisfy { planned in tables.contains { $0.name == planned.name } }
+        PlannedTable.plan.allSatisfy { planned in tables.contains { $0.name == planned.name } }
     }
 }
