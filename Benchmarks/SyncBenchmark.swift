@@ -144,18 +144,13 @@ extension SyncBenchmark {
     /// with the date, the commit and the command, as BENCHMARKS.md shows it.
     static func standingTable(_ results: [Result], command: String, commit: String) -> String {
         let date = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withFullDate])
-        var lines = [
-            "Measured \(date) at commit \(commit), release build, on this machine (2 cores), one server for all, "
-                + "each figure the median of its runs (peak RSS: the largest):",
-            "",
-            "```sh",
-            command,
-            "```",
-            "",
-            "| work | yardstick | "
-                + results.map { "\(sizeName($0.megabytes)): s · ratio · RSS MB" }.joined(separator: " | ")
-                + " |",
-            "|---|---|" + results.map { _ in "---|" }.joined(),
+        let runs: String = results.map { "\(sizeName($0.megabytes)): \($0.runs)" }.joined(separator: ", ")
+        let header: String = results.map { "\(sizeName($0.megabytes)): s · ratio · RSS MB" }.joined(separator: " | ")
+        let rule: String = results.map { _ in "---|" }.joined()
+        var lines: [String] = [
+            "Measured \(date) at commit \(commit), release build, 2 cores, one server for all; each figure the "
+                + "median of its runs (\(runs)), peak RSS the largest:",
+            "", "```sh", command, "```", "", "| work | yardstick | \(header) |", "|---|---|\(rule)",
         ]
         for (name, yardstick) in Result.operations {
             let cells = results.map { result -> String in
