@@ -157,7 +157,7 @@ public struct PartlySortedSource: ByteSource {
     }
 
     /// A key's place before the others: `.priority` first, `.value` second, then any other key.
-    private static func rank(_ key: UnsafeBufferPointer<UInt8>) -> Int {
+    static func rank(_ key: UnsafeBufferPointer<UInt8>) -> Int {
         if FirebaseKey.same(FirebaseKey.priority, key) { return 0 }
         if FirebaseKey.same(FirebaseKey.value, key) { return 1 }
         return 2

@@ -207,6 +207,54 @@ struct PartlySortedSourceTests {
         #expect(try PartlySortedSource.outOfOrderObjects(in: MemorySource(json), maximumObjects: 2) == nil)
     }
 
+    /// The byte scan (`outOfOrderObjects(opening:)`) finds what the token scan finds: on random documents with
+    /// keys in any order, escapes, arrays, pseudo-children and whitespace, read a few bytes at a time; documents
+    /// cut short or with a bracket too many are either refused or left to the token scan, never misread.
+    @Test func theByteScanFindsWhatTheTokenScanFinds() throws {
+        var random = SeededGenerator(state: 0xB17E5)
+        let keys = ["a", "b", "c", "2", "10", "-Kx", "é", ".priority", ".value", #"q\"k"#, "zz"]
+        let strings = [#""s""#, #""x\"y""#, #""\\""#, #""[{""#, #""}""#, #""é""#]
+        func space() -> String { random.next() % 4 == 0 ? [" ", "\n  ", "\t"][Int(random.next() % 3)] : "" }
+        func value(_ depth: Int) -> String {
+            switch random.next() % 6 {
+            case 0 where depth < 4: return object(depth + 1)
+            case 1 where depth < 4:
+                return "[" + (0..<Int(random.next() % 3)).map { _ in value(depth + 1) }.joined(separator: ",") + "]"
+            case 2: return strings[Int(random.next() % UInt64(strings.count))]
+            case 3: return "true"
+            default: return String(random.next() % 1000)
+            }
+        }
+        func object(_ depth: Int) -> String {
+            let members = (0..<Int(random.next() % 5)).map { _ in
+                space() + "\"" + keys[Int(random.next() % UInt64(keys.count))] + "\"" + space() + ":" + space()
+                    + value(depth) + space()
+            }
+            return "{" + members.joined(separator: ",") + "}"
+        }
+        var settled = 0
+        for round in 0..<2_000 {
+            var json = space() + object(0) + space()
+            switch random.next() % 10 {
+            case 0: json = String(json.dropLast(Int(random.next() % 4) + 1))
+            case 1: json += "}"
+            default: break
+            }
+            let chunk = Int(random.next() % 17) + 1
+            let tokens = Result { try PartlySortedSource.outOfOrderObjects(in: MemorySource(json), maximumShare: 1) }
+            let bytes = Result {
+                try PartlySortedSource.outOfOrderObjects(
+                    opening: { MemorySource(json, chunkSize: chunk) }, maximumShare: 1)
+            }
+            if case .success(let expected) = tokens {
+                #expect((try? bytes.get()) == expected, "round \(round): \(json)")
+            }
+            let scan = KeyOrderScan(source: MemorySource(json, chunkSize: chunk), maximumObjects: 100_000)
+            if case .found = try scan.run() { settled += 1 }
+        }
+        #expect(settled > 1_000, "the byte scan settles most documents itself (\(settled) of 2,000)")
+    }
+
     @Test(arguments: 0..<20)
     func randomDocumentsWithSomeKeysAppendedReadAsTheirSortedSelves(seed: UInt64) throws {
         var random = SeededGenerator(state: 4_400 + seed)

@@ -128,7 +128,7 @@ struct Verification {
         /// The pass over the source with only its out-of-order objects sorted, when they are few enough for that
         /// to pay (`PartlySortedSource`); nil otherwise.
         func partlySortedPass(because reason: String) throws -> Pass<Result>? {
-            guard let ranges = try PartlySortedSource.outOfOrderObjects(in: try open()) else { return nil }
+            guard let ranges = try PartlySortedSource.outOfOrderObjects(opening: open) else { return nil }
             let source = PartlySortedSource(try open(), sorting: ranges, temporaryDirectory: temporaryDirectory)
             do {
                 let result = try pass(source)

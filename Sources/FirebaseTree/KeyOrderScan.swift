@@ -1,0 +1,243 @@
+import Foundation
+
+extension PartlySortedSource {
+    /// `outOfOrderObjects(in:)` of the source `open` gives, read as bytes rather than tokens where the document
+    /// allows it: brackets, keys and the strings between them are found with `memchr` and compared as they are
+    /// written, at several times the speed of reading every token. At anything the byte scan does not settle (a
+    /// key with an escape, brackets that do not match, a document that ends early) it gives up and the token scan
+    /// reads a fresh source from the start, so the ranges are the token scan's. What neither scan checks (a
+    /// malformed number or literal, a control character in a string) the reading that follows refuses.
+    public static func outOfOrderObjects(
+        opening open: () throws -> any ByteSource, maximumObjects: Int = 100_000, maximumShare: Double = 0.5
+    ) throws -> [Range<Int>]? {
+        let scan = KeyOrderScan(source: try open(), maximumObjects: maximumObjects)
+        switch try scan.run() {
+        case .found(let ranges, let outOfOrderBytes, let totalBytes):
+            return Double(outOfOrderBytes) > maximumShare * Double(totalBytes) ? nil : ranges
+        case .tooMany:
+            return nil
+        case .unsettled:
+            return try outOfOrderObjects(in: try open(), maximumObjects: maximumObjects, maximumShare: maximumShare)
+        }
+    }
+}
+
+/// The byte scan behind `PartlySortedSource.outOfOrderObjects(opening:)`: eight bytes at a time to the next byte
+/// that matters outside strings (a quote, a bracket, a comma or a colon), `memchr` to a string's end.
+final class KeyOrderScan {
+    enum Outcome {
+        /// The outermost out-of-order objects, their bytes, and the document's.
+        case found([Range<Int>], outOfOrderBytes: Int, totalBytes: Int)
+        /// More than `maximumObjects` of them.
+        case tooMany
+        /// Something the byte scan leaves to the token scan.
+        case unsettled
+    }
+
+    private var source: any ByteSource
+    private let maximumObjects: Int
+    private static let capacity = 1 << 20
+    private let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: KeyOrderScan.capacity)
+    private var count = 0
+    private var index = 0
+    /// Bytes of the document before `buffer[0]`.
+    private var discarded = 0
+    private var isAtEnd = false
+    /// The last byte outside strings that was not whitespace (a key's quote follows `{` or `,`).
+    private var lastSignificant: UInt8 = 0
+
+    /// An object or array open: where it starts, its last key, and whether its keys left order.
+    private struct Level {
+        var start: Int
+        var isObject: Bool
+        var previous: [UInt8] = []
+        var hasPrevious = false
+        var isOutOfOrder = false
+    }
+
+    init(source: any ByteSource, maximumObjects: Int) {
+        self.source = source
+        self.maximumObjects = maximumObjects
+    }
+
+    deinit { buffer.deallocate() }
+
+    private func refill() throws -> Bool {
+        guard !isAtEnd else { return false }
+        discarded += count
+        index = 0
+        count = try source.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: Self.capacity))
+        if count == 0 { isAtEnd = true }
+        return count > 0
+    }
+
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highs: UInt64 = 0x8080_8080_8080_8080
+
+    /// Marks the bytes of `word` equal to the byte `repeated` is made of (exact up to the first).
+    @inline(__always)
+    private static func marks(_ word: UInt64, _ repeated: UInt64) -> UInt64 {
+        let difference = word ^ repeated
+        return (difference &- ones) & ~difference & highs
+    }
+
+    /// The first byte from `index` on that matters outside strings, or `count`; whitespace and scalars before
+    /// it are noted in `lastSignificant`.
+    @inline(__always)
+    private func nextStructural() -> Int {
+        var at = index
+        while at + 8 <= count {
+            let word = UInt64(littleEndian: UnsafeRawPointer(buffer + at).loadUnaligned(as: UInt64.self))
+            let folded = word | Self.ones &* 0x20
+            let found =
+                Self.marks(word, Self.ones &* 0x22) | Self.marks(folded, Self.ones &* 0x7B)
+                | Self.marks(folded, Self.ones &* 0x7D) | Self.marks(word, Self.ones &* 0x2C)
+                | Self.marks(word, Self.ones &* 0x3A)
+            if found != 0 { return at + found.trailingZeroBitCount >> 3 }
+            at += 8
+        }
+        while at < count {
+            switch buffer[at] {
+            case 0x22, 0x7B, 0x5B, 0x7D, 0x5D, 0x2C, 0x3A: return at
+            default: at += 1
+            }
+        }
+        return count
+    }
+
+    /// Whether bytes `range` hold anything but whitespace, noting the last such byte.
+    @inline(__always)
+    private func noteScalars(_ range: Range<Int>) -> Bool {
+        var found = false
+        for at in range.reversed() {
+            let byte = buffer[at]
+            if byte != 0x20, byte != 0x0A, byte != 0x0D, byte != 0x09 {
+                if !found { lastSignificant = byte }
+                found = true
+                break
+            }
+        }
+        return found
+    }
+
+    /// Moves past the rest of a string whose opening quote was read; appends its bytes to `key` when given.
+    /// False for a key with an escape (compared unescaped, which the token scan does) or a document that ends.
+    private func skipString(into key: inout [UInt8]?) throws -> Bool {
+        while true {
+            if index == count {
+                guard try refill() else { return false }
+            }
+            let start = buffer + index
+            let remaining = count - index
+            let quote = memchr(start, 0x22, remaining).map { UnsafeRawPointer(start).distance(to: $0) }
+            let backslash = memchr(start, 0x5C, quote ?? remaining).map { UnsafeRawPointer(start).distance(to: $0) }
+            if let backslash {
+                // In a key, leave it to the token scan; in a value, skip it and the byte it escapes.
+                guard key == nil else { return false }
+                index += backslash + 1
+                if index == count {
+                    guard try refill() else { return false }
+                }
+                index += 1
+                continue
+            }
+            guard let quote else {
+                key?.append(contentsOf: UnsafeBufferPointer(start: start, count: remaining))
+                index = count
+                continue
+            }
+            key?.append(contentsOf: UnsafeBufferPointer(start: start, count: quote))
+            index += quote + 1
+            return true
+        }
+    }
+
+    /// Scans the document.
+    func run() throws -> Outcome {
+        var levels: [Level] = []
+        var ranges: [Range<Int>] = []
+        var outOfOrderBytes = 0
+        var hasRoot = false
+        while true {
+            if index == count {
+                guard try refill() else { break }
+            }
+            let at = nextStructural()
+            if noteScalars(index..<at), levels.isEmpty {
+                // A scalar document, a byte-order mark, or bytes after the root: the token scan says what.
+                return .unsettled
+            }
+            index = at
+            guard at < count else { continue }
+            let byte = buffer[at]
+            let offset = discarded + at
+            index = at + 1
+            let before = lastSignificant
+            lastSignificant = byte
+            switch byte {
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                // A second document, or nesting the reader refuses: the token scan says so.
+                guard !levels.isEmpty || !hasRoot, levels.count < JSONReader.maximumNesting else { return .unsettled }
+                hasRoot = true
+                levels.append(Level(start: offset, isObject: byte == UInt8(ascii: "{")))
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                guard let level = levels.popLast(), level.isObject == (byte == UInt8(ascii: "}")) else {
+                    return .unsettled
+                }
+                guard level.isOutOfOrder else { continue }
+                let range = level.start..<(offset + 1)
+                // Those inside it are sorted with it.
+                while let last = ranges.last, last.lowerBound >= range.lowerBound {
+                    outOfOrderBytes -= last.count
+                    ranges.removeLast()
+                }
+                ranges.append(range)
+                outOfOrderBytes += range.count
+                if ranges.count > maximumObjects { return .tooMany }
+            case UInt8(ascii: "\""):
+                guard let top = levels.indices.last else { return .unsettled }
+                let isKey = levels[top].isObject && (before == UInt8(ascii: "{") || before == UInt8(ascii: ","))
+                guard isKey else {
+                    var none: [UInt8]?
+                    guard try skipString(into: &none) else { return .unsettled }
+                    continue
+                }
+                // Most keys end in the buffer, without an escape: compared where they lie.
+                let start = buffer + index
+                if let end = memchr(start, 0x22, count - index).map({ UnsafeRawPointer(start).distance(to: $0) }),
+                    memchr(start, 0x5C, end) == nil
+                {
+                    // A key longer than the reader keeps is compared by its first bytes there.
+                    guard end <= JSONReader.maximumKeyBytes else { return .unsettled }
+                    note(UnsafeBufferPointer(start: start, count: end), in: &levels[top])
+                    index += end + 1
+                    continue
+                }
+                var key: [UInt8]? = []
+                guard try skipString(into: &key), let key, key.count <= JSONReader.maximumKeyBytes else {
+                    return .unsettled
+                }
+                key.withUnsafeBufferPointer { note($0, in: &levels[top]) }
+            default:
+                continue
+            }
+        }
+        guard levels.isEmpty, hasRoot else { return .unsettled }
+        return .found(ranges, outOfOrderBytes: outOfOrderBytes, totalBytes: discarded)
+    }
+
+    /// Compares `key` with the level's previous key as the token scan does, and keeps it (in the level's bytes,
+    /// reused from key to key).
+    private func note(_ key: UnsafeBufferPointer<UInt8>, in level: inout Level) {
+        if level.hasPrevious, !level.isOutOfOrder {
+            let isAfter = level.previous.withUnsafeBufferPointer { previous in
+                let (a, b) = (PartlySortedSource.rank(previous), PartlySortedSource.rank(key))
+                return a != b ? a < b : (a < 2 ? false : FirebaseKey.compare(previous, key) < 0)
+            }
+            if !isAfter { level.isOutOfOrder = true }
+        }
+        level.previous.removeAll(keepingCapacity: true)
+        level.previous.append(contentsOf: key)
+        level.hasPrevious = true
+    }
+}
