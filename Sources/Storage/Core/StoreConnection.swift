@@ -93,6 +93,13 @@ final class StoreConnection {
         "\(Int(min(milliseconds.rounded(.up), Double(Int32.max))))ms"
     }
 
+    /// Sets how long this session's statements wait for a lock before they fail (`lock_timeout`); nil waits as
+    /// long as it takes.
+    func setLockTimeout(_ timeout: Duration?) throws {
+        let setting = timeout.map { Self.lockTimeoutSetting(milliseconds: $0 / .milliseconds(1)) } ?? "0ms"
+        try execute("SELECT set_config('lock_timeout', \(setting), false)")
+    }
+
     /// Runs one statement and returns its rows.
     @discardableResult
     func query(_ query: Query) throws -> StoreResult {

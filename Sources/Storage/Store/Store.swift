@@ -131,7 +131,6 @@ public final class Store {
     /// How long a statement waits for a lock before it fails (`lock_timeout`) for this connection; nil waits
     /// as long as it takes. An import, which waits for the app's transactions to end, overrides it.
     public func setLockTimeout(_ timeout: Duration?) throws {
-        let setting = timeout.map { StoreConnection.lockTimeoutSetting(milliseconds: $0 / .milliseconds(1)) } ?? "0ms"
-        try connection.execute("SELECT set_config('lock_timeout', \(setting), false)")
+        try connection.setLockTimeout(timeout)
     }
 }
