@@ -393,7 +393,7 @@ public struct JSONReader: ~Copyable {
     /// Marks each byte of `word` equal to the byte that fills `repeated`, with its high bit: exact up to the first
     /// such byte (above it a borrow may mark others), which is all `trailingZeroBitCount` reads.
     @inline(__always)
-    private static func bytes(of word: UInt64, equalTo repeated: UInt64) -> UInt64 {
+    static func bytes(of word: UInt64, equalTo repeated: UInt64) -> UInt64 {
         let difference = word ^ repeated
         return (difference &- ones) & ~difference & highs
     }
@@ -611,7 +611,7 @@ public struct JSONReader: ~Copyable {
 
     // MARK: Strings
 
-    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    static let ones: UInt64 = 0x0101_0101_0101_0101
     private static let highs: UInt64 = 0x8080_8080_8080_8080
 
     /// Reads a string whose opening quote is at `cursor`; `text` is its unescaped UTF-8. A key longer than

@@ -71,28 +71,16 @@ final class KeyOrderScan {
         return count > 0
     }
 
-    private static let ones: UInt64 = 0x0101_0101_0101_0101
-    private static let highs: UInt64 = 0x8080_8080_8080_8080
-
-    /// Marks the bytes of `word` equal to the byte `repeated` is made of (exact up to the first).
-    @inline(__always)
-    private static func marks(_ word: UInt64, _ repeated: UInt64) -> UInt64 {
-        let difference = word ^ repeated
-        return (difference &- ones) & ~difference & highs
-    }
-
-    /// The first byte from `index` on that matters outside strings, or `count`; whitespace and scalars before
-    /// it are noted in `lastSignificant`.
+    /// The first byte from `index` on that matters outside strings (a quote, a bracket, a comma or a colon), or
+    /// `count`.
     @inline(__always)
     private func nextStructural() -> Int {
         var at = index
         while at + 8 <= count {
             let word = UInt64(littleEndian: UnsafeRawPointer(buffer + at).loadUnaligned(as: UInt64.self))
-            let folded = word | Self.ones &* 0x20
             let found =
-                Self.marks(word, Self.ones &* 0x22) | Self.marks(folded, Self.ones &* 0x7B)
-                | Self.marks(folded, Self.ones &* 0x7D) | Self.marks(word, Self.ones &* 0x2C)
-                | Self.marks(word, Self.ones &* 0x3A)
+                JSONReader.quotesOrBrackets(in: word) | JSONReader.bytes(of: word, equalTo: JSONReader.ones &* 0x2C)
+                | JSONReader.bytes(of: word, equalTo: JSONReader.ones &* 0x3A)
             if found != 0 { return at + found.trailingZeroBitCount >> 3 }
             at += 8
         }
