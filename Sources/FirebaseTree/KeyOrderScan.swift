@@ -109,7 +109,8 @@ final class KeyOrderScan {
     }
 
     /// Moves past the rest of a string whose opening quote was read; appends its bytes to `key` when given.
-    /// False for a key with an escape (compared unescaped, which the token scan does) or a document that ends.
+    /// False for a key with an escape (compared unescaped, which the token scan does), a key longer than the
+    /// reader keeps (so that what is held stays bounded), or a document that ends.
     private func skipString(into key: inout [UInt8]?) throws -> Bool {
         while true {
             if index == count {
@@ -132,6 +133,8 @@ final class KeyOrderScan {
             guard let quote else {
                 key?.append(contentsOf: UnsafeBufferPointer(start: start, count: remaining))
                 index = count
+                // A key longer than the reader keeps goes to the token scan, which holds its first bytes only.
+                if let key, key.count > JSONReader.maximumKeyBytes { return false }
                 continue
             }
             key?.append(contentsOf: UnsafeBufferPointer(start: start, count: quote))

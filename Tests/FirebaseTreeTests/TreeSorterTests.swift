@@ -253,6 +253,17 @@ struct PartlySortedSourceTests {
             if case .found = try scan.run() { settled += 1 }
         }
         #expect(settled > 1_000, "the byte scan settles most documents itself (\(settled) of 2,000)")
+        // A key longer than the reader keeps, across reads: left to the token scan (the byte scan stops holding
+        // it past the reader's bound, which admin verify of a 300 MB key showed; here only the outcome is seen).
+        let long = #"{"z":1,""# + String(repeating: "k", count: 50_000) + #"":2}"#
+        let scan = KeyOrderScan(source: MemorySource(long, chunkSize: 100), maximumObjects: 100_000)
+        guard case .unsettled = try scan.run() else {
+            Issue.record("a 50,000-byte key was read by the byte scan")
+            return
+        }
+        #expect(
+            try PartlySortedSource.outOfOrderObjects(opening: { MemorySource(long, chunkSize: 100) }, maximumShare: 1)
+                == PartlySortedSource.outOfOrderObjects(in: MemorySource(long), maximumShare: 1))
     }
 
     @Test(arguments: 0..<20)
