@@ -22,6 +22,11 @@
 //
 //   swift build -c release && .build/release/AdminBenchmarks sync-table [--sizes 200,1100] [--runs 3]
 //
+//   swift build -c release && .build/release/AdminBenchmarks large [--sizes 1100,10000] [--work DIR]
+//
+// large runs the table's core once per size up to 10 GB, with a 1 % drift made in the store instead of in the file
+// (see LargeBenchmark).
+//
 // sync-table compares reading the store with replacing it: import beside pg_restore -j2, export beside COPY TO,
 // verify, and sync with 0 %, 1 % (ordered and with keys appended) and 10 % changed, with peak RSS and WAL bytes
 // (see SyncBenchmark).
@@ -466,6 +471,15 @@ case "sync-table":
         ).run()
     }
 
+case "large":
+    // Once per size, import, export, verify and a 1 % sync beside pg_restore -j2 and COPY TO (see LargeBenchmark).
+    let sizes = option("--sizes", default: "1100,10000").split(separator: ",").compactMap { Int($0) }
+    let results = try LargeBenchmark(
+        files: try sizes.map { try generatedExport(megabytes: $0) },
+        work: option("--work", default: "/tmp/admin-bench-large")
+    ).run()
+    print(LargeBenchmark.table(results))
+
 case "standing":
     // BENCHMARKS.md's standing table: sync-table at each size, side by side, written into the file.
     // Files of a gigabyte or more run `--large-runs` times (a run of the 1.1 GB file takes about 15 minutes).
@@ -559,7 +573,7 @@ case "suite":
 default:
     print(
         "usage: AdminBenchmarks suite|reader|import-export|maintenance|operations|export-shapes|hostile-import|"
-            + "hostile-readers|sync-table|standing|auth|mirror [--size MB] [--runs N] [--file PATH]"
+            + "hostile-readers|sync-table|standing|large|auth|mirror [--size MB] [--runs N] [--file PATH]"
     )
     exit(64)
 }
