@@ -82,7 +82,9 @@ struct Export: ConsoleCommand {
         defer { progress?.finish() }
         let export = { (write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> ExportReport in
             try store.exportTree(
-                at: keys, options: options, jobs: jobs, onProgress: { progress?.update(done: $0) }, to: write)
+                at: keys, options: ExportOptions(format: options, jobs: jobs),
+                onProgress: { progress?.update(done: $0) },
+                to: write)
         }
         // nil: `export - | head`, the reader has what it wanted.
         guard

@@ -105,7 +105,8 @@ struct Get: ConsoleCommand {
         let query = try query()
         let read = { (write: (UnsafeBufferPointer<UInt8>) throws -> Void) throws -> ExportReport in
             if let query { return try store.exportTree(at: keys, query: query, options: options, to: write) }
-            return try store.exportTree(at: keys, options: options, shallow: shallow, to: write)
+            return try store.exportTree(
+                at: keys, options: ExportOptions(format: options, shallow: shallow), to: write)
         }
         guard let output else {
             session.output.flush()

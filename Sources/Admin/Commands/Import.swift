@@ -161,9 +161,9 @@ struct Import: ConsoleCommand {
         do {
             report = try store.importTree(
                 from: input.source(progress: progress), options: options, reopening: input.reopener(progress: progress),
-                onReject: { try rejectsFile.write($0) },
-                onRows: { progress?.update(rows: $0) }, isCancelled: { Interrupt.isPending },
-                onStep: { progress?.show($0.description) })
+                observer: ImportObserver(
+                    onReject: { try rejectsFile.write($0) }, onRows: { progress?.update(rows: $0) },
+                    isCancelled: { Interrupt.isPending }, onStep: { progress?.show($0.description) }))
             progress?.finish()
             try rejectsFile.finish(committed: !dryRun)
         } catch let error as StorageError {

@@ -136,12 +136,13 @@ struct Sync: ConsoleCommand {
         let report: SyncReport
         do {
             report = try store.sync(
-                opening: source.open, options: options, onReject: { try rejectsFile.write($0) },
-                isCancelled: { Interrupt.isPending },
-                onStep: { step in
-                    // The reading is over once the writing begins: the bar says what follows.
-                    if step != .comparing { source.progress?.show(step.description) }
-                })
+                opening: source.open, options: options,
+                observer: SyncObserver(
+                    onReject: { try rejectsFile.write($0) }, isCancelled: { Interrupt.isPending },
+                    onStep: { step in
+                        // The reading is over once the writing begins: the bar says what follows.
+                        if step != .comparing { source.progress?.show(step.description) }
+                    }))
             source.progress?.finish()
             try rejectsFile.finish(committed: !dryRun)
         } catch let error as StorageError {

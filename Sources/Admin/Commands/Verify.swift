@@ -109,8 +109,10 @@ struct Verify: ConsoleCommand {
             session: session)
         defer { source.progress?.finish() }
         let report = try store.verify(
-            opening: source.open, at: keys, ignoringPriorities: ignorePriorities, maxListed: maxDifferences,
-            sortingFirst: sort, temporaryDirectory: temporaryDirectory, selecting: nodes.selection)
+            opening: source.open,
+            options: VerifyOptions(
+                at: keys, ignoringPriorities: ignorePriorities, maxListed: maxDifferences, sortingFirst: sort,
+                temporaryDirectory: temporaryDirectory, topLevel: nodes.selection))
         source.progress?.finish()
         let format = format ?? session.format
         let isAccepted = isAccepted(report)

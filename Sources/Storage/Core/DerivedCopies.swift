@@ -172,46 +172,27 @@ struct DerivedCopies {
         try connection.execute("DELETE FROM post_likes WHERE post_owner_uid = '' AND post_key = \(key)")
     }
 
-    /// The keys of the records an import at `path` (below the records' root) may add or remove, read before and
-    /// after it: those the user it names holds, or that user's one record; nil for any other path (the caller
-    /// knows whether it touches the root).
-    func heldKeys(of records: HeldRecords, touchedAt path: [String]) throws -> [String]? {
-        guard path.first == records.table, path.count >= 2 else { return nil }
-        let key: String? = path.count >= 3 ? path[2] : nil
-        return try connection.query(
-            """
-            SELECT \(identifier: records.key) FROM \(identifier: records.table)
-            WHERE \(identifier: records.holder) = \(path[1]) AND (\(key)::text IS NULL OR \(identifier: records.key) = \(key))
-            """
-        ).map { try $0.decode(String.self, at: 0) }
-    }
-
     /// A record's key and the user holding it, compared by their bytes.
     struct Holding: Hashable {
         var key: TreeKey
         var holder: TreeKey
     }
 
-    /// The records of `records` under the keys `keys` or held by `holders`.
+    /// The records of `records` under the keys `keys` or held by `holders`. Only the holders asked: the query
+    /// is one user's, which on Citus goes to that user's shard alone.
     func holdings(of records: HeldRecords, keys: [String], holders: [String]) throws -> Set<Holding> {
+        let byKey: Query = "\(identifier: records.key) = ANY(\(keys))"
+        let byHolder: Query = "\(identifier: records.holder) = ANY(\(holders))"
         let rows = try connection.query(
             """
             SELECT \(identifier: records.key), \(identifier: records.holder) FROM \(identifier: records.table)
-            WHERE \(identifier: records.key) = ANY(\(keys)) OR \(identifier: records.holder) = ANY(\(holders))
+            WHERE \(keys.isEmpty ? byHolder : holders.isEmpty ? byKey : byKey + " OR " + byHolder)
             """)
         return Set(
             try rows.map {
                 Holding(
                     key: TreeKey(try $0.decode(String.self, at: 0)), holder: TreeKey(try $0.decode(String.self, at: 1)))
             })
-    }
-
-    /// The keys whose holders an import at `path` changed: held by its user before (`before`, from `heldKeys`) or
-    /// now but not both (a rewritten record keeps its derived rows); nil (every key) when it was not below one
-    /// user; empty when none changed.
-    func changedKeys(of records: HeldRecords, before: [String]?, at path: [String]) throws -> [String]? {
-        guard let before, let after = try heldKeys(of: records, touchedAt: path) else { return nil }
-        return Array(Set(before).symmetricDifference(after))
     }
 }
 

@@ -13,11 +13,7 @@ public enum ImportMapping {
         _ source: some ByteSource, options: ImportOptions = ImportOptions(),
         onReject: @escaping (ImportReject) throws -> Void = { _ in }
     ) throws -> ImportReport {
-        let loader = TableLoader(connection: nil, usesFreeze: false)
-        let importer = TreeImporter(
-            source: source, loader: loader, options: options, onFinding: { _ in [:] }, onReject: onReject)
-        try importer.load()
-        return importer.report
+        try TreeLoad(source, options: options, on: nil, likes: .direct, findings: .ignored, onReject: onReject).run()
     }
 
     /// For `/posts/{id}`, whose children tell whether import stores it as one record (an AppCoda feed post), the

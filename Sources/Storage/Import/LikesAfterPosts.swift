@@ -14,45 +14,28 @@ struct LikesAfterPosts {
     let options: ImportOptions
     let onReject: (ImportReject) throws -> Void
 
-    /// An importer that loads the likes `nodes` on `connection`, whose posts are loaded (at most `posts` rows):
-    /// with their owners when those fit in memory (`ImportOptions.likeOwnersMemoryBudget`) and no post key has
-    /// several; otherwise staged (`DerivedCopies.storeStagedLikes` then joins them with the posts). A repeated
-    /// key's rows go as `TreeImport.deleteRows` says. A whole-tree import made its tables in its transaction,
-    /// so the likes go by COPY FREEZE too.
-    func loadingImporter(
-        of nodes: DeferredNodes, posts: Int, on connection: StoreConnection,
-        indexes: DeferredIndexes?, treeRows: TreeRows, copies: DerivedCopies, onStep: @escaping (ImportStep) -> Void
-    ) throws -> (importer: TreeImporter, loader: TableLoader) {
-        let owners = try PostOwners.read(on: connection, count: posts, budget: options.likeOwnersMemoryBudget)
-        let loader =
-            owners == nil
-            ? TableLoader(
-                connection: connection, usesFreeze: true,
-                destinations: [
-                    .postLikes: .init(table: DerivedCopies.stagedLikesTable, create: { try copies.stageLikes() })
-                ])
-            : TableLoader(
-                connection: connection, usesFreeze: true,
-                leadingColumns: [.postLikes: DerivedCopies.likeOwnerColumn])
-        let importer = try TreeImporter(
-            resuming: nodes, under: Self.key, of: try reopening(), loader: loader, options: options,
-            onFinding: { finding in
-                try TreeImport.deleteRows(
-                    under: finding.path, loader: loader, indexes: indexes, treeRows: treeRows, copies: copies,
-                    onStep: onStep)
-            },
+    /// The load of the likes `nodes` on `target`, whose posts are loaded (at most `posts` rows): with their owners
+    /// when those fit in memory (`ImportOptions.likeOwnersMemoryBudget`) and no post key has several; otherwise
+    /// staged (`DerivedCopies.storeStagedLikes` then joins them with the posts). A repeated key's rows go, the
+    /// deferred `indexes` built first. A whole-tree import made its tables in its transaction, so the likes go
+    /// by COPY FREEZE too.
+    func loading(
+        _ nodes: DeferredNodes, posts: Int, on target: TreeLoad.Target, indexes: DeferredIndexes?,
+        onStep: @escaping (ImportStep) -> Void
+    ) throws -> TreeLoad {
+        let owners = try PostOwners.read(
+            on: target.connection, count: posts, budget: options.likeOwnersMemoryBudget)
+        return try TreeLoad(
+            resuming: nodes, under: Self.key, of: try reopening(), options: options, on: target,
+            likes: owners.map { .withOwners($0) } ?? .staged, findings: .deleteRows(indexes: indexes, onStep: onStep),
             onReject: onReject)
-        importer.likeOwners = owners
-        return (importer, loader)
     }
 
-    /// An importer that reads the likes `nodes` without loading them: after the import failed further on in the
-    /// file, a failure of theirs, which comes first, is the one to report.
-    func checkingImporter(of nodes: DeferredNodes) throws -> (importer: TreeImporter, loader: TableLoader) {
-        let loader = TableLoader(connection: nil, usesFreeze: false)
-        let importer = try TreeImporter(
-            resuming: nodes, under: Self.key, of: try reopening(), loader: loader, options: options,
-            onFinding: { _ in [:] }, onReject: onReject)
-        return (importer, loader)
+    /// A read of the likes `nodes` that loads nothing: after the import failed further on in the file, a failure
+    /// of theirs, which comes first, is the one to report.
+    func checking(_ nodes: DeferredNodes) throws -> TreeLoad {
+        try TreeLoad(
+            resuming: nodes, under: Self.key, of: try reopening(), options: options, on: nil, likes: .direct,
+            findings: .ignored, onReject: onReject)
     }
 }

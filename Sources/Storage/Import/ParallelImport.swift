@@ -219,55 +219,48 @@ final class HelperImport: @unchecked Sendable {
         try side.redirectWrites()
         let treeRows = TreeRows(connection: connection)
         let copies = DerivedCopies(connection: connection)
-        let loader = TableLoader(connection: connection, usesFreeze: true)
-        let deleteRows = { (path: [String]) in
-            try TreeImport.deleteRows(
-                under: path, loader: loader, indexes: deferredIndexes, treeRows: treeRows, copies: copies,
-                onStep: { _ in })
-        }
-        let reshape = PostsReshape(
+        let target = TreeLoad.Target(
+            connection: connection, treeRows: treeRows, copies: copies,
             export: TreeExport(
                 connection: connection,
                 reads: Reads(connection: connection, lock: MaintenanceLock(connection: connection), onReadWait: nil),
-                treeRows: treeRows),
-            treeRows: treeRows)
-        let importer = TreeImporter(
-            source: try makeSource(), loader: loader, options: options,
-            onFinding: { finding in reshape.note(finding) ? [:] : try deleteRows(finding.path) },
-            onReject: onReject)
-        importer.topLevel.shares = (shares, number)
-        importer.topLevel.deferredKey = LikesAfterPosts.key
-        try read(importer, loader: loader, rowsBefore: 0, position: { [unowned importer] in importer.loadedThrough })
+                treeRows: treeRows))
+        // The likes are read after the posts (`LikesAfterPosts`): this load meets none.
+        let load = TreeLoad(
+            try makeSource(), options: options, on: target, freezing: true, likes: .direct,
+            findings: .deleteRows(indexes: deferredIndexes), onReject: onReject)
+        load.importer.topLevel.shares = (shares, number)
+        load.importer.topLevel.deferredKey = LikesAfterPosts.key
+        try read(load, rowsBefore: 0, position: { [unowned load] in load.importer.loadedThrough })
         // Before the likes, whose owners are the posts' as they are stored.
-        try TreeImport.reshape(reshape, importer: importer, loader: loader, onReject: onReject, deleteRows: deleteRows)
-        var report = importer.report
-        var loaders = [loader]
-        if let nodes = importer.topLevel.deferred {
-            let (likesImporter, likesLoader) = try likes.loadingImporter(
-                of: nodes, posts: loader.counts[TreeTable.posts.rawValue].rows, on: connection,
-                indexes: deferredIndexes, treeRows: treeRows, copies: copies, onStep: { _ in })
+        try load.storeReshaped()
+        var report = load.importer.report
+        var loads = [load]
+        if let nodes = load.importer.topLevel.deferred {
+            let likesLoad = try likes.loading(
+                nodes, posts: load.loader.counts[TreeTable.posts.rawValue].rows, on: target, indexes: deferredIndexes,
+                onStep: { _ in })
             try read(
-                likesImporter, loader: likesLoader, rowsBefore: loader.totalRows,
-                position: { [unowned likesImporter] in likesImporter.bytesRead })
-            report = .combining([report, likesImporter.report], nodes: importer.topLevel.reportedNodes)
-            loaders.append(likesLoader)
+                likesLoad, rowsBefore: load.loader.totalRows,
+                position: { [unowned likesLoad] in
+                    likesLoad.importer.bytesRead
+                })
+            report = .combining([report, likesLoad.importer.report], nodes: load.importer.topLevel.reportedNodes)
+            loads.append(likesLoad)
         }
-        shares.report(rows: loaders.reduce(0) { $0 + $1.totalRows }, position: .max, of: number)
+        shares.report(rows: loads.reduce(0) { $0 + $1.loader.totalRows }, position: .max, of: number)
         let finishing = FinishingClock()
-        // It holds every post of the file (see `NodeShares`): likes it staged get their owners here.
-        if loaders.contains(where: { $0.redirected.contains(.postLikes) }) {
-            finishing.begin(.storingLikes)
-            try copies.storeStagedLikes(isDistributed: false)
-        }
-        let tables = Set(TreeTable.allCases.filter { table in loaders.contains { $0.counts[table.rawValue].rows > 0 } })
-        // Its posts and chats are all the file has (each root goes to one session): their lookups are filled here,
-        // beside the other sessions' work, rather than by the import's session once every session is done.
-        var lookups: Set<String> = []
-        for records in HeldRecords.all where tables.contains(where: { $0.name == records.table }) {
-            finishing.begin(.fillingLookup(table: records.lookup))
-            try copies.fillLookup(of: records, isDistributed: false)
-            lookups.insert(records.lookup)
-        }
+        let tables = Set(
+            TreeTable.allCases.filter { table in loads.contains { $0.loader.counts[table.rawValue].rows > 0 } })
+        // It holds every post of the file (see `NodeShares`): likes it staged get their owners here. Its posts and
+        // chats are all the file has (each root goes to one session): their lookups are filled here, beside the
+        // other sessions' work, rather than by the import's session once every session is done.
+        let lookups = Set(
+            HeldRecords.all.filter { records in tables.contains { $0.name == records.table } }.map(\.lookup))
+        try KeptCopies.emptyTables(copies: copies).settle(
+            stagedLikes: loads.contains(where: \.stagedLikes),
+            skipping: Set(HeldRecords.all.map(\.lookup)).subtracting(lookups), isDistributed: false,
+            onStep: finishing.begin)
         finishing.end()
         return (Loaded(report: report, tables: tables, lookups: lookups, indexes: deferredIndexes), finishing)
     }
@@ -322,17 +315,17 @@ final class HelperImport: @unchecked Sendable {
             analyzed: analyzed, indexed: indexed)
     }
 
-    /// Runs `importer` and sends the rows it left buffered; tells `shares` how far it got (`position`, and its
+    /// Runs `load`'s walk and sends the rows it left buffered; tells `shares` how far it got (`position`, and its
     /// rows after the session's `rowsBefore`) as it reads, and of its failure, which it throws.
-    private func read(
-        _ importer: TreeImporter, loader: TableLoader, rowsBefore: Int, position: @escaping () -> Int
-    ) throws {
+    private func read(_ load: TreeLoad, rowsBefore: Int, position: @escaping () -> Int) throws {
         let (shares, number, isCancelled) = (shares, number, isCancelled)
-        loader.onRows = { rows in shares.report(rows: rowsBefore + rows, position: position(), of: number) }
-        loader.isCancelled = { [unowned importer] in isCancelled() || shares.stops(at: importer.topLevel.current.index)
+        let importer = load.importer
+        load.loader.onRows = { rows in shares.report(rows: rowsBefore + rows, position: position(), of: number) }
+        load.loader.isCancelled = { [unowned importer] in
+            isCancelled() || shares.stops(at: importer.topLevel.current.index)
         }
         do {
-            try importer.load()
+            try load.walk()
         } catch {
             isFailureShared = true
             if !shares.stops(at: importer.topLevel.current.index) {
@@ -343,7 +336,7 @@ final class HelperImport: @unchecked Sendable {
             }
             // The likes it skipped come before where it failed: a failure of theirs is the import's.
             if let nodes = importer.topLevel.deferred, !shares.stops(at: nodes.first) {
-                checkLikes(nodes, rowsBefore: loader.totalRows)
+                checkLikes(nodes, rowsBefore: load.loader.totalRows)
             }
             throw error
         }
@@ -352,8 +345,8 @@ final class HelperImport: @unchecked Sendable {
     /// Reads the likes the session skipped without loading them, after it failed further on: a failure of
     /// theirs, earlier in the file, goes to `shares`.
     private func checkLikes(_ nodes: DeferredNodes, rowsBefore: Int) {
-        guard let (importer, loader) = try? likes.checkingImporter(of: nodes) else { return }
-        _ = try? read(importer, loader: loader, rowsBefore: rowsBefore, position: { nodes.start.offset })
+        guard let checking = try? likes.checking(nodes) else { return }
+        _ = try? read(checking, rowsBefore: rowsBefore, position: { nodes.start.offset })
     }
 }
 

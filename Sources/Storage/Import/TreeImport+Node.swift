@@ -13,11 +13,10 @@ extension TreeImport {
         let timedStep = finishing.timing(observer.onStep)
         let report = try inImportTransaction(rollback: options.isDryRun) {
             let start = try beginNode(options)
-            // What the store derives from /posts and /chats follows what the import does to them.
-            var heldBefore: [String: [String]?] = [:]
-            for records in HeldRecords.all {
-                heldBefore[records.table] = try copies.heldKeys(of: records, touchedAt: options.at)
-            }
+            // What the store keeps of who holds which post and chat follows what the import does to them.
+            var touched = TouchedKeys()
+            if !options.at.isEmpty { touched.note(options.at) }
+            let kept = try KeptCopies(copies: copies, touching: touched)
             var replaced = 0
             var deletedRoots: Set<String> = []
             if !options.at.isEmpty, options.mode == .replace {
@@ -27,28 +26,27 @@ extension TreeImport {
                 replaced = try treeRows.deleteRows(underAll: children.map { options.at + [$0] }).values.reduce(0, +)
                 if options.at.isEmpty { deletedRoots.formUnion(children) }
             }
-            let loader = makeLoader(freezing: false, observer)
-            let reshape = PostsReshape(export: export, treeRows: treeRows)
             // A merge names each node it replaces, `null` ones included.
-            let importer = TreeImporter(
-                source: source, loader: loader, options: options,
-                onFinding: findingHandler(
-                    loader: loader, reshape: reshape, indexes: nil, finishing: finishing, onStep: timedStep,
-                    onDeleting: { path in path.first.map { _ = deletedRoots.insert($0) } }),
-                onReject: observer.onReject)
-            var reading: TreeImporter? = importer
+            let load = TreeLoad(
+                source, options: options, on: target,
+                findings: .deleteRows(
+                    indexes: nil, clock: finishing, onStep: timedStep,
+                    onDeleting: { path in
+                        if options.at.isEmpty, let root = path.first { deletedRoots.insert(root) }
+                    }),
+                onReject: observer.onReject
+            ).observed(by: observer)
+            var reading: TreeImporter?
             var report: ImportReport
             do {
                 let stagedLikes: Bool
                 (report, stagedLikes) = try read(
-                    importer, loader: loader, likes: nil, indexes: nil, reshape: reshape, observer: observer,
-                    onStep: timedStep, reading: &reading)
-                try settleDerivedRows(
-                    staged: stagedLikes, wholeTree: false, written: deletedRoots.union(options.at.prefix(1)),
-                    before: heldBefore, at: options.at, isDistributed: nil, onStep: timedStep)
+                    load, likes: nil, indexes: nil, observer: observer, onStep: timedStep, reading: &reading)
+                try kept.touchingRoots(deletedRoots).settle(
+                    stagedLikes: stagedLikes, isDistributed: nil, onStep: timedStep)
                 finishing.end()
             } catch {
-                throw Self.failed(error, loader: loader, reading: reading, options: options)
+                throw Self.failed(error, reading: reading, options: options)
             }
             report.sessions = 1
             if let warning = start.fewerSessions { report.add(warning) }
@@ -147,7 +145,9 @@ extension TreeImport {
                 recordOptions.allowsEmptying = true
                 recordOptions.isDryRun = false  // the transaction around it rolls back
                 let rewritten = try rewrittenRecord(record, changing: below, with: json, mode: options.mode)
-                var report = try importTree(from: MemorySource(rewritten), options: recordOptions, onReject: onReject)
+                var report = try importTree(
+                    from: MemorySource(rewritten), options: recordOptions,
+                    observer: ImportObserver(onReject: onReject))
                 report.isDryRun = options.isDryRun
                 report.mode = options.mode
                 return report

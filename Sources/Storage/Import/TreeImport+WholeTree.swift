@@ -69,19 +69,17 @@ extension TreeImport {
         onStep timedStep: @escaping (ImportStep) -> Void
     ) throws -> (report: ImportReport, analyzesAfterCommit: Bool) {
         let indexes = start.deferredIndexes
-        let loader = makeLoader(freezing: true, observer)
         var reading: TreeImporter?
         var read = WholeTreeRead()
         var cancelledSessions: [Int] = []
         var analyzesAfterCommit = false
         do {
             read = try readWholeTree(
-                source, start: start, options: options, reopening: reopening, loader: loader, observer: observer,
+                source, start: start, options: options, reopening: reopening, observer: observer,
                 finishing: finishing, onStep: timedStep, reading: &reading)
-            try settleDerivedRows(
-                staged: read.stagedLikes, wholeTree: true, written: [], before: [:], at: [],
-                filledLookups: Set(read.outcomes.flatMap(\.lookups)), isDistributed: start.isDistributed,
-                onStep: timedStep)
+            try KeptCopies.emptyTables(copies: copies).settle(
+                stagedLikes: read.stagedLikes, skipping: Set(read.outcomes.flatMap(\.lookups)),
+                isDistributed: start.isDistributed, onStep: timedStep)
             // Those of the tables the sessions built are marked built (`markBuilt` above).
             try indexes?.build(onStep: timedStep)
             if !options.isDryRun {
@@ -98,7 +96,7 @@ extension TreeImport {
             }
             finishing.end()
         } catch {
-            throw Self.failed(error, loader: loader, reading: reading, options: options)
+            throw Self.failed(error, reading: reading, options: options)
         }
         var report = read.report
         report.readersLockedOut = start.readersLockedOut
@@ -126,8 +124,8 @@ extension TreeImport {
     /// whose reading failed, when one did).
     private func readWholeTree(
         _ source: some ByteSource, start: Start, options: ImportOptions,
-        reopening: (@Sendable () throws -> any ByteSource)?, loader: TableLoader, observer: ImportObserver,
-        finishing: FinishingClock, onStep timedStep: @escaping (ImportStep) -> Void, reading: inout TreeImporter?
+        reopening: (@Sendable () throws -> any ByteSource)?, observer: ImportObserver, finishing: FinishingClock,
+        onStep timedStep: @escaping (ImportStep) -> Void, reading: inout TreeImporter?
     ) throws -> WholeTreeRead {
         var read = WholeTreeRead()
         if let helpers = start.helpers, let sideTables = start.sideTables {
@@ -140,22 +138,19 @@ extension TreeImport {
             read.report = .combining(read.outcomes.map(\.report), nodes: helpers.shares.reportedNodesInOrder)
             return read
         }
-        let reshape = PostsReshape(export: export, treeRows: treeRows)
-        let importer = TreeImporter(
-            source: source, loader: loader, options: options,
-            onFinding: findingHandler(
-                loader: loader, reshape: reshape, indexes: start.deferredIndexes, finishing: finishing,
-                onStep: timedStep),
-            onReject: observer.onReject)
+        let load = TreeLoad(
+            source, options: options, on: target, freezing: true,
+            findings: .deleteRows(indexes: start.deferredIndexes, clock: finishing, onStep: timedStep),
+            onReject: observer.onReject
+        ).observed(by: observer)
         // Rejects let through are counted in file order: the likes are read where they stand then.
         let likes =
             options.maximumRejects == 0
             ? reopening.map { LikesAfterPosts(reopening: $0, options: options, onReject: observer.onReject) } : nil
-        if likes != nil { importer.topLevel.deferredKey = LikesAfterPosts.key }
-        reading = importer
+        if likes != nil { load.importer.topLevel.deferredKey = LikesAfterPosts.key }
         (read.report, read.stagedLikes) = try self.read(
-            importer, loader: loader, likes: likes, indexes: start.deferredIndexes, reshape: reshape,
-            observer: observer, onStep: timedStep, reading: &reading)
+            load, likes: likes, indexes: start.deferredIndexes, observer: observer, onStep: timedStep,
+            reading: &reading)
         return read
     }
 

@@ -21,10 +21,7 @@ struct TreeImport {
     /// `Store.importTree`: see there.
     func importTree(
         from source: some ByteSource, options: ImportOptions = ImportOptions(),
-        reopening: (@Sendable () throws -> any ByteSource)? = nil,
-        onReject: @escaping (ImportReject) throws -> Void = { _ in },
-        onRows: @escaping (Int) -> Void = { _ in }, isCancelled: @escaping @Sendable () -> Bool = { false },
-        onStep: @escaping (ImportStep) -> Void = { _ in }
+        reopening: (@Sendable () throws -> any ByteSource)? = nil, observer: ImportObserver = ImportObserver()
     ) throws -> ImportReport {
         for key in options.at {
             if let problem = FirebaseKey.problem(withNodeKey: key) {
@@ -35,11 +32,10 @@ struct TreeImport {
         let started = clock.now
         var report: ImportReport
         if options.at.count > 1,
-            let intoRecord = try importIntoRecord(from: source, options: options, onReject: onReject)
+            let intoRecord = try importIntoRecord(from: source, options: options, onReject: observer.onReject)
         {
             report = intoRecord
         } else {
-            let observer = ImportObserver(onReject: onReject, onRows: onRows, isCancelled: isCancelled, onStep: onStep)
             report =
                 options.mode == .replace && options.at.isEmpty
                 ? try importWholeTree(from: source, options: options, reopening: reopening, observer: observer)
@@ -64,128 +60,60 @@ struct TreeImport {
         }
     }
 
-    /// The loader of an import's rows. A like's owner is its post's, and in an export /postLikes comes before
-    /// /posts: likes are staged until the posts are in. `freezing`: COPY FREEZE, into tables the import
-    /// created in its transaction.
-    func makeLoader(freezing: Bool, _ observer: ImportObserver) -> TableLoader {
-        let loader = TableLoader(
-            connection: connection, usesFreeze: freezing,
-            destinations: [
-                .postLikes: .init(
-                    table: DerivedCopies.stagedLikesTable, create: { [copies] in try copies.stageLikes() })
-            ])
-        loader.onRows = observer.onRows
-        loader.isCancelled = observer.isCancelled
-        return loader
+    /// The session this import's loads write on.
+    var target: TreeLoad.Target {
+        TreeLoad.Target(connection: connection, treeRows: treeRows, copies: copies, export: export)
     }
 
-    /// What an import does about a finding: a misshapen post goes to `reshape`; otherwise what is stored at the
-    /// path goes (`deleteRows`), timed as a finishing step, `onDeleting` told the path first.
-    func findingHandler(
-        loader: TableLoader, reshape: PostsReshape, indexes: DeferredIndexes?, finishing: FinishingClock,
-        onStep: @escaping (ImportStep) -> Void, onDeleting: @escaping ([String]) -> Void = { _ in }
-    ) -> (ImportFinding) throws -> [TreeTable: Int] {
-        { [treeRows, copies] finding in
-            if reshape.note(finding) { return [:] }
-            onDeleting(finding.path)
-            defer { finishing.end() }
-            return try Self.deleteRows(
-                under: finding.path, loader: loader, indexes: indexes, treeRows: treeRows, copies: copies,
-                onStep: onStep)
-        }
-    }
-
-    /// An import's failure while (or after) reading: the loader's open COPY ended, and, when `reading` is the
-    /// importer whose reading failed, the error says how far it read and that nothing was kept.
-    static func failed(
-        _ error: any Error, loader: TableLoader, reading: TreeImporter?, options: ImportOptions
-    ) -> any Error {
-        loader.abort()
+    /// An import's failure while (or after) reading: when `reading` is the importer whose reading failed, the
+    /// error says how far it read and that nothing was kept.
+    static func failed(_ error: any Error, reading: TreeImporter?, options: ImportOptions) -> any Error {
         guard let error = error as? StorageError, let reading else { return error }
         return error.adding(
             context: options.isWrite
                 ? "write rolled back" : "import rolled back after reading \(reading.bytesRead) bytes")
     }
 
-    /// Reads the file with the import's one session: `importer`, then, when `likes` reads them after the rest,
-    /// the likes it skipped. Returns the report and whether likes were staged (to be joined with the posts);
-    /// `reading` is the importer whose reading failed, when one did.
+    /// Reads the file with the import's one session: `load`, then, when `likes` reads them after the rest, the
+    /// likes it skipped (`indexes` built before a repeated key's rows go). Returns the report and whether likes
+    /// were staged (to be given their owners); `reading` is the importer whose reading failed, when one did.
     func read(
-        _ importer: TreeImporter, loader: TableLoader, likes: LikesAfterPosts?, indexes: DeferredIndexes?,
-        reshape: PostsReshape, observer: ImportObserver, onStep: @escaping (ImportStep) -> Void,
-        reading: inout TreeImporter?
+        _ load: TreeLoad, likes: LikesAfterPosts?, indexes: DeferredIndexes?, observer: ImportObserver,
+        onStep: @escaping (ImportStep) -> Void, reading: inout TreeImporter?
     ) throws -> (report: ImportReport, stagedLikes: Bool) {
+        reading = load.importer
+        let report: ImportReport
         do {
-            try importer.load()
-            // Before the likes, whose owners are the posts' as they are stored.
-            try Self.reshape(reshape, importer: importer, loader: loader, onReject: observer.onReject) { path in
-                try Self.deleteRows(
-                    under: path, loader: loader, indexes: indexes, treeRows: treeRows, copies: copies, onStep: onStep)
-            }
+            // The posts found misshapen are stored again before the likes, whose owners are the posts' as stored.
+            report = try load.run()
         } catch {
             // The likes it skipped come before where it failed: a failure of theirs is the import's.
-            if let likes, let nodes = importer.topLevel.deferred,
-                let (checker, checking) = try? likes.checkingImporter(of: nodes)
-            {
-                checking.isCancelled = observer.isCancelled
+            if let likes, let nodes = load.importer.topLevel.deferred, let checking = try? likes.checking(nodes) {
+                checking.loader.isCancelled = observer.isCancelled
                 do {
-                    try checker.load()
+                    _ = try checking.run()
                 } catch let earlier {
-                    reading = checker
+                    reading = checking.importer
                     throw earlier
                 }
             }
             throw error
         }
-        guard let likes, let nodes = importer.topLevel.deferred else {
-            return (importer.report, loader.redirected.contains(.postLikes))
-        }
+        guard let likes, let nodes = load.importer.topLevel.deferred else { return (report, load.stagedLikes) }
         // The file's bytes are all read by now: a progress display says what the rows still counting are.
         observer.onStep(.readingAgain(key: LikesAfterPosts.key))
-        let (likesImporter, likesLoader) = try likes.loadingImporter(
-            of: nodes, posts: loader.counts[TreeTable.posts.rawValue].rows, on: connection,
-            indexes: indexes, treeRows: treeRows, copies: copies, onStep: onStep)
-        let rowsBefore = loader.totalRows
-        likesLoader.onRows = { observer.onRows(rowsBefore + $0) }
-        likesLoader.isCancelled = observer.isCancelled
-        do {
-            try likesImporter.load()
-        } catch {
-            reading = likesImporter
-            throw error
-        }
+        let likesLoad = try likes.loading(
+            nodes, posts: load.loader.counts[TreeTable.posts.rawValue].rows, on: target, indexes: indexes,
+            onStep: onStep)
+        let rowsBefore = load.loader.totalRows
+        likesLoad.loader.onRows = { observer.onRows(rowsBefore + $0) }
+        likesLoad.loader.isCancelled = observer.isCancelled
+        reading = likesLoad.importer
+        let likesReport = try likesLoad.run()
         return (
-            .combining([importer.report, likesImporter.report], nodes: importer.topLevel.reportedNodes),
-            likesLoader.redirected.contains(.postLikes)
+            .combining([report, likesReport], nodes: load.importer.topLevel.reportedNodes),
+            load.stagedLikes || likesLoad.stagedLikes
         )
-    }
-
-    /// What an import does about a finding at `path` (a merge's replaced child, a repeated key): the rows sent so
-    /// far go into the tables, the indexes a DELETE may need are built, then whatever is stored at or below the
-    /// path goes, staged likes included; how many rows of each table went.
-    static func deleteRows(
-        under path: [String], loader: TableLoader, indexes: DeferredIndexes?, treeRows: TreeRows,
-        copies: DerivedCopies, onStep: (ImportStep) -> Void
-    ) throws -> [TreeTable: Int] {
-        try loader.flush()
-        try indexes?.build(onStep: onStep)
-        var deleted = try treeRows.deleteRows(under: path)
-        if loader.redirected.contains(.postLikes) {
-            deleted[.postLikes, default: 0] += try copies.deleteStagedLikes(under: path)
-        }
-        return deleted
-    }
-
-    /// Stores the nodes `importer` found misshapen again (`PostsReshape`), and counts their rows in its report
-    /// in place of those they replace.
-    static func reshape(
-        _ reshape: PostsReshape, importer: TreeImporter, loader: TableLoader,
-        onReject: @escaping (ImportReject) throws -> Void, deleteRows: ([String]) throws -> [TreeTable: Int]
-    ) throws {
-        guard !reshape.nodes.isEmpty else { return }
-        let (deleted, stored) = try reshape.reshape(loader: loader, deleteRows: deleteRows, onReject: onReject)
-        importer.report.replaceRows(
-            deleted, with: stored, node: TreeImporter.reportedNode(TreeTable.feedPosts.rootKey ?? ""))
     }
 
     /// The refusal of an import that would empty the store (or, with a path, that node) without leave.
@@ -217,52 +145,4 @@ struct TreeImport {
         _ = try export.exportTree(at: path, options: .init(rendersArrays: false)) { bytes.append(contentsOf: $0) }
         return try TreeValue.parse(json: String(decoding: bytes, as: UTF8.self), normalizing: false)
     }
-
-    /// Keeps what the store derives from /posts and /chats in step with what the import did to them: stores the
-    /// likes it staged, then for posts and chat copies whose root it wrote (`written`) settles the lookup, and for
-    /// posts the likes, of the keys whose holders changed (`changedKeys`: below one user, the keys held before,
-    /// in `before`, or now but not both; all of them when it wrote the root). A whole-tree import held nothing
-    /// before: the lookups are filled whole (but `filledLookups`, which the parallel import's sessions filled),
-    /// and staging gave each like its owners. `isDistributed`: whether the store is distributed, when known.
-    func settleDerivedRows(
-        staged: Bool, wholeTree: Bool, written: Set<String>, before: [String: [String]?], at: [String],
-        filledLookups: Set<String> = [], isDistributed: Bool?, onStep: (ImportStep) -> Void
-    ) throws {
-        let settlesLikes = !wholeTree && written.contains(HeldRecords.posts.table)
-        let distributed = try isDistributed ?? (staged || settlesLikes ? distribution.isDistributed() : false)
-        if staged {
-            onStep(.storingLikes)
-            try copies.storeStagedLikes(isDistributed: distributed)
-        }
-        for records in HeldRecords.all
-        where (wholeTree || written.contains(records.table)) && !filledLookups.contains(records.lookup) {
-            let keys =
-                wholeTree ? nil : try copies.changedKeys(of: records, before: before[records.table] ?? nil, at: at)
-            if keys?.isEmpty == true { continue }
-            onStep(.fillingLookup(table: records.lookup))
-            if wholeTree {
-                try copies.fillLookup(of: records, isDistributed: distributed)
-            } else {
-                try copies.settleLookup(of: records, ofKeys: keys)
-            }
-            if records == .posts, settlesLikes {
-                onStep(.settlingLikes)
-                try copies.settleLikeOwners(ofKeys: keys, isDistributed: distributed)
-            }
-        }
-    }
-
-}
-
-/// What a long import tells its caller as it goes, and asks: the rejects, the rows so far, the steps after the
-/// reading, and whether to stop.
-struct ImportObserver {
-    /// Hears each reject.
-    var onReject: (ImportReject) throws -> Void
-    /// Hears the rows loaded so far, every few thousand.
-    var onRows: (Int) -> Void
-    /// Asked every few thousand rows; true stops the import with a cancellation error.
-    var isCancelled: @Sendable () -> Bool
-    /// Hears each step after the reading.
-    var onStep: (ImportStep) -> Void
 }

@@ -16,7 +16,7 @@ final class TreeImporter {
     let loader: TableLoader
     let options: ImportOptions
     /// Hears what the import must act on before the rows that follow; answers how many rows of each table went.
-    let onFinding: (ImportFinding) throws -> [TreeTable: Int]
+    var onFinding: (ImportFinding) throws -> [TreeTable: Int]
     let onReject: (ImportReject) throws -> Void
 
     /// What it read and loaded so far (`TreeImport` counts a reshape's rows in it).

@@ -182,9 +182,9 @@ extension TreeImport {
     }
 
     /// Stores again the children of /posts a write below them may have given another shape (`restorePosts`):
-    /// those among `ids` that `posts_misshapen` lists.
-    func restoreMisshapenPosts(among ids: [String]) throws {
-        guard !ids.isEmpty else { return }
+    /// those among `ids` (nil: any) that `posts_misshapen` lists.
+    func restoreMisshapenPosts(among ids: [String]?) throws {
+        if ids?.isEmpty == true { return }
         let misshapen = try connection.query("SELECT post_id FROM posts_misshapen(\(ids)) ORDER BY 1").map {
             try $0.decode(String.self, at: 0)
         }

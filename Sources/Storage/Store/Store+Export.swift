@@ -3,28 +3,24 @@ import Foundation
 
 extension Store {
     /// Streams the whole tree as Firebase JSON to `write`, from one consistent snapshot: keys in RTDB order,
-    /// numbers as JavaScript writes them, arrays and priorities as `options` say. Memory is bounded in bytes
-    /// whatever the store's size, the shape of its keys or the size of its values (see `TreeEmitter` and
-    /// `PartStream`).
+    /// numbers as JavaScript writes them, arrays, priorities, depth and sessions as `options` say
+    /// (`ExportOptions`). Memory is bounded in bytes whatever the store's size, the shape of its keys or the size
+    /// of its values (see `TreeEmitter` and `PartStream`).
     ///
     /// ```swift
     /// try store.exportTree { bytes in try file.write(contentsOf: bytes) }
     /// ```
     ///
     /// `path` (keys from the root, `["posts", uid]`) exports only the node there, as `firebase database:get`
-    /// prints it: a subtree, a leaf, or `null` when nothing is there.
-    /// `shallow`, as the REST API's `shallow=true`: a leaf as it is, an object with each child's value replaced
-    /// by `true` unless that child is a leaf.
-    /// `jobs`: how many sessions read the tables of a whole-tree export, sharing its snapshot (`pg_dump -j`'s
-    /// way); nil for as many as the machine has cores. One reads everything on the store's own connection.
-    /// `onProgress` hears the number of rows read each time a chunk is written.
+    /// prints it: a subtree, a leaf, or `null` when nothing is there. `onProgress` hears the number of rows read
+    /// each time a chunk is written.
     public func exportTree(
-        at path: [String] = [], options: JSONTextWriter.Options = .init(), shallow: Bool = false, jobs: Int? = nil,
+        at path: [String] = [], options: ExportOptions = ExportOptions(),
         onProgress: (_ rows: Int) -> Void = { _ in }, to write: (UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws -> ExportReport {
         try export.exportTree(
-            at: path, options: options, shallow: shallow, jobs: jobs ?? Store.defaultJobs, onProgress: onProgress,
-            to: write)
+            at: path, options: options.format, shallow: options.shallow, jobs: options.jobs ?? Store.defaultJobs,
+            onProgress: onProgress, to: write)
     }
 
     /// Streams the children of the node at `path` that `query` selects, as one JSON object in RTDB key order (as

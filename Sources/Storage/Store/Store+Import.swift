@@ -16,24 +16,17 @@ extension Store {
     /// ```swift
     /// let report = try store.importTree(from: FileDescriptorSource(descriptor: fd, name: "backup.json"))
     /// ```
-    /// `onReject` sees each rejected value as it is met (to write a rejects file); the import aborts once more
-    /// than `options.maximumRejects` were rejected. A failure carries how far the import got in its context.
-    /// `onRows` hears the number of rows mapped so far, every few thousand rows. `isCancelled`, asked as often, stops
-    /// the import (rolled back, as a cancelled statement): during COPY the server's answer to a cancel request is
-    /// only read at the end, so the reading must stop by itself. `onStep` hears of each step that follows the
-    /// reading (storing likes, building indexes: seconds on a large store).
+    /// `observer` hears the rejects, the rows so far and the steps after the reading, and may stop the import
+    /// (`ImportObserver`). A failure carries how far the import got in its context.
     ///
     /// `reopening`, when given, reads the same file again from its start (a regular file opened anew): a
     /// whole-tree replace then loads on `options.jobs` sessions, each importing the top-level nodes it reaches
     /// first and skipping the others'; and the likes are read after the posts, from where /postLikes starts, to
-    /// be sent with their owners (`LikesAfterPosts`; with one session too). `isCancelled` and `onReject` may then
-    /// be called from other threads.
+    /// be sent with their owners (`LikesAfterPosts`; with one session too). The observer's `isCancelled` and
+    /// `onReject` may then be called from other threads.
     public func importTree(
         from source: some ByteSource, options: ImportOptions = ImportOptions(),
-        reopening: (@Sendable () throws -> any ByteSource)? = nil,
-        onReject: @escaping (ImportReject) throws -> Void = { _ in },
-        onRows: @escaping (Int) -> Void = { _ in }, isCancelled: @escaping @Sendable () -> Bool = { false },
-        onStep: @escaping (ImportStep) -> Void = { _ in }
+        reopening: (@Sendable () throws -> any ByteSource)? = nil, observer: ImportObserver = ImportObserver()
     ) throws -> ImportReport {
         if let selection = options.topLevel {
             // The selected nodes, merged whole into the root: a replace also names, as null, each selected node
@@ -49,11 +42,9 @@ extension Store {
             let removing = options.mode == .replace ? try treeRows.topLevelKeys() : []
             return try imports.importTree(
                 from: TopLevelFilterSource(source, selection: selection, removing: removing), options: merge,
-                onReject: onReject, onRows: onRows, isCancelled: isCancelled, onStep: onStep)
+                observer: observer)
         }
-        return try imports.importTree(
-            from: source, options: options, reopening: reopening, onReject: onReject, onRows: onRows,
-            isCancelled: isCancelled, onStep: onStep)
+        return try imports.importTree(from: source, options: options, reopening: reopening, observer: observer)
     }
 
     /// Writes at `path` in one transaction, with import's validation (keys, limits, rejects abort) and mapping:

@@ -17,7 +17,7 @@ extension Store {
     ///
     /// `open` gives the source's bytes from its start; it is called again when the source must be sorted.
     /// `isCancelled`, asked between batches of rows, stops the sync (rolled back, as a cancelled statement).
-    /// Values import refuses are left out and handed to `onReject`, the sync aborting once more than
+    /// Values import refuses are left out and handed to the observer's `onReject`, the sync aborting once more than
     /// `options.maximumRejects` were met. A source holding nothing does not empty a store holding something
     /// unless `options.allowsEmptying`.
     ///
@@ -26,22 +26,17 @@ extension Store {
     /// ```
     public func sync(
         opening open: () throws -> any ByteSource, options: SyncOptions = SyncOptions(),
-        onReject: @escaping (ImportReject) throws -> Void = { _ in }, isCancelled: @escaping () -> Bool = { false },
-        onStep: @escaping (SyncStep) -> Void = { _ in }
+        observer: SyncObserver = SyncObserver()
     ) throws -> SyncReport {
-        try syncing.sync(
-            opening: open, options: options, onReject: onReject, isCancelled: isCancelled, onStep: onStep)
+        try syncing.sync(opening: open, options: options, observer: observer)
     }
 
     /// `sync(opening:…)` of a source that can be read only once (stdin, a pipe): what it reads is kept in a
     /// temporary file in case it must be sorted and so read again.
     public func sync(
-        source: some ByteSource, options: SyncOptions = SyncOptions(),
-        onReject: @escaping (ImportReject) throws -> Void = { _ in }, isCancelled: @escaping () -> Bool = { false },
-        onStep: @escaping (SyncStep) -> Void = { _ in }
+        source: some ByteSource, options: SyncOptions = SyncOptions(), observer: SyncObserver = SyncObserver()
     ) throws -> SyncReport {
         let open = try Verification.spooled(source, temporaryDirectory: options.temporaryDirectory)
-        return try syncing.sync(
-            opening: open, options: options, onReject: onReject, isCancelled: isCancelled, onStep: onStep)
+        return try syncing.sync(opening: open, options: options, observer: observer)
     }
 }

@@ -9,29 +9,22 @@ extension Store {
     ///
     /// `open` gives the export's bytes from its start. The comparison reads them in one pass while each
     /// object's keys come in RTDB order (as the Firebase console writes them); at the first that does not, it
-    /// calls `open` again and sorts the export first (`TreeSorter`, with temporary files in
+    /// calls `open` again and sorts the export first (`TreeSorter`, with temporary files in the options'
     /// `temporaryDirectory`), then compares from the start; `sortingFirst` skips the one-pass attempt for an
-    /// export known to be out of order (and `open` is called once). `maxListed` differences are kept in the
-    /// report (in RTDB order of path); all are counted. `topLevel` compares only those top-level nodes of the
-    /// whole tree, the others skipped on both sides.
-    public func verify(
-        opening open: () throws -> any ByteSource, at path: [String] = [], ignoringPriorities: Bool = false,
-        maxListed: Int = 1000, sortingFirst: Bool = false,
-        temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory, selecting topLevel: TopLevelSelection? = nil
-    ) throws -> VerifyReport {
-        try verification.verify(
-            opening: open, at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed,
-            sortingFirst: sortingFirst, temporaryDirectory: temporaryDirectory, selecting: topLevel)
+    /// export known to be out of order (and `open` is called once). See `VerifyOptions` for the rest.
+    ///
+    /// ```swift
+    /// let report = try store.verify(opening: { MemorySource(json) }, options: VerifyOptions(at: ["users"]))
+    /// ```
+    public func verify(opening open: () throws -> any ByteSource, options: VerifyOptions = VerifyOptions())
+        throws -> VerifyReport
+    {
+        try verification.verify(opening: open, options: options)
     }
 
     /// `verify(opening:…)` of a source that can be read only once (stdin, a pipe): what it reads is kept in a
     /// temporary file in case the export must be sorted and so read again.
-    public func verify(
-        source: some ByteSource, at path: [String] = [], ignoringPriorities: Bool = false, maxListed: Int = 1000,
-        temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory, selecting topLevel: TopLevelSelection? = nil
-    ) throws -> VerifyReport {
-        try verification.verify(
-            source: source, at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed,
-            temporaryDirectory: temporaryDirectory, selecting: topLevel)
+    public func verify(source: some ByteSource, options: VerifyOptions = VerifyOptions()) throws -> VerifyReport {
+        try verification.verify(source: source, options: options)
     }
 }

@@ -41,6 +41,27 @@ public struct SyncOptions {
     }
 }
 
+/// What a sync tells its caller as it goes, and asks: the rejects, the steps, and whether to stop.
+public struct SyncObserver {
+    /// Hears each value import refuses, which is left out; the sync aborts once more than
+    /// `SyncOptions.maximumRejects` were met.
+    public var onReject: (ImportReject) throws -> Void
+    /// Asked between batches of writes; true stops the sync, rolled back.
+    public var isCancelled: () -> Bool
+    /// Hears each step: comparing, deleting, writing, settling.
+    public var onStep: (SyncStep) -> Void
+
+    /// An observer; each part defaults to hearing nothing (and never stopping).
+    public init(
+        onReject: @escaping (ImportReject) throws -> Void = { _ in }, isCancelled: @escaping () -> Bool = { false },
+        onStep: @escaping (SyncStep) -> Void = { _ in }
+    ) {
+        self.onReject = onReject
+        self.isCancelled = isCancelled
+        self.onStep = onStep
+    }
+}
+
 /// What `sync` found and wrote.
 public struct SyncReport: Sendable {
     /// One top-level node's share, named as import's report names it (`users`, …, `(other nodes)`).

@@ -27,6 +27,13 @@ struct TreeSync {
     /// Whether the tables are on Citus, where likes find their owners another way.
     let distribution: Distribution
 
+    /// The import engine a sync writes through, on its connection.
+    private var imports: TreeImport {
+        TreeImport(
+            connection: connection, copies: copies, maintenance: maintenance, distribution: distribution,
+            export: verification.export, treeRows: treeRows)
+    }
+
     /// Paths whose rows are deleted per batch of statements.
     private static let deletionBatch = 500
     /// On Citus, the fewest paths deleted by one statement per table rather than statements per path: a path's
@@ -36,9 +43,7 @@ struct TreeSync {
 
     /// `Store.sync`: see there.
     func sync(
-        opening open: () throws -> any ByteSource, options: SyncOptions,
-        onReject: @escaping (ImportReject) throws -> Void = { _ in }, isCancelled: @escaping () -> Bool = { false },
-        onStep: @escaping (SyncStep) -> Void = { _ in }
+        opening open: () throws -> any ByteSource, options: SyncOptions, observer: SyncObserver = SyncObserver()
     ) throws -> SyncReport {
         for key in options.at {
             if let problem = FirebaseKey.problem(withNodeKey: key) {
@@ -54,9 +59,7 @@ struct TreeSync {
         }
         var report = SyncReport()
         do {
-            try syncInTransaction(
-                opening: open, options: options, into: &report, onReject: onReject,
-                isCancelled: isCancelled, onStep: onStep)
+            try syncInTransaction(opening: open, options: options, into: &report, observer: observer)
         } catch let error as StorageError where error.sqlState == .serializationFailure {
             // Its snapshot is older than another session's change to a row it rewrites: writing would lose it.
             throw StorageError(
@@ -72,8 +75,7 @@ struct TreeSync {
     /// The sync's transaction: locks, comparison, writes; on Citus, again after a wait for the tables.
     private func syncInTransaction(
         opening open: () throws -> any ByteSource, options: SyncOptions, into report: inout SyncReport,
-        onReject: @escaping (ImportReject) throws -> Void, isCancelled: @escaping () -> Bool,
-        onStep: @escaping (SyncStep) -> Void
+        observer: SyncObserver
     ) throws {
         let clock = ContinuousClock()
         let started = clock.now
@@ -84,7 +86,7 @@ struct TreeSync {
             do {
                 try runTransaction(
                     tables: &tables, cluster: cluster, opening: open, options: options, into: &report,
-                    onReject: onReject, isCancelled: isCancelled, onStep: onStep, clock: clock, started: started)
+                    observer: observer, clock: clock, started: started)
                 return
             } catch let error as StorageError where tables == .asked && error.isLockRefusal {
                 // Another transaction holds the tables (a root write, VACUUM FULL): wait for it without the barrier,
@@ -108,8 +110,7 @@ struct TreeSync {
     /// (see `ClusterSnapshot`), and `tables` says whether that was what failed.
     private func runTransaction(
         tables: inout TableLock, cluster: ClusterSnapshot?, opening open: () throws -> any ByteSource,
-        options: SyncOptions, into report: inout SyncReport, onReject: @escaping (ImportReject) throws -> Void,
-        isCancelled: @escaping () -> Bool, onStep: @escaping (SyncStep) -> Void, clock: ContinuousClock,
+        options: SyncOptions, into report: inout SyncReport, observer: SyncObserver, clock: ContinuousClock,
         started: ContinuousClock.Instant
     ) throws {
         try connection.withTransaction(isolation: .repeatableRead, rollback: options.isDryRun) {
@@ -127,8 +128,8 @@ struct TreeSync {
             tables = .held
             let heldSomething = try !treeRows.isEmpty()
             try compressFullPageImages()
-            onStep(.comparing)
-            let rejects = RejectLedger(onReject: onReject)
+            observer.onStep(.comparing)
+            let rejects = RejectLedger(onReject: observer.onReject)
             let plan = try compare(opening: open, options: options, rejects: rejects, into: &report)
             report.comparingSeconds = (clock.now - started).seconds
             guard plan.pathCount > 0 else { return }
@@ -139,10 +140,9 @@ struct TreeSync {
             if !options.at.isEmpty, try treeRows.recordPath(holding: options.at) != nil {
                 // Inside a record, which is one row: written as `import --at` writes there, the record read,
                 // changed and stored again.
-                try writeInsideRecord(opening: open, options: options, into: &report, onReject: onReject)
+                try writeInsideRecord(opening: open, options: options, into: &report, onReject: observer.onReject)
             } else {
-                try write(
-                    plan, options: options, into: &report, rejects: rejects, isCancelled: isCancelled, onStep: onStep)
+                try write(plan, options: options, into: &report, rejects: rejects, observer: observer)
             }
             if heldSomething, !options.allowsEmptying, try treeRows.isEmpty() {
                 let error = StorageError(
@@ -296,15 +296,12 @@ struct TreeSync {
         opening open: () throws -> any ByteSource, options: SyncOptions, into report: inout SyncReport,
         onReject: @escaping (ImportReject) throws -> Void
     ) throws {
-        let imports = TreeImport(
-            connection: connection, copies: copies, maintenance: maintenance, distribution: distribution,
-            export: verification.export, treeRows: treeRows)
         let imported = try imports.importTree(
             from: try open(),
             options: ImportOptions(
                 mode: .replace, maximumRejects: options.maximumRejects, at: options.at,
                 allowsEmptying: options.allowsEmptying),
-            onReject: onReject)
+            observer: ImportObserver(onReject: onReject))
         let node = report.node(Self.nodeName(of: options.at))
         report.nodes[node].rowsWritten += imported.rowsImported
         report.nodes[node].rowsDeleted += imported.rowsReplaced
@@ -313,17 +310,16 @@ struct TreeSync {
     /// Deletes the rows of every planned path, loads the plan's document, and settles the kept copies.
     private func write(
         _ plan: SyncPlan, options: SyncOptions, into report: inout SyncReport, rejects: RejectLedger,
-        isCancelled: @escaping () -> Bool, onStep: (SyncStep) -> Void
+        observer: SyncObserver
     ) throws {
-        onStep(.deleting)
-        let touched = plan.touched
-        let holdersBefore = try touched.holdings(copies: copies)
+        observer.onStep(.deleting)
+        let kept = try KeptCopies(copies: copies, touching: plan.touched)
         // Citus is given a statement per path when a batch has few, whose keys route it to one shard; a
         // statement over a batch asks every shard (and writes every node's copy of unmapped_values, a reference
         // table), which only many paths repay.
         let isDistributed = try distribution.isDistributed()
         try plan.forEachPaths(batch: Self.deletionBatch) { paths in
-            if isCancelled() {
+            if observer.isCancelled() {
                 throw StorageError.cancelledByUser
             }
             var deleted: [String: Int] = [:]  // by node name
@@ -347,14 +343,7 @@ struct TreeSync {
                 report.nodes[report.node(node)].rowsDeleted += count
             }
         }
-        onStep(.loading)
-        let loader = TableLoader(
-            connection: connection, usesFreeze: false,
-            destinations: [
-                .postLikes: .init(
-                    table: DerivedCopies.stagedLikesTable, create: { [copies] in try copies.stageLikes() })
-            ])
-        loader.isCancelled = isCancelled
+        observer.onStep(.loading)
         var importOptions = ImportOptions(mode: .merge, maximumRejects: .max, allowsEmptying: true)
         importOptions.namedChildren = .deletedByCaller
         let rejectedBefore = report.rejectCount
@@ -368,53 +357,23 @@ struct TreeSync {
             guard rejectedBefore + rejected.count > options.maximumRejects else { return }
             throw Self.tooManyRejects(reject, allowed: options.maximumRejects)
         }
-        let reshape = PostsReshape(export: verification.export, treeRows: treeRows)
-        let importer = TreeImporter(
-            source: plan.documentSource, loader: loader, options: importOptions,
-            onFinding: { finding in
-                if reshape.note(finding) { return [:] }
-                // The plan names each node once, in order: a repeat is a bug, and deleting would lose rows.
-                preconditionFailure("a sync's plan names /\(finding.path.joined(separator: "/")) twice")
-            },
-            onReject: onReject)
-        try importer.load()
-        try TreeImport.reshape(reshape, importer: importer, loader: loader, onReject: onReject) { path in
-            try loader.flush()
-            return try treeRows.deleteRows(under: path)
-        }
+        // The plan names each node once, in order, and its rows are gone already.
+        let load = TreeLoad(
+            plan.documentSource, options: importOptions, on: imports.target, findings: .neverMet, onReject: onReject)
+        load.loader.isCancelled = observer.isCancelled
+        let loaded = try load.run()
         report.rejectCount += rejected.count
         report.rejects += rejected.prefix(max(0, ImportReport.rejectsKept - report.rejects.count)).map {
             $0.cut(to: 4096)
         }
-        for line in importer.report.lines {
+        for line in loaded.lines {
             report.nodes[report.node(line.node)].rowsWritten += line.rowsImported
         }
-        onStep(.settling)
+        observer.onStep(.settling)
         // A child of /posts written inside (records written one by one) is as its children say, which an earlier
         // version may not have stored it as.
-        try restoreMisshapenPosts(plan.postsWrittenInside)
-        if loader.redirected.contains(.postLikes) { try copies.storeStagedLikes(isDistributed: isDistributed) }
-        for records in HeldRecords.all {
-            let keys = try touched.changedKeys(of: records, before: holdersBefore, copies: copies)
-            if keys?.isEmpty == true { continue }
-            try copies.settleLookup(of: records, ofKeys: keys)
-            if records == .posts { try copies.settleLikeOwners(ofKeys: keys, isDistributed: isDistributed) }
-        }
-    }
-}
-
-extension TreeSync {
-    /// Stores again the children of /posts among `ids` (nil: any) that `posts_misshapen` lists, as import would
-    /// store them (`TreeImport.restorePosts`).
-    fileprivate func restoreMisshapenPosts(_ ids: Set<TreeKey>?) throws {
-        if ids?.isEmpty == true { return }
-        let imports = TreeImport(
-            connection: connection, copies: copies, maintenance: maintenance, distribution: distribution,
-            export: verification.export, treeRows: treeRows)
-        let misshapen = try connection.query(
-            "SELECT post_id FROM posts_misshapen(\(ids.map { $0.map(\.string).sorted() })) ORDER BY 1"
-        ).map { try $0.decode(String.self, at: 0) }
-        _ = try imports.restorePosts(misshapen)
+        try imports.restoreMisshapenPosts(among: plan.postsWrittenInside.map { $0.map(\.string).sorted() })
+        try kept.settle(stagedLikes: load.stagedLikes, isDistributed: isDistributed)
     }
 }
 

@@ -37,23 +37,19 @@ struct Verification {
     let export: TreeExport
 
     /// `Store.verify`: see there.
-    func verify(
-        opening open: () throws -> any ByteSource, at path: [String] = [], ignoringPriorities: Bool = false,
-        maxListed: Int = 1000, sortingFirst: Bool = false,
-        temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory, selecting topLevel: TopLevelSelection? = nil
-    ) throws -> VerifyReport {
+    func verify(opening open: () throws -> any ByteSource, options: VerifyOptions) throws -> VerifyReport {
         let started = ContinuousClock.now
         let pass = try comparing(
-            opening: open, sortingFirst: sortingFirst, temporaryDirectory: temporaryDirectory
+            opening: open, sortingFirst: options.sortingFirst, temporaryDirectory: options.temporaryDirectory
         ) { source in
             var report = VerifyReport()
-            var listing = DifferenceListing(limit: maxListed)
-            var comparison = TreeComparison(ignoringPriorities: ignoringPriorities) { difference in
+            var listing = DifferenceListing(limit: options.maxListed)
+            var comparison = TreeComparison(ignoringPriorities: options.ignoringPriorities) { difference in
                 report.counts[difference.kind, default: 0] += 1
-                listing.add(difference, under: Array(difference.path.prefix(path.count + 1)))
+                listing.add(difference, under: Array(difference.path.prefix(options.at.count + 1)))
             }
-            comparison.topLevel = topLevel
-            let bytes = try compare(source, with: &comparison, at: path)
+            comparison.topLevel = options.topLevel
+            let bytes = try compare(source, with: &comparison, at: options.at)
             report.differences = listing.differences
             report.countsByChild = listing.countsByChild
             report.otherChildren = listing.otherChildren
@@ -70,14 +66,9 @@ struct Verification {
     }
 
     /// `Store.verify`: see there.
-    func verify(
-        source: some ByteSource, at path: [String] = [], ignoringPriorities: Bool = false, maxListed: Int = 1000,
-        temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory, selecting topLevel: TopLevelSelection? = nil
-    ) throws -> VerifyReport {
-        let spool = try Self.spooled(source, temporaryDirectory: temporaryDirectory)
-        return try verify(
-            opening: spool, at: path, ignoringPriorities: ignoringPriorities, maxListed: maxListed,
-            temporaryDirectory: temporaryDirectory, selecting: topLevel)
+    func verify(source: some ByteSource, options: VerifyOptions) throws -> VerifyReport {
+        try verify(
+            opening: try Self.spooled(source, temporaryDirectory: options.temporaryDirectory), options: options)
     }
 
     /// A source that can be read only once (stdin, a pipe) as one that can be opened again: what is read is kept

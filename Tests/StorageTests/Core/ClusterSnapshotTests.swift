@@ -77,7 +77,9 @@ struct ClusterSnapshotTests {
         for round in 0..<6 {
             // Half of them over two sessions, each reading the shards from the workers in the same snapshot.
             var bytes: [UInt8] = []
-            let report = try store.exportTree(jobs: 1 + round % 2) { bytes.append(contentsOf: $0) }
+            let report = try store.exportTree(options: ExportOptions(jobs: 1 + round % 2)) {
+                bytes.append(contentsOf: $0)
+            }
             let json = String(decoding: bytes, as: UTF8.self)
             #expect(report.shardNodes == 2 && report.sessions == 1 + round % 2, "\(report)")
             #expect(try Self.halfFollows(in: json) == [], "an export saw a follow on one side only")

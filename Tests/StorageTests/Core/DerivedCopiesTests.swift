@@ -101,6 +101,37 @@ struct PostOwnershipTests {
         try Self.writePostsAndLikes(store)
     }
 
+    /// A sync settles the derived rows as an import does (both through `KeptCopies`): each newer file moves,
+    /// adds and removes posts, likes and chat copies, synced whole and at a user and a record, and the rows follow
+    /// the tree after each.
+    @Test func syncsKeepTheDerivedRows() throws {
+        let store = try makeStore()
+        try importJSON(Self.tree, into: store)
+        let versions = [
+            // Key 1 leaves a for d, key 7 is new, key 9's likes keep no post; chat c1 gains a holder.
+            #"{"postLikes": {"1": {"x": true}, "7": {"q": true}, "9": {"z": true}},"#
+                + #""posts": {"b": {"1": {"like_count": 1}}, "d": {"1": {"like_count": 1}, "7": {"like_count": 1}}},"#
+                + #""chats": {"u": {"c1": {"title": "t"}}, "v": {"c1": {"title": "t"}}}}"#,
+            // Every post of b goes, and u's copy of c1; a chat c2 comes.
+            #"{"postLikes": {"1": {"x": true}, "7": {"q": true}}, "posts": {"d": {"1": {"like_count": 1}}},"#
+                + #""chats": {"v": {"c1": {"title": "t"}}, "w": {"c2": {"title": "s"}}}}"#,
+        ]
+        for version in versions {
+            _ = try store.sync(opening: { MemorySource(version) })
+            try expectDerivedRowsFollowTheTree(store)
+        }
+        let atPaths: [([String], String)] = [
+            (["posts", "e"], #"{"1": {"like_count": 0}, "7": {"like_count": 2}}"#),
+            (["posts", "d", "1"], "null"),
+            (["chats", "v"], #"{"c2": {"title": "s"}}"#),
+        ]
+        for (path, json) in atPaths {
+            _ = try store.sync(
+                opening: { MemorySource(json) }, options: SyncOptions(at: path, allowsEmptying: true))
+            try expectDerivedRowsFollowTheTree(store)
+        }
+    }
+
     /// Writes that add and remove posts (of one key, one user, all) and likes, each followed by the rows check.
     static func writePostsAndLikes(_ store: Store, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let writes: [(TreeWrite, [String])] = [

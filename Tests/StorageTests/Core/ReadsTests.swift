@@ -74,7 +74,9 @@ struct ReadSnapshotTests {
                 if let query {
                     _ = try store.exportTree(at: path, query: query) { bytes.append(contentsOf: $0) }
                 } else {
-                    _ = try store.exportTree(at: path, shallow: shallow) { bytes.append(contentsOf: $0) }
+                    _ = try store.exportTree(at: path, options: ExportOptions(shallow: shallow)) {
+                        bytes.append(contentsOf: $0)
+                    }
                 }
                 return String(decoding: bytes, as: UTF8.self)
             }

@@ -30,13 +30,6 @@ struct DistributedOnlineImportTests {
         return (store, database, try exportJSON(store))
     }
 
-    /// The export of one server that imported `json` alone.
-    func exported(_ json: String) throws -> String {
-        let single = try makeStore()
-        try importJSON(json, into: single)
-        return try exportJSON(single)
-    }
-
     /// Runs a whole-tree import of `after` into `database`, gated at half its file (`importGated`).
     func importing(
         into database: CitusDatabase, options: ImportOptions = ImportOptions(),

@@ -128,7 +128,7 @@ struct ShardSessionsTests {
     /// The export of `store` over `jobs` sessions, and its report.
     func export(_ store: Store, jobs: Int) throws -> (json: String, report: ExportReport) {
         var bytes: [UInt8] = []
-        let report = try store.exportTree(jobs: jobs) { bytes.append(contentsOf: $0) }
+        let report = try store.exportTree(options: ExportOptions(jobs: jobs)) { bytes.append(contentsOf: $0) }
         return (String(decoding: bytes, as: UTF8.self), report)
     }
 
@@ -234,7 +234,7 @@ struct ShardSessionsTests {
         let cancel = try #require(citus.makeCanceller())
         var written = 0
         let error = #expect(throws: StorageError.self) {
-            _ = try citus.exportTree(jobs: 2) { bytes in
+            _ = try citus.exportTree(options: ExportOptions(jobs: 2)) { bytes in
                 written += bytes.count
                 // Repeatedly, as the console's Ctrl-C does, once the export is well into its rows; a slow reader.
                 guard written > 100_000 else { return }

@@ -17,7 +17,9 @@ struct ParallelExportTests {
         _ store: Store, jobs: Int, options: JSONTextWriter.Options = .init()
     ) throws -> (json: String, report: ExportReport) {
         var bytes: [UInt8] = []
-        let report = try store.exportTree(options: options, jobs: jobs) { bytes.append(contentsOf: $0) }
+        let report = try store.exportTree(options: ExportOptions(format: options, jobs: jobs)) {
+            bytes.append(contentsOf: $0)
+        }
         return (String(decoding: bytes, as: UTF8.self), report)
     }
 
@@ -215,7 +217,7 @@ struct ParallelExportTests {
         let whole = try Self.export(store, jobs: 1).json
         #expect(whole.utf8.count > 3 * TreeEmitter.chunkSize, "the output comes in several chunks")
         #expect(throws: Full.self) {
-            _ = try store.exportTree(jobs: 3) { _ in throw Full() }
+            _ = try store.exportTree(options: ExportOptions(jobs: 3)) { _ in throw Full() }
         }
         #expect(try otherSessions(of: store) == 0)
         expectSameText(try Self.export(store, jobs: 3).json, whole)
@@ -243,7 +245,7 @@ struct ParallelExportTests {
         let error = #expect(throws: StorageError.self) {
             defer { ended.store(true, ordering: .relaxed) }
             var chunks = 0
-            _ = try store.exportTree(jobs: 3) { _ in
+            _ = try store.exportTree(options: ExportOptions(jobs: 3)) { _ in
                 chunks += 1
                 if chunks == 1 { cancelling.signal() }
             }

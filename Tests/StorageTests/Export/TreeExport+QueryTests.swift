@@ -46,7 +46,9 @@ private func export(_ store: Store, at path: [String], shallow: Bool = false, op
     throws -> String
 {
     var bytes: [UInt8] = []
-    _ = try store.exportTree(at: path, options: options, shallow: shallow) { bytes.append(contentsOf: $0) }
+    _ = try store.exportTree(at: path, options: ExportOptions(format: options, shallow: shallow)) {
+        bytes.append(contentsOf: $0)
+    }
     return String(decoding: bytes, as: UTF8.self)
 }
 

@@ -108,7 +108,8 @@ struct DeferredIndexesTests {
         // Loaded beside the store's tables, the twins get every index, primary keys too, after their rows.
         let dropped = try Self.indexes(store).map(\.name)
         var steps: [ImportStep] = []
-        let report = try store.importTree(from: MemorySource(Self.tree.json), onStep: { steps.append($0) })
+        let report = try store.importTree(
+            from: MemorySource(Self.tree.json), observer: ImportObserver(onStep: { steps.append($0) }))
         // The report times them by what they wrote, the index builds together.
         #expect(
             report.finishing.map(\.target) == [
@@ -135,7 +136,7 @@ struct DeferredIndexesTests {
             #"{"-Pnew": {"image_url": "u", "image_height": 1, "created_at": 1, "like_count": 0, "poster": {"uid": "bob", "username": "bob"}}}"#
         _ = try store.importTree(
             from: MemorySource(#"{"posts": {"bob": \#(post)}}"#), options: ImportOptions(mode: .merge),
-            onStep: { steps.append($0) })
+            observer: ImportObserver(onStep: { steps.append($0) }))
         #expect(steps == [.fillingLookup(table: "post_keys"), .settlingLikes])
     }
 
@@ -229,7 +230,7 @@ struct DeferredIndexesTests {
         var steps: [ImportStep] = []
         let report = try store.importTree(
             from: MemorySource(Self.tree.json), options: ImportOptions(keepsIndexes: true),
-            onStep: { steps.append($0) })
+            observer: ImportObserver(onStep: { steps.append($0) }))
         Self.expectSameIndexes(try Self.indexes(store), before)
         #expect(!steps.contains { if case .buildingIndex = $0 { true } else { false } })
         #expect(!report.finishing.contains { $0.target == "indexes" })

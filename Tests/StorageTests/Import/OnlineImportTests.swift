@@ -24,13 +24,6 @@ struct OnlineImportTests {
         return (database, try exportJSON(store))
     }
 
-    /// The export of a store that imported `json` alone.
-    private func exported(_ json: String) throws -> String {
-        let store = try makeStore()
-        try importJSON(json, into: store)
-        return try exportJSON(store)
-    }
-
     /// Runs a whole-tree import of `after` into `database`, gated at half its file (`importGated`).
     private func importing(
         into database: TestDatabase, options: ImportOptions = ImportOptions(),
@@ -222,8 +215,10 @@ struct OnlineImportTests {
         let large = try generate(GeneratorOptions(users: 150, seed: 23)).json
         #expect(throws: StorageError.self) {
             try store.importTree(
-                from: MemorySource(large), onRows: { _ in cancelled.store(true, ordering: .relaxed) },
-                isCancelled: { cancelled.load(ordering: .relaxed) })
+                from: MemorySource(large),
+                observer: ImportObserver(
+                    onRows: { _ in cancelled.store(true, ordering: .relaxed) },
+                    isCancelled: { cancelled.load(ordering: .relaxed) }))
         }
         expectSameText(try exportJSON(store), before)
         #expect(try leftovers(in: database) == [])

@@ -258,7 +258,8 @@ struct ParallelImportTests {
             var steps: [ImportStep] = []
             let report = try makeStore().importTree(
                 from: MemorySource(bytes, chunkSize: 7_919), options: ImportOptions(jobs: jobs),
-                reopening: { MemorySource(bytes, chunkSize: 6_007) }, onStep: { steps.append($0) })
+                reopening: { MemorySource(bytes, chunkSize: 6_007) },
+                observer: ImportObserver(onStep: { steps.append($0) }))
             let announced = steps.filter { $0 == .readingAgain(key: "postLikes") }.count
             #expect(announced == (jobs == 1 ? 1 : 0), "\(jobs) sessions: \(steps)")
             #expect(!report.finishing.contains { $0.target == "post_likes" }, "\(report.finishing)")
@@ -276,7 +277,7 @@ struct ParallelImportTests {
         var steps: [ImportStep] = []
         let report = try store.importTree(
             from: MemorySource(bytes), options: ImportOptions(jobs: 2), reopening: { MemorySource(bytes) },
-            onStep: { steps.append($0) })
+            observer: ImportObserver(onStep: { steps.append($0) }))
         let builds = steps.compactMap { step -> (name: String, number: Int, count: Int)? in
             guard case .buildingIndex(let name, let number, let count) = step else { return nil }
             return (name, number, count)
@@ -340,11 +341,11 @@ struct ParallelImportTests {
                 let late = opened.add(1, ordering: .relaxed).newValue == 2
                 return LateSource(base: MemorySource(bytes), gate: late ? gate : nil)
             },
-            onStep: { step in
+            observer: ImportObserver(onStep: { step in
                 guard case .buildingIndex(let name, _, _) = step else { return events.withLock { $0.append("other") } }
                 events.withLock { $0.append(name) }
                 if name == "users_slow" { gate.signal() }
-            })
+            }))
         let seen = events.withLock { $0 }
         let lastSkip = try #require(seen.lastIndex(of: "skip"), "\(seen)")
         #expect(seen.firstIndex(of: "users_slow").map { $0 < lastSkip } == true, "the gate opened on the build")
@@ -438,7 +439,7 @@ struct ParallelImportTests {
         #expect(throws: StorageError.self) {
             try store.importTree(
                 from: MemorySource(bytes), options: ImportOptions(jobs: 2), reopening: { MemorySource(bytes) },
-                isCancelled: { asked.add(1, ordering: .relaxed).newValue >= 1 })
+                observer: ImportObserver(isCancelled: { asked.add(1, ordering: .relaxed).newValue >= 1 }))
         }
         #expect(asked.load(ordering: .relaxed) > 0)
         expectSameText(try exportJSON(store), before)
@@ -468,10 +469,11 @@ struct ParallelImportTests {
             defer { ended.store(true, ordering: .relaxed) }
             _ = try store.importTree(
                 from: MemorySource(bytes), options: ImportOptions(jobs: 2), reopening: { MemorySource(bytes) },
-                isCancelled: { pressed.load(ordering: .relaxed) },
-                onStep: { step in
-                    if case .buildingIndex("users_slow", _, _) = step { pressed.store(true, ordering: .relaxed) }
-                })
+                observer: ImportObserver(
+                    isCancelled: { pressed.load(ordering: .relaxed) },
+                    onStep: { step in
+                        if case .buildingIndex("users_slow", _, _) = step { pressed.store(true, ordering: .relaxed) }
+                    }))
         }
         stopped.wait()
         let wasPressed = pressed.load(ordering: .relaxed)

@@ -55,7 +55,7 @@ struct VerifyAgainstModelTests {
                     steps.append("UPDATE the leaf /\(path.joined(separator: "/")) to \"by SQL\"")
                 }
             }
-            let report = try store.verify(source: MemorySource(file.text), maxListed: 10_000)
+            let report = try store.verify(source: MemorySource(file.text), options: VerifyOptions(maxListed: 10_000))
             let listed = Set(
                 report.differences.map { RealtimeDatabaseModel.Difference(path: $0.path, kind: $0.kind.rawValue) })
             let expected = Set(

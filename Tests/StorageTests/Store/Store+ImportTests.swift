@@ -410,7 +410,8 @@ struct TreeImportFailureTests {
         var seen: [ImportReject] = []
         let json = #"{"a": {"ok": 1, "b$d": 2, "long": "\#(String(repeating: "y", count: 10))"}, "c": {"x": "\u0000"}}"#
         let report = try store.importTree(
-            from: MemorySource(json), options: ImportOptions(maximumRejects: 5), onReject: { seen.append($0) })
+            from: MemorySource(json), options: ImportOptions(maximumRejects: 5),
+            observer: ImportObserver(onReject: { seen.append($0) }))
         #expect(report.rejects.map(\.path) == ["/a/b$d", "/c/x"])
         #expect(report.rejects[0].value == "2")
         #expect(seen == report.rejects)

@@ -7,7 +7,7 @@ import Testing
 
 /// `(path, kind)` of each difference `verify` lists.
 private func verified(_ store: Store, against json: String, at path: [String] = []) throws -> [String] {
-    let report = try store.verify(source: MemorySource(json, chunkSize: 4096), at: path)
+    let report = try store.verify(source: MemorySource(json, chunkSize: 4096), options: VerifyOptions(at: path))
     #expect(report.differenceCount == report.differences.count)
     #expect(report.isEqual == report.differences.isEmpty)
     return report.differences.map { "/" + $0.path.joined(separator: "/") + " " + $0.kind.rawValue }
@@ -35,7 +35,8 @@ struct VerifyTests {
         let report = try store.verify(source: MemorySource(fixture))
         #expect(report.isEqual, "\(report.differences)")
         #expect(report.nodesCompared > 2000)
-        #expect(try store.verify(source: MemorySource(fixture), ignoringPriorities: true).isEqual)
+        #expect(
+            try store.verify(source: MemorySource(fixture), options: VerifyOptions(ignoringPriorities: true)).isEqual)
     }
 
     @Test func storeChangesMadeBySQLAreListedExactly() throws {

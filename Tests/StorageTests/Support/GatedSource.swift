@@ -41,7 +41,9 @@ func importGated(
     let outcome = Mutex<Result<ImportReport, any Error>?>(nil)
     let finished = DispatchSemaphore(value: 0)
     Thread {
-        let report = Result { try store.importTree(from: gate, options: options, onStep: onStep) }
+        let report = Result {
+            try store.importTree(from: gate, options: options, observer: ImportObserver(onStep: onStep))
+        }
         outcome.withLock { $0 = report }
         finished.signal()
     }.start()

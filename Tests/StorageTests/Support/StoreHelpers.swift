@@ -27,8 +27,15 @@ func importJSON(_ json: String, into store: Store, options: ImportOptions, jobs:
 /// The store's export (of the node at `path`) as text.
 func exportJSON(_ store: Store, at path: [String] = [], options: JSONTextWriter.Options = .init()) throws -> String {
     var bytes: [UInt8] = []
-    _ = try store.exportTree(at: path, options: options) { bytes.append(contentsOf: $0) }
+    _ = try store.exportTree(at: path, options: ExportOptions(format: options)) { bytes.append(contentsOf: $0) }
     return String(decoding: bytes, as: UTF8.self)
+}
+
+/// The export of a fresh store that imported `json` alone.
+func exported(_ json: String) throws -> String {
+    let store = try makeStore()
+    try importJSON(json, into: store)
+    return try exportJSON(store)
 }
 
 func expectSameText(_ got: String, _ expected: String, sourceLocation: SourceLocation = #_sourceLocation) {

@@ -74,9 +74,11 @@ struct SyncAgainstModelTests {
             // the whole tree's comparison reports as one difference at the root and a selection by child.
             let picked: Set<String> = ["following", "posts", "users"]
             let only = try store.verify(
-                opening: { MemorySource(newer) }, selecting: TopLevelSelection(only: picked, excluded: []))
+                opening: { MemorySource(newer) },
+                options: VerifyOptions(topLevel: TopLevelSelection(only: picked, excluded: [])))
             let rest = try store.verify(
-                opening: { MemorySource(newer) }, selecting: TopLevelSelection(only: nil, excluded: picked))
+                opening: { MemorySource(newer) },
+                options: VerifyOptions(topLevel: TopLevelSelection(only: nil, excluded: picked)))
             #expect(
                 verified.differences.contains { $0.path.isEmpty }
                     || (only.differenceCount + rest.differenceCount == verified.differenceCount

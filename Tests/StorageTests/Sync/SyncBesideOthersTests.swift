@@ -123,7 +123,7 @@ struct SyncBesideOthersTests {
         var rejected: [ImportReject] = []
         let report = try store.sync(
             opening: { MemorySource(String(withReject)) }, options: SyncOptions(maximumRejects: 1),
-            onReject: { rejected.append($0) })
+            observer: SyncObserver(onReject: { rejected.append($0) }))
         #expect(report.rejectCount == 1 && rejected.map(\.path) == ["/q/a$b"])
         try expectTree(store, Self.newer.setting("q/ok", "2"))
 
@@ -134,7 +134,7 @@ struct SyncBesideOthersTests {
         rejected = []
         let rewritten = try store.sync(
             opening: { MemorySource(record) }, options: SyncOptions(maximumRejects: 1),
-            onReject: { rejected.append($0) })
+            observer: SyncObserver(onReject: { rejected.append($0) }))
         #expect(rewritten.rejectCount == 1 && rejected.map(\.path) == ["/users/alice/a$b"])
         try expectTree(store, Self.newer.setting("users/alice/username", #""al""#))
     }
