@@ -102,8 +102,7 @@ struct ImportExportBenchmark {
                     psql, ["-q", "-v", "ON_ERROR_STOP=1", "-f", "\(work)/load.sql"],
                     environment: psqlEnvironment))
             if let python { peers.append(try spawn(python, [peerScript, file, conninfo])) }
-            let copyOutScript = tables.map { "COPY \($0) TO STDOUT;" }.joined(separator: "\n")
-            try copyOutScript.write(toFile: "\(work)/copy-out.sql", atomically: true, encoding: .utf8)
+            try writeCopyOutScript(tables, to: "\(work)/copy-out.sql")
             try quiesce(conninfo)
             copyOuts.append(
                 try spawn(
@@ -167,4 +166,24 @@ func quiesce(_ conninfo: String) throws {
         sleep(1)
     }
     try connection.execute("CHECKPOINT")
+}
+
+/// The run of a program (its output to /dev/null) once the server of `conninfo` is quiet (`quiesce`), and the WAL
+/// bytes the server wrote meanwhile, read on `connection` (any database of that server).
+func spawnMeasuringWAL(
+    _ program: String, _ arguments: [String], environment: [String] = [], quiescing conninfo: String,
+    on connection: Connection
+) throws -> (Measurement, Int) {
+    try quiesce(conninfo)
+    let before = try connection.query("SELECT pg_current_wal_lsn()::text")[0].decode(String.self, at: 0)
+    let run = try spawn(program, arguments, environment: environment, stdout: "/dev/null")
+    let wal = try connection.query("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), \(before)::pg_lsn)::bigint")[0]
+        .decode(Int.self, at: 0)
+    return (run, wal)
+}
+
+/// Writes a psql script that copies each of `tables` to standard output: the yardstick of an export.
+func writeCopyOutScript(_ tables: [String] = Store.treeTables + Store.lookupTables, to path: String) throws {
+    try tables.map { "COPY \($0) TO STDOUT;" }.joined(separator: "\n")
+        .write(toFile: path, atomically: true, encoding: .utf8)
 }

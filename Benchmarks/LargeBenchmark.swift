@@ -72,17 +72,13 @@ struct LargeBenchmark {
                 + " dbname=postgres")
         var result = Result(megabytes: Double(fileSize(file)) / 1_000_000)
         func measure(_ name: String, _ program: String, _ arguments: [String], environment: [String] = []) throws {
-            try quiesce(conninfo)
-            let before = try connection.query("SELECT pg_current_wal_lsn()::text")[0].decode(String.self, at: 0)
-            let run = try spawn(program, arguments, environment: environment, stdout: "/dev/null")
-            let wal = try connection.query("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), \(before)::pg_lsn)::bigint")[0]
-                .decode(Int.self, at: 0)
+            let (run, wal) = try spawnMeasuringWAL(
+                program, arguments, environment: environment, quiescing: conninfo, on: connection)
             result.rows[name] = (run, Double(wal) / 1_000_000)
             FileHandle.standardError.write(
                 Data("\(format(result.megabytes)) MB \(name): \(String(format: "%.2f", run.seconds)) s\n".utf8))
         }
-        try (Store.treeTables + Store.lookupTables).map { "COPY \($0) TO STDOUT;" }.joined(separator: "\n")
-            .write(toFile: directory + "/copy-out.sql", atomically: true, encoding: .utf8)
+        try writeCopyOutScript(to: directory + "/copy-out.sql")
         try Self.drift.write(toFile: directory + "/drift.sql", atomically: true, encoding: .utf8)
         try measure("import", admin, ["--db", conninfo, "-q", "import", file, "--yes"])
         _ = try spawn(

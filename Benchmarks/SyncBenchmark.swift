@@ -38,17 +38,11 @@ struct SyncBenchmark {
         /// The run of `arguments`, and the WAL bytes the server wrote meanwhile.
         func measured(_ program: String, _ arguments: [String], environment: [String] = []) throws -> (Measurement, Int)
         {
-            try quiesce(conninfo)
-            let before = try connection.query("SELECT pg_current_wal_lsn()::text")[0].decode(String.self, at: 0)
-            let run = try spawn(program, arguments, environment: environment, stdout: "/dev/null")
-            let wal = try connection.query("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), \(before)::pg_lsn)::bigint")[0]
-                .decode(Int.self, at: 0)
-            return (run, wal)
+            try spawnMeasuringWAL(
+                program, arguments, environment: environment, quiescing: conninfo, on: connection)
         }
         var rows: [String: [(Measurement, Int)]] = [:]
-        let tables = Store.treeTables + Store.lookupTables
-        try tables.map { "COPY \($0) TO STDOUT;" }.joined(separator: "\n")
-            .write(toFile: work + "/copy-out.sql", atomically: true, encoding: .utf8)
+        try writeCopyOutScript(to: work + "/copy-out.sql")
         for run in 0..<runs {
             rows["import", default: []].append(try measured(admin, ["--db", conninfo, "-q", "import", file, "--yes"]))
             if run == 0 {
