@@ -14,7 +14,7 @@ extension PartlySortedSource {
         switch try scan.run() {
         case .found(let ranges, let outOfOrderBytes, let totalBytes):
             return Double(outOfOrderBytes) > maximumShare * Double(totalBytes) ? nil : ranges
-        case .tooMany:
+        case .tooMany, .rootOutOfOrder:
             return nil
         case .unsettled:
             return try outOfOrderObjects(in: try open(), maximumObjects: maximumObjects, maximumShare: maximumShare)
@@ -32,7 +32,15 @@ final class KeyOrderScan {
         case tooMany
         /// Something the byte scan leaves to the token scan.
         case unsettled
+        /// The document's own keys are out of order (only with `onTopLevelEnd`): the whole document is one object
+        /// to sort.
+        case rootOutOfOrder
     }
+
+    /// Called each time a child of the document's root ends, with the outermost out-of-order objects found so far
+    /// and the offset after that child: those ranges are final unless the root's own keys leave order (the scan
+    /// then ends at once with `rootOutOfOrder`). What a scan running ahead of a reader hands it (`Feed`).
+    var onTopLevelEnd: ((_ ranges: [Range<Int>], _ settled: Int) throws -> Void)?
 
     private var source: any ByteSource
     private let maximumObjects: Int
@@ -175,16 +183,18 @@ final class KeyOrderScan {
                 guard let level = levels.popLast(), level.isObject == (byte == UInt8(ascii: "}")) else {
                     return .unsettled
                 }
-                guard level.isOutOfOrder else { continue }
-                let range = level.start..<(offset + 1)
-                // Those inside it are sorted with it.
-                while let last = ranges.last, last.lowerBound >= range.lowerBound {
-                    outOfOrderBytes -= last.count
-                    ranges.removeLast()
+                if level.isOutOfOrder {
+                    let range = level.start..<(offset + 1)
+                    // Those inside it are sorted with it.
+                    while let last = ranges.last, last.lowerBound >= range.lowerBound {
+                        outOfOrderBytes -= last.count
+                        ranges.removeLast()
+                    }
+                    ranges.append(range)
+                    outOfOrderBytes += range.count
+                    if ranges.count > maximumObjects { return .tooMany }
                 }
-                ranges.append(range)
-                outOfOrderBytes += range.count
-                if ranges.count > maximumObjects { return .tooMany }
+                if levels.count == 1, let onTopLevelEnd { try onTopLevelEnd(ranges, offset + 1) }
             case UInt8(ascii: "\""):
                 guard let top = levels.indices.last else { return .unsettled }
                 let isKey = levels[top].isObject && (before == UInt8(ascii: "{") || before == UInt8(ascii: ","))
@@ -202,6 +212,7 @@ final class KeyOrderScan {
                     guard end <= JSONReader.maximumKeyBytes else { return .unsettled }
                     note(UnsafeBufferPointer(start: start, count: end), in: &levels[top])
                     index += end + 1
+                    if top == 0, levels[0].isOutOfOrder, onTopLevelEnd != nil { return .rootOutOfOrder }
                     continue
                 }
                 var key: [UInt8]? = []
@@ -209,6 +220,7 @@ final class KeyOrderScan {
                     return .unsettled
                 }
                 key.withUnsafeBufferPointer { note($0, in: &levels[top]) }
+                if top == 0, levels[0].isOutOfOrder, onTopLevelEnd != nil { return .rootOutOfOrder }
             default:
                 continue
             }

@@ -12,8 +12,9 @@ import Foundation
 public struct PartlySortedSource: ByteSource {
     /// Shared by the slices the sorter reads: a value source copied and read would not move this one on.
     private let base: Shared
-    /// The objects to sort: byte ranges of `base`, in order, none inside another.
+    /// The objects to sort: byte ranges of `base`, in order, none inside another; or a scan finding them.
     private let ranges: [Range<Int>]
+    private let feed: Feed?
     private var next = 0
     /// Bytes of `base` consumed.
     private var offset = 0
@@ -30,7 +31,27 @@ public struct PartlySortedSource: ByteSource {
     ) {
         self.base = Shared(base)
         self.ranges = ranges
+        feed = nil
         self.temporaryDirectory = temporaryDirectory
+    }
+
+    /// `base` (a document from its first byte) with the objects `feed` finds as it scans another reading of the
+    /// document sorted: reads throw `ScanGaveUp` if its scan gives up.
+    public init(
+        _ base: some ByteSource, sortingWhat feed: Feed,
+        temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory
+    ) {
+        self.base = Shared(base)
+        ranges = []
+        self.feed = feed
+        self.temporaryDirectory = temporaryDirectory
+    }
+
+    /// The next object at or after `offset` to sort, and how far the document may be read as it is before it.
+    private mutating func nextRange() throws -> (range: Range<Int>?, limit: Int) {
+        if let feed { return try feed.next(at: offset) }
+        while next < ranges.count, ranges[next].upperBound <= offset { next += 1 }
+        return next < ranges.count ? (ranges[next], ranges[next].lowerBound) : (nil, Int.max)
     }
 
     /// Reads the document as it is up to the next object to sort, then that object sorted, and so on.
@@ -42,17 +63,17 @@ public struct PartlySortedSource: ByteSource {
                 if count > 0 { return count }
                 sorted = nil
             }
-            guard next < ranges.count else { return try base.source.read(into: buffer) }
-            let range = ranges[next]
-            guard offset == range.lowerBound else {
+            let (upcoming, limit) = try nextRange()
+            if offset < limit {
                 let count = try base.source.read(
-                    into: UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(range.lowerBound - offset)))
-                guard count > 0 else {
-                    throw TreeError(.unreadable, "the document ended before byte \(range.lowerBound)")
+                    into: UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(limit - offset)))
+                if count == 0, let upcoming {
+                    throw TreeError(.unreadable, "the document ended before byte \(upcoming.lowerBound)")
                 }
                 offset += count
                 return count
             }
+            guard let range = upcoming else { return 0 }
             // The object's bytes, from `base`, to the sorter, which reads them all before it returns.
             let slice = Slice(base: base, remaining: range.count)
             sorted = try TreeSorter.sort(slice, temporaryDirectory: temporaryDirectory, runBytes: 8 << 20)
@@ -61,7 +82,6 @@ public struct PartlySortedSource: ByteSource {
             }
             offset = range.upperBound
             sortedBytes += range.count
-            next += 1
         }
     }
 

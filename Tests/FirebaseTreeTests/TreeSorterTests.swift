@@ -266,6 +266,64 @@ struct PartlySortedSourceTests {
                 == PartlySortedSource.outOfOrderObjects(in: MemorySource(long), maximumShare: 1))
     }
 
+    /// The scan that runs beside the reading (`Feed`) hands it the objects the scan before it finds: on random
+    /// documents with keys appended here and there, read a few bytes at a time on both sides, the same bytes.
+    @Test(arguments: 0..<20)
+    func aScanBesideTheReadingSortsWhatTheScanBeforeItSorts(seed: UInt64) throws {
+        var random = SeededGenerator(state: 9_100 + seed)
+        func object(_ depth: Int) -> String {
+            var keys = (0..<Int(random.next() % 6 + 1)).map { "k\($0)" }
+            if random.next() % 4 == 0 { keys.append("a\(random.next() % 9)") }
+            return "{"
+                + keys.map { key in
+                    "\"\(key)\":"
+                        + (depth < 3 && random.next() % 3 == 0 ? object(depth + 1) : String(random.next() % 100))
+                }.joined(separator: ",") + "}"
+        }
+        let json =
+            "{"
+            + (0..<30).map { "\"n\(String(format: "%02d", $0))\":\(random.next() % 7 == 0 ? "1" : object(1))" }
+            .joined(separator: ",") + "}"
+        let ranges = try #require(try PartlySortedSource.outOfOrderObjects(in: MemorySource(json), maximumShare: 1))
+        var before = PartlySortedSource(MemorySource(json, chunkSize: 13), sorting: ranges)
+        let feed = PartlySortedSource.Feed(scanning: MemorySource(json, chunkSize: Int(random.next() % 50) + 1))
+        defer { feed.stop() }
+        var beside = PartlySortedSource(MemorySource(json, chunkSize: Int(random.next() % 20) + 1), sortingWhat: feed)
+        let read = try readAll(&beside)
+        #expect(read == (try readAll(&before)))
+        #expect(feed.objectCount == ranges.count)
+        try expectRTDBOrder(String(decoding: read, as: UTF8.self))
+    }
+
+    /// Where sorting object by object will not do, the reading beside the scan throws `ScanGaveUp`, saying whether
+    /// the token scan can settle the document (which also tells a malformed one); a feed stopped before its scan
+    /// ends returns at once.
+    @Test func aScanBesideTheReadingGivesUpWhereItMust() throws {
+        func reading(_ json: String, maximumObjects: Int = 100_000) throws -> [UInt8] {
+            let feed = PartlySortedSource.Feed(
+                scanning: MemorySource(json, chunkSize: 3), maximumObjects: maximumObjects)
+            defer { feed.stop() }
+            var source = PartlySortedSource(MemorySource(json, chunkSize: 5), sortingWhat: feed)
+            return try readAll(&source)
+        }
+        func gaveUp(_ json: String, maximumObjects: Int = 100_000) -> PartlySortedSource.ScanGaveUp? {
+            do {
+                _ = try reading(json, maximumObjects: maximumObjects)
+                return nil
+            } catch {
+                return error as? PartlySortedSource.ScanGaveUp
+            }
+        }
+        #expect(gaveUp(#"{"b":{"y":1,"x":2},"a":1}"#)?.isUnsettled == false, "the document's own keys")
+        #expect(gaveUp(#"{"a":{"y":1,"x":2},"b":{"d":1,"c":2}}"#, maximumObjects: 1)?.isUnsettled == false)
+        #expect(gaveUp(#"{"a":{"y\"":1,"x":2}}"#)?.isUnsettled == true, "a key with an escape")
+        #expect(gaveUp(#"{"a":{"y":1,"x":2}"#)?.isUnsettled == true, "a document cut short: the token scan says so")
+        #expect(String(decoding: try reading(#"{"a":{"y":1,"x":2}}"#), as: UTF8.self) == #"{"a":{"x":2,"y":1}}"#)
+        let large = "{" + (0..<200_000).map { "\"k\(100_000 + $0)\":\($0)" }.joined(separator: ",") + "}"
+        let feed = PartlySortedSource.Feed(scanning: MemorySource(large, chunkSize: 64))
+        feed.stop()
+    }
+
     @Test(arguments: 0..<20)
     func randomDocumentsWithSomeKeysAppendedReadAsTheirSortedSelves(seed: UInt64) throws {
         var random = SeededGenerator(state: 4_400 + seed)

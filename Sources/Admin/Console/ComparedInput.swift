@@ -1,10 +1,10 @@
 import Foundation
 import Storage
 
-/// SOURCE as verify and sync read it: once, and when its keys turn out not to be in RTDB order, again, to find the
-/// objects out of order and to compare with those sorted (or the whole source sorted, where they are too many;
-/// stdin is kept in the temporary directory as it is read the first time, in case). The progress bar starts over
-/// for each reading, and the operator is told why.
+/// SOURCE as verify and sync read it: once, and when its keys turn out not to be in RTDB order, again, twice at
+/// once, to find the objects out of order and to compare with those sorted (or the whole source sorted, where they
+/// are too many; stdin is kept in the temporary directory as it is read the first time, in case). The progress bar
+/// starts over for the comparison, and the operator is told why.
 final class ComparedInput {
     private let input: InputFile
     private let name: String
@@ -30,19 +30,21 @@ final class ComparedInput {
         progress = ProgressBar(command, total: input.size, session: session)
     }
 
-    /// The source from its start: what the store's comparison calls for each pass.
+    /// The source from its start: what the store's comparison calls for each pass. The second is the scan for
+    /// the objects out of order, which reads beside the third (the comparison with them sorted) and shows no bar
+    /// of its own.
     func open() throws -> any ByteSource {
         if sortsFirst { return try input.source(progress: progress) }
         passes += 1
         if passes == 1 { return try input.source(progress: progress, keepingCopyIn: temporaryDirectory) }
-        progress?.finish()
         if passes == 2 {
             session.inform(
                 "\(name): keys not in RTDB order; sorting what is out of order (temporary files in \(temporaryDirectory))"
             )
+            return try input.rewound()
         }
-        progress = ProgressBar(
-            passes == 2 ? "\(command): ordering" : "\(command): sorted", total: input.size, session: session)
+        progress?.finish()
+        progress = ProgressBar("\(command): sorted", total: input.size, session: session)
         return try input.rewound(progress: progress)
     }
 }

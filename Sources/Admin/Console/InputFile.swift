@@ -43,17 +43,26 @@ final class InputFile {
         return try decoded(file, progress: progress)
     }
 
-    /// The bytes again from the first, for a second pass: a regular file read anew, stdin or a pipe from the
-    /// copy `source(progress:keepingCopyIn:)` kept.
+    /// The bytes again from the first, for another pass, read apart from every other reading (two may run at
+    /// once): a regular file opened again, stdin or a pipe from the copy `source(progress:keepingCopyIn:)` kept
+    /// (the rest of the input is copied first).
     func rewound(progress: ProgressBar? = nil) throws -> any ByteSource {
         if let spool {
-            try spool.rewind()
-            return try decoded(spool, progress: progress)
+            let replay: any ByteSource
+            do {
+                replay = try spool.replay()
+            } catch let error as TreeError {
+                throw ConsoleError(.commandFailed, error.message)
+            }
+            return try decoded(replay, progress: progress)
         }
-        guard size != nil, lseek(descriptor, 0, SEEK_SET) == 0 else {
+        guard let reopen = reopener(progress: progress) else {
             throw ConsoleError(.commandFailed, "cannot read \(path) a second time: it is not a regular file")
         }
-        return try decoded(FileDescriptorSource(descriptor: descriptor, name: path), progress: progress)
+        // A compressed file's reader moves the bar itself, by its offset in the file.
+        let file = try reopen()
+        guard let progress, !path.hasSuffix(".gz") else { return file }
+        return ProgressSource(base: file, bar: progress)
     }
 
     private func decoded(_ file: any ByteSource, progress: ProgressBar?) throws -> any ByteSource {

@@ -72,16 +72,16 @@ struct Verification {
     }
 
     /// A source that can be read only once (stdin, a pipe) as one that can be opened again: what is read is kept
-    /// in a temporary file in case the source must be sorted and so read again.
+    /// in a temporary file in case the source must be sorted and so read again. Each opening after the first is
+    /// a reading of its own (the rest of the source kept first), as the sources of an opener must be.
     static func spooled(
         _ source: some ByteSource, temporaryDirectory: String
     ) throws -> () throws -> any ByteSource {
         let spool = try StorageError.converting { try SpooledSource(source, temporaryDirectory: temporaryDirectory) }
         var isFirst = true
         return {
-            if !isFirst { try spool.rewind() }
-            isFirst = false
-            return spool
+            defer { isFirst = false }
+            return isFirst ? spool : try spool.replay()
         }
     }
 
@@ -98,7 +98,8 @@ struct Verification {
     /// order; at the first that does not (a `TreeError` of kind `.unordered`), `pass` runs again over the source
     /// with its out-of-order objects sorted (`PartlySortedSource`: a script's edit leaves a few), or, where they
     /// are too many or too large, over the source sorted whole (`TreeSorter`), with temporary files in
-    /// `temporaryDirectory`: it must start afresh each time.
+    /// `temporaryDirectory`: each source `open` gives starts afresh, and two of them are read at once (the scan
+    /// for the objects out of order beside the pass).
     /// `sortingFirst` sorts without trying one pass. A tree error comes out as a `StorageError`.
     func comparing<Result>(
         opening open: () throws -> any ByteSource, sortingFirst: Bool, temporaryDirectory: String,
@@ -116,19 +117,30 @@ struct Verification {
                 throw error
             }
         }
-        /// The pass over the source with only its out-of-order objects sorted, when they are few enough for that
-        /// to pay (`PartlySortedSource`); nil otherwise.
+        /// The pass over the source with only its out-of-order objects sorted (`PartlySortedSource`), found by a
+        /// scan that runs beside it (`PartlySortedSource.Feed`), or, where that scan cannot settle the source,
+        /// by the token scan first; nil when they are too many for that to pay.
         func partlySortedPass(because reason: String) throws -> Pass<Result>? {
-            guard let ranges = try PartlySortedSource.outOfOrderObjects(opening: open) else { return nil }
-            let source = PartlySortedSource(try open(), sorting: ranges, temporaryDirectory: temporaryDirectory)
+            let feed = PartlySortedSource.Feed(scanning: try open())
+            defer { feed.stop() }
             do {
-                let result = try pass(source)
-                let objects = ranges.count == 1 ? "1 object" : "\(ranges.count) objects"
-                return Pass(result: result, sortedBytes: nil, sortedBecause: reason + " (\(objects) sorted)")
+                let result = try pass(
+                    PartlySortedSource(try open(), sortingWhat: feed, temporaryDirectory: temporaryDirectory))
+                return Pass(result: result, sortedBytes: nil, sortedBecause: reason + sorted(feed.objectCount))
+            } catch let gaveUp as PartlySortedSource.ScanGaveUp where gaveUp.isUnsettled {
+                guard let ranges = try PartlySortedSource.outOfOrderObjects(in: try open()) else { return nil }
+                let source = PartlySortedSource(try open(), sorting: ranges, temporaryDirectory: temporaryDirectory)
+                return Pass(result: try pass(source), sortedBytes: nil, sortedBecause: reason + sorted(ranges.count))
+            } catch is PartlySortedSource.ScanGaveUp {
+                return nil
             } catch var error as TreeError {
                 error.position = nil
                 throw error
             }
+        }
+        /// How many objects were sorted, as the reason says it.
+        func sorted(_ objects: Int) -> String {
+            objects == 1 ? " (1 object sorted)" : " (\(objects) objects sorted)"
         }
         do {
             if sortingFirst { return try sortedPass(because: "sorting first was asked for") }
