@@ -156,7 +156,7 @@ final class BlockScheduler: @unchecked Sendable {
 
     /// Reads `block` from `source` and renders its root's value apart.
     private func render(_ block: CopyBlock, from source: CopyBlock.Source) throws -> Rendered {
-        let json = SpillBuffer(memoryBudget: Self.memoryBudget)
+        let json = SpillBuffer(memoryBudget: Self.memoryBudget, bypassingPageCache: true)
         let tally = ExportTally()
         let emitter = TreeEmitter(options: options, nesting: 1) { try json.append($0) }
         try block.render(

@@ -10,11 +10,14 @@ import Foundation
 final class SpillBuffer {
     /// Bytes kept in memory before they go to the file.
     let memoryBudget: Int
+    /// Whether the file bypasses the page cache (`TemporaryFile`): for many megabytes read back once, in order.
+    let bypassesPageCache: Bool
     private var memory: [UInt8] = []
     private var file: TemporaryFile?
 
-    init(memoryBudget: Int) {
+    init(memoryBudget: Int, bypassingPageCache: Bool = false) {
         self.memoryBudget = memoryBudget
+        bypassesPageCache = bypassingPageCache
     }
 
     /// Bytes written to the file so far.
@@ -39,7 +42,7 @@ final class SpillBuffer {
 
     private func spill() throws {
         try Self.explainingFailures {
-            let spilled = try file ?? TemporaryFile()
+            let spilled = try file ?? TemporaryFile(bypassingPageCache: bypassesPageCache)
             file = spilled
             try memory.withUnsafeBytes { try spilled.append($0) }
             try spilled.flush()

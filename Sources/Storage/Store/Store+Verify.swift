@@ -4,8 +4,8 @@ import Foundation
 extension Store {
     /// Compares the node at `path` with a Firebase JSON export of that node, under the Realtime Database's
     /// semantics (see `TreeComparison`), and reports where they differ. Read-only, from one snapshot: the store's
-    /// side is its export, streamed from another thread while the source is read, so memory stays bounded
-    /// whatever the size of either.
+    /// side is its export (a whole tree's over a session a core, as `exportTree` reads it), streamed from another
+    /// thread while the source is read, so memory stays bounded whatever the size of either.
     ///
     /// `open` gives the export's bytes from its start. The comparison reads them in one pass while each
     /// object's keys come in RTDB order (as the Firebase console writes them); at the first that does not, it

@@ -201,9 +201,10 @@ private final class StoreExport: @unchecked Sendable {
 
     func run() {
         do {
-            // The REST API's export format: priorities kept, no arrays to tell from objects.
+            // The REST API's export format: priorities kept, no arrays to tell from objects. Over a session a core
+            // where the export begins its own transaction (verify's; sync's export reads in the sync's).
             let options = JSONTextWriter.Options(rendersArrays: false, keepsPriorities: true)
-            report = try export.exportTree(at: path, options: options) { try pipe.write($0) }
+            report = try export.exportTree(at: path, options: options, jobs: Sessions.perCore) { try pipe.write($0) }
             pipe.finish(throwing: nil)
         } catch is ExportPipe.ReaderGone {
             pipe.finish(throwing: nil)
