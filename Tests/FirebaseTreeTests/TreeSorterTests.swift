@@ -271,19 +271,7 @@ struct PartlySortedSourceTests {
     @Test(arguments: 0..<20)
     func aScanBesideTheReadingSortsWhatTheScanBeforeItSorts(seed: UInt64) throws {
         var random = SeededGenerator(state: 9_100 + seed)
-        func object(_ depth: Int) -> String {
-            var keys = (0..<Int(random.next() % 6 + 1)).map { "k\($0)" }
-            if random.next() % 4 == 0 { keys.append("a\(random.next() % 9)") }
-            return "{"
-                + keys.map { key in
-                    "\"\(key)\":"
-                        + (depth < 3 && random.next() % 3 == 0 ? object(depth + 1) : String(random.next() % 100))
-                }.joined(separator: ",") + "}"
-        }
-        let json =
-            "{"
-            + (0..<30).map { "\"n\(String(format: "%02d", $0))\":\(random.next() % 7 == 0 ? "1" : object(1))" }
-            .joined(separator: ",") + "}"
+        let json = Self.documentWithKeysAppended(using: &random, appendingOneIn: 4, leafOneIn: 7)
         let ranges = try #require(try PartlySortedSource.outOfOrderObjects(in: MemorySource(json), maximumShare: 1))
         var before = PartlySortedSource(MemorySource(json, chunkSize: 13), sorting: ranges)
         let feed = PartlySortedSource.Feed(scanning: MemorySource(json, chunkSize: Int(random.next() % 50) + 1))
@@ -327,21 +315,33 @@ struct PartlySortedSourceTests {
     @Test(arguments: 0..<20)
     func randomDocumentsWithSomeKeysAppendedReadAsTheirSortedSelves(seed: UInt64) throws {
         var random = SeededGenerator(state: 4_400 + seed)
-        // Objects of ordered keys, a few with a key appended out of order, as a script's edit leaves them.
+        let json = Self.documentWithKeysAppended(using: &random, appendingOneIn: 5)
+        let ranges = try #require(try PartlySortedSource.outOfOrderObjects(in: MemorySource(json), maximumShare: 1))
+        var source = PartlySortedSource(MemorySource(json, chunkSize: 13), sorting: ranges)
+        let read = String(decoding: try readAll(&source), as: UTF8.self)
+        try expectRTDBOrder(read)
+        #expect(try TreeValue.parse(json: read, normalizing: false) == TreeValue.parse(json: json, normalizing: false))
+    }
+
+    /// Thirty top-level nodes of objects whose keys are in order, one in `appendingOneIn` with a key appended out
+    /// of order (as a script's edit leaves them), nested up to 3 deep; one node in `leafOneIn` a leaf (never when
+    /// nil).
+    static func documentWithKeysAppended(
+        using random: inout SeededGenerator, appendingOneIn appending: UInt64, leafOneIn leaf: UInt64? = nil
+    ) -> String {
         func object(_ depth: Int) -> String {
             var keys = (0..<Int(random.next() % 6 + 1)).map { "k\($0)" }
-            if random.next() % 5 == 0 { keys.append("a\(random.next() % 9)") }
+            if random.next() % appending == 0 { keys.append("a\(random.next() % 9)") }
             return "{"
                 + keys.map { key in
                     "\"\(key)\":"
                         + (depth < 3 && random.next() % 3 == 0 ? object(depth + 1) : String(random.next() % 100))
                 }.joined(separator: ",") + "}"
         }
-        let json = "{" + (0..<30).map { "\"n\(String(format: "%02d", $0))\":\(object(1))" }.joined(separator: ",") + "}"
-        let ranges = try #require(try PartlySortedSource.outOfOrderObjects(in: MemorySource(json), maximumShare: 1))
-        var source = PartlySortedSource(MemorySource(json, chunkSize: 13), sorting: ranges)
-        let read = String(decoding: try readAll(&source), as: UTF8.self)
-        try expectRTDBOrder(read)
-        #expect(try TreeValue.parse(json: read, normalizing: false) == TreeValue.parse(json: json, normalizing: false))
+        let nodes = (0..<30).map { index in
+            let isLeaf = leaf.map { random.next() % $0 == 0 } ?? false
+            return "\"n\(String(format: "%02d", index))\":" + (isLeaf ? "1" : object(1))
+        }
+        return "{" + nodes.joined(separator: ",") + "}"
     }
 }

@@ -130,7 +130,13 @@ struct Verification {
             } catch let gaveUp as PartlySortedSource.ScanGaveUp where gaveUp.isUnsettled {
                 guard let ranges = try PartlySortedSource.outOfOrderObjects(in: try open()) else { return nil }
                 let source = PartlySortedSource(try open(), sorting: ranges, temporaryDirectory: temporaryDirectory)
-                return Pass(result: try pass(source), sortedBytes: nil, sortedBecause: reason + sorted(ranges.count))
+                do {
+                    let result = try pass(source)
+                    return Pass(result: result, sortedBytes: nil, sortedBecause: reason + sorted(ranges.count))
+                } catch var error as TreeError {
+                    error.position = nil
+                    throw error
+                }
             } catch is PartlySortedSource.ScanGaveUp {
                 return nil
             } catch var error as TreeError {
