@@ -212,14 +212,13 @@ final class KeyOrderScan {
                     guard end <= JSONReader.maximumKeyBytes else { return .unsettled }
                     note(UnsafeBufferPointer(start: start, count: end), in: &levels[top])
                     index += end + 1
-                    if top == 0, levels[0].isOutOfOrder, onTopLevelEnd != nil { return .rootOutOfOrder }
-                    continue
+                } else {
+                    var key: [UInt8]? = []
+                    guard try skipString(into: &key), let key, key.count <= JSONReader.maximumKeyBytes else {
+                        return .unsettled
+                    }
+                    key.withUnsafeBufferPointer { note($0, in: &levels[top]) }
                 }
-                var key: [UInt8]? = []
-                guard try skipString(into: &key), let key, key.count <= JSONReader.maximumKeyBytes else {
-                    return .unsettled
-                }
-                key.withUnsafeBufferPointer { note($0, in: &levels[top]) }
                 if top == 0, levels[0].isOutOfOrder, onTopLevelEnd != nil { return .rootOutOfOrder }
             default:
                 continue

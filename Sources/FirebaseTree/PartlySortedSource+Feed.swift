@@ -21,9 +21,9 @@ extension PartlySortedSource {
     /// than `maximumObjects` objects are, or the byte scan cannot settle it.
     public final class Feed: @unchecked Sendable {
         private let condition = NSCondition()
-        /// The objects found in the top-level nodes the scan has passed, in order; those before `next` are read.
+        /// The objects found in the top-level nodes the scan has passed, in order; those before `passed` are read.
         private var ranges: [Range<Int>] = []
-        private var next = 0
+        private var passed = 0
         /// Bytes before this offset are settled: every out-of-order object in them is in `ranges`.
         private var settled = 0
         private var isDone = false
@@ -57,9 +57,9 @@ extension PartlySortedSource {
                 while !isDone && gaveUp == nil && failure == nil && settled <= offset { condition.wait() }
                 if let gaveUp { throw gaveUp }
                 if let failure { throw failure }
-                while next < ranges.count, ranges[next].upperBound <= offset { next += 1 }
-                if next < ranges.count, ranges[next].lowerBound < (isDone ? Int.max : settled) {
-                    return (ranges[next], ranges[next].lowerBound)
+                while passed < ranges.count, ranges[passed].upperBound <= offset { passed += 1 }
+                if passed < ranges.count, ranges[passed].lowerBound < (isDone ? Int.max : settled) {
+                    return (ranges[passed], ranges[passed].lowerBound)
                 }
                 return (nil, isDone ? Int.max : settled)
             }

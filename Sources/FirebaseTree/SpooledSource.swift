@@ -1,10 +1,8 @@
 /// A source that can be read again from its start although its base cannot (stdin, a pipe): every byte read
-/// is also kept in a temporary file, and after `rewind()` reads hand out those bytes and then the rest of the base.
+/// is also kept in a temporary file, and `replay()` reads the whole document again from there.
 public final class SpooledSource: ByteSource {
     private var base: any ByteSource
     private let copy: TemporaryFile
-    /// The read position in `copy` once rewound.
-    private var replayOffset: Int?
 
     /// A source over `base` that keeps a copy of what it reads in `directory`.
     public init(_ base: some ByteSource, temporaryDirectory directory: String = TreeSorter.defaultTemporaryDirectory)
@@ -14,26 +12,11 @@ public final class SpooledSource: ByteSource {
         copy = try TemporaryFile(in: directory)
     }
 
-    /// Reads from the base and keeps a copy; once rewound, from the copy first.
+    /// Reads from the base and keeps a copy.
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        if let offset = replayOffset, offset < copy.size {
-            let count = try copy.read(
-                at: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer.prefix(copy.size - offset)))
-            replayOffset = offset + count
-            return count
-        }
         let count = try base.read(into: buffer)
-        if count > 0 {
-            try copy.append(UnsafeRawBufferPointer(rebasing: buffer.prefix(count)))
-            replayOffset = replayOffset.map { $0 + count }
-        }
+        if count > 0 { try copy.append(UnsafeRawBufferPointer(rebasing: buffer.prefix(count))) }
         return count
-    }
-
-    /// Goes back to the first byte: what was read so far comes again from the copy, the rest from the base.
-    public func rewind() throws {
-        try copy.flush()
-        replayOffset = 0
     }
 
     /// The whole document from its first byte, as a source of its own that others may read meanwhile: the rest of

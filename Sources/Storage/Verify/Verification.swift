@@ -105,17 +105,21 @@ struct Verification {
         opening open: () throws -> any ByteSource, sortingFirst: Bool, temporaryDirectory: String,
         _ pass: (any ByteSource) throws -> Result
     ) throws -> Pass<Result> {
-        /// The pass over the source sorted first, said to be sorted `because`.
-        func sortedPass(because reason: String) throws -> Pass<Result> {
-            let sorted = try TreeSorter.sort(try open(), temporaryDirectory: temporaryDirectory)
+        /// `pass` over a source with some or all of its objects sorted: a position in the sorted text is nowhere
+        /// in the file, so a tree error comes without one (its path says where).
+        func passOverSorted(_ source: any ByteSource) throws -> Result {
             do {
-                let result = try pass(sorted)
-                return Pass(result: result, sortedBytes: sorted.bytesRead, sortedBecause: reason)
+                return try pass(source)
             } catch var error as TreeError {
-                // A position in the sorted text is nowhere in the file; the path says where.
                 error.position = nil
                 throw error
             }
+        }
+        /// The pass over the source sorted first, said to be sorted `because`.
+        func sortedPass(because reason: String) throws -> Pass<Result> {
+            let sorted = try TreeSorter.sort(try open(), temporaryDirectory: temporaryDirectory)
+            let result = try passOverSorted(sorted)
+            return Pass(result: result, sortedBytes: sorted.bytesRead, sortedBecause: reason)
         }
         /// The pass over the source with only its out-of-order objects sorted (`PartlySortedSource`), found by a
         /// scan that runs beside it (`PartlySortedSource.Feed`), or, where that scan cannot settle the source,
@@ -124,24 +128,16 @@ struct Verification {
             let feed = PartlySortedSource.Feed(scanning: try open())
             defer { feed.stop() }
             do {
-                let result = try pass(
+                let result = try passOverSorted(
                     PartlySortedSource(try open(), sortingWhat: feed, temporaryDirectory: temporaryDirectory))
                 return Pass(result: result, sortedBytes: nil, sortedBecause: reason + sorted(feed.objectCount))
             } catch let gaveUp as PartlySortedSource.ScanGaveUp where gaveUp.isUnsettled {
                 guard let ranges = try PartlySortedSource.outOfOrderObjects(in: try open()) else { return nil }
-                let source = PartlySortedSource(try open(), sorting: ranges, temporaryDirectory: temporaryDirectory)
-                do {
-                    let result = try pass(source)
-                    return Pass(result: result, sortedBytes: nil, sortedBecause: reason + sorted(ranges.count))
-                } catch var error as TreeError {
-                    error.position = nil
-                    throw error
-                }
+                let result = try passOverSorted(
+                    PartlySortedSource(try open(), sorting: ranges, temporaryDirectory: temporaryDirectory))
+                return Pass(result: result, sortedBytes: nil, sortedBecause: reason + sorted(ranges.count))
             } catch is PartlySortedSource.ScanGaveUp {
                 return nil
-            } catch var error as TreeError {
-                error.position = nil
-                throw error
             }
         }
         /// How many objects were sorted, as the reason says it.
