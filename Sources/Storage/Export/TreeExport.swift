@@ -68,19 +68,38 @@ struct TreeExport {
     /// Where a stored record lies (`get` inside one reads it whole).
     let treeRows: TreeRows
 
-    /// `Store.exportTree`: see there.
+    /// `Store.exportTree`: see there. In a transaction the export did not begin, helpers read only in `shared`,
+    /// the caller's snapshot as `sharedSnapshot()` exported it before the transaction wrote anything.
     func exportTree(
         at path: [String] = [], options: JSONTextWriter.Options = .init(), shallow: Bool = false, jobs: Int = 1,
-        onProgress: (_ rows: Int) -> Void = { _ in }, to write: (UnsafeBufferPointer<UInt8>) throws -> Void
+        sharing shared: Query? = nil, onProgress: (_ rows: Int) -> Void = { _ in },
+        to write: (UnsafeBufferPointer<UInt8>) throws -> Void
     ) throws -> ExportReport {
         // Other sessions can share the snapshot of a transaction the export begins itself; one a write began
-        // may hold what they would not see.
+        // may hold what they would not see, unless its caller exported the snapshot before writing.
         let ownsTransaction = !connection.isInTransaction
+        let snapshot: HelpersSnapshot? = ownsTransaction ? .exportedHere : shared.map { .shared($0) }
         return try exporting(options: options, to: write, afterEachChunk: onProgress) { emitter, tally in
             try exportRows(
-                at: path, shallow: shallow, helpers: ownsTransaction ? jobs - 1 : 0, readsShards: ownsTransaction,
+                at: path, shallow: shallow, helpers: snapshot.map { ($0, jobs - 1) }, readsShards: ownsTransaction,
                 into: emitter, tally: tally)
         }
+    }
+
+    /// The snapshot helpers read in: exported by the export's own transaction, or by its caller's.
+    private enum HelpersSnapshot {
+        case exportedHere
+        case shared(Query)
+    }
+
+    /// `SET TRANSACTION SNAPSHOT` to the calling transaction's snapshot, for other sessions to read in; nil where
+    /// none can: a standby (which exports no snapshot) or Citus (the coordinator's sessions would not share the
+    /// workers' snapshots). The transaction must not be inside a savepoint, and what it writes after is not seen.
+    func sharedSnapshot() throws -> Query? {
+        let alone: Query = "SELECT pg_is_in_recovery() OR EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
+        guard try !connection.query(alone)[0].decode(Bool.self, at: 0) else { return nil }
+        let id = try connection.query("SELECT pg_export_snapshot()")[0].decode(String.self, at: 0)
+        return Query.setTransactionSnapshot(id)
     }
 
     /// Runs `body` in a read-only snapshot with an emitter that writes to `write` (`afterEachChunk` hears the
@@ -114,11 +133,11 @@ struct TreeExport {
     }
 
     /// Adds the rows of the node at `path` to `emitter`, in the caller's read-only transaction, which the
-    /// export began itself when `helpers` (sessions reading ahead in its snapshot) is more than 0 or
-    /// `readsShards` (on Citus, distributed tables read from their nodes: `ShardSessions`) holds.
+    /// export began itself when `readsShards` (on Citus, distributed tables read from their nodes:
+    /// `ShardSessions`) holds; `helpers` are the sessions that may read ahead, and the snapshot they share.
     private func exportRows(
-        at path: [String], shallow: Bool, helpers: Int, readsShards: Bool, into emitter: TreeEmitter,
-        tally: ExportTally
+        at path: [String], shallow: Bool, helpers: (snapshot: HelpersSnapshot, count: Int)?, readsShards: Bool,
+        into emitter: TreeEmitter, tally: ExportTally
     ) throws {
         // Typed rows go straight from libpq's buffers to the JSON when nothing can still fall inside them; that
         // is nearly every row, and the rest take the general way. Tables with nothing else under their root are
@@ -137,8 +156,11 @@ struct TreeExport {
             try readsShards && !blocks.isEmpty ? ShardPlan.make(reading: blocks.map(\.table), on: connection) : nil
         let source = try blockSource(reading: shardPlan, tally: tally)
         let helperPlan: ShardPlan? = if case .shards = source { try shardPlan?.get() } else { nil }
-        let scheduler = try readingAhead(
-            blocks, helpers: min(helpers, blocks.count - 1), options: emitter.options, shards: helperPlan)
+        let scheduler = try helpers.flatMap {
+            try readingAhead(
+                blocks, helpers: min($0.count, blocks.count - 1), in: $0.snapshot, options: emitter.options,
+                shards: helperPlan)
+        }
         defer {
             if let scheduler {
                 scheduler.finish()
@@ -191,19 +213,21 @@ struct TreeExport {
     }
 
     /// Helpers reading `blocks` ahead in this transaction's snapshot, or nil where none can: fewer than one
-    /// helper, a standby (which exports no snapshot), or Citus where the nodes' shards are not read by `shards`
-    /// (the coordinator's sessions would not share the workers' snapshots).
+    /// helper, or where `sharedSnapshot()` says none can share it and the nodes' shards are not read by `shards`.
     private func readingAhead(
-        _ blocks: [CopyBlock], helpers: Int, options: JSONTextWriter.Options, shards: ShardPlan?
+        _ blocks: [CopyBlock], helpers: Int, in snapshot: HelpersSnapshot, options: JSONTextWriter.Options,
+        shards: ShardPlan?
     ) throws -> BlockScheduler? {
         guard helpers > 0 else { return nil }
         if let shards {
             return BlockScheduler(blocks: blocks, options: options, helpers: helpers) { .shards(try shards.open()) }
         }
-        let alone: Query = "SELECT pg_is_in_recovery() OR EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"
-        guard try !connection.query(alone)[0].decode(Bool.self, at: 0) else { return nil }
-        let id = try connection.query("SELECT pg_export_snapshot()")[0].decode(String.self, at: 0)
-        guard let snapshot = Query.setTransactionSnapshot(id) else { return nil }
+        let shared: Query? =
+            switch snapshot {
+            case .exportedHere: try sharedSnapshot()
+            case .shared(let query): query
+            }
+        guard let snapshot = shared else { return nil }
         let open = connection.siblingOpener()
         return BlockScheduler(blocks: blocks, options: options, helpers: helpers) {
             try BlockScheduler.join(opening: open, snapshot: snapshot)

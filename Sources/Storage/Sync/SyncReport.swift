@@ -94,6 +94,8 @@ public struct SyncReport: Sendable {
     public var nodesCompared = 0
     /// Bytes read from the source.
     public var sourceBytes = 0
+    /// Sessions that read the store's side in the sync's snapshot: its own and the export's helpers.
+    public var storeSessions = 1
     /// Seconds in all, comparing, and writing.
     public var seconds = 0.0, comparingSeconds = 0.0, writingSeconds = 0.0
     /// Why the source was sorted before it was compared; nil when it was read in one pass.

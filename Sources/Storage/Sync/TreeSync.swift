@@ -8,7 +8,7 @@ internal import PostgresClient
 /// One REPEATABLE READ transaction: the tables are locked in ROW EXCLUSIVE mode (what the app's writes take, so
 /// readers and the app's writes go on; a merge or a write verb waits), then the source is compared with the
 /// store's export from the transaction's snapshot (`TreeComparison` with rewrites, the export on a thread of
-/// its own as `verify` runs it), the nodes to write are planned in temporary files (`SyncPlan`), and only then
+/// its own as `verify` runs it, its helpers on other sessions in the same snapshot), the nodes to write are planned in temporary files (`SyncPlan`), and only then
 /// written: their rows deleted, the plan's document loaded as import loads a file, and the kept copies of the
 /// posts and chats it touched settled. A row that another session changed after the snapshot cannot be
 /// rewritten without losing that change, and PostgreSQL refuses it (a serialization failure): the sync then
@@ -130,7 +130,10 @@ struct TreeSync {
             try compressFullPageImages()
             observer.onStep(.comparing)
             let rejects = RejectLedger(onReject: observer.onReject)
-            let plan = try compare(opening: open, options: options, rejects: rejects, into: &report)
+            // Exported here, outside the comparison's savepoint and before anything is written: the export's
+            // helpers read in it, on other sessions.
+            let shared = options.at.isEmpty ? try verification.export.sharedSnapshot() : nil
+            let plan = try compare(opening: open, options: options, sharing: shared, rejects: rejects, into: &report)
             report.comparingSeconds = (clock.now - started).seconds
             guard plan.pathCount > 0 else { return }
             if plan.removesItsNode, !options.at.isEmpty, !options.allowsEmptying {
@@ -174,8 +177,8 @@ struct TreeSync {
     /// Compares the source with the store's export, counting and listing the differences in `report` and
     /// planning the nodes to write; a source out of RTDB order is sorted first and compared again afresh.
     private func compare(
-        opening open: () throws -> any ByteSource, options: SyncOptions, rejects: RejectLedger,
-        into report: inout SyncReport
+        opening open: () throws -> any ByteSource, options: SyncOptions, sharing shared: Query?,
+        rejects: RejectLedger, into report: inout SyncReport
     ) throws -> SyncPlan {
         let pass = try verification.comparing(
             opening: open, sortingFirst: options.sortingFirst, temporaryDirectory: options.temporaryDirectory
@@ -196,12 +199,12 @@ struct TreeSync {
             comparison.topLevel = options.topLevel
             // A savepoint: a pass given up for a source out of order leaves its export's statement failed. The
             // tree error comes out as it is, for the caller to sort the source.
-            var bytes = (source: 0, store: 0)
+            var bytes = (source: 0, store: 0, sessions: 1)
             var treeError: TreeError?
             do {
                 try connection.withTransaction {
                     do {
-                        bytes = try verification.compare(source, with: &comparison, at: options.at)
+                        bytes = try verification.compare(source, with: &comparison, at: options.at, sharing: shared)
                     } catch let error as TreeError {
                         treeError = error
                         throw error
@@ -215,6 +218,7 @@ struct TreeSync {
             found.isListCutForMemory = listing.isCutForMemory
             found.nodesCompared = comparison.nodesCompared
             found.sourceBytes = bytes.source
+            found.storeSessions = bytes.sessions
             found.rewrites = plan.pathCount
             return (found, plan)
         }

@@ -1,5 +1,6 @@
 import FirebaseTree
 import Foundation
+internal import PostgresClient
 
 /// What `verify` found: the differences listed, and counts of all of them.
 public struct VerifyReport: Sendable {
@@ -19,6 +20,8 @@ public struct VerifyReport: Sendable {
     public var nodesCompared = 0
     /// Bytes read from the source, and written by the store's export.
     public var sourceBytes = 0, storeBytes = 0
+    /// Sessions that read the store's side: the export's own and its helpers.
+    public var storeSessions = 1
     /// Wall-clock seconds the comparison took.
     public var seconds = 0.0
     /// Why the source was sorted before it was compared (where its keys first left RTDB order); nil when it was
@@ -55,7 +58,7 @@ struct Verification {
             report.otherChildren = listing.otherChildren
             report.isListCutForMemory = listing.isCutForMemory
             report.nodesCompared = comparison.nodesCompared
-            (report.sourceBytes, report.storeBytes) = bytes
+            (report.sourceBytes, report.storeBytes, report.storeSessions) = bytes
             return report
         }
         var report = pass.result
@@ -157,12 +160,14 @@ struct Verification {
     }
 
     /// Compares `source` with the store's export of the node at `path` through `comparison`; a tree error comes
-    /// out as it is. Returns the bytes read from the source and written by the store's export.
+    /// out as it is. Returns the bytes read from the source and written by the store's export, and the sessions
+    /// that export read on. In a transaction of the caller's, the export's helpers read in `shared`
+    /// (`TreeExport.sharedSnapshot()`), or there are none.
     func compare(
-        _ source: any ByteSource, with comparison: inout TreeComparison, at path: [String]
-    ) throws -> (source: Int, store: Int) {
+        _ source: any ByteSource, with comparison: inout TreeComparison, at path: [String], sharing shared: Query? = nil
+    ) throws -> (source: Int, store: Int, sessions: Int) {
         let pipe = ExportPipe()
-        let export = StoreExport(export: export, path: path, pipe: pipe)
+        let export = StoreExport(export: export, path: path, snapshot: shared, pipe: pipe)
         let thread = Thread { export.run() }
         thread.start()
         let sourceBytes: Int
@@ -180,7 +185,7 @@ struct Verification {
         }
         export.finished.wait()
         if let exportError = export.error { throw exportError }
-        return (sourceBytes, export.report?.bytes ?? 0)
+        return (sourceBytes, export.report?.bytes ?? 0, export.report?.sessions ?? 1)
     }
 }
 
@@ -189,24 +194,28 @@ struct Verification {
 private final class StoreExport: @unchecked Sendable {
     private let export: TreeExport
     private let path: [String]
+    private let snapshot: Query?
     private let pipe: ExportPipe
     /// Signalled when the export has ended; `report` or `error` is set before.
     let finished = DispatchSemaphore(value: 0)
     private(set) var report: ExportReport?
     private(set) var error: (any Error)?
 
-    init(export: TreeExport, path: [String], pipe: ExportPipe) {
+    init(export: TreeExport, path: [String], snapshot: Query?, pipe: ExportPipe) {
         self.export = export
         self.path = path
+        self.snapshot = snapshot
         self.pipe = pipe
     }
 
     func run() {
         do {
-            // The REST API's export format: priorities kept, no arrays to tell from objects. Over a session a core
-            // where the export begins its own transaction (verify's; sync's export reads in the sync's).
+            // The REST API's export format: priorities kept, no arrays to tell from objects. Over a session a core,
+            // in verify's own transaction or in the snapshot sync's shares.
             let options = JSONTextWriter.Options(rendersArrays: false, keepsPriorities: true)
-            report = try export.exportTree(at: path, options: options, jobs: Sessions.perCore) { try pipe.write($0) }
+            report = try export.exportTree(at: path, options: options, jobs: Sessions.perCore, sharing: snapshot) {
+                try pipe.write($0)
+            }
             pipe.finish(throwing: nil)
         } catch is ExportPipe.ReaderGone {
             pipe.finish(throwing: nil)

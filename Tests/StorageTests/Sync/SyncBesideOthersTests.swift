@@ -225,6 +225,33 @@ struct SyncBesideOthersTests {
         try expectTree(reader, Self.newer)
     }
 
+    /// The store's side is read over a session a core, every one in the sync's snapshot: a like and a user the app
+    /// commits once the sync has its snapshot are no difference (a session reading afresh would see them, in
+    /// /users the last table, which helpers read first, and the sync would try to remove them), and they stay.
+    @Test func theStoreIsReadOverSeveralSessionsInTheSyncsSnapshot() throws {
+        let database = try TestPostgres.makeDatabase()
+        let store = Store(connection: try database.connect())
+        try importJSON(consistentTree.json, into: store)
+        let app = Store(connection: try database.connect())
+        nonisolated(unsafe) let committing = app
+        let observer = SyncObserver(onStep: { step in
+            guard step == .comparing else { return }
+            _ = try? committing.like("bob", post: "-Pb2")
+            _ = try? committing.addUser(uid: "zed", username: "zed")
+        })
+        let report = try store.sync(opening: { MemorySource(consistentTree.json) }, observer: observer)
+        #expect(report.differenceCount == 0 && report.rewrites == 0, "\(report.differences)")
+        #expect((report.storeSessions > 1) == (Sessions.perCore > 1), "\(report)")
+        let committed = consistentTree.setting("postLikes/-Pb2/bob", "true").setting("posts/bob/-Pb2/like_count", "1")
+            .setting("users/zed", #"{"username": "zed"}"#)
+        try expectTree(store, committed)
+        // The same at a path: one session, which is the sync's.
+        let atPath = try store.sync(
+            opening: { MemorySource(committed.children?[TreeKey("users")]?.json ?? "null") },
+            options: SyncOptions(at: ["users"]))
+        #expect(atPath.differenceCount == 0 && atPath.storeSessions == 1)
+    }
+
     @Test func aSecondSyncOrAnImportWaitsForTheMaintenanceLock() throws {
         let database = try TestPostgres.makeDatabase()
         let store = Store(connection: try database.connect())
