@@ -12,9 +12,16 @@ import Foundation
 public struct PartlySortedSource: ByteSource {
     /// Shared by the slices the sorter reads: a value source copied and read would not move this one on.
     private let base: Shared
-    /// The objects to sort: byte ranges of `base`, in order, none inside another; or a scan finding them.
-    private let ranges: [Range<Int>]
-    private let feed: Feed?
+    /// Where the objects to sort are known from.
+    private enum Objects {
+        /// Byte ranges of `base`, in order, none inside another, found before.
+        case known([Range<Int>])
+        /// A scan finding them in another reading, as this one goes.
+        case fed(Feed)
+    }
+
+    private let objects: Objects
+    /// With `known` ranges, the first that may lie at or after `offset`.
     private var next = 0
     /// Bytes of `base` consumed.
     private var offset = 0
@@ -30,8 +37,7 @@ public struct PartlySortedSource: ByteSource {
         temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory
     ) {
         self.base = Shared(base)
-        self.ranges = ranges
-        feed = nil
+        objects = .known(ranges)
         self.temporaryDirectory = temporaryDirectory
     }
 
@@ -42,16 +48,19 @@ public struct PartlySortedSource: ByteSource {
         temporaryDirectory: String = TreeSorter.defaultTemporaryDirectory
     ) {
         self.base = Shared(base)
-        ranges = []
-        self.feed = feed
+        objects = .fed(feed)
         self.temporaryDirectory = temporaryDirectory
     }
 
     /// The next object at or after `offset` to sort, and how far the document may be read as it is before it.
     private mutating func nextRange() throws -> (range: Range<Int>?, limit: Int) {
-        if let feed { return try feed.next(at: offset) }
-        while next < ranges.count, ranges[next].upperBound <= offset { next += 1 }
-        return next < ranges.count ? (ranges[next], ranges[next].lowerBound) : (nil, Int.max)
+        switch objects {
+        case .fed(let feed):
+            return try feed.next(at: offset)
+        case .known(let ranges):
+            while next < ranges.count, ranges[next].upperBound <= offset { next += 1 }
+            return next < ranges.count ? (ranges[next], ranges[next].lowerBound) : (nil, Int.max)
+        }
     }
 
     /// Reads the document as it is up to the next object to sort, then that object sorted, and so on.
