@@ -12,8 +12,8 @@ extension PartlySortedSource {
     ) throws -> [Range<Int>]? {
         let scan = KeyOrderScan(source: try open(), maximumObjects: maximumObjects)
         switch try scan.run() {
-        case .found(let ranges, let outOfOrderBytes, let totalBytes):
-            return Double(outOfOrderBytes) > maximumShare * Double(totalBytes) ? nil : ranges
+        case .found(let objects, let outOfOrderBytes, let totalBytes):
+            return Double(outOfOrderBytes) > maximumShare * Double(totalBytes) ? nil : objects.map(\.range)
         case .tooMany, .rootOutOfOrder:
             return nil
         case .unsettled:
@@ -27,7 +27,7 @@ extension PartlySortedSource {
 final class KeyOrderScan {
     enum Outcome {
         /// The outermost out-of-order objects, their bytes, and the document's.
-        case found([Range<Int>], outOfOrderBytes: Int, totalBytes: Int)
+        case found([PartlySortedSource.OutOfOrderObject], outOfOrderBytes: Int, totalBytes: Int)
         /// More than `maximumObjects` of them.
         case tooMany
         /// Something the byte scan leaves to the token scan.
@@ -40,7 +40,13 @@ final class KeyOrderScan {
     /// Called each time a child of the document's root ends, with the outermost out-of-order objects found so far
     /// and the offset after that child: those ranges are final unless the root's own keys leave order (the scan
     /// then ends at once with `rootOutOfOrder`). What a scan running ahead of a reader hands it (`Feed`).
-    var onTopLevelEnd: ((_ ranges: [Range<Int>], _ settled: Int) throws -> Void)?
+    var onTopLevelEnd: ((_ objects: [PartlySortedSource.OutOfOrderObject], _ settled: Int) throws -> Void)?
+    /// When set, a child of the root whose children leave order only after some that are in order (a script that
+    /// appended keys) is found with its tail: the tail's bytes, up to this many, are kept (`OutOfOrderObject.tail`)
+    /// and the objects inside the tail dropped, rather than the whole node found as one object to sort.
+    var tailLimit: Int?
+    /// The most children a tail kept may have (each is indexed apart when it is merged).
+    static let tailChildLimit = 100_000
 
     private var source: any ByteSource
     private let maximumObjects: Int
@@ -61,7 +67,17 @@ final class KeyOrderScan {
         var previous: [UInt8] = []
         var hasPrevious = false
         var isOutOfOrder = false
+        /// The offset of its last comma.
+        var lastComma = 0
+        /// The offset of the comma before its first key out of order.
+        var tailFrom = 0
     }
+
+    /// The tail of a top-level node being kept (see `tailLimit`): its bytes so far, and the index in `buffer` from
+    /// which the next are.
+    private var tail: [UInt8]?
+    private var tailIndex = 0
+    private var tailChildren = 0
 
     init(source: any ByteSource, maximumObjects: Int) {
         self.source = source
@@ -72,6 +88,8 @@ final class KeyOrderScan {
 
     private func refill() throws -> Bool {
         guard !isAtEnd else { return false }
+        keepTail(upTo: count)
+        tailIndex = 0
         discarded += count
         index = 0
         count = try source.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: Self.capacity))
@@ -151,10 +169,19 @@ final class KeyOrderScan {
         }
     }
 
+    /// Adds the buffer's bytes from `tailIndex` to `end` to the tail being kept; past `tailLimit` the tail is
+    /// dropped, and its node found whole.
+    private func keepTail(upTo end: Int) {
+        guard tail != nil, let tailLimit else { return }
+        tail?.append(contentsOf: UnsafeBufferPointer(start: buffer + tailIndex, count: end - tailIndex))
+        tailIndex = end
+        if let kept = tail?.count, kept > tailLimit { tail = nil }
+    }
+
     /// Scans the document.
     func run() throws -> Outcome {
         var levels: [Level] = []
-        var ranges: [Range<Int>] = []
+        var ranges: [PartlySortedSource.OutOfOrderObject] = []
         var outOfOrderBytes = 0
         var hasRoot = false
         while true {
@@ -184,17 +211,33 @@ final class KeyOrderScan {
                     return .unsettled
                 }
                 if level.isOutOfOrder {
-                    let range = level.start..<(offset + 1)
-                    // Those inside it are sorted with it.
-                    while let last = ranges.last, last.lowerBound >= range.lowerBound {
-                        outOfOrderBytes -= last.count
+                    var object = PartlySortedSource.OutOfOrderObject(range: level.start..<(offset + 1))
+                    if levels.count == 1, tail != nil {
+                        keepTail(upTo: at)
+                        if let kept = tail { object.tail = (level.tailFrom, kept) }
+                        tail = nil
+                    }
+                    // Those inside it are sorted with it (those inside its tail, with its tail).
+                    let from = object.tail?.from ?? object.range.lowerBound
+                    while let last = ranges.last, last.range.lowerBound >= from {
+                        outOfOrderBytes -= last.range.count
                         ranges.removeLast()
                     }
-                    ranges.append(range)
-                    outOfOrderBytes += range.count
+                    // Before those inside its part in order, which the reader meets after its start.
+                    var place = ranges.endIndex
+                    while place > 0, ranges[place - 1].range.lowerBound > object.range.lowerBound { place -= 1 }
+                    ranges.insert(object, at: place)
+                    outOfOrderBytes += object.range.upperBound - from
                     if ranges.count > maximumObjects { return .tooMany }
                 }
                 if levels.count == 1, let onTopLevelEnd { try onTopLevelEnd(ranges, offset + 1) }
+            case UInt8(ascii: ","):
+                guard let top = levels.indices.last else { continue }
+                levels[top].lastComma = offset
+                if top == 1, tail != nil {
+                    tailChildren += 1
+                    if tailChildren >= Self.tailChildLimit { tail = nil }
+                }
             case UInt8(ascii: "\""):
                 guard let top = levels.indices.last else { return .unsettled }
                 let isKey = levels[top].isObject && (before == UInt8(ascii: "{") || before == UInt8(ascii: ","))
@@ -204,6 +247,7 @@ final class KeyOrderScan {
                     continue
                 }
                 // Most keys end in the buffer, without an escape: compared where they lie.
+                let wasOutOfOrder = levels[top].isOutOfOrder
                 let start = buffer + index
                 if let end = memchr(start, 0x22, count - index).map({ UnsafeRawPointer(start).distance(to: $0) }),
                     memchr(start, 0x5C, end) == nil
@@ -218,6 +262,19 @@ final class KeyOrderScan {
                         return .unsettled
                     }
                     key.withUnsafeBufferPointer { note($0, in: &levels[top]) }
+                    if top == 1, !wasOutOfOrder, levels[1].isOutOfOrder, tailLimit != nil {
+                        // The key began in an earlier buffer: the tail starts with it as read.
+                        tail = [0x22] + key + [0x22]
+                        tailChildren = 0
+                        tailIndex = index
+                        levels[1].tailFrom = levels[1].lastComma
+                    }
+                }
+                if top == 1, !wasOutOfOrder, levels[1].isOutOfOrder, tailLimit != nil, tail == nil {
+                    tail = []
+                    tailChildren = 0
+                    tailIndex = at
+                    levels[1].tailFrom = levels[1].lastComma
                 }
                 if top == 0, levels[0].isOutOfOrder, onTopLevelEnd != nil { return .rootOutOfOrder }
             default:
@@ -232,10 +289,7 @@ final class KeyOrderScan {
     /// reused from key to key).
     private func note(_ key: UnsafeBufferPointer<UInt8>, in level: inout Level) {
         if level.hasPrevious, !level.isOutOfOrder {
-            let isAfter = level.previous.withUnsafeBufferPointer { previous in
-                let (a, b) = (PartlySortedSource.rank(previous), PartlySortedSource.rank(key))
-                return a != b ? a < b : (a < 2 ? false : FirebaseKey.compare(previous, key) < 0)
-            }
+            let isAfter = level.previous.withUnsafeBufferPointer { PartlySortedSource.precedes($0, key) }
             if !isAfter { level.isOutOfOrder = true }
         }
         level.previous.removeAll(keepingCapacity: true)

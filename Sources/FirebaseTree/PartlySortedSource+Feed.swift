@@ -22,7 +22,7 @@ extension PartlySortedSource {
     public final class Feed: @unchecked Sendable {
         private let condition = NSCondition()
         /// The objects found in the top-level nodes the scan has passed, in order; those before `passed` are read.
-        private var ranges: [Range<Int>] = []
+        private var objects: [OutOfOrderObject] = []
         private var passed = 0
         /// Bytes before this offset are settled: every out-of-order object in them is in `ranges`.
         private var settled = 0
@@ -32,15 +32,18 @@ extension PartlySortedSource {
         private var isRunning = true
         private let stopFlag = StopFlag()
 
-        /// Starts scanning `source`, the document from its first byte.
-        public init(scanning source: some ByteSource, maximumObjects: Int = 100_000) {
+        /// Starts scanning `source`, the document from its first byte. A top-level node whose keys leave order only
+        /// in a tail of its children of at most `tailLimit` bytes (a script's appended keys) is read with the tail's
+        /// children sorted apart and put in their places, rather than sorted whole.
+        public init(scanning source: some ByteSource, maximumObjects: Int = 100_000, tailLimit: Int = 8 << 20) {
             let scan = KeyOrderScan(source: Stoppable(base: source, flag: stopFlag), maximumObjects: maximumObjects)
+            scan.tailLimit = tailLimit
             nonisolated(unsafe) let unsafeScan = scan
             Thread { [self] in run(unsafeScan) }.start()
         }
 
         /// How many objects out of order the scan has found so far (all of them once the reader has ended).
-        public var objectCount: Int { condition.withLock { ranges.count } }
+        public var objectCount: Int { condition.withLock { objects.count } }
 
         /// Stops the scan if it still runs, and waits until its thread has ended.
         public func stop() {
@@ -52,24 +55,29 @@ extension PartlySortedSource {
 
         /// The first object at or after `offset` to sort, and how far from `offset` the document may be read as it
         /// is (up to that object, or to where the scan is settled); waits until the scan is settled past `offset`.
-        func next(at offset: Int) throws -> (range: Range<Int>?, limit: Int) {
+        func next(at offset: Int) throws -> (object: OutOfOrderObject?, limit: Int) {
             try condition.withLock {
                 while !isDone && gaveUp == nil && failure == nil && settled <= offset { condition.wait() }
                 if let gaveUp { throw gaveUp }
                 if let failure { throw failure }
-                while passed < ranges.count, ranges[passed].upperBound <= offset { passed += 1 }
-                if passed < ranges.count, ranges[passed].lowerBound < (isDone ? Int.max : settled) {
-                    return (ranges[passed], ranges[passed].lowerBound)
+                while passed < objects.count, objects[passed].range.upperBound <= offset { passed += 1 }
+                if passed < objects.count, objects[passed].range.lowerBound < (isDone ? Int.max : settled) {
+                    return (objects[passed], objects[passed].range.lowerBound)
                 }
                 return (nil, isDone ? Int.max : settled)
             }
+        }
+
+        /// Passes the object `next(at:)` returned, whose tail the reader merges as it reads on inside it.
+        func pass() {
+            condition.withLock { passed += 1 }
         }
 
         private func run(_ scan: KeyOrderScan) {
             var published = 0
             scan.onTopLevelEnd = { [self] found, offset in
                 condition.withLock {
-                    ranges += found[published...]
+                    objects += found[published...]
                     settled = offset
                     condition.broadcast()
                 }
@@ -79,7 +87,7 @@ extension PartlySortedSource {
             condition.withLock {
                 switch outcome {
                 case .success(.found(let found, _, _)):
-                    ranges += found[published...]
+                    objects += found[published...]
                     isDone = true
                 case .success(.tooMany):
                     gaveUp = ScanGaveUp(
