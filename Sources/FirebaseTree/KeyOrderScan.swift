@@ -42,8 +42,9 @@ final class KeyOrderScan {
     /// then ends at once with `rootOutOfOrder`). What a scan running ahead of a reader hands it (`Feed`).
     var onTopLevelEnd: ((_ objects: [PartlySortedSource.OutOfOrderObject], _ settled: Int) throws -> Void)?
     /// When set, a child of the root whose children leave order only after some that are in order (a script that
-    /// appended keys) is found with its tail: the tail's bytes, up to this many, are kept (`OutOfOrderObject.tail`)
-    /// and the objects inside the tail dropped, rather than the whole node found as one object to sort.
+    /// appended keys) is found with its tail: the tail's bytes are kept (`OutOfOrderObject.tail`) and the objects
+    /// inside the tail dropped, rather than the whole node found as one object to sort; at most this many bytes of
+    /// tails in all (a reader may be far behind the scan), past which nodes are found whole again.
     var tailLimit: Int?
     /// The most children a tail kept may have (each is indexed apart when it is merged).
     static let tailChildLimit = 100_000
@@ -78,6 +79,8 @@ final class KeyOrderScan {
     private var tail: [UInt8]?
     private var tailIndex = 0
     private var tailChildren = 0
+    /// Bytes of the tails found so far.
+    private var keptTailBytes = 0
 
     init(source: any ByteSource, maximumObjects: Int) {
         self.source = source
@@ -175,7 +178,7 @@ final class KeyOrderScan {
         guard tail != nil, let tailLimit else { return }
         tail?.append(contentsOf: UnsafeBufferPointer(start: buffer + tailIndex, count: end - tailIndex))
         tailIndex = end
-        if let kept = tail?.count, kept > tailLimit { tail = nil }
+        if let kept = tail?.count, keptTailBytes + kept > tailLimit { tail = nil }
     }
 
     /// Scans the document.
@@ -214,7 +217,10 @@ final class KeyOrderScan {
                     var object = PartlySortedSource.OutOfOrderObject(range: level.start..<(offset + 1))
                     if levels.count == 1, tail != nil {
                         keepTail(upTo: at)
-                        if let kept = tail { object.tail = (level.tailFrom, kept) }
+                        if let kept = tail {
+                            object.tail = (level.tailFrom, kept)
+                            keptTailBytes += kept.count
+                        }
                         tail = nil
                     }
                     // Those inside it are sorted with it (those inside its tail, with its tail).

@@ -33,8 +33,8 @@ extension PartlySortedSource {
         private let stopFlag = StopFlag()
 
         /// Starts scanning `source`, the document from its first byte. A top-level node whose keys leave order only
-        /// in a tail of its children of at most `tailLimit` bytes (a script's appended keys) is read with the tail's
-        /// children sorted apart and put in their places, rather than sorted whole.
+        /// in a tail of its children (a script's appended keys) is read with the tail's children sorted apart and
+        /// put in their places, rather than sorted whole, while the tails found hold at most `tailLimit` bytes.
         public init(scanning source: some ByteSource, maximumObjects: Int = 100_000, tailLimit: Int = 8 << 20) {
             let scan = KeyOrderScan(source: Stoppable(base: source, flag: stopFlag), maximumObjects: maximumObjects)
             scan.tailLimit = tailLimit
@@ -68,9 +68,13 @@ extension PartlySortedSource {
             }
         }
 
-        /// Passes the object `next(at:)` returned, whose tail the reader merges as it reads on inside it.
+        /// Passes the object `next(at:)` returned, whose tail the reader merges as it reads on inside it (the
+        /// feed's copy of the tail goes).
         func pass() {
-            condition.withLock { passed += 1 }
+            condition.withLock {
+                objects[passed].tail = nil
+                passed += 1
+            }
         }
 
         private func run(_ scan: KeyOrderScan) {

@@ -299,7 +299,8 @@ struct PartlySortedSourceTests {
     /// sorted apart and put in their places: on random documents, pretty-printed or not, with brackets, quotes and
     /// backslashes in strings, objects out of order inside the part in order and inside the tail, `.priority`
     /// appended, nodes larger than the merge's staging buffer, read a few bytes at a time, the same tree as a whole
-    /// sort gives, in RTDB order; with tails over the limit, the nodes are sorted whole.
+    /// sort gives, in RTDB order; with tails over the limit (all of them, or those found after the first few), the
+    /// nodes are sorted whole.
     @Test(arguments: 0..<12)
     func aTopLevelNodeWithATailIsReadWithTheTailMergedIn(seed: UInt64) throws {
         var random = SeededGenerator(state: 7_700 + seed)
@@ -341,7 +342,7 @@ struct PartlySortedSourceTests {
         }
         let json = "{" + nodes.joined(separator: ",") + space() + "}"
         let expected = try TreeValue.parse(json: try sorted(json), normalizing: false)
-        for tailLimit in [8 << 20, 16] {
+        for tailLimit in [8 << 20, 200, 16] {
             let feed = PartlySortedSource.Feed(
                 scanning: MemorySource(json, chunkSize: Int(random.next() % 50) + 1), tailLimit: tailLimit)
             defer { feed.stop() }
