@@ -187,6 +187,8 @@ final class KeyOrderScan {
         var ranges: [PartlySortedSource.OutOfOrderObject] = []
         var outOfOrderBytes = 0
         var hasRoot = false
+        /// Where in `ranges` the top-level node just closed lies when it has a tail.
+        var tailed: Int?
         while true {
             if index == count {
                 guard try refill() else { break }
@@ -233,10 +235,16 @@ final class KeyOrderScan {
                     var place = ranges.endIndex
                     while place > 0, ranges[place - 1].range.lowerBound > object.range.lowerBound { place -= 1 }
                     ranges.insert(object, at: place)
+                    if object.tail != nil { tailed = place }
                     outOfOrderBytes += object.range.upperBound - from
                     if ranges.count > maximumObjects { return .tooMany }
                 }
-                if levels.count == 1, let onTopLevelEnd { try onTopLevelEnd(ranges, offset + 1) }
+                if levels.count == 1, let onTopLevelEnd {
+                    try onTopLevelEnd(ranges, offset + 1)
+                    // Handed over: the scan keeps no copy of the node's tail.
+                    if let handed = tailed { ranges[handed].tail = nil }
+                    tailed = nil
+                }
             case UInt8(ascii: ","):
                 guard let top = levels.indices.last else { continue }
                 levels[top].lastComma = offset

@@ -24,7 +24,7 @@ extension PartlySortedSource {
         /// The objects found in the top-level nodes the scan has passed, in order; those before `passed` are read.
         private var objects: [OutOfOrderObject] = []
         private var passed = 0
-        /// Bytes before this offset are settled: every out-of-order object in them is in `ranges`.
+        /// Bytes before this offset are settled: every out-of-order object in them is in `objects`.
         private var settled = 0
         private var isDone = false
         private var gaveUp: ScanGaveUp?
