@@ -74,8 +74,8 @@ final class KeyOrderScan {
         var tailFrom = 0
     }
 
-    /// The tail of a top-level node being kept (see `tailLimit`): its bytes so far, and the index in `buffer` from
-    /// which the next are.
+    /// The tail of a top-level node being kept (see `tailLimit`): its bytes so far (after a brace, as the object
+    /// of its children), and the index in `buffer` from which the next are.
     private var tail: [UInt8]?
     private var tailIndex = 0
     private var tailChildren = 0
@@ -219,6 +219,7 @@ final class KeyOrderScan {
                     var object = PartlySortedSource.OutOfOrderObject(range: level.start..<(offset + 1))
                     if levels.count == 1, tail != nil {
                         keepTail(upTo: at)
+                        tail?.append(0x7D)
                         if let kept = tail {
                             object.tail = (level.tailFrom, kept)
                             keptTailBytes += kept.count
@@ -278,14 +279,14 @@ final class KeyOrderScan {
                     key.withUnsafeBufferPointer { note($0, in: &levels[top]) }
                     if top == 1, !wasOutOfOrder, levels[1].isOutOfOrder, tailLimit != nil {
                         // The key began in an earlier buffer: the tail starts with it as read.
-                        tail = [0x22] + key + [0x22]
+                        tail = [0x7B, 0x22] + key + [0x22]
                         tailChildren = 0
                         tailIndex = index
                         levels[1].tailFrom = levels[1].lastComma
                     }
                 }
                 if top == 1, !wasOutOfOrder, levels[1].isOutOfOrder, tailLimit != nil, tail == nil {
-                    tail = []
+                    tail = [0x7B]
                     tailChildren = 0
                     tailIndex = at
                     levels[1].tailFrom = levels[1].lastComma

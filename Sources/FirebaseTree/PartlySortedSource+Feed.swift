@@ -35,7 +35,7 @@ extension PartlySortedSource {
         /// Starts scanning `source`, the document from its first byte. A top-level node whose keys leave order only
         /// in a tail of its children (a script's appended keys) is read with the tail's children sorted apart and
         /// put in their places, rather than sorted whole, while the tails found hold at most `tailLimit` bytes.
-        public init(scanning source: some ByteSource, maximumObjects: Int = 100_000, tailLimit: Int = 8 << 20) {
+        public init(scanning source: some ByteSource, maximumObjects: Int = 100_000, tailLimit: Int = 4 << 20) {
             let scan = KeyOrderScan(source: Stoppable(base: source, flag: stopFlag), maximumObjects: maximumObjects)
             scan.tailLimit = tailLimit
             nonisolated(unsafe) let unsafeScan = scan

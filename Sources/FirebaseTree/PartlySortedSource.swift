@@ -163,7 +163,8 @@ public struct PartlySortedSource: ByteSource {
         /// Its bytes, from its opening brace or bracket to its closing one.
         var range: Range<Int>
         /// For a top-level node out of order only in a tail of its children: the offset of the comma before the
-        /// tail, and the tail's bytes (from its first key to the node's closing brace, that excluded).
+        /// tail, and the tail's children as an object of their own (its bytes from its first key to the node's
+        /// closing brace, that excluded, in braces).
         var tail: (from: Int, bytes: [UInt8])?
     }
 
@@ -174,10 +175,9 @@ public struct PartlySortedSource: ByteSource {
         case .known: next += 1
         }
         var sortedTail = try TreeSorter.sort(
-            MemorySource([UInt8(ascii: "{")] + tail.bytes + [UInt8(ascii: "}")]),
-            temporaryDirectory: temporaryDirectory,
-            runBytes: 8 << 20)
+            MemorySource(tail.bytes), temporaryDirectory: temporaryDirectory, runBytes: 8 << 20)
         var text: [UInt8] = []
+        text.reserveCapacity(tail.bytes.count + 64)
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let count = try chunk.withUnsafeMutableBytes { try sortedTail.read(into: $0) }
