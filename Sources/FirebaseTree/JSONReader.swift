@@ -111,6 +111,10 @@ public struct JSONReader: ~Copyable {
     /// How much of a longer key a reader keeps: no key this long is valid (a path stops at 768 bytes), and
     /// reading one whole would cost its length in memory several times over.
     public static let maximumKeyBytes = 1024
+    /// Whether `byte` is whitespace between JSON tokens (space, line feed, carriage return, tab).
+    static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+    }
     /// The value of the last `.number` token.
     public private(set) var number: Double = 0
 

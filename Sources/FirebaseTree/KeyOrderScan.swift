@@ -261,8 +261,10 @@ final class KeyOrderScan {
                     guard try skipString(into: &none) else { return .unsettled }
                     continue
                 }
-                // Most keys end in the buffer, without an escape: compared where they lie.
                 let wasOutOfOrder = levels[top].isOutOfOrder
+                // The key, when it was read across buffers (a tail starting with it cannot start in this one).
+                var keyRead: [UInt8]?
+                // Most keys end in the buffer, without an escape: compared where they lie.
                 let start = buffer + index
                 if let end = memchr(start, 0x22, count - index).map({ UnsafeRawPointer(start).distance(to: $0) }),
                     memchr(start, 0x5C, end) == nil
@@ -277,18 +279,13 @@ final class KeyOrderScan {
                         return .unsettled
                     }
                     key.withUnsafeBufferPointer { note($0, in: &levels[top]) }
-                    if top == 1, !wasOutOfOrder, levels[1].isOutOfOrder, tailLimit != nil {
-                        // The key began in an earlier buffer: the tail starts with it as read.
-                        tail = [0x7B, 0x22] + key + [0x22]
-                        tailChildren = 0
-                        tailIndex = index
-                        levels[1].tailFrom = levels[1].lastComma
-                    }
+                    keyRead = key
                 }
-                if top == 1, !wasOutOfOrder, levels[1].isOutOfOrder, tailLimit != nil, tail == nil {
-                    tail = [0x7B]
+                if top == 1, !wasOutOfOrder, levels[1].isOutOfOrder, tailLimit != nil {
+                    // From the key's quote in the buffer, or after the key as read when it began in an earlier one.
+                    tail = keyRead.map { [0x7B, 0x22] + $0 + [0x22] } ?? [0x7B]
+                    tailIndex = keyRead == nil ? at : index
                     tailChildren = 0
-                    tailIndex = at
                     levels[1].tailFrom = levels[1].lastComma
                 }
                 if top == 0, levels[0].isOutOfOrder, onTopLevelEnd != nil { return .rootOutOfOrder }

@@ -280,16 +280,12 @@ public struct PartlySortedSource: ByteSource {
                 let key = Array(reader.text)
                 try reader.skipValue()
                 var childEnd = reader.bytesRead
-                while childEnd > keyStart, Self.isWhitespace(sortedTail[childEnd - 1]) { childEnd -= 1 }
+                while childEnd > keyStart, JSONReader.isWhitespace(sortedTail[childEnd - 1]) { childEnd -= 1 }
                 children.append((key, keyStart..<childEnd))
             }
         }
 
         deinit { staging.deallocate() }
-
-        private static func isWhitespace(_ byte: UInt8) -> Bool {
-            byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
-        }
 
         /// What `pass` did.
         enum Passed {
@@ -390,7 +386,7 @@ public struct PartlySortedSource: ByteSource {
         /// Moves the staged bytes to the staging's start.
         func compact() {
             guard stagedStart > 0 else { return }
-            (staging).update(from: staging + stagedStart, count: stagedEnd - stagedStart)
+            staging.update(from: staging + stagedStart, count: stagedEnd - stagedStart)
             stagedEnd -= stagedStart
             stagedStart = 0
         }

@@ -33,7 +33,7 @@ public final class EventData {
 
     func append(_ chunk: UnsafeBufferPointer<UInt8>) throws {
         guard !chunk.isEmpty else { return }
-        if let last = chunk.lastIndex(where: { !Self.isWhitespace($0) }) { lastNonWhitespace = count + last }
+        if let last = chunk.lastIndex(where: { !JSONReader.isWhitespace($0) }) { lastNonWhitespace = count + last }
         count += chunk.count
         if let file {
             try file.append(UnsafeRawBufferPointer(chunk))
@@ -56,10 +56,6 @@ public final class EventData {
             return FileRangeSource(file: file, offset: offset, end: end)
         }
         return MemorySource(Array(bytes[min(offset, bytes.count)..<max(min(offset, bytes.count), end)]))
-    }
-
-    static func isWhitespace(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
     }
 }
 

@@ -36,10 +36,6 @@ public struct TopLevelFilterSource: ByteSource {
         self.removing = removing
     }
 
-    private static func isWhitespace(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
-    }
-
     private func malformed(_ message: String) -> TreeError {
         TreeError(.malformedInput, "--only/--exclude: \(message)")
     }
@@ -69,12 +65,12 @@ public struct TopLevelFilterSource: ByteSource {
             }
             switch state {
             case .beforeRoot:
-                if Self.isWhitespace(byte) || (byte == 0xEF || byte == 0xBB || byte == 0xBF) { continue }
+                if JSONReader.isWhitespace(byte) || (byte == 0xEF || byte == 0xBB || byte == 0xBF) { continue }
                 guard byte == UInt8(ascii: "{") else { throw malformed("the file's root is not an object") }
                 output.append(byte)
                 state = .beforeKey
             case .beforeKey:
-                if Self.isWhitespace(byte) || byte == UInt8(ascii: ",") { continue }
+                if JSONReader.isWhitespace(byte) || byte == UInt8(ascii: ",") { continue }
                 if byte == UInt8(ascii: "}") {
                     finish()
                     return
@@ -106,7 +102,7 @@ public struct TopLevelFilterSource: ByteSource {
                     key.append(byte)
                 }
             case .afterKey:
-                if Self.isWhitespace(byte) { continue }
+                if JSONReader.isWhitespace(byte) { continue }
                 guard byte == UInt8(ascii: ":") else { throw malformed("expected ':' after a key") }
                 if keeps { output.append(byte) }
                 depth = 0
@@ -115,9 +111,9 @@ public struct TopLevelFilterSource: ByteSource {
                 valueStarted = false
                 state = .inValue
             case .inValue:
-                if !valueStarted, Self.isWhitespace(byte) { continue }
+                if !valueStarted, JSONReader.isWhitespace(byte) { continue }
                 if depth == 0, valueStarted, !inString,
-                    byte == UInt8(ascii: ",") || byte == UInt8(ascii: "}") || Self.isWhitespace(byte)
+                    byte == UInt8(ascii: ",") || byte == UInt8(ascii: "}") || JSONReader.isWhitespace(byte)
                 {
                     // The end of a scalar value.
                     if byte == UInt8(ascii: "}") {
@@ -148,7 +144,7 @@ public struct TopLevelFilterSource: ByteSource {
                     if depth < 0 { throw malformed("unbalanced brackets") }
                 }
             case .afterValue:
-                if Self.isWhitespace(byte) { continue }
+                if JSONReader.isWhitespace(byte) { continue }
                 if byte == UInt8(ascii: ",") {
                     state = .beforeKey
                 } else if byte == UInt8(ascii: "}") {
@@ -158,7 +154,7 @@ public struct TopLevelFilterSource: ByteSource {
                     throw malformed("expected ',' or '}' after a value")
                 }
             case .finished:
-                if Self.isWhitespace(byte) { continue }
+                if JSONReader.isWhitespace(byte) { continue }
                 throw malformed("unexpected data after the document")
             }
         }

@@ -8,8 +8,8 @@ internal import PostgresClient
 /// One REPEATABLE READ transaction: the tables are locked in ROW EXCLUSIVE mode (what the app's writes take, so
 /// readers and the app's writes go on; a merge or a write verb waits), then the source is compared with the
 /// store's export from the transaction's snapshot (`TreeComparison` with rewrites, the export on a thread of
-/// its own as `verify` runs it, its helpers on other sessions in the same snapshot), the nodes to write are planned in temporary files (`SyncPlan`), and only then
-/// written: their rows deleted, the plan's document loaded as import loads a file, and the kept copies of the
+/// its own as `verify` runs it, its helpers on other sessions in the same snapshot), the nodes to write are
+/// planned in temporary files (`SyncPlan`), and only then written: their rows deleted, the plan's document loaded as import loads a file, and the kept copies of the
 /// posts and chats it touched settled. A row that another session changed after the snapshot cannot be
 /// rewritten without losing that change, and PostgreSQL refuses it (a serialization failure): the sync then
 /// rolls back whole and says so.
